@@ -1,0 +1,115 @@
+//! The model's input: a cluster shape (nodes, their Devices, namespaces) and the settings.
+
+use serde::{Deserialize, Serialize};
+
+use crate::devices::Devices;
+use crate::labels::{Labels, DEFAULT_SYSTEM_NAMESPACE};
+use crate::objects::InstanceTypeSpec;
+
+/// A Node as NFD and the kubelet leave it, before the Worker and Device Manager label it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Node {
+    pub name: String,
+    /// kubelet and NFD labels (`kubernetes.io/os|arch`, `feature.node.kubernetes.io/cpu-model.*`, …).
+    pub labels: Labels,
+    /// NodeFeatureRule annotations (`feature.gpustack.ai/cpu-name`, …).
+    pub annotations: Labels,
+    /// `status.capacity.cpu` in millicores.
+    pub cpu_millis: u64,
+    /// A deletionTimestamp is set; such a node still counts (node_flavor.go @187ec70).
+    pub deleting: bool,
+    /// The node's `Devices` object (none for a node without accelerators).
+    pub devices: Option<Devices>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Namespace {
+    pub name: String,
+    pub terminating: bool,
+}
+
+/// Which SH once-max rule to apply (research/corrections.md 1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SharedOnceMax {
+    /// Newest: the largest node's count of cards with at least one free share (@7b0508ff).
+    #[default]
+    Cards,
+    /// Earlier: the largest node's sum of free shares (@0ae3355, `TestAcceleratorFourViews`).
+    Shares,
+}
+
+/// Which code era the chain follows (research/chain.md §0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Era {
+    /// CPU-awareness era: no topology profile in flavor names.
+    E2,
+    /// Topology-aware (newest): `-fnv64-` flavor suffix, empty-plan holds.
+    #[default]
+    E3,
+}
+
+/// Operator settings and contract variants (research/chain.md §13).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// `instance-type-aware-cpu-manufacturer` (default false).
+    pub aware_cpu_manufacturer: bool,
+    /// `instance-type-mixed-on-node` (default true).
+    pub mixed_on_node: bool,
+    /// `instance-type-derived-from-node` (default true).
+    pub derived_from_node: bool,
+    /// `node-management-manual` (default false).
+    pub manual_node_management: bool,
+    /// `instance-type-drain-when-no-flavors` (default true).
+    pub drain_when_no_flavors: bool,
+    /// `instance-general-resources-overcommit` (default true).
+    pub general_resources_overcommit: bool,
+    pub era: Era,
+    pub shared_once_max: SharedOnceMax,
+    /// Whether the `gpustack-node-devices` AdmissionCheck is Active.
+    pub node_devices_check_active: bool,
+    /// Whether the `gpustack-model-deployment-joint` AdmissionCheck is Active.
+    pub joint_check_active: bool,
+    /// `KUBERNETES_POD_NAMESPACE`, reserved from LocalQueues.
+    pub system_namespace: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            aware_cpu_manufacturer: false,
+            mixed_on_node: true,
+            derived_from_node: true,
+            manual_node_management: false,
+            drain_when_no_flavors: true,
+            general_resources_overcommit: true,
+            era: Era::E3,
+            shared_once_max: SharedOnceMax::Cards,
+            node_devices_check_active: true,
+            joint_check_active: true,
+            system_namespace: DEFAULT_SYSTEM_NAMESPACE.to_string(),
+        }
+    }
+}
+
+/// An InstanceType an administrator authored by hand (its pool is resolved by labels).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AdminInstanceType {
+    pub name: String,
+    pub spec: InstanceTypeSpec,
+}
+
+/// The whole input of one derivation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Cluster {
+    pub nodes: Vec<Node>,
+    pub namespaces: Vec<Namespace>,
+    pub settings: Settings,
+    pub instance_types: Vec<AdminInstanceType>,
+}

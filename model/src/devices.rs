@@ -1,0 +1,230 @@
+//! The `Devices` object of one node: per-card capability (spec) and ledger (status)
+//! (research/devices.md §1; api/worker/v1alpha1/devices.go).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ModelError;
+use crate::units::UNITS_PER_CARD;
+
+/// `DeviceAllocationMode`; wire values are pinned by api/worker/v1alpha1/devices_test.go.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+pub enum Mode {
+    #[default]
+    None,
+    Exclusive,
+    Shared,
+    Sliced,
+    Partitioned,
+    Visibility,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 6] = [
+        Mode::None,
+        Mode::Exclusive,
+        Mode::Shared,
+        Mode::Sliced,
+        Mode::Partitioned,
+        Mode::Visibility,
+    ];
+
+    /// The uint32 wire value (0–5).
+    pub fn wire(self) -> u32 {
+        self as u32
+    }
+
+    /// Strict decoding for input files: an unknown number is an error, never a guess.
+    pub fn from_wire(v: u64) -> Result<Mode, ModelError> {
+        if v < Mode::ALL.len() as u64 {
+            Ok(Mode::ALL[v as usize])
+        } else {
+            Err(ModelError::UnknownMode(v))
+        }
+    }
+
+    /// `DeviceAllocationMode.String()`: an unknown value prints as "None".
+    pub fn display_wire(v: u64) -> &'static str {
+        Mode::from_wire(v).unwrap_or(Mode::None).name()
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::None => "None",
+            Mode::Exclusive => "Exclusive",
+            Mode::Shared => "Shared",
+            Mode::Sliced => "Sliced",
+            Mode::Partitioned => "Partitioned",
+            Mode::Visibility => "Visibility",
+        }
+    }
+}
+
+/// One memory-slice interval `[start, start+length)` a partition instance may occupy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Placement {
+    pub start: u32,
+    pub length: u32,
+}
+
+/// A partition profile of a card's catalog (`physicalSliced.profiles[]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PartitionProfile {
+    pub name: String,
+    /// Max instances of this profile on an empty card.
+    pub count: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placements: Vec<Placement>,
+}
+
+/// A `{name, count}` entry of a ledger's or a view's profile list.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ProfileCount {
+    pub name: String,
+    pub count: u32,
+}
+
+/// Spec side of a card: what it could host when empty (`Accelerator.status` in spec).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Capability {
+    /// Max soft slices; 0 when the card is in a partitioning (MIG) mode.
+    pub logical_sliced_count: u32,
+    pub cores_percentage_overcommit: bool,
+    /// Partition ceiling = max profile count; 0 when hard slicing is off.
+    pub physical_sliced_count: u32,
+    pub physical_profiles: Vec<PartitionProfile>,
+    pub unhealthy: bool,
+}
+
+impl Capability {
+    /// `IsPartitioned` (pkg/device/population.go): the card serves only the partition family.
+    pub fn is_partitioned(&self) -> bool {
+        self.physical_sliced_count > 0
+    }
+
+    /// `IsLogicallySliceable`: soft slices offered and not partitioned.
+    pub fn is_logically_sliceable(&self) -> bool {
+        self.logical_sliced_count > 0 && !self.is_partitioned()
+    }
+
+    /// `IsWholeAcceleratorCapable`: partitioning wins over whole-card use.
+    pub fn is_whole_card_capable(&self) -> bool {
+        !self.is_partitioned()
+    }
+}
+
+/// Status side of a card: the allocation ledger row (`AcceleratorAllocation`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Ledger {
+    pub mode: Mode,
+    /// Remaining units out of [`UNITS_PER_CARD`].
+    pub remaining_units: i64,
+    pub remaining_profiles: Vec<ProfileCount>,
+    pub allocated_profiles: Vec<ProfileCount>,
+    /// Logical slices already hosted (docs/modules/devices/discovery.md).
+    pub allocated_slices: u32,
+}
+
+impl Default for Ledger {
+    /// The device manager seeds every card free at D.
+    fn default() -> Self {
+        Ledger {
+            mode: Mode::None,
+            remaining_units: UNITS_PER_CARD,
+            remaining_profiles: Vec::new(),
+            allocated_profiles: Vec::new(),
+            allocated_slices: 0,
+        }
+    }
+}
+
+impl Ledger {
+    /// A card is wholly free when its remaining units reach D (§9.1).
+    pub fn is_free(&self) -> bool {
+        self.remaining_units >= UNITS_PER_CARD
+    }
+
+    /// `PartitionLedgerReady`: the row lists at least one allocated or remaining profile.
+    pub fn partition_ready(&self) -> bool {
+        !self.allocated_profiles.is_empty() || !self.remaining_profiles.is_empty()
+    }
+}
+
+/// One accelerator card, joined across spec and status by its id.
+/// `capability: None` = no spec entry; `ledger: None` = no status row.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Card {
+    pub id: String,
+    #[serde(default)]
+    pub index: u32,
+    #[serde(default)]
+    pub capability: Option<Capability>,
+    #[serde(default)]
+    pub ledger: Option<Ledger>,
+}
+
+impl Card {
+    /// The capability the pool code joins; a missing spec row reads as zero capability.
+    pub fn capability_or_default(&self) -> Capability {
+        self.capability.clone().unwrap_or_default()
+    }
+
+    pub fn is_partitioned(&self) -> bool {
+        self.capability
+            .as_ref()
+            .is_some_and(Capability::is_partitioned)
+    }
+
+    pub fn is_logically_sliceable(&self) -> bool {
+        self.capability
+            .as_ref()
+            .is_some_and(Capability::is_logically_sliceable)
+    }
+}
+
+/// One device group (one product of one manufacturer on a node).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DeviceGroup {
+    pub manufacturer: String,
+    /// Group id = sanitized product name, e.g. `a10g`, `tesla-t4`.
+    pub id: String,
+    /// Product name, e.g. `NVIDIA A10G`.
+    pub name: String,
+    pub memory_mib: u64,
+    pub cores: u32,
+    pub driver_version: String,
+    pub runtime_version: String,
+    pub compute_capability: String,
+    pub family: String,
+    pub cards: Vec<Card>,
+}
+
+impl DeviceGroup {
+    /// The accelerator key `<manufacturer>-<groupID>`; pools always match on this full key
+    /// because a bare group id can collide across vendors (chain.md §3.2).
+    pub fn accelerator_key(&self) -> String {
+        format!("{}-{}", self.manufacturer, self.id)
+    }
+}
+
+/// The per-node `Devices` object (named after the node).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Devices {
+    pub groups: Vec<DeviceGroup>,
+}
+
+impl Devices {
+    /// Groups whose `manufacturer-id` equals `a_key` (a pool counts only its own group).
+    pub fn groups_of<'a>(&'a self, a_key: &'a str) -> impl Iterator<Item = &'a DeviceGroup> + 'a {
+        self.groups
+            .iter()
+            .filter(move |g| g.accelerator_key() == a_key)
+    }
+}

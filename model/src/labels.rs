@@ -1,0 +1,79 @@
+//! Label, annotation and name vocabulary of the chain (research/chain.md §2, §2.5, §6.3).
+
+pub const OS: &str = "kubernetes.io/os";
+pub const ARCH: &str = "kubernetes.io/arch";
+pub const HOSTNAME: &str = "kubernetes.io/hostname";
+
+pub const CPU_VENDOR: &str = "feature.node.kubernetes.io/cpu-model.vendor_id";
+pub const CPU_FAMILY: &str = "feature.node.kubernetes.io/cpu-model.family";
+pub const CPU_ID: &str = "feature.node.kubernetes.io/cpu-model.id";
+/// Annotation from the NodeFeatureRule `gpustack-cpu-info`.
+pub const CPU_NAME_ANNOTATION: &str = "feature.gpustack.ai/cpu-name";
+/// Prefix of every `feature.gpustack.ai/cpu-*` annotation.
+pub const CPU_ANNOTATION_PREFIX: &str = "feature.gpustack.ai/cpu-";
+
+pub const MANAGED: &str = "gpustack.ai/managed";
+pub const FEATURE_PREFIX: &str = "feature.gpustack.ai/";
+/// Umbrella boolean on nodes, flavors, queues and InstanceTypes.
+pub const ACCELERATABLE: &str = "feature.gpustack.ai/acceleratable";
+pub const CPU_ONLY: &str = "feature.gpustack.ai/cpu-only";
+pub const ACCELERATABLE_PREFIX: &str = "acceleratable.feature.gpustack.ai/";
+pub const GENERAL_PREFIX: &str = "general.feature.gpustack.ai/";
+pub const CREDITS_PREFIX: &str = "credits.gpustack.ai/";
+
+pub const TOPOLOGY_PROFILE: &str = "topology.gpustack.ai/profile";
+pub const EMPTY_PLAN_HOLD: &str = "topology.gpustack.ai/empty-plan-hold";
+pub const TAS_QUEUE: &str = "topology.gpustack.ai/tas-queue";
+pub const MIGRATION_PHASE: &str = "topology.gpustack.ai/migration-phase";
+pub const MIGRATION_STOP_POLICY: &str = "topology.gpustack.ai/migration-stop-policy";
+
+pub const SCHEDULE_PREFIX: &str = "schedule.gpustack.ai/";
+pub const DERIVED_FROM_NODE: &str = "schedule.gpustack.ai/derived-from-node";
+pub const QUEUE_ENTRANCE: &str = "schedule.gpustack.ai/queue-entrance";
+/// LocalQueue annotation naming the full ClusterQueue behind the hashed name.
+pub const QUEUE_ANNOTATION: &str = "schedule.gpustack.ai/queue";
+
+pub const RESOURCE_TYPE: &str = "resource.gpustack.ai/type";
+pub const RESOURCE_TYPE_NODES: &str = "nodes";
+pub const RESOURCE_TYPE_INSTANCETYPES: &str = "instancetypes";
+pub const NOTE_PREFIX: &str = "note.gpustack.ai/";
+pub const CONTROLLED_FINALIZER: &str = "gpustack.ai/controlled";
+pub const KUEUE_IN_USE_FINALIZER: &str = "kueue.x-k8s.io/resource-in-use";
+
+pub const NODE_DEVICES_CHECK: &str = "gpustack-node-devices";
+pub const JOINT_CHECK: &str = "gpustack-model-deployment-joint";
+
+/// Default system namespace (env `KUBERNETES_POD_NAMESPACE`), reserved from LocalQueues.
+pub const DEFAULT_SYSTEM_NAMESPACE: &str = "gpustack-system";
+pub const KUBE_SYSTEM: &str = "kube-system";
+
+/// The nine manufacturers the operator knows (pkg/nodefeature/knowns.go @106c5d4).
+pub const MANUFACTURERS: [&str; 9] = [
+    "amd",
+    "ascend",
+    "cambricon",
+    "hygon",
+    "iluvatar",
+    "metax",
+    "mthreads",
+    "nvidia",
+    "thead",
+];
+
+/// Whether `m` is one of the nine known accelerator manufacturers.
+pub fn is_known_manufacturer(m: &str) -> bool {
+    MANUFACTURERS.contains(&m)
+}
+
+/// `<featureKey>` label for an accelerator key: `acceleratable.feature.gpustack.ai/<aKey>`.
+pub fn accelerator_feature_key(a_key: &str) -> String {
+    format!("{ACCELERATABLE_PREFIX}{a_key}")
+}
+
+/// `<featureKey>` label for a CPU key: `general.feature.gpustack.ai/<gKey>`.
+pub fn general_feature_key(g_key: &str) -> String {
+    format!("{GENERAL_PREFIX}{g_key}")
+}
+
+/// The label map type used throughout: sorted for deterministic output.
+pub type Labels = std::collections::BTreeMap<String, String>;

@@ -1,0 +1,23 @@
+//! Pure reference model of the GPUStack operator's scheduling chain:
+//! nodes + Devices + settings → node labels, ResourceFlavors, InstanceTypes, ClusterQueues,
+//! LocalQueues. No I/O, no async; every rule is one function named for what it decides.
+
+pub mod cluster;
+pub mod derive;
+pub mod detail;
+pub mod devices;
+pub mod error;
+pub mod flavor;
+pub mod labels;
+pub mod nodefeature;
+pub mod objects;
+pub mod pool;
+pub mod profiles;
+pub mod queue;
+pub mod units;
+pub mod views;
+pub mod webhook;
+
+pub use cluster::{Cluster, Era, Namespace, Node, Settings, SharedOnceMax};
+pub use devices::{Capability, Card, DeviceGroup, Devices, Ledger, Mode};
+pub use error::ModelError;

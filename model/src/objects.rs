@@ -1,0 +1,221 @@
+//! The objects the chain produces, as plain data (field names follow the real CRDs in
+//! shared/crds; the oracle renders them to Kubernetes objects).
+
+use serde::{Deserialize, Serialize};
+
+use crate::devices::{PartitionProfile, ProfileCount};
+use crate::labels::Labels;
+
+/// One flavor a node contributes (`ExtractNodeFlavors`, chain.md §6.1–6.2).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NodeFlavor {
+    pub name: String,
+    pub general_key: String,
+    /// Empty for a CPU flavor.
+    pub accelerator_key: String,
+    pub os: String,
+    pub arch: String,
+    /// Per-node count: cores (`<n>c`) or cards (`<n>d`).
+    pub count: u64,
+    pub acceleratable: bool,
+    /// Device manufacturer, or the CPU manufacturer (gManu) for a CPU flavor.
+    pub manufacturer: String,
+    pub product: String,
+    pub family: String,
+    pub memory: String,
+    pub cores: String,
+    /// E3 topology profile (`fnv64-…`); empty in E2.
+    pub profile: String,
+    /// `spec.nodeLabels` the flavor pins.
+    pub node_labels: Labels,
+}
+
+/// `{operator: Exists}` and friends.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Toleration {
+    pub operator: String,
+}
+
+/// A Kueue ResourceFlavor (chain.md §6.3).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceFlavor {
+    pub name: String,
+    pub labels: Labels,
+    /// `note.gpustack.ai/<k>` annotations.
+    pub annotations: Labels,
+    pub node_labels: Labels,
+    pub tolerations: Vec<Toleration>,
+    /// `gpustack-<profile>` in E3.
+    pub topology_name: Option<String>,
+    /// Identity read from the first contributing node.
+    pub flavor: NodeFlavor,
+    /// Contributing node names, sorted.
+    pub nodes: Vec<String>,
+    /// `|nodes| × count`.
+    pub capacity: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnitResources {
+    pub cpu: String,
+    pub ram: String,
+}
+
+/// InstanceType spec (api/worker/v1alpha1/instance_type.go @1e7b023).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct InstanceTypeSpec {
+    pub display_name: String,
+    pub description: String,
+    pub inactive: bool,
+    pub accelerator_group: String,
+    pub general_group: String,
+    pub acceleratable: bool,
+    pub os: String,
+    pub arch: String,
+    pub unit_resources: UnitResources,
+    pub local_storage: String,
+}
+
+/// `{onceMaxRequest, remaining, capacity}`; units depend on the view (see four_views).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ResourceView {
+    pub once_max_request: i64,
+    pub remaining: i64,
+    pub capacity: i64,
+}
+
+/// The PT view plus its per-profile ledger (published spelling, name-sorted).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PartitionView {
+    #[serde(flatten)]
+    pub view: ResourceView,
+    pub allocated_profiles: Vec<ProfileCount>,
+    pub remaining_profiles: Vec<ProfileCount>,
+}
+
+/// EX (cards), SH (shares, 10/card), SL (VRAM percent, 100/card), PT (partition instances).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FourViews {
+    pub exclusive: ResourceView,
+    pub shared: ResourceView,
+    pub sliced: ResourceView,
+    pub partitioned: PartitionView,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LogicalDetail {
+    pub count: u64,
+    pub cores_percentage_overcommit: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PhysicalDetail {
+    pub count: u64,
+    pub profiles: Vec<PartitionProfile>,
+}
+
+/// `AcceleratorSlicedDetail` aggregate.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SlicedDetail {
+    pub logical: LogicalDetail,
+    pub physical: PhysicalDetail,
+}
+
+/// `InstanceTypeDetail` (chain.md §9.5). CPU fields are kept as the note's strings.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Detail {
+    pub manufacturer: String,
+    pub product: String,
+    pub family: String,
+    /// Per-card VRAM (the Pod webhook's memory divisor), e.g. `24Gi`.
+    pub memory: String,
+    pub cores: String,
+    pub sliced_detail: SlicedDetail,
+    pub runtime_version: String,
+    pub runtime_versions: Vec<String>,
+    /// Inline CPU fields (`physicalCores`, `logicalCores`, …) from the `cpuDetail` note.
+    pub cpu: Labels,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Phase {
+    #[default]
+    Active,
+    Inactive,
+    Draining,
+    Transitioning,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct InstanceTypeStatus {
+    pub detail: Detail,
+    pub entrance: String,
+    pub phase: Phase,
+    pub views: FourViews,
+    pub cpu: ResourceView,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceType {
+    pub name: String,
+    pub labels: Labels,
+    pub spec: InstanceTypeSpec,
+    pub status: InstanceTypeStatus,
+}
+
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+pub enum StopPolicy {
+    #[default]
+    None,
+    Hold,
+    HoldAndDrain,
+}
+
+impl StopPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            StopPolicy::None => "None",
+            StopPolicy::Hold => "Hold",
+            StopPolicy::HoldAndDrain => "HoldAndDrain",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FlavorQuota {
+    pub flavor: String,
+    pub nominal_quota: i64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ResourceGroup {
+    pub covered_resources: Vec<String>,
+    pub flavors: Vec<FlavorQuota>,
+}
+
+/// A Kueue ClusterQueue backing one pool (chain.md §10).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterQueue {
+    pub name: String,
+    pub labels: Labels,
+    pub annotations: Labels,
+    /// Always empty: every pool queue is isolated.
+    pub cohort: String,
+    pub stop_policy: StopPolicy,
+    pub resource_groups: Vec<ResourceGroup>,
+    /// AdmissionCheck names, node-devices first.
+    pub admission_checks: Vec<String>,
+}
+
+/// A LocalQueue: the pool's entrance in one namespace (chain.md §11).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocalQueue {
+    pub namespace: String,
+    pub name: String,
+    pub cluster_queue: String,
+    pub annotations: Labels,
+}
