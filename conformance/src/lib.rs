@@ -148,6 +148,9 @@ impl RunReport {
                 let _ = write!(out, " ({} not implemented)", f.not_implemented());
             }
             out.push('\n');
+            for (test, why, n) in not_implemented_by_test(f) {
+                let _ = writeln!(out, "  not implemented: {test} x{n}: {why}");
+            }
             for r in &f.results {
                 match &r.outcome {
                     Outcome::Pass => {}
@@ -158,13 +161,7 @@ impl RunReport {
                             r.index, r.name, r.test
                         );
                     }
-                    Outcome::NotImplemented(why) => {
-                        let _ = writeln!(
-                            out,
-                            "  not implemented [{}] {} ({}): {why}",
-                            r.index, r.name, r.test
-                        );
-                    }
+                    Outcome::NotImplemented(_) => {}
                     Outcome::Malformed { field, problem } => {
                         let _ = writeln!(
                             out,
@@ -185,6 +182,20 @@ impl RunReport {
         );
         out
     }
+}
+
+/// Not-implemented vectors of a file grouped by Go test: (test, reason, count), in file order.
+fn not_implemented_by_test(f: &FileReport) -> Vec<(String, String, usize)> {
+    let mut groups: Vec<(String, String, usize)> = Vec::new();
+    for r in &f.results {
+        if let Outcome::NotImplemented(why) = &r.outcome {
+            match groups.iter_mut().find(|(t, w, _)| *t == r.test && w == why) {
+                Some(g) => g.2 += 1,
+                None => groups.push((r.test.clone(), why.clone(), 1)),
+            }
+        }
+    }
+    groups
 }
 
 /// Runs one vector file. A file that is not a JSON array of vectors is reported, not panicked on.

@@ -7,9 +7,8 @@ use crate::error::ModelError;
 use crate::units::UNITS_PER_CARD;
 
 /// `DeviceAllocationMode`; wire values are pinned by api/worker/v1alpha1/devices_test.go.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
+/// Input files may spell it as its name (`Shared`) or its wire number (`2`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum Mode {
     #[default]
     None,
@@ -49,6 +48,20 @@ impl Mode {
         Mode::from_wire(v).unwrap_or(Mode::None).name()
     }
 
+    /// Strict decoding of a mode name.
+    pub fn from_name(s: &str) -> Result<Mode, ModelError> {
+        Mode::ALL
+            .iter()
+            .find(|m| m.name() == s)
+            .copied()
+            .ok_or_else(|| {
+                ModelError::invalid(
+                    "mode",
+                    format!("unknown device allocation mode `{s}`: expected None, Exclusive, Shared, Sliced, Partitioned, Visibility or 0-5"),
+                )
+            })
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Mode::None => "None",
@@ -57,6 +70,25 @@ impl Mode {
             Mode::Sliced => "Sliced",
             Mode::Partitioned => "Partitioned",
             Mode::Visibility => "Visibility",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Mode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wire {
+            Number(i64),
+            Name(String),
+        }
+        match Wire::deserialize(d)? {
+            Wire::Number(n) if n < 0 => Err(D::Error::custom(format!(
+                "negative device allocation mode {n}: expected 0 (None) to 5 (Visibility)"
+            ))),
+            Wire::Number(n) => Mode::from_wire(n as u64).map_err(D::Error::custom),
+            Wire::Name(s) => Mode::from_name(&s).map_err(D::Error::custom),
         }
     }
 }
@@ -226,5 +258,47 @@ impl Devices {
         self.groups
             .iter()
             .filter(move |g| g.accelerator_key() == a_key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_reads_names_and_wire_numbers_and_refuses_others() {
+        let m: Mode = serde_json::from_str("\"Shared\"").unwrap();
+        assert_eq!(m, Mode::Shared);
+        let m: Mode = serde_json::from_str("4").unwrap();
+        assert_eq!(m, Mode::Partitioned);
+        let e = serde_json::from_str::<Mode>("9").unwrap_err().to_string();
+        assert!(e.contains("unknown device allocation mode 9"), "{e}");
+        let e = serde_json::from_str::<Mode>("-1").unwrap_err().to_string();
+        assert!(e.contains("negative"), "{e}");
+        let e = serde_json::from_str::<Mode>("\"Carved\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`Carved`"), "{e}");
+    }
+
+    #[test]
+    fn unknown_wire_value_displays_as_none() {
+        assert_eq!(Mode::display_wire(99), "None");
+        assert_eq!(Mode::display_wire(5), "Visibility");
+        for m in Mode::ALL {
+            assert_eq!(Mode::from_wire(u64::from(m.wire())), Ok(m));
+        }
+    }
+
+    #[test]
+    fn partitioning_wins_over_logical_slicing() {
+        let c = Capability {
+            logical_sliced_count: 10,
+            physical_sliced_count: 7,
+            ..Capability::default()
+        };
+        assert!(c.is_partitioned());
+        assert!(!c.is_logically_sliceable());
+        assert!(!c.is_whole_card_capable());
     }
 }
