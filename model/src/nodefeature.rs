@@ -6,8 +6,8 @@ use crate::cluster::{Era, Node, Settings};
 use crate::devices::{DeviceGroup, Devices};
 use crate::labels::{
     accelerator_feature_key, general_feature_key, is_known_manufacturer, Labels, ACCELERATABLE,
-    ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY, CPU_ID, CPU_NAME_ANNOTATION,
-    CPU_ONLY, CPU_VENDOR, CREDITS_PREFIX, HOSTNAME, MANAGED, OS, TOPOLOGY_PROFILE,
+    ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY, CPU_ID, CPU_ONLY, CPU_VENDOR,
+    CREDITS_PREFIX, HOSTNAME, MANAGED, OS, TOPOLOGY_PROFILE,
 };
 use crate::objects::NodeFlavor;
 
@@ -215,7 +215,6 @@ pub fn cpu_manufacturer(labels: &Labels) -> String {
 /// The id part of gKey: the normalized cpu-name, else `<family>-<id>` from NFD, else empty
 /// (chain.md §3.1 steps 2–3).
 fn general_key_id(labels: &Labels, annotations: &Labels, manu: &str) -> String {
-    debug_assert_eq!(CPU_NAME_ANNOTATION, format!("{CPU_ANNOTATION_PREFIX}name"));
     let name = cpu_annotation(annotations, "name");
     if !name.is_empty() {
         let budget = LABEL_VALUE_MAX.saturating_sub(manu.len() + 1);
@@ -754,6 +753,7 @@ impl CpuDetail {
 mod tests {
     use super::*;
     use crate::devices::Card;
+    use crate::labels::CPU_NAME_ANNOTATION;
 
     fn labels(pairs: &[(&str, &str)]) -> Labels {
         pairs
