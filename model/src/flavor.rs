@@ -1,1 +1,440 @@
-//! (being written)
+//! ResourceFlavors: eligible nodes' flavors grouped by name (research/chain.md §6.3, §17 rule 9;
+//! node_flavor.go @187ec70).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::cluster::{Node, Settings};
+use crate::labels::{
+    accelerator_feature_key, general_feature_key, Labels, ACCELERATABLE, ARCH, NOTE_PREFIX, OS,
+    RESOURCE_TYPE, RESOURCE_TYPE_NODES, TOPOLOGY_PROFILE,
+};
+use crate::nodefeature::{
+    cpu_detail, effective_node_labels, node_flavors, node_is_eligible, CpuDetail,
+};
+use crate::objects::{NodeFlavor, ResourceFlavor, Toleration};
+
+/// What one eligible node contributes: its name, its flavors and its CPU detail (read from the
+/// node's annotations at the call site, since `NodeFlavor` does not carry it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Contribution {
+    pub node: String,
+    pub flavors: Vec<NodeFlavor>,
+    pub cpu: CpuDetail,
+}
+
+/// The flavor's own feature key: `acceleratable.…/<aKey>` or `general.…/<gKey>` (chain.md §6.3).
+pub fn own_feature_key(f: &NodeFlavor) -> String {
+    if f.acceleratable {
+        accelerator_feature_key(&f.accelerator_key)
+    } else {
+        general_feature_key(&f.general_key)
+    }
+}
+
+/// `metadata.labels` of a ResourceFlavor pooled from `n` nodes (chain.md §6.3).
+pub fn flavor_labels(f: &NodeFlavor, n: u64) -> Labels {
+    let key = own_feature_key(f);
+    let mut out = Labels::new();
+    out.insert(format!("{key}.count"), f.count.to_string());
+    out.insert(
+        format!("{key}.capacity"),
+        n.saturating_mul(f.count).to_string(),
+    );
+    out.insert(key, "true".to_string());
+    out.insert(OS.to_string(), f.os.clone());
+    out.insert(ARCH.to_string(), f.arch.clone());
+    out.insert(ACCELERATABLE.to_string(), f.acceleratable.to_string());
+    if f.acceleratable {
+        out.insert(general_feature_key(&f.general_key), "true".to_string());
+    }
+    if !f.profile.is_empty() {
+        out.insert(TOPOLOGY_PROFILE.to_string(), f.profile.clone());
+    }
+    out.insert(RESOURCE_TYPE.to_string(), RESOURCE_TYPE_NODES.to_string());
+    out
+}
+
+/// Whether a flavor carries the `cpuDetail` note: always on CPU flavors, on device flavors only
+/// with `instance-type-aware-cpu-manufacturer` (chain.md §6.3).
+pub fn carries_cpu_detail(f: &NodeFlavor, aware: bool) -> bool {
+    !f.acceleratable || aware
+}
+
+/// `note.gpustack.ai/*` annotations of a ResourceFlavor (chain.md §6.3). Empty notes are kept, as
+/// the operator writes them; `topologyProfile` only in E3 (non-empty profile); `cpuDetail` only
+/// when `cpu` is given and [`carries_cpu_detail`] holds.
+pub fn flavor_notes(f: &NodeFlavor, cpu: Option<&CpuDetail>, aware: bool) -> Labels {
+    let mut notes: Vec<(&str, String)> = vec![
+        ("acceleratable", f.acceleratable.to_string()),
+        ("generalGroup", f.general_key.clone()),
+        ("acceleratorGroup", f.accelerator_key.clone()),
+        ("manufacturer", f.manufacturer.clone()),
+        ("product", f.product.clone()),
+        ("family", f.family.clone()),
+        ("memory", f.memory.clone()),
+        ("cores", f.cores.clone()),
+    ];
+    if !f.profile.is_empty() {
+        notes.push(("topologyProfile", f.profile.clone()));
+    }
+    if let Some(detail) = cpu.filter(|_| carries_cpu_detail(f, aware)) {
+        notes.push(("cpuDetail", detail.note_json(f.acceleratable)));
+    }
+    notes
+        .into_iter()
+        .map(|(k, v)| (format!("{NOTE_PREFIX}{k}"), v))
+        .collect()
+}
+
+/// The Kueue Topology a flavor references in E3: `gpustack-<profile>` (chain.md §2.4, §6.3).
+pub fn topology_name(profile: &str) -> Option<String> {
+    (!profile.is_empty()).then(|| format!("gpustack-{profile}"))
+}
+
+/// One flavor name's pool: identity from its first contributor, contributing node names.
+struct Pooled<'a> {
+    flavor: &'a NodeFlavor,
+    cpu: Option<&'a CpuDetail>,
+    nodes: BTreeSet<&'a str>,
+}
+
+/// Builds the ResourceFlavor of one pool (chain.md §6.3).
+fn build_resource_flavor(p: &Pooled<'_>, aware: bool) -> ResourceFlavor {
+    let n = p.nodes.len() as u64;
+    let f = p.flavor;
+    ResourceFlavor {
+        name: f.name.clone(),
+        labels: flavor_labels(f, n),
+        annotations: flavor_notes(f, p.cpu, aware),
+        node_labels: f.node_labels.clone(),
+        tolerations: vec![Toleration {
+            operator: "Exists".to_string(),
+        }],
+        topology_name: topology_name(&f.profile),
+        flavor: f.clone(),
+        nodes: p.nodes.iter().map(|s| s.to_string()).collect(),
+        capacity: n.saturating_mul(f.count),
+    }
+}
+
+/// Groups flavors by name; `cpu` gives each contributor's CPU detail, if known.
+fn group_by_name<'a>(
+    entries: impl Iterator<Item = (&'a str, &'a [NodeFlavor], Option<&'a CpuDetail>)>,
+) -> BTreeMap<&'a str, Pooled<'a>> {
+    let mut pools: BTreeMap<&str, Pooled<'_>> = BTreeMap::new();
+    for (node, flavors, cpu) in entries {
+        for f in flavors {
+            pools
+                .entry(f.name.as_str())
+                .or_insert_with(|| Pooled {
+                    flavor: f,
+                    cpu,
+                    nodes: BTreeSet::new(),
+                })
+                .nodes
+                .insert(node);
+        }
+    }
+    pools
+}
+
+/// Rule 9: one ResourceFlavor per flavor name over the given eligible nodes, identity from the
+/// first contributor in the given order, capacity = contributors × count, sorted by name
+/// (chain.md §6.3, §17 rule 9). Carries no `cpuDetail` note; see [`resource_flavors_noted`].
+pub fn resource_flavors(nodes: &[(String, Vec<NodeFlavor>)]) -> Vec<ResourceFlavor> {
+    let pools = group_by_name(nodes.iter().map(|(n, f)| (n.as_str(), f.as_slice(), None)));
+    pools
+        .values()
+        .map(|p| build_resource_flavor(p, false))
+        .collect()
+}
+
+/// [`resource_flavors`] with the `cpuDetail` note read from the first contributor's CPU detail
+/// under the awareness setting (chain.md §6.3; node_flavor.go @187ec70).
+pub fn resource_flavors_noted(nodes: &[Contribution], aware: bool) -> Vec<ResourceFlavor> {
+    let pools = group_by_name(
+        nodes
+            .iter()
+            .map(|c| (c.node.as_str(), c.flavors.as_slice(), Some(&c.cpu))),
+    );
+    pools
+        .values()
+        .map(|p| build_resource_flavor(p, aware))
+        .collect()
+}
+
+/// What a node contributes under the settings: nothing unless eligible, else its flavors on
+/// the effective labels (chain.md §17 rules 7–8).
+pub fn node_contribution(node: &Node, settings: &Settings) -> Option<Contribution> {
+    let labels = effective_node_labels(node, settings);
+    if !node_is_eligible(&labels, settings) {
+        return None;
+    }
+    Some(Contribution {
+        node: node.name.clone(),
+        flavors: node_flavors(&labels, &node.annotations, settings),
+        cpu: cpu_detail(&labels, &node.annotations),
+    })
+}
+
+/// Every ResourceFlavor of a cluster's nodes, notes included (chain.md §17 rules 1–9).
+pub fn cluster_resource_flavors(nodes: &[Node], settings: &Settings) -> Vec<ResourceFlavor> {
+    let contributions: Vec<Contribution> = nodes
+        .iter()
+        .filter_map(|n| node_contribution(n, settings))
+        .collect();
+    resource_flavors_noted(&contributions, settings.aware_cpu_manufacturer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::Era;
+    use crate::devices::{Card, DeviceGroup, Devices};
+    use crate::labels::{CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR, MANAGED};
+    use crate::nodefeature::{group_id, DEFAULT_TOPOLOGY_PROFILE};
+
+    fn node(
+        name: &str,
+        vendor: &str,
+        cpu: &str,
+        cores: u64,
+        gpu: Option<(&str, u64, usize)>,
+    ) -> Node {
+        let labels: Labels = [(CPU_VENDOR, vendor), (OS, "linux"), (ARCH, "amd64")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let annotations: Labels = [(CPU_NAME_ANNOTATION.to_string(), cpu.to_string())]
+            .into_iter()
+            .collect();
+        Node {
+            name: name.to_string(),
+            labels,
+            annotations,
+            cpu_millis: cores * 1000,
+            deleting: false,
+            devices: gpu.map(|(product, mib, n)| Devices {
+                groups: vec![DeviceGroup {
+                    manufacturer: "nvidia".into(),
+                    id: group_id(product, "nvidia"),
+                    name: product.into(),
+                    memory_mib: mib,
+                    cards: (0..n)
+                        .map(|i| Card {
+                            id: format!("GPU-{i}"),
+                            ..Card::default()
+                        })
+                        .collect(),
+                    ..DeviceGroup::default()
+                }],
+            }),
+        }
+    }
+
+    /// The walkthrough cluster of chain.md §15.
+    fn walkthrough() -> Vec<Node> {
+        let intel = "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz";
+        vec![
+            node("node-cpu", "AMD", "AMD EPYC 7R13 Processor", 16, None),
+            node(
+                "node-a10g",
+                "AMD",
+                "AMD EPYC 7R32",
+                4,
+                Some(("NVIDIA A10G", 24576, 1)),
+            ),
+            node("node-t4-a", "Intel", intel, 4, Some(("Tesla T4", 15360, 1))),
+            node(
+                "node-t4-b",
+                "Intel",
+                intel,
+                48,
+                Some(("Tesla T4", 15360, 4)),
+            ),
+        ]
+    }
+
+    #[test]
+    fn walkthrough_has_seven_flavors_with_the_e3_suffix() {
+        let rfs = cluster_resource_flavors(&walkthrough(), &Settings::default());
+        let names: Vec<_> = rfs.iter().map(|r| r.name.as_str()).collect();
+        let suffix = format!("-{DEFAULT_TOPOLOGY_PROFILE}");
+        let bare: Vec<_> = names
+            .iter()
+            .map(|n| n.strip_suffix(suffix.as_str()).unwrap_or("MISSING SUFFIX"))
+            .collect();
+        assert_eq!(
+            bare,
+            vec![
+                "gpustack--amd-epyc-7r13-linux-amd64-16c",
+                "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d",
+                "gpustack--amd-epyc-7r32-linux-amd64-4c",
+                "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-1d",
+                "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-4d",
+                "gpustack--intel-xeon-platinum-8259cl-linux-amd64-48c",
+                "gpustack--intel-xeon-platinum-8259cl-linux-amd64-4c",
+            ]
+        );
+        for rf in &rfs {
+            assert_eq!(
+                rf.topology_name.as_deref(),
+                Some("gpustack-fnv64-87bf574bea2a4f23")
+            );
+            assert_eq!(rf.tolerations.len(), 1);
+            assert_eq!(rf.nodes.len(), 1);
+            assert_eq!(rf.capacity, rf.flavor.count);
+        }
+    }
+
+    #[test]
+    fn pooled_flavor_sums_capacity_and_keeps_the_first_identity() {
+        let mut a = node(
+            "node-b",
+            "AMD",
+            "AMD EPYC 7763 64-Core Processor",
+            8,
+            Some(("Tesla T4", 15360, 2)),
+        );
+        let mut b = node(
+            "node-a",
+            "AMD",
+            "AMD EPYC 7763 64-Core Processor",
+            8,
+            Some(("Tesla T4", 15360, 2)),
+        );
+        a.annotations
+            .insert("feature.gpustack.ai/cpu-physical-cores".into(), "4".into());
+        b.annotations
+            .insert("feature.gpustack.ai/cpu-physical-cores".into(), "64".into());
+        let rfs = cluster_resource_flavors(&[a, b], &Settings::default());
+        assert_eq!(rfs.len(), 2);
+        let dev = &rfs[0];
+        assert!(dev.flavor.acceleratable);
+        assert_eq!(dev.nodes, vec!["node-a", "node-b"]);
+        assert_eq!(dev.capacity, 4);
+        let key = "acceleratable.feature.gpustack.ai/nvidia-tesla-t4";
+        assert_eq!(
+            dev.labels
+                .get(&format!("{key}.capacity"))
+                .map(String::as_str),
+            Some("4")
+        );
+        assert_eq!(
+            dev.labels.get(&format!("{key}.count")).map(String::as_str),
+            Some("2")
+        );
+        assert_eq!(
+            dev.labels
+                .get("general.feature.gpustack.ai/amd-epyc-7763")
+                .map(String::as_str),
+            Some("true")
+        );
+        assert_eq!(
+            dev.labels.get(ACCELERATABLE).map(String::as_str),
+            Some("true")
+        );
+        assert!(!dev.annotations.contains_key("note.gpustack.ai/cpuDetail"));
+        let cpu = &rfs[1];
+        assert_eq!(cpu.capacity, 16);
+        assert_eq!(
+            cpu.labels.get(ACCELERATABLE).map(String::as_str),
+            Some("false")
+        );
+        // Identity (and cpuDetail) from the first contributor in the given order: node-b.
+        assert_eq!(
+            cpu.annotations
+                .get("note.gpustack.ai/cpuDetail")
+                .map(String::as_str),
+            Some(r#"{"physicalCores":"4","cache":{}}"#)
+        );
+        assert_eq!(
+            cpu.annotations
+                .get("note.gpustack.ai/product")
+                .map(String::as_str),
+            Some("AMD EPYC 7763 64-Core Processor")
+        );
+        assert_eq!(
+            cpu.annotations
+                .get("note.gpustack.ai/acceleratorGroup")
+                .map(String::as_str),
+            Some("")
+        );
+    }
+
+    #[test]
+    fn aware_device_flavors_carry_the_cpu_detail() {
+        let s = Settings {
+            aware_cpu_manufacturer: true,
+            ..Settings::default()
+        };
+        let rfs = cluster_resource_flavors(&walkthrough()[1..2], &s);
+        let dev = rfs.iter().find(|r| r.flavor.acceleratable);
+        let note = dev.and_then(|r| r.annotations.get("note.gpustack.ai/cpuDetail"));
+        assert_eq!(
+            note.map(String::as_str),
+            Some(r#"{"manufacturer":"amd","product":"AMD EPYC 7R32","cache":{}}"#)
+        );
+    }
+
+    #[test]
+    fn ineligible_nodes_contribute_nothing() {
+        let mut nodes = walkthrough();
+        nodes[0].labels.insert(MANAGED.into(), "false".into());
+        let manual = Settings {
+            manual_node_management: true,
+            ..Settings::default()
+        };
+        assert!(cluster_resource_flavors(&nodes, &manual).is_empty());
+        assert_eq!(
+            cluster_resource_flavors(&nodes, &Settings::default()).len(),
+            6
+        );
+    }
+
+    #[test]
+    fn e2_flavors_have_no_topology_and_mixing_off_pins_cpu_only_in_e3() {
+        let e2 = Settings {
+            era: Era::E2,
+            ..Settings::default()
+        };
+        let rfs = cluster_resource_flavors(&walkthrough(), &e2);
+        assert!(rfs.iter().all(|r| r.topology_name.is_none()
+            && !r.labels.contains_key(TOPOLOGY_PROFILE)
+            && !r
+                .annotations
+                .contains_key("note.gpustack.ai/topologyProfile")));
+        let off = Settings {
+            mixed_on_node: false,
+            ..Settings::default()
+        };
+        let rfs = cluster_resource_flavors(&walkthrough(), &off);
+        assert_eq!(rfs.len(), 4, "only node-cpu keeps a CPU flavor");
+        let cpu: Vec<_> = rfs.iter().filter(|r| !r.flavor.acceleratable).collect();
+        assert_eq!(cpu.len(), 1);
+        assert_eq!(
+            cpu[0].node_labels.get(CPU_ONLY).map(String::as_str),
+            Some("true")
+        );
+        assert!(!cpu[0].node_labels.contains_key(ACCELERATABLE));
+    }
+
+    #[test]
+    fn plain_resource_flavors_group_by_name() {
+        let f = |name: &str, count: u64| NodeFlavor {
+            name: name.to_string(),
+            general_key: "generic".into(),
+            count,
+            ..NodeFlavor::default()
+        };
+        let rfs = resource_flavors(&[
+            ("n2".into(), vec![f("b", 4)]),
+            ("n1".into(), vec![f("b", 4), f("a", 2)]),
+        ]);
+        let got: Vec<_> = rfs.iter().map(|r| (r.name.as_str(), r.capacity)).collect();
+        assert_eq!(got, vec![("a", 2), ("b", 8)]);
+        assert!(rfs
+            .iter()
+            .all(|r| !r.annotations.contains_key("note.gpustack.ai/cpuDetail")));
+    }
+}

@@ -1,1 +1,1189 @@
-//! (being written)
+//! Node labels, derived keys and the flavors a node contributes (research/chain.md §2, §3,
+//! §6.1–6.3, §17 rules 1–8; pkg/nodefeature/helper.go, pkg/device/helper.go,
+//! pkg/kubemeta/label.go, node_flavor.go @187ec70).
+
+use crate::cluster::{Era, Node, Settings};
+use crate::devices::{DeviceGroup, Devices};
+use crate::labels::{
+    accelerator_feature_key, general_feature_key, is_known_manufacturer, Labels, ACCELERATABLE,
+    ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY, CPU_ID, CPU_ONLY, CPU_VENDOR,
+    CREDITS_PREFIX, HOSTNAME, MANAGED, OS, TOPOLOGY_PROFILE,
+};
+use crate::objects::NodeFlavor;
+
+/// Longest Kubernetes label value.
+const LABEL_VALUE_MAX: usize = 63;
+/// The CPU manufacturer of a node whose vendor is unknown (`GeneralManufacturerGeneric`).
+pub const GENERIC: &str = "generic";
+/// Prefix of a topology profile and of a LocalQueue hash (`topologyProfilePrefix`).
+pub const PROFILE_PREFIX: &str = "fnv64-";
+/// Prefix of every LocalQueue name (chain.md §3.3).
+pub const LOCAL_QUEUE_PREFIX: &str = "gpustack-fnv64-";
+/// Profile of a node no TopologySource matches: FNV-1a-64 of `kubernetes.io/hostname`
+/// (chain.md §2.4; checked against [`topology_profile`] in the tests).
+pub const DEFAULT_TOPOLOGY_PROFILE: &str = "fnv64-87bf574bea2a4f23";
+
+// ---------------------------------------------------------------------------------------------
+// Sanitizing and normalizing names
+// ---------------------------------------------------------------------------------------------
+
+/// Whether `c` may separate words in a label value (`-`, `_`, `.`).
+fn is_separator(c: char) -> bool {
+    matches!(c, '-' | '_' | '.')
+}
+
+/// Drops one trailing separator, as both sanitizers do after their scan.
+fn trim_one_trailing_separator(buf: &mut String) {
+    if buf.ends_with(is_separator) {
+        buf.pop();
+    }
+}
+
+/// `kubemeta.SanitizeLabelValue`: ≤63 chars of `[A-Za-z0-9-_.]`, spaces→`-`, no leading,
+/// trailing or doubled separators, case kept (chain.md §2.2; pkg/kubemeta/label.go @cc12796).
+pub fn sanitize_label_value(v: &str) -> String {
+    let mut buf = String::new();
+    let mut count = 0usize;
+    let mut prev: Option<char> = None;
+    for raw in v.chars() {
+        let c = if raw == ' ' { '-' } else { raw };
+        if c.is_ascii_alphanumeric() {
+            // kept as is
+        } else if is_separator(c) {
+            if count == 0 || prev.is_some_and(is_separator) {
+                continue;
+            }
+        } else {
+            continue;
+        }
+        buf.push(c);
+        prev = Some(c);
+        count += 1;
+        if count >= LABEL_VALUE_MAX {
+            break;
+        }
+    }
+    trim_one_trailing_separator(&mut buf);
+    buf
+}
+
+/// Removes the trademark markers `(R)`, `(r)`, `(TM)`, `(tm)` in one left-to-right pass
+/// (a replaced marker never forms a new one; pkg/device/helper.go).
+fn drop_trademark_markers(name: &str) -> String {
+    const MARKERS: [&str; 4] = ["(R)", "(r)", "(TM)", "(tm)"];
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        if let Some(m) = MARKERS.iter().find(|m| rest.starts_with(**m)) {
+            rest = &rest[m.len()..];
+        } else {
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
+}
+
+/// One leading `Genuine ` or `<n>(st|nd|rd|th) Gen ` word run, if `s` starts with one.
+fn leading_cruft_len(s: &str) -> Option<usize> {
+    if s.starts_with("Genuine ") {
+        return Some("Genuine ".len());
+    }
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let rest = &s[digits..];
+    ["st Gen ", "nd Gen ", "rd Gen ", "th Gen "]
+        .iter()
+        .find(|ord| rest.starts_with(**ord))
+        .map(|ord| digits + ord.len())
+}
+
+/// Drops every leading `Genuine ` / `<n>th Gen ` run.
+fn drop_leading_cruft(mut s: &str) -> &str {
+    while let Some(n) = leading_cruft_len(s) {
+        s = &s[n..];
+    }
+    s
+}
+
+/// Drops a trailing ` <n>-Core` / ` <n>-Cores` (case-insensitive), if present.
+fn drop_core_count_suffix(s: &str) -> &str {
+    let lower = s.to_ascii_lowercase();
+    let stem_len = if lower.ends_with("-cores") {
+        s.len() - "-cores".len()
+    } else if lower.ends_with("-core") {
+        s.len() - "-core".len()
+    } else {
+        return s;
+    };
+    let stem = &s[..stem_len];
+    let digits = stem.bytes().rev().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return s;
+    }
+    let before = &stem[..stem.len() - digits];
+    match before.strip_suffix(' ') {
+        Some(kept) => kept,
+        None => s,
+    }
+}
+
+/// The CPU-name cruft stripping of `NormalizeName(…, stripCruft=true)` (chain.md §3.1 step 2).
+fn strip_cpu_cruft(name: &str) -> String {
+    let cut = name.split_once(" @ ").map_or(name, |(head, _)| head);
+    let unmarked = drop_trademark_markers(cut);
+    let trimmed = drop_leading_cruft(&unmarked).trim();
+    let no_cpu = trimmed.strip_suffix(" CPU").unwrap_or(trimmed);
+    let no_processor = no_cpu.strip_suffix(" Processor").unwrap_or(no_cpu);
+    drop_core_count_suffix(no_processor).to_string()
+}
+
+/// `device.NormalizeName`: a lower-case `[a-z0-9-_.]` slug with the manufacturer prefix
+/// dropped, at most `budget` chars (0 = unlimited); `strip_cruft` first removes CPU-name
+/// cruft (chain.md §3.1 step 2, §3.2; pkg/device/helper.go).
+pub fn normalize_name(name: &str, manufacturer: &str, budget: usize, strip_cruft: bool) -> String {
+    let name = if strip_cruft {
+        strip_cpu_cruft(name)
+    } else {
+        name.to_string()
+    };
+    let max = if budget == 0 { name.len() } else { budget };
+    let prefix_lower = manufacturer.to_lowercase();
+    let mut buf = String::new();
+    let mut prev: Option<char> = None;
+    for raw in name.chars() {
+        let c = match raw {
+            'A'..='Z' => raw.to_ascii_lowercase(),
+            'a'..='z' | '0'..='9' => raw,
+            ' ' | '-' | '_' | '.' => {
+                if buf.is_empty() || prev.is_some_and(is_separator) {
+                    continue;
+                }
+                if raw == ' ' {
+                    '-'
+                } else {
+                    raw
+                }
+            }
+            _ => continue,
+        };
+        buf.push(c);
+        prev = Some(c);
+        // Prefix de-dup: not token-aware, fires whenever the slug so far spells the prefix.
+        if buf.len() == manufacturer.len() && buf.to_lowercase() == prefix_lower {
+            buf.clear();
+            prev = None;
+        }
+        if buf.len() >= max {
+            break;
+        }
+    }
+    trim_one_trailing_separator(&mut buf);
+    buf
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keys
+// ---------------------------------------------------------------------------------------------
+
+/// A `feature.gpustack.ai/cpu-<attr>` annotation; an unresolved NFD template (`@…`) reads as
+/// empty (`generalFeatureAnnotation`, pkg/nodefeature/helper.go).
+pub fn cpu_annotation(annotations: &Labels, attr: &str) -> String {
+    let key = format!("{CPU_ANNOTATION_PREFIX}{attr}");
+    match annotations.get(&key) {
+        Some(v) if !v.starts_with('@') => v.clone(),
+        _ => String::new(),
+    }
+}
+
+/// gManu: the lower-cased NFD vendor id, `generic` when empty or `vendorunknown`
+/// (chain.md §17 rule 1; pkg/nodefeature/helper.go).
+pub fn cpu_manufacturer(labels: &Labels) -> String {
+    let manu = labels
+        .get(CPU_VENDOR)
+        .map(|v| v.to_lowercase())
+        .unwrap_or_default();
+    if manu.is_empty() || manu == "vendorunknown" {
+        GENERIC.to_string()
+    } else {
+        manu
+    }
+}
+
+/// The id part of gKey: the normalized cpu-name, else `<family>-<id>` from NFD, else empty
+/// (chain.md §3.1 steps 2–3).
+fn general_key_id(labels: &Labels, annotations: &Labels, manu: &str) -> String {
+    let name = cpu_annotation(annotations, "name");
+    if !name.is_empty() {
+        let budget = LABEL_VALUE_MAX.saturating_sub(manu.len() + 1);
+        return normalize_name(&name, manu, budget, true);
+    }
+    match (labels.get(CPU_FAMILY), labels.get(CPU_ID)) {
+        (Some(family), Some(id)) if !family.is_empty() && !id.is_empty() => {
+            format!("{family}-{id}")
+        }
+        _ => String::new(),
+    }
+}
+
+/// gKey = `manu[-id]` (`ExtractGeneralNodeKey`, chain.md §3.1, §17 rule 2).
+pub fn general_key(labels: &Labels, annotations: &Labels) -> String {
+    let manu = cpu_manufacturer(labels);
+    let id = general_key_id(labels, annotations, &manu);
+    if id.is_empty() {
+        manu
+    } else {
+        format!("{manu}-{id}")
+    }
+}
+
+/// The manufacturer part of a key: everything before its first `-`.
+fn key_manufacturer(key: &str) -> &str {
+    key.split_once('-').map_or(key, |(m, _)| m)
+}
+
+/// aKeys: `acceleratable.…/<mfr>-<id>` labels valued exactly `true` with a known manufacturer,
+/// sorted (`ExtractAcceleratableNodeKeys`, chain.md §2.2, §17 rule 5).
+pub fn accelerator_keys(labels: &Labels) -> Vec<String> {
+    labels
+        .iter()
+        .filter(|(_, v)| v.as_str() == "true")
+        .filter_map(|(k, _)| k.strip_prefix(ACCELERATABLE_PREFIX))
+        .filter(|rest| {
+            rest.split_once('-')
+                .is_some_and(|(m, _)| is_known_manufacturer(m))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// `ConstructGroupID` without the memory toggle: the group id of a product
+/// (chain.md §3.2; pkg/device/helper.go).
+pub fn group_id(product: &str, manufacturer: &str) -> String {
+    let budget = LABEL_VALUE_MAX.saturating_sub(manufacturer.len() + 1);
+    normalize_name(product, manufacturer, budget, false)
+}
+
+/// Whether a resource name is an accelerator's Kueue credits resource,
+/// `credits.gpustack.ai/<known manufacturer>` (`IsAcceleratableCreditsResourceName`,
+/// pkg/nodefeature/helper_test.go: an unknown manufacturer is not ours).
+pub fn is_credits_resource_name(name: &str) -> bool {
+    name.strip_prefix(CREDITS_PREFIX)
+        .is_some_and(is_known_manufacturer)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hashes: LocalQueue names and topology profiles
+// ---------------------------------------------------------------------------------------------
+
+/// FNV-1a 64-bit of `s` as 16 lowercase hex digits (`stringx.SumByFNV64a`).
+pub fn fnv1a64_hex(s: &str) -> String {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let hash = s
+        .bytes()
+        .fold(OFFSET, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME));
+    format!("{hash:016x}")
+}
+
+/// `FormatLocalQueueName`: `gpustack-fnv64-<hex>` of the ClusterQueue name, always 31 chars
+/// (chain.md §3.3).
+pub fn local_queue_name(cluster_queue: &str) -> String {
+    format!("{LOCAL_QUEUE_PREFIX}{}", fnv1a64_hex(cluster_queue))
+}
+
+/// A topology profile: `fnv64-` + FNV-1a-64 of the level keys joined by NUL
+/// (chain.md §2.4, §17 rule 6; node topology controller).
+pub fn topology_profile(levels: &[&str]) -> String {
+    format!("{PROFILE_PREFIX}{}", fnv1a64_hex(&levels.join("\0")))
+}
+
+/// The profile of a node no TopologySource matches: hostname only (chain.md §2.4).
+pub fn default_topology_profile() -> String {
+    topology_profile(&[HOSTNAME])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Labels the Device Manager and the Worker publish
+// ---------------------------------------------------------------------------------------------
+
+/// `.memory` label: MiB at the largest binary unit it reaches, rounded to nearest
+/// (`quantityx.FormatBinarySI`; chain.md §2.2: 24576→`24Gi`, 81559→`80Gi`).
+pub fn memory_label(mib: u64) -> String {
+    if mib == 0 {
+        return "0".to_string();
+    }
+    // Units in MiB; bytes below 1 MiB never occur since the input is whole MiB.
+    const UNITS: [(u128, &str); 5] = [
+        (1 << 40, "Ei"),
+        (1 << 30, "Pi"),
+        (1 << 20, "Ti"),
+        (1 << 10, "Gi"),
+        (1, "Mi"),
+    ];
+    let v = u128::from(mib);
+    UNITS.iter().find(|(scale, _)| v >= *scale).map_or_else(
+        || format!("{mib}Mi"),
+        |(scale, suffix)| format!("{}{suffix}", (v + scale / 2) / scale),
+    )
+}
+
+/// The labels of one device group with at least one card (`applyAcceleratorLabels`,
+/// chain.md §2.2; pkg/nodefeature/helper.go). The aKey uses the group's `id` as given.
+fn group_labels(group: &DeviceGroup) -> Labels {
+    let mut out = Labels::new();
+    if group.cards.is_empty() {
+        return out;
+    }
+    let manu_key = accelerator_feature_key(&group.manufacturer);
+    out.insert(ACCELERATABLE.to_string(), "true".into());
+    out.insert(manu_key.clone(), "true".into());
+    if !group.driver_version.is_empty() {
+        out.insert(
+            format!("{manu_key}.driver-version"),
+            group.driver_version.clone(),
+        );
+    }
+    if !group.runtime_version.is_empty() {
+        out.insert(
+            format!("{manu_key}.runtime-version"),
+            group.runtime_version.clone(),
+        );
+    }
+    let key = format!("{manu_key}-{}", group.id);
+    out.insert(format!("{key}.product"), group.name.clone());
+    out.insert(format!("{key}.memory"), memory_label(group.memory_mib));
+    out.insert(format!("{key}.cores"), group.cores.to_string());
+    out.insert(format!("{key}.count"), group.cards.len().to_string());
+    if !group.family.is_empty() {
+        out.insert(format!("{key}.family"), group.family.clone());
+    }
+    if !group.compute_capability.is_empty() {
+        out.insert(format!("{key}.comcap"), group.compute_capability.clone());
+    }
+    out.insert(key, "true".into());
+    out.into_iter()
+        .map(|(k, v)| {
+            let clean = sanitize_label_value(&v);
+            (k, clean)
+        })
+        .collect()
+}
+
+/// `ConstructAcceleratableNodeLabels`: the Device Manager's node labels for every group with
+/// a card (chain.md §2.2, §17 rule 4).
+pub fn accelerator_node_labels(devices: &Devices) -> Labels {
+    devices.groups.iter().flat_map(group_labels).collect()
+}
+
+/// Whole cores of a CPU capacity in millicores, rounded up (`Quantity.Value()`).
+fn cpu_cores(cpu_millis: u64) -> u64 {
+    cpu_millis.div_ceil(1000)
+}
+
+/// `gpustack.ai/managed` the Worker publishes: an existing non-empty value wins, else `true`
+/// unless management is manual (chain.md §2.3, §17 rule 3).
+fn managed_value(labels: &Labels, manual: bool) -> Option<String> {
+    match labels.get(MANAGED) {
+        Some(v) if !v.is_empty() => Some(v.clone()),
+        _ if manual => None,
+        _ => Some("true".to_string()),
+    }
+}
+
+/// `ConstructNodeCapacityLabels`: managed mark, gManu and gKey presence and the gKey `.count`
+/// (cores rounded up, only when > 0) (chain.md §2.3, §17 rule 3).
+pub fn worker_node_labels(
+    labels: &Labels,
+    annotations: &Labels,
+    cpu_millis: u64,
+    manual: bool,
+) -> Labels {
+    let mut out = Labels::new();
+    if let Some(v) = managed_value(labels, manual) {
+        out.insert(MANAGED.to_string(), v);
+    }
+    let g_key = general_key(labels, annotations);
+    out.insert(
+        general_feature_key(key_manufacturer(&g_key)),
+        "true".to_string(),
+    );
+    out.insert(general_feature_key(&g_key), "true".to_string());
+    let cores = cpu_cores(cpu_millis);
+    if cores > 0 {
+        out.insert(
+            format!("{}.count", general_feature_key(&g_key)),
+            cores.to_string(),
+        );
+    }
+    out
+}
+
+/// Whether a node carries the umbrella `feature.gpustack.ai/acceleratable=true`.
+pub fn node_is_accelerated(labels: &Labels) -> bool {
+    labels.get(ACCELERATABLE).is_some_and(|v| v == "true")
+}
+
+/// The node's labels once NFD has merged the Device Manager's and the Worker's NodeFeatures
+/// and the topology reconciler has stamped a profile (chain.md §1, §2.2–2.4).
+///
+/// Decision (chain.md §2.3, §18 Q1; docs/modules/devices/scheduling.md @0421f1c and the
+/// node_queue_test fixtures): with `instance-type-mixed-on-node=false` a node without a
+/// detected accelerator also carries `feature.gpustack.ai/cpu-only=true`, the label the E3 CPU
+/// flavors pin; the writing code was not found.
+pub fn effective_node_labels(node: &Node, settings: &Settings) -> Labels {
+    let mut out = node.labels.clone();
+    if let Some(devices) = &node.devices {
+        out.extend(accelerator_node_labels(devices));
+    }
+    out.extend(worker_node_labels(
+        &node.labels,
+        &node.annotations,
+        node.cpu_millis,
+        settings.manual_node_management,
+    ));
+    if settings.era == Era::E3 && out.get(TOPOLOGY_PROFILE).is_none_or(String::is_empty) {
+        out.insert(
+            TOPOLOGY_PROFILE.to_string(),
+            DEFAULT_TOPOLOGY_PROFILE.to_string(),
+        );
+    }
+    if !settings.mixed_on_node && !node_is_accelerated(&out) {
+        out.insert(CPU_ONLY.to_string(), "true".to_string());
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flavors of one node
+// ---------------------------------------------------------------------------------------------
+
+/// A Go `strconv.ParseInt(s, 10, 64)`: optional sign, decimal digits, fits i64.
+fn parse_go_int(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse::<i64>().ok()
+}
+
+/// A per-node `.count` label read as a positive count (`strconvx.Atoi`, > 0).
+fn positive_count(labels: &Labels, key: &str) -> Option<u64> {
+    labels
+        .get(key)
+        .and_then(|v| parse_go_int(v))
+        .and_then(|n| u64::try_from(n).ok())
+        .filter(|n| *n > 0)
+}
+
+/// The node's topology profile as flavors read it: the label in E3, nothing in E2.
+fn flavor_profile(labels: &Labels, settings: &Settings) -> String {
+    match settings.era {
+        Era::E3 => labels.get(TOPOLOGY_PROFILE).cloned().unwrap_or_default(),
+        Era::E2 => String::new(),
+    }
+}
+
+/// Flavor name: `gpustack--<gKey>[--<aKey>]-<os>-<arch>-<n>c|d[-<profile>]` (chain.md §6.2).
+fn flavor_name(
+    g_key: &str,
+    a_key: &str,
+    os: &str,
+    arch: &str,
+    count: u64,
+    profile: &str,
+) -> String {
+    let base = if a_key.is_empty() {
+        format!("gpustack--{g_key}-{os}-{arch}-{count}c")
+    } else {
+        format!("gpustack--{g_key}--{a_key}-{os}-{arch}-{count}d")
+    };
+    if profile.is_empty() {
+        base
+    } else {
+        format!("{base}-{profile}")
+    }
+}
+
+/// `spec.nodeLabels` shared by both flavor kinds: managed, os, arch, paired CPU key, profile.
+fn base_node_labels(os: &str, arch: &str, g_key: &str, profile: &str) -> Labels {
+    let mut out = Labels::new();
+    out.insert(MANAGED.to_string(), "true".to_string());
+    out.insert(OS.to_string(), os.to_string());
+    out.insert(ARCH.to_string(), arch.to_string());
+    out.insert(general_feature_key(g_key), "true".to_string());
+    if !profile.is_empty() {
+        out.insert(TOPOLOGY_PROFILE.to_string(), profile.to_string());
+    }
+    out
+}
+
+/// Whether the mixing rule drops this node's CPU flavor: mixing off and the node accelerated
+/// (chain.md §6.1, §17 rule 8; node_flavor.go @187ec70).
+pub fn mixing_drops_cpu_flavor(labels: &Labels, settings: &Settings) -> bool {
+    !settings.mixed_on_node && node_is_accelerated(labels)
+}
+
+/// The node's CPU flavor, when its gKey `.count` is positive (chain.md §6.1–6.3).
+fn cpu_flavor(labels: &Labels, annotations: &Labels, settings: &Settings) -> Option<NodeFlavor> {
+    let g_key = general_key(labels, annotations);
+    let count_key = format!("{}.count", general_feature_key(&g_key));
+    let count = positive_count(labels, &count_key)?;
+    let os = labels.get(OS).cloned().unwrap_or_default();
+    let arch = labels.get(ARCH).cloned().unwrap_or_default();
+    let profile = flavor_profile(labels, settings);
+    let mut node_labels = base_node_labels(&os, &arch, &g_key, &profile);
+    node_labels.insert(count_key, count.to_string());
+    if !settings.mixed_on_node {
+        // E3 pins the CPU-only mark; E2 (@ee282a6) pinned acceleratable=false instead.
+        match settings.era {
+            Era::E3 => node_labels.insert(CPU_ONLY.to_string(), "true".to_string()),
+            Era::E2 => node_labels.insert(ACCELERATABLE.to_string(), "false".to_string()),
+        };
+    }
+    Some(NodeFlavor {
+        name: flavor_name(&g_key, "", &os, &arch, count, &profile),
+        manufacturer: key_manufacturer(&g_key).to_string(),
+        general_key: g_key,
+        accelerator_key: String::new(),
+        os,
+        arch,
+        count,
+        acceleratable: false,
+        product: cpu_annotation(annotations, "name"),
+        family: cpu_annotation(annotations, "family"),
+        memory: String::new(),
+        cores: String::new(),
+        profile,
+        node_labels,
+    })
+}
+
+/// The node's device flavor for `a_key`, when its `.count` is positive (chain.md §6.1–6.3).
+fn device_flavor(
+    labels: &Labels,
+    g_key: &str,
+    a_key: &str,
+    settings: &Settings,
+) -> Option<NodeFlavor> {
+    let feature = accelerator_feature_key(a_key);
+    let count_key = format!("{feature}.count");
+    let count = positive_count(labels, &count_key)?;
+    let os = labels.get(OS).cloned().unwrap_or_default();
+    let arch = labels.get(ARCH).cloned().unwrap_or_default();
+    let profile = flavor_profile(labels, settings);
+    let read = |suffix: &str| {
+        labels
+            .get(&format!("{feature}.{suffix}"))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut node_labels = base_node_labels(&os, &arch, g_key, &profile);
+    node_labels.insert(feature.clone(), "true".to_string());
+    node_labels.insert(count_key, count.to_string());
+    Some(NodeFlavor {
+        name: flavor_name(g_key, a_key, &os, &arch, count, &profile),
+        general_key: g_key.to_string(),
+        accelerator_key: a_key.to_string(),
+        manufacturer: key_manufacturer(a_key).to_string(),
+        os,
+        arch,
+        count,
+        acceleratable: true,
+        product: read("product"),
+        family: read("family"),
+        memory: read("memory"),
+        cores: read("cores"),
+        profile,
+        node_labels,
+    })
+}
+
+/// `ExtractNodeFlavors` plus the reconciler's profile suffix and mixing rule: the CPU flavor
+/// first, then one device flavor per aKey, sorted (chain.md §6.1–6.3, §17 rule 8). Eligibility
+/// (managed, profiled) is [`node_is_eligible`]'s decision, not this function's.
+pub fn node_flavors(labels: &Labels, annotations: &Labels, settings: &Settings) -> Vec<NodeFlavor> {
+    let cpu = if mixing_drops_cpu_flavor(labels, settings) {
+        None
+    } else {
+        cpu_flavor(labels, annotations, settings)
+    };
+    let g_key = general_key(labels, annotations);
+    let devices = accelerator_keys(labels)
+        .into_iter()
+        .filter_map(|a_key| device_flavor(labels, &g_key, &a_key, settings));
+    cpu.into_iter().chain(devices).collect()
+}
+
+/// A node contributes flavors iff it is managed (`true`) and, in E3, carries a topology profile;
+/// a deleting node still counts (chain.md §6.1, §17 rule 7; node_flavor.go @187ec70).
+pub fn node_is_eligible(labels: &Labels, settings: &Settings) -> bool {
+    let managed = labels.get(MANAGED).is_some_and(|v| v == "true");
+    let profiled = match settings.era {
+        Era::E3 => labels.get(TOPOLOGY_PROFILE).is_some_and(|p| !p.is_empty()),
+        Era::E2 => true,
+    };
+    managed && profiled
+}
+
+/// `parseNodeFlavorCount`: the per-node count of a flavor name, the last `-<n>c|d` segment
+/// before any `-fnv64-…` profile tail; 0 if none (instance_type.go, newest revision).
+pub fn parse_flavor_count(name: &str) -> u64 {
+    let marker = format!("-{PROFILE_PREFIX}");
+    let base = name.rfind(&marker).map_or(name, |i| &name[..i]);
+    base.rsplit('-')
+        .filter(|seg| seg.len() >= 2)
+        .find_map(|seg| {
+            let digits = seg.strip_suffix(['c', 'd'])?;
+            parse_go_int(digits)
+        })
+        .map_or(0, |n| u64::try_from(n).unwrap_or(0))
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU detail (the `cpuDetail` note)
+// ---------------------------------------------------------------------------------------------
+
+/// A node's raw CPU information from its `feature.gpustack.ai/cpu-*` annotations
+/// (`ExtractGeneralDetail`, pkg/nodefeature/helper.go); unresolved `@…` values read as empty.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuDetail {
+    pub manufacturer: String,
+    pub product: String,
+    pub family: String,
+    pub physical_cores: String,
+    pub threads_per_physical_core: String,
+    pub logical_cores: String,
+    pub stepping: String,
+    pub clock_speed: String,
+    pub max_clock_speed: String,
+    pub cache_line: String,
+    pub cache_l1i: String,
+    pub cache_l1d: String,
+    pub cache_l2: String,
+    pub cache_l3: String,
+}
+
+/// Reads a node's CPU detail (`ExtractGeneralDetail`; chain.md §2.1).
+pub fn cpu_detail(labels: &Labels, annotations: &Labels) -> CpuDetail {
+    let a = |attr: &str| cpu_annotation(annotations, attr);
+    CpuDetail {
+        manufacturer: cpu_manufacturer(labels),
+        product: a("name"),
+        family: a("family"),
+        physical_cores: a("physical-cores"),
+        threads_per_physical_core: a("threads-per-core"),
+        logical_cores: a("logical-cores"),
+        stepping: a("stepping"),
+        clock_speed: a("hz"),
+        max_clock_speed: a("boost-freq"),
+        cache_line: a("cache-line"),
+        cache_l1i: a("cache-l1i"),
+        cache_l1d: a("cache-l1d"),
+        cache_l2: a("cache-l2"),
+        cache_l3: a("cache-l3"),
+    }
+}
+
+/// A JSON string literal.
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A JSON object of the non-empty `(key, value)` string fields, in order (Go `omitempty`).
+fn json_fields(fields: &[(&str, &str)]) -> Vec<String> {
+    fields
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{}:{}", json_string(k), json_string(v)))
+        .collect()
+}
+
+impl CpuDetail {
+    /// The `cpuDetail` note: `InstanceTypeCPU` JSON, preceded by the CPU's manufacturer,
+    /// product and family on an accelerated flavor (`cpuDetailNote`, node_flavor.go @187ec70;
+    /// field names from api/worker/v1alpha1/instance_type.go). Empty fields are omitted; the
+    /// `cache` object is always present, as Go's `omitempty` keeps an empty struct.
+    pub fn note_json(&self, acceleratable: bool) -> String {
+        let mut parts = Vec::new();
+        if acceleratable {
+            parts.extend(json_fields(&[
+                ("manufacturer", &self.manufacturer),
+                ("product", &self.product),
+                ("family", &self.family),
+            ]));
+        }
+        parts.extend(json_fields(&[
+            ("physicalCores", &self.physical_cores),
+            ("threadsPerPhysicalCore", &self.threads_per_physical_core),
+            ("logicalCores", &self.logical_cores),
+            ("stepping", &self.stepping),
+            ("clockSpeed", &self.clock_speed),
+            ("maxClockSpeed", &self.max_clock_speed),
+            ("cacheLine", &self.cache_line),
+        ]));
+        let cache = json_fields(&[
+            ("l1i", &self.cache_l1i),
+            ("l1d", &self.cache_l1d),
+            ("l2", &self.cache_l2),
+            ("l3", &self.cache_l3),
+        ]);
+        parts.push(format!("\"cache\":{{{}}}", cache.join(",")));
+        format!("{{{}}}", parts.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::Card;
+    use crate::labels::CPU_NAME_ANNOTATION;
+
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn card(id: &str) -> Card {
+        Card {
+            id: id.to_string(),
+            ..Card::default()
+        }
+    }
+
+    fn group(mfr: &str, product: &str, mib: u64, cards: usize) -> DeviceGroup {
+        DeviceGroup {
+            manufacturer: mfr.to_string(),
+            id: group_id(product, mfr),
+            name: product.to_string(),
+            memory_mib: mib,
+            cards: (0..cards).map(|i| card(&format!("GPU-{i}"))).collect(),
+            ..DeviceGroup::default()
+        }
+    }
+
+    fn cpu_node(vendor: &str, cpu_name: &str) -> (Labels, Labels) {
+        (
+            labels(&[(CPU_VENDOR, vendor), (OS, "linux"), (ARCH, "amd64")]),
+            labels(&[(CPU_NAME_ANNOTATION, cpu_name)]),
+        )
+    }
+
+    #[test]
+    fn sanitize_label_value_follows_kubemeta() {
+        assert_eq!(sanitize_label_value("Tesla T4"), "Tesla-T4");
+        assert_eq!(sanitize_label_value("  --a  b__c.. "), "a-b_c");
+        assert_eq!(sanitize_label_value("NVIDIA (A10G)"), "NVIDIA-A10G");
+        assert_eq!(sanitize_label_value(""), "");
+        assert_eq!(sanitize_label_value("---"), "");
+        let long = "x".repeat(80);
+        assert_eq!(sanitize_label_value(&long).len(), 63);
+        // A separator landing on char 63 is trimmed.
+        let edge = format!("{}-tail", "y".repeat(62));
+        assert_eq!(sanitize_label_value(&edge), "y".repeat(62));
+    }
+
+    #[test]
+    fn general_keys_of_chain_3_1() {
+        let cases = [
+            ("AMD", "AMD EPYC 7R13 Processor", "amd-epyc-7r13"),
+            (
+                "Intel",
+                "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz",
+                "intel-xeon-platinum-8259cl",
+            ),
+            ("AMD", "AMD EPYC 7763 64-Core Processor", "amd-epyc-7763"),
+            (
+                "Intel",
+                "11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz",
+                "intel-core-i7-1165g7",
+            ),
+            ("VendorUnknown", "Kunpeng 920", "generic-kunpeng-920"),
+            ("AMD", "(TM)", "amd"),
+            ("AMD", "AMD Ryzen 9 5950X 16-Cores", "amd-ryzen-9-5950x"),
+        ];
+        for (vendor, name, want) in cases {
+            let (l, a) = cpu_node(vendor, name);
+            assert_eq!(general_key(&l, &a), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn general_key_falls_back_to_nfd_then_manufacturer() {
+        let nfd = labels(&[(CPU_VENDOR, "AMD"), (CPU_FAMILY, "25"), (CPU_ID, "1")]);
+        assert_eq!(general_key(&nfd, &Labels::new()), "amd-25-1");
+        let unresolved = labels(&[(CPU_NAME_ANNOTATION, "@cpu.model.name")]);
+        assert_eq!(general_key(&nfd, &unresolved), "amd-25-1");
+        let half = labels(&[(CPU_VENDOR, "AMD"), (CPU_FAMILY, "25")]);
+        assert_eq!(general_key(&half, &Labels::new()), "amd");
+        assert_eq!(general_key(&Labels::new(), &Labels::new()), "generic");
+    }
+
+    #[test]
+    fn general_key_is_truncated_to_the_label_budget() {
+        let long = "epyc-9654-96-core-processor-".repeat(4);
+        let (l, a) = cpu_node("AMD", &long);
+        let key = general_key(&l, &a);
+        assert!(key.starts_with("amd-epyc-9654"), "{key}");
+        assert!(key.len() <= 63, "{key}");
+        assert!(!key.ends_with('-'), "{key}");
+    }
+
+    #[test]
+    fn accelerator_keys_of_chain_3_2() {
+        let cases = [
+            ("nvidia", "NVIDIA A10G", "nvidia-a10g"),
+            ("nvidia", "Tesla T4", "nvidia-tesla-t4"),
+            ("nvidia", "NVIDIA H100 80GB HBM3", "nvidia-h100-80gb-hbm3"),
+            ("nvidia", "NVIDIA A100-SXM4-40GB", "nvidia-a100-sxm4-40gb"),
+        ];
+        for (mfr, product, want) in cases {
+            assert_eq!(format!("{mfr}-{}", group_id(product, mfr)), want);
+        }
+    }
+
+    #[test]
+    fn accelerator_keys_need_true_and_a_known_manufacturer() {
+        let l = labels(&[
+            ("acceleratable.feature.gpustack.ai/nvidia", "true"),
+            ("acceleratable.feature.gpustack.ai/nvidia-tesla-t4", "true"),
+            (
+                "acceleratable.feature.gpustack.ai/nvidia-tesla-t4.count",
+                "4",
+            ),
+            ("acceleratable.feature.gpustack.ai/amd-mi300x", "true"),
+            ("acceleratable.feature.gpustack.ai/acme-x1", "true"),
+            ("acceleratable.feature.gpustack.ai/nvidia-a10g", "false"),
+            ("feature.gpustack.ai/nvidia-l4", "true"),
+        ]);
+        assert_eq!(accelerator_keys(&l), vec!["amd-mi300x", "nvidia-tesla-t4"]);
+    }
+
+    #[test]
+    fn memory_labels_round_at_the_largest_unit() {
+        assert_eq!(memory_label(24576), "24Gi");
+        assert_eq!(memory_label(15360), "15Gi");
+        assert_eq!(memory_label(16384), "16Gi");
+        assert_eq!(memory_label(81559), "80Gi");
+        assert_eq!(memory_label(81920), "80Gi");
+        assert_eq!(memory_label(196608), "192Gi");
+        assert_eq!(memory_label(1536), "2Gi");
+        assert_eq!(memory_label(512), "512Mi");
+        assert_eq!(memory_label(1 << 20), "1Ti");
+        assert_eq!(memory_label(0), "0");
+        assert_eq!(memory_label(u64::MAX), "16777216Ei");
+    }
+
+    #[test]
+    fn accelerator_node_labels_skip_cardless_groups() {
+        let devices = Devices {
+            groups: vec![
+                group("nvidia", "Tesla-T4", 15360, 1),
+                group("nvidia", "Skipped", 0, 0),
+                group("amd", "MI300X", 196608, 2),
+            ],
+        };
+        let got = accelerator_node_labels(&devices);
+        let p = ACCELERATABLE_PREFIX;
+        let want = labels(&[
+            (ACCELERATABLE, "true"),
+            (&format!("{p}nvidia"), "true"),
+            (&format!("{p}nvidia-tesla-t4"), "true"),
+            (&format!("{p}nvidia-tesla-t4.product"), "Tesla-T4"),
+            (&format!("{p}nvidia-tesla-t4.memory"), "15Gi"),
+            (&format!("{p}nvidia-tesla-t4.cores"), "0"),
+            (&format!("{p}nvidia-tesla-t4.count"), "1"),
+            (&format!("{p}amd"), "true"),
+            (&format!("{p}amd-mi300x"), "true"),
+            (&format!("{p}amd-mi300x.product"), "MI300X"),
+            (&format!("{p}amd-mi300x.memory"), "192Gi"),
+            (&format!("{p}amd-mi300x.cores"), "0"),
+            (&format!("{p}amd-mi300x.count"), "2"),
+        ]);
+        assert_eq!(got, want);
+        assert!(accelerator_node_labels(&Devices::default()).is_empty());
+    }
+
+    #[test]
+    fn worker_labels_echo_the_admin_managed_value() {
+        let none = Labels::new();
+        let w = worker_node_labels(&none, &none, 1500, false);
+        assert_eq!(w.get(MANAGED).map(String::as_str), Some("true"));
+        assert_eq!(
+            w.get("general.feature.gpustack.ai/generic.count")
+                .map(String::as_str),
+            Some("2"),
+            "1500m rounds up to 2 cores"
+        );
+        assert!(worker_node_labels(&none, &none, 0, true)
+            .get(MANAGED)
+            .is_none());
+        let off = labels(&[(MANAGED, "false")]);
+        assert_eq!(
+            worker_node_labels(&off, &none, 0, false)
+                .get(MANAGED)
+                .map(String::as_str),
+            Some("false")
+        );
+        assert!(!worker_node_labels(&none, &none, 0, false)
+            .keys()
+            .any(|k| k.ends_with(".count")));
+    }
+
+    #[test]
+    fn local_queue_names_of_chain_3_3() {
+        let cases = [
+            ("gpustack--generic-linux-amd64", "3b93966fd73eb9ec"),
+            ("gpustack--nvidia-a10g-linux-amd64", "c4680bb149644f1c"),
+            ("gpustack--nvidia-tesla-t4-linux-amd64", "6b371caa2da0b799"),
+            (
+                "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64",
+                "029fd9550e0c70bd",
+            ),
+        ];
+        for (cq, hex) in cases {
+            let lq = local_queue_name(cq);
+            assert_eq!(lq, format!("gpustack-fnv64-{hex}"));
+            assert_eq!(lq.len(), 31);
+        }
+    }
+
+    #[test]
+    fn default_profile_is_the_hostname_hash() {
+        assert_eq!(topology_profile(&[HOSTNAME]), DEFAULT_TOPOLOGY_PROFILE);
+        assert_eq!(default_topology_profile(), "fnv64-87bf574bea2a4f23");
+        assert_ne!(
+            topology_profile(&["topology.kubernetes.io/zone", HOSTNAME]),
+            DEFAULT_TOPOLOGY_PROFILE
+        );
+    }
+
+    #[test]
+    fn credits_names_need_a_known_manufacturer() {
+        assert!(is_credits_resource_name("credits.gpustack.ai/nvidia"));
+        assert!(is_credits_resource_name("credits.gpustack.ai/thead"));
+        assert!(!is_credits_resource_name("credits.gpustack.ai/acme"));
+        assert!(!is_credits_resource_name("credits.gpustack.ai/"));
+        assert!(!is_credits_resource_name("cpu"));
+        assert!(!is_credits_resource_name("credits"));
+    }
+
+    #[test]
+    fn flavor_counts_skip_profile_tails() {
+        assert_eq!(parse_flavor_count("gpustack--generic-linux-amd64-16c"), 16);
+        assert_eq!(
+            parse_flavor_count("gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d"),
+            1
+        );
+        assert_eq!(
+            parse_flavor_count("gpustack--generic-linux-amd64-4c-fnv64-123456789012345c"),
+            4
+        );
+        assert_eq!(
+            parse_flavor_count("gpustack-generic-linux-amd64-2c-p-hash"),
+            2
+        );
+        assert_eq!(parse_flavor_count("gpustack--generic-linux-amd64"), 0);
+        assert_eq!(parse_flavor_count("garbage"), 0);
+        assert_eq!(parse_flavor_count(""), 0);
+    }
+
+    /// The walkthrough cluster of chain.md §15, one node at a time.
+    fn walkthrough_node(
+        name: &str,
+        vendor: &str,
+        cpu: &str,
+        cores: u64,
+        gpu: Option<(&str, u64, usize)>,
+    ) -> Node {
+        let (labels, annotations) = cpu_node(vendor, cpu);
+        Node {
+            name: name.to_string(),
+            labels,
+            annotations,
+            cpu_millis: cores * 1000,
+            deleting: false,
+            devices: gpu.map(|(product, mib, n)| Devices {
+                groups: vec![group("nvidia", product, mib, n)],
+            }),
+        }
+    }
+
+    fn walkthrough() -> Vec<Node> {
+        let intel = "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz";
+        vec![
+            walkthrough_node("node-cpu", "AMD", "AMD EPYC 7R13 Processor", 16, None),
+            walkthrough_node(
+                "node-a10g",
+                "AMD",
+                "AMD EPYC 7R32",
+                4,
+                Some(("NVIDIA A10G", 24576, 1)),
+            ),
+            walkthrough_node("node-t4-a", "Intel", intel, 4, Some(("Tesla T4", 15360, 1))),
+            walkthrough_node(
+                "node-t4-b",
+                "Intel",
+                intel,
+                48,
+                Some(("Tesla T4", 15360, 4)),
+            ),
+        ]
+    }
+
+    #[test]
+    fn walkthrough_flavor_names_e2_and_e3() {
+        let e2 = Settings {
+            era: Era::E2,
+            ..Settings::default()
+        };
+        let mut names = Vec::new();
+        for node in walkthrough() {
+            let eff = effective_node_labels(&node, &e2);
+            assert!(node_is_eligible(&eff, &e2));
+            names.extend(
+                node_flavors(&eff, &node.annotations, &e2)
+                    .into_iter()
+                    .map(|f| f.name),
+            );
+        }
+        names.sort();
+        assert_eq!(
+            names,
+            vec![
+                "gpustack--amd-epyc-7r13-linux-amd64-16c",
+                "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d",
+                "gpustack--amd-epyc-7r32-linux-amd64-4c",
+                "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-1d",
+                "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-4d",
+                "gpustack--intel-xeon-platinum-8259cl-linux-amd64-48c",
+                "gpustack--intel-xeon-platinum-8259cl-linux-amd64-4c",
+            ]
+        );
+        let e3 = Settings::default();
+        let node = &walkthrough()[1];
+        let eff = effective_node_labels(node, &e3);
+        let flavors = node_flavors(&eff, &node.annotations, &e3);
+        let got: Vec<_> = flavors.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            got,
+            vec![
+                "gpustack--amd-epyc-7r32-linux-amd64-4c-fnv64-87bf574bea2a4f23",
+                "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d-fnv64-87bf574bea2a4f23",
+            ]
+        );
+        let device = &flavors[1];
+        assert_eq!(device.product, "NVIDIA-A10G");
+        assert_eq!(device.memory, "24Gi");
+        assert_eq!(device.manufacturer, "nvidia");
+        assert_eq!(
+            device.node_labels.get(TOPOLOGY_PROFILE).map(String::as_str),
+            Some(DEFAULT_TOPOLOGY_PROFILE)
+        );
+        assert_eq!(flavors[0].product, "AMD EPYC 7R32");
+        assert_eq!(flavors[0].manufacturer, "amd");
+    }
+
+    #[test]
+    fn mixing_off_drops_accelerated_cpu_flavors_and_pins_cpu_only() {
+        let s = Settings {
+            mixed_on_node: false,
+            ..Settings::default()
+        };
+        let nodes = walkthrough();
+        let gpu = &nodes[1];
+        let eff = effective_node_labels(gpu, &s);
+        let flavors = node_flavors(&eff, &gpu.annotations, &s);
+        assert_eq!(flavors.len(), 1);
+        assert!(flavors[0].acceleratable);
+        assert!(!eff.contains_key(CPU_ONLY));
+
+        let cpu = &nodes[0];
+        let eff = effective_node_labels(cpu, &s);
+        assert_eq!(eff.get(CPU_ONLY).map(String::as_str), Some("true"));
+        let flavors = node_flavors(&eff, &cpu.annotations, &s);
+        assert_eq!(flavors.len(), 1);
+        assert_eq!(
+            flavors[0].node_labels.get(CPU_ONLY).map(String::as_str),
+            Some("true")
+        );
+    }
+
+    #[test]
+    fn eligibility_needs_managed_and_an_e3_profile() {
+        let e3 = Settings::default();
+        let e2 = Settings {
+            era: Era::E2,
+            ..Settings::default()
+        };
+        let managed = labels(&[(MANAGED, "true")]);
+        assert!(!node_is_eligible(&managed, &e3));
+        assert!(node_is_eligible(&managed, &e2));
+        let profiled = labels(&[
+            (MANAGED, "true"),
+            (TOPOLOGY_PROFILE, DEFAULT_TOPOLOGY_PROFILE),
+        ]);
+        assert!(node_is_eligible(&profiled, &e3));
+        let off = labels(&[
+            (MANAGED, "false"),
+            (TOPOLOGY_PROFILE, DEFAULT_TOPOLOGY_PROFILE),
+        ]);
+        assert!(!node_is_eligible(&off, &e3));
+    }
+
+    #[test]
+    fn effective_labels_keep_admin_values() {
+        let mut node = walkthrough().remove(0);
+        node.labels.insert(MANAGED.into(), "false".into());
+        node.labels
+            .insert(TOPOLOGY_PROFILE.into(), "fnv64-0000000000000001".into());
+        let eff = effective_node_labels(&node, &Settings::default());
+        assert_eq!(eff.get(MANAGED).map(String::as_str), Some("false"));
+        assert_eq!(
+            eff.get(TOPOLOGY_PROFILE).map(String::as_str),
+            Some("fnv64-0000000000000001")
+        );
+        assert!(node_flavors(&eff, &node.annotations, &Settings::default())
+            .iter()
+            .all(|f| f.name.ends_with("-fnv64-0000000000000001")));
+    }
+
+    #[test]
+    fn cpu_detail_note_is_go_json() {
+        let a = labels(&[
+            (CPU_NAME_ANNOTATION, "AMD EPYC 7R13 Processor"),
+            ("feature.gpustack.ai/cpu-physical-cores", "8"),
+            ("feature.gpustack.ai/cpu-cache-l2", "512 \"KiB\""),
+            ("feature.gpustack.ai/cpu-hz", "@cpu.model.hz"),
+        ]);
+        let l = labels(&[(CPU_VENDOR, "AMD")]);
+        let d = cpu_detail(&l, &a);
+        assert_eq!(
+            d.note_json(false),
+            r#"{"physicalCores":"8","cache":{"l2":"512 \"KiB\""}}"#
+        );
+        assert_eq!(
+            d.note_json(true),
+            r#"{"manufacturer":"amd","product":"AMD EPYC 7R13 Processor","physicalCores":"8","cache":{"l2":"512 \"KiB\""}}"#
+        );
+        assert_eq!(CpuDetail::default().note_json(false), r#"{"cache":{}}"#);
+    }
+}
