@@ -104,15 +104,24 @@ mod tests {
         assert_eq!(vendor_profile_name("thead", "1c.12g"), "1c.12g");
         assert_eq!(vendor_profile_name("thead", ""), "");
         for v in ["4g48gb", "8g96gb", "1c.12g"] {
-            assert_eq!(vendor_profile_name("thead", &publish_profile_name("thead", v)), v);
+            assert_eq!(
+                vendor_profile_name("thead", &publish_profile_name("thead", v)),
+                v
+            );
         }
     }
 
     #[test]
     fn published_lists_are_renamed_and_sorted() {
         let list = vec![
-            ProfileCount { name: "8g96gb".into(), count: 2 },
-            ProfileCount { name: "4g48gb".into(), count: 1 },
+            ProfileCount {
+                name: "8g96gb".into(),
+                count: 2,
+            },
+            ProfileCount {
+                name: "4g48gb".into(),
+                count: 1,
+            },
         ];
         let got = publish_profiles("thead", &list);
         let names: Vec<&str> = got.iter().map(|p| p.name.as_str()).collect();

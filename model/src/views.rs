@@ -94,7 +94,12 @@ pub struct NodeTally {
 }
 
 /// Folds one ledger row (capability joined) into a node tally; chain.md §9.1.
-fn tally_card(tally: &mut NodeTally, capability: &Capability, ledger: &Ledger, rule: SharedOnceMax) {
+fn tally_card(
+    tally: &mut NodeTally,
+    capability: &Capability,
+    ledger: &Ledger,
+    rule: SharedOnceMax,
+) {
     if card_family(capability) == CardFamily::Partitioned {
         return;
     }
@@ -313,8 +318,10 @@ pub fn publish_status_profiles(detail: &mut Detail, partitioned: &mut PartitionV
     for p in &mut detail.sliced_detail.physical.profiles {
         p.name = publish_profile_name(manufacturer, &p.name);
     }
-    partitioned.allocated_profiles = publish_profiles(manufacturer, &partitioned.allocated_profiles);
-    partitioned.remaining_profiles = publish_profiles(manufacturer, &partitioned.remaining_profiles);
+    partitioned.allocated_profiles =
+        publish_profiles(manufacturer, &partitioned.allocated_profiles);
+    partitioned.remaining_profiles =
+        publish_profiles(manufacturer, &partitioned.remaining_profiles);
 }
 
 /// One flavor of a CPU pool's ClusterQueue: nominal `cpu` quota and reserved `cpu` total (cores).
