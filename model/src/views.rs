@@ -412,3 +412,495 @@ pub fn phase(stop_policy: StopPolicy, has_reservations: bool, active: Option<boo
         (StopPolicy::None, None) => Phase::Transitioning,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::{DeviceGroup, PartitionProfile};
+    use crate::units::UNITS_PER_CARD;
+
+    const A10G: &str = "nvidia-a10g";
+
+    fn logical_cap() -> Capability {
+        Capability {
+            logical_sliced_count: 10,
+            ..Capability::default()
+        }
+    }
+
+    fn partition_cap(ceiling: u32, catalog: &[(&str, u32)]) -> Capability {
+        Capability {
+            physical_sliced_count: ceiling,
+            physical_profiles: catalog
+                .iter()
+                .map(|(name, count)| PartitionProfile {
+                    name: (*name).to_string(),
+                    count: *count,
+                    ..PartitionProfile::default()
+                })
+                .collect(),
+            ..Capability::default()
+        }
+    }
+
+    fn counts(list: &[(&str, u32)]) -> Vec<ProfileCount> {
+        list.iter()
+            .map(|(name, count)| ProfileCount {
+                name: (*name).to_string(),
+                count: *count,
+            })
+            .collect()
+    }
+
+    fn ledger(mode: Mode, remaining_units: i64) -> Ledger {
+        Ledger {
+            mode,
+            remaining_units,
+            ..Ledger::default()
+        }
+    }
+
+    /// chain.md §9.3 ledger tokens: f, e, s<n> (n shares free), l<n> (n % free).
+    fn token(t: &str) -> Ledger {
+        let num = |s: &str| s.parse::<i64>().unwrap_or(0);
+        match t.split_at(1) {
+            ("f", _) => ledger(Mode::None, UNITS_PER_CARD),
+            ("e", _) => ledger(Mode::Exclusive, 0),
+            ("s", n) => ledger(Mode::Shared, num(n) * UNITS_PER_SHARE),
+            ("l", n) => ledger(Mode::Sliced, num(n) * UNITS_PER_PERCENT),
+            _ => panic!("unknown ledger token {t}"),
+        }
+    }
+
+    fn card(i: usize, capability: Option<Capability>, ledger: Option<Ledger>) -> Card {
+        Card {
+            id: format!("card-{i}"),
+            index: i as u32,
+            capability,
+            ledger,
+        }
+    }
+
+    fn node(manufacturer: &str, id: &str, cards: Vec<Card>) -> Devices {
+        Devices {
+            groups: vec![DeviceGroup {
+                manufacturer: manufacturer.into(),
+                id: id.into(),
+                cards,
+                ..DeviceGroup::default()
+            }],
+        }
+    }
+
+    /// One A10G node whose logical cards carry the given ledger tokens.
+    fn a10g_node(tokens: &str) -> Devices {
+        let cards = tokens
+            .split_whitespace()
+            .enumerate()
+            .map(|(i, t)| card(i, Some(logical_cap()), Some(token(t))))
+            .collect();
+        node("nvidia", "a10g", cards)
+    }
+
+    fn rv(once_max_request: i64, remaining: i64, capacity: i64) -> ResourceView {
+        ResourceView {
+            once_max_request,
+            remaining,
+            capacity,
+        }
+    }
+
+    fn views(nodes: &[Devices], rule: SharedOnceMax) -> FourViews {
+        let refs: Vec<&Devices> = nodes.iter().collect();
+        four_views(&refs, A10G, rule)
+    }
+
+    /// chain.md §9.3: the whole 8×A10G table (e2e case-6), with SH once-max under both rules.
+    #[test]
+    fn a10g_ledger_table_case_6() {
+        // (ledger, EX rem, SH rem, SL rem, SH once-max under Cards)
+        let rows = [
+            ("f f f f f f f f", 8, 80, 800, 8),
+            ("e e f f f f f f", 6, 60, 600, 6),
+            ("e e s9 s9 f f f f", 4, 58, 400, 6),
+            ("e e s9 s9 l80 l80 f f", 2, 38, 360, 4),
+            ("e e s9 s9 l78 l78 f f", 2, 38, 356, 4),
+            ("e e e s9 s9 l78 l78 f", 1, 28, 256, 3),
+        ];
+        for (tokens, ex, sh, sl, sh_cards) in rows {
+            let nodes = [a10g_node(tokens)];
+            let old = views(&nodes, SharedOnceMax::Shares);
+            assert_eq!(old.exclusive, rv(ex, ex, 8), "{tokens}");
+            assert_eq!(old.shared, rv(sh, sh, 80), "{tokens}");
+            assert_eq!(old.sliced, rv(100, sl, 800), "{tokens}");
+            assert_eq!(old.partitioned, PartitionView::default(), "{tokens}");
+            let new = views(&nodes, SharedOnceMax::Cards);
+            assert_eq!(new.exclusive, old.exclusive, "{tokens}");
+            assert_eq!(new.shared, rv(sh_cards, sh, 80), "{tokens}");
+            assert_eq!(new.sliced, old.sliced, "{tokens}");
+        }
+    }
+
+    #[test]
+    fn one_free_card_reads_one_of_ten_under_the_card_rule() {
+        let nodes = [a10g_node("f")];
+        assert_eq!(views(&nodes, SharedOnceMax::Cards).shared, rv(1, 10, 10));
+        assert_eq!(views(&nodes, SharedOnceMax::Shares).shared, rv(10, 10, 10));
+    }
+
+    #[test]
+    fn multi_node_rollup() {
+        let nodes = [a10g_node("f f f f"), a10g_node("f f")];
+        let old = views(&nodes, SharedOnceMax::Shares);
+        assert_eq!(old.exclusive, rv(4, 6, 6));
+        assert_eq!(old.shared, rv(40, 60, 60));
+        assert_eq!(old.sliced, rv(100, 600, 600));
+        assert_eq!(views(&nodes, SharedOnceMax::Cards).shared, rv(4, 60, 60));
+    }
+
+    #[test]
+    fn sliced_once_max_is_the_freest_card() {
+        let nodes = [a10g_node("l40 l30 l20")];
+        assert_eq!(views(&nodes, SharedOnceMax::Cards).sliced, rv(40, 90, 300));
+    }
+
+    #[test]
+    fn walkthrough_t4_pool_over_one_and_four_cards() {
+        let t4 = |n: usize| {
+            let cards = (0..n)
+                .map(|i| card(i, Some(logical_cap()), Some(token("f"))))
+                .collect();
+            node("nvidia", "tesla-t4", cards)
+        };
+        let nodes = [t4(1), t4(4)];
+        let refs: Vec<&Devices> = nodes.iter().collect();
+        let v = four_views(&refs, "nvidia-tesla-t4", SharedOnceMax::Shares);
+        assert_eq!(v.exclusive, rv(4, 5, 5));
+        assert_eq!(v.shared, rv(40, 50, 50));
+        assert_eq!(v.sliced, rv(100, 500, 500));
+    }
+
+    #[test]
+    fn mixed_node_feeds_each_card_to_one_family() {
+        let pt = partition_cap(7, &[]);
+        let mut pt_ledger = ledger(Mode::Partitioned, UNITS_PER_CARD);
+        pt_ledger.remaining_profiles = counts(&[("1g.5gb", 7), ("2g.10gb", 3)]);
+        let nodes = [node(
+            "nvidia",
+            "a10g",
+            vec![
+                card(0, Some(logical_cap()), Some(token("f"))),
+                card(1, Some(pt), Some(pt_ledger)),
+            ],
+        )];
+        let v = views(&nodes, SharedOnceMax::Shares);
+        assert_eq!(v.exclusive, rv(1, 1, 1));
+        assert_eq!(v.shared, rv(10, 10, 10));
+        assert_eq!(v.sliced, rv(100, 100, 100));
+        assert_eq!(v.partitioned.view, rv(1, 7, 7));
+    }
+
+    fn pt_card(i: usize, remaining: &[(&str, u32)]) -> Card {
+        let mut l = ledger(Mode::Partitioned, UNITS_PER_CARD);
+        l.remaining_profiles = counts(remaining);
+        card(i, Some(partition_cap(7, &[])), Some(l))
+    }
+
+    #[test]
+    fn partition_only_pool() {
+        let rem = [("1g.5gb", 7), ("2g.10gb", 3), ("3g.20gb", 2)];
+        let nodes = [node(
+            "nvidia",
+            "a10g",
+            vec![pt_card(0, &rem), pt_card(1, &rem)],
+        )];
+        let v = views(&nodes, SharedOnceMax::Cards);
+        assert_eq!(v.exclusive, rv(0, 0, 0));
+        assert_eq!(v.shared, rv(0, 0, 0));
+        assert_eq!(v.sliced, rv(0, 0, 0));
+        assert_eq!(v.partitioned.view, rv(1, 14, 14));
+    }
+
+    #[test]
+    fn partition_once_max_is_yes_or_no() {
+        let a = node(
+            "nvidia",
+            "a10g",
+            vec![pt_card(0, &[("1g.5gb", 4)]), pt_card(1, &[("1g.5gb", 2)])],
+        );
+        let b = node("nvidia", "a10g", vec![pt_card(0, &[("1g.5gb", 5)])]);
+        let v = views(&[a, b], SharedOnceMax::Cards);
+        assert_eq!(v.partitioned.view, rv(1, 11, 21));
+
+        let full = node(
+            "nvidia",
+            "a10g",
+            vec![pt_card(0, &[("1g.5gb", 0)]), pt_card(1, &[("1g.5gb", 0)])],
+        );
+        assert_eq!(
+            views(&[full], SharedOnceMax::Cards).partitioned.view,
+            rv(0, 0, 14)
+        );
+    }
+
+    const H100_CATALOG: [(&str, u32); 6] = [
+        ("1g.10gb", 7),
+        ("2g.20gb", 3),
+        ("3g.40gb", 2),
+        ("4g.40gb", 1),
+        ("7g.80gb", 1),
+        ("1g.20gb", 4),
+    ];
+
+    fn h100_carved_card(i: usize) -> Card {
+        let mut l = ledger(Mode::Partitioned, UNITS_PER_CARD);
+        l.remaining_profiles = counts(&[
+            ("1g.10gb", 6),
+            ("1g.20gb", 3),
+            ("2g.20gb", 2),
+            ("3g.40gb", 1),
+        ]);
+        l.allocated_profiles = counts(&[("1g.10gb", 1)]);
+        card(i, Some(partition_cap(7, &H100_CATALOG)), Some(l))
+    }
+
+    /// chain.md §9.3: one 1g.10gb carved on an H100 squeezes the largest profiles to zero.
+    #[test]
+    fn h100_carved_profile_ledger() {
+        let nodes = [node("nvidia", "h100", vec![h100_carved_card(0)])];
+        let refs: Vec<&Devices> = nodes.iter().collect();
+        let pt = four_views(&refs, "nvidia-h100", SharedOnceMax::Cards).partitioned;
+        assert_eq!(pt.view, rv(1, 6, 7));
+        assert_eq!(pt.allocated_profiles, counts(&[("1g.10gb", 1)]));
+        assert_eq!(
+            pt.remaining_profiles,
+            counts(&[
+                ("1g.10gb", 6),
+                ("1g.20gb", 3),
+                ("2g.20gb", 2),
+                ("3g.40gb", 1),
+                ("4g.40gb", 0),
+                ("7g.80gb", 0),
+            ])
+        );
+    }
+
+    #[test]
+    fn partition_card_without_ledger_falls_back_to_catalog() {
+        let missing = card(1, Some(partition_cap(7, &H100_CATALOG)), None);
+        let nodes = [node("nvidia", "h100", vec![h100_carved_card(0), missing])];
+        let refs: Vec<&Devices> = nodes.iter().collect();
+        let pt = partition_view(&refs, "nvidia-h100");
+        assert_eq!(pt.view, rv(1, 13, 14));
+        assert_eq!(
+            pt.remaining_profiles,
+            counts(&[
+                ("1g.10gb", 13),
+                ("1g.20gb", 7),
+                ("2g.20gb", 5),
+                ("3g.40gb", 3),
+                ("4g.40gb", 1),
+                ("7g.80gb", 1),
+            ])
+        );
+    }
+
+    #[test]
+    fn only_the_pools_own_group_counts() {
+        let mut devices = node(
+            "nvidia",
+            "a10g",
+            vec![card(0, Some(logical_cap()), Some(token("f")))],
+        );
+        devices.groups.push(DeviceGroup {
+            manufacturer: "amd".into(),
+            id: "a10g".into(),
+            cards: vec![card(0, Some(logical_cap()), Some(token("f")))],
+            ..DeviceGroup::default()
+        });
+        devices.groups.push(DeviceGroup {
+            manufacturer: "nvidia".into(),
+            id: "l4".into(),
+            cards: vec![card(0, Some(logical_cap()), Some(token("f")))],
+            ..DeviceGroup::default()
+        });
+        let v = views(&[devices], SharedOnceMax::Cards);
+        assert_eq!(v.exclusive, rv(1, 1, 1));
+    }
+
+    #[test]
+    fn ledger_only_cards_feed_whole_card_views_only() {
+        let cards = ["e", "e", "s9", "s9", "f", "f", "f", "f"]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| card(i, None, Some(token(t))))
+            .collect();
+        let v = views(&[node("nvidia", "a10g", cards)], SharedOnceMax::Cards);
+        assert_eq!(v.exclusive.remaining, 4);
+        assert_eq!(v.shared.remaining, 58);
+        assert_eq!(v.sliced, rv(0, 0, 0));
+    }
+
+    #[test]
+    fn slot_gate_applies_only_under_the_card_rule() {
+        let cap = Capability {
+            logical_sliced_count: 2,
+            ..Capability::default()
+        };
+        let mut full_slots = ledger(Mode::Sliced, 50 * UNITS_PER_PERCENT);
+        full_slots.allocated_slices = 2;
+        let nodes = [node(
+            "nvidia",
+            "a10g",
+            vec![card(0, Some(cap), Some(full_slots))],
+        )];
+        assert_eq!(views(&nodes, SharedOnceMax::Cards).sliced, rv(0, 0, 100));
+        assert_eq!(views(&nodes, SharedOnceMax::Shares).sliced, rv(50, 50, 100));
+    }
+
+    #[test]
+    fn draining_queue_zeroes_every_view() {
+        let nodes = [a10g_node("f f")];
+        let refs: Vec<&Devices> = nodes.iter().collect();
+        let open = pool_views(&refs, A10G, SharedOnceMax::Cards, StopPolicy::Hold);
+        assert_eq!(open.exclusive, rv(2, 2, 2));
+        let drained = pool_views(&refs, A10G, SharedOnceMax::Cards, StopPolicy::HoldAndDrain);
+        assert_eq!(drained, FourViews::default());
+    }
+
+    #[test]
+    fn status_profiles_publish_with_the_detail_manufacturer() {
+        let mut detail = Detail {
+            manufacturer: "thead".into(),
+            ..Detail::default()
+        };
+        detail.sliced_detail.physical.profiles = vec![PartitionProfile {
+            name: "8g96gb".into(),
+            count: 1,
+            ..PartitionProfile::default()
+        }];
+        let mut pt = PartitionView {
+            remaining_profiles: counts(&[("8g96gb", 1), ("4g48gb", 2)]),
+            ..PartitionView::default()
+        };
+        publish_status_profiles(&mut detail, &mut pt);
+        assert_eq!(detail.sliced_detail.physical.profiles[0].name, "8g.96gb");
+        assert_eq!(
+            pt.remaining_profiles,
+            counts(&[("4g.48gb", 2), ("8g.96gb", 1)])
+        );
+
+        let mut untouched = PartitionView {
+            remaining_profiles: counts(&[("8g96gb", 1), ("4g48gb", 2)]),
+            ..PartitionView::default()
+        };
+        publish_status_profiles(&mut Detail::default(), &mut untouched);
+        assert_eq!(
+            untouched.remaining_profiles,
+            counts(&[("8g96gb", 1), ("4g48gb", 2)])
+        );
+    }
+
+    fn cpu(name: &str, nominal_cpu: i64, reserved_cpu: i64) -> CpuFlavorUsage {
+        CpuFlavorUsage {
+            name: name.into(),
+            nominal_cpu,
+            reserved_cpu,
+        }
+    }
+
+    /// chain.md §9.4 examples.
+    #[test]
+    fn cpu_view_examples() {
+        let f = "gpustack-generic-linux-amd64-16c";
+        let base = CPU_OVERCOMMIT_BASE_MILLIS;
+        assert_eq!(cpu_view(&[cpu(f, 48, 0)], false, base), rv(16, 48, 48));
+        assert_eq!(cpu_view(&[cpu(f, 48, 8)], false, base), rv(16, 40, 48));
+        assert_eq!(cpu_view(&[cpu(f, 48, 40)], false, base), rv(8, 8, 48));
+        assert_eq!(cpu_view(&[cpu(f, 48, 60)], false, base), rv(0, 0, 48));
+        assert_eq!(cpu_view(&[], false, base), rv(0, 0, 0));
+    }
+
+    #[test]
+    fn cpu_view_walkthrough_generic_pool() {
+        let flavors = [
+            cpu(
+                "gpustack--generic-linux-amd64-4c-fnv64-87bf574bea2a4f23",
+                8,
+                0,
+            ),
+            cpu(
+                "gpustack--generic-linux-amd64-16c-fnv64-87bf574bea2a4f23",
+                16,
+                0,
+            ),
+            cpu(
+                "gpustack--generic-linux-amd64-48c-fnv64-87bf574bea2a4f23",
+                48,
+                0,
+            ),
+        ];
+        assert_eq!(
+            cpu_view(&flavors, false, CPU_OVERCOMMIT_BASE_MILLIS),
+            rv(48, 72, 72)
+        );
+    }
+
+    #[test]
+    fn cpu_view_scales_reservations_back_from_overcommit_units() {
+        let f = "gpustack-generic-linux-amd64-16c";
+        // 8 cores of requests at 800m per core of limit = 10 cores of limit.
+        let v = cpu_view(&[cpu(f, 48, 8)], true, CPU_OVERCOMMIT_BASE_MILLIS);
+        assert_eq!(v, rv(16, 38, 48));
+        // A non-positive base disables the scaling rather than dividing by zero.
+        assert_eq!(cpu_view(&[cpu(f, 48, 8)], true, 0), rv(16, 40, 48));
+    }
+
+    #[test]
+    fn flavor_counts_from_names() {
+        assert_eq!(flavor_node_count("gpustack-generic-linux-amd64-16c"), 16);
+        assert_eq!(
+            flavor_node_count("gpustack-amd-epyc-7763-linux-amd64-64c"),
+            64
+        );
+        assert_eq!(
+            flavor_node_count("gpustack-generic-linux-amd64-2c-p-profilehash"),
+            2
+        );
+        assert_eq!(
+            flavor_node_count("gpustack-generic-linux-amd64-4c-fnv64-123456789012345c"),
+            4
+        );
+        assert_eq!(
+            flavor_node_count("gpustack--generic--nvidia-a10g-linux-amd64-8d"),
+            8
+        );
+        assert_eq!(flavor_node_count("gpustack-generic-linux-amd64"), 0);
+        assert_eq!(flavor_node_count("garbage"), 0);
+        assert_eq!(flavor_node_count(""), 0);
+    }
+
+    #[test]
+    fn phase_follows_stop_policy_then_condition() {
+        use Phase::*;
+        assert_eq!(phase(StopPolicy::Hold, true, Some(true)), Inactive);
+        assert_eq!(phase(StopPolicy::HoldAndDrain, true, Some(true)), Draining);
+        assert_eq!(phase(StopPolicy::HoldAndDrain, false, Some(true)), Inactive);
+        assert_eq!(phase(StopPolicy::None, false, Some(true)), Active);
+        assert_eq!(phase(StopPolicy::None, true, Some(false)), Inactive);
+        assert_eq!(phase(StopPolicy::None, false, None), Transitioning);
+    }
+
+    #[test]
+    fn card_families_are_disjoint() {
+        assert_eq!(card_family(&partition_cap(7, &[])), CardFamily::Partitioned);
+        let both = Capability {
+            logical_sliced_count: 10,
+            physical_sliced_count: 7,
+            ..Capability::default()
+        };
+        assert_eq!(card_family(&both), CardFamily::Partitioned);
+        assert_eq!(card_family(&logical_cap()), CardFamily::LogicallySliceable);
+        assert_eq!(card_family(&Capability::default()), CardFamily::WholeOnly);
+    }
+}
