@@ -500,3 +500,264 @@ mod json {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::{Card, DeviceGroup};
+
+    fn logical(count: u32, overcommit: bool) -> Capability {
+        Capability {
+            logical_sliced_count: count,
+            cores_percentage_overcommit: overcommit,
+            ..Capability::default()
+        }
+    }
+
+    fn mig(profiles: &[(&str, u32, Option<u64>)]) -> Capability {
+        Capability {
+            physical_sliced_count: profiles.iter().map(|p| p.1).max().unwrap_or(0),
+            physical_profiles: profiles
+                .iter()
+                .map(|(name, count, memory_mib)| PartitionProfile {
+                    name: (*name).to_string(),
+                    count: *count,
+                    memory_mib: *memory_mib,
+                    ..PartitionProfile::default()
+                })
+                .collect(),
+            ..Capability::default()
+        }
+    }
+
+    fn names_counts(d: &SlicedDetail) -> Vec<(&str, u32)> {
+        d.physical
+            .profiles
+            .iter()
+            .map(|p| (p.name.as_str(), p.count))
+            .collect()
+    }
+
+    #[test]
+    fn aggregate_mixed_logical_and_mig() {
+        let m = mig(&[
+            ("1g.5gb", 7, None),
+            ("2g.10gb", 3, None),
+            ("7g.40gb", 1, None),
+        ]);
+        let d = aggregate_sliced_detail(&[logical(128, true), logical(128, true), m]);
+        assert_eq!(d.logical.count, 256);
+        assert!(d.logical.cores_percentage_overcommit);
+        assert_eq!(d.physical.count, 7);
+        assert_eq!(
+            names_counts(&d),
+            [("1g.5gb", 7), ("2g.10gb", 3), ("7g.40gb", 1)]
+        );
+        assert!(pool_is_logically_sliceable(&d));
+        assert!(pool_is_physically_sliceable(&d));
+    }
+
+    #[test]
+    fn aggregate_sums_profiles_by_name_and_carries_memory() {
+        let m = mig(&[("1g.10gb", 7, Some(10240)), ("2g.20gb", 3, None)]);
+        let d = aggregate_sliced_detail(&[m.clone(), m]);
+        assert_eq!(d.physical.count, 14);
+        assert_eq!(names_counts(&d), [("1g.10gb", 14), ("2g.20gb", 6)]);
+        assert_eq!(d.physical.profiles[0].memory_mib, Some(10240));
+        assert!(!pool_is_logically_sliceable(&d));
+        assert!(!d.logical.cores_percentage_overcommit);
+    }
+
+    #[test]
+    fn overcommit_flag_needs_a_sliceable_card() {
+        let d = aggregate_sliced_detail(&[logical(0, true)]);
+        assert!(!d.logical.cores_percentage_overcommit);
+        assert!(!pool_is_physically_sliceable(&d));
+    }
+
+    fn group(manufacturer: &str, id: &str, runtime: &str, caps: Vec<Capability>) -> DeviceGroup {
+        DeviceGroup {
+            manufacturer: manufacturer.into(),
+            id: id.into(),
+            runtime_version: runtime.into(),
+            cards: caps
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| Card {
+                    id: format!("card-{i}"),
+                    index: i as u32,
+                    capability: Some(c),
+                    ledger: None,
+                })
+                .collect(),
+            ..DeviceGroup::default()
+        }
+    }
+
+    fn versions(nodes: &[Vec<DeviceGroup>]) -> Vec<String> {
+        let devices: Vec<Devices> = nodes
+            .iter()
+            .map(|groups| Devices {
+                groups: groups.clone(),
+            })
+            .collect();
+        let refs: Vec<&Devices> = devices.iter().collect();
+        runtime_versions(&refs, "nvidia-a10g")
+    }
+
+    #[test]
+    fn runtime_versions_sort_numerically_and_dedupe() {
+        let g = |v: &str| vec![group("nvidia", "a10g", v, vec![])];
+        assert_eq!(versions(&[g("12.9"), g("9.0")]), ["9.0", "12.9"]);
+        assert_eq!(versions(&[g("12.10"), g("12.9")]), ["12.9", "12.10"]);
+        assert_eq!(versions(&[g("9"), g("9.0"), g("12.4")]), ["9", "12.4"]);
+        assert_eq!(versions(&[g("12.9"), g(""), g("N/A"), g("12.x")]), ["12.9"]);
+        assert!(versions(&[]).is_empty());
+    }
+
+    #[test]
+    fn runtime_versions_count_only_the_pools_group() {
+        let node = vec![
+            group("amd", "a10g", "6.4", vec![]),
+            group("nvidia", "l4", "11.0", vec![]),
+            group("nvidia", "a10g", "12.9", vec![]),
+        ];
+        assert_eq!(versions(&[node]), ["12.9"]);
+    }
+
+    #[test]
+    fn split_runtime_version_rules() {
+        assert_eq!(split_runtime_version("12.9"), Some((12, 9)));
+        assert_eq!(split_runtime_version("9"), Some((9, 0)));
+        assert_eq!(split_runtime_version("12."), None);
+        assert_eq!(split_runtime_version("N/A"), None);
+        assert_eq!(split_runtime_version(""), None);
+    }
+
+    fn notes(pairs: &[(&str, &str)]) -> Labels {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+            .collect()
+    }
+
+    fn accelerated_spec() -> InstanceTypeSpec {
+        InstanceTypeSpec {
+            acceleratable: true,
+            accelerator_group: "nvidia-a10g".into(),
+            ..InstanceTypeSpec::default()
+        }
+    }
+
+    #[test]
+    fn accelerated_detail_from_notes_and_devices() {
+        let a = Devices {
+            groups: vec![group(
+                "nvidia",
+                "a10g",
+                "12.9",
+                vec![logical(128, true), logical(128, true)],
+            )],
+        };
+        let b = Devices {
+            groups: vec![group("nvidia", "a10g", "12.4", vec![])],
+        };
+        let n = notes(&[
+            ("manufacturer", "nvidia"),
+            ("product", "A10G"),
+            ("family", "Ampere"),
+            ("memory", "24576Mi"),
+            ("cores", "9216"),
+            (
+                CPU_DETAIL_NOTE,
+                r#"{"manufacturer":"amd","physicalCores":"32"}"#,
+            ),
+        ]);
+        let d = instance_type_detail(&accelerated_spec(), false, Some(&n), &[&a, &b]);
+        assert_eq!(d.manufacturer, "nvidia");
+        assert_eq!(d.memory, "24576Mi");
+        assert_eq!(d.cores, "9216");
+        assert_eq!(d.sliced_detail.logical.count, 256);
+        assert_eq!(d.runtime_versions, ["12.4", "12.9"]);
+        assert_eq!(d.runtime_version, "12.4");
+        assert!(
+            d.cpu.is_empty(),
+            "cpuDetail folds into an accelerated pool only when aware"
+        );
+
+        let aware = instance_type_detail(&accelerated_spec(), true, Some(&n), &[&a, &b]);
+        assert_eq!(
+            aware.cpu.get("manufacturer").map(String::as_str),
+            Some("amd")
+        );
+        assert_eq!(
+            aware.cpu.get("physicalCores").map(String::as_str),
+            Some("32")
+        );
+    }
+
+    #[test]
+    fn collapsed_generic_pool_and_missing_flavor_give_empty_detail() {
+        let n = notes(&[("manufacturer", "amd")]);
+        let cpu_spec = InstanceTypeSpec::default();
+        assert_eq!(
+            instance_type_detail(&cpu_spec, false, Some(&n), &[]),
+            Detail::default()
+        );
+        assert_eq!(
+            instance_type_detail(&accelerated_spec(), false, None, &[]),
+            Detail::default()
+        );
+        let aware = instance_type_detail(&cpu_spec, true, Some(&n), &[]);
+        assert_eq!(aware.manufacturer, "amd");
+        assert!(
+            aware.memory.is_empty(),
+            "a CPU pool has no accelerator memory"
+        );
+    }
+
+    #[test]
+    fn cpu_note_folds_into_a_cpu_pool() {
+        let mut d = Detail::default();
+        let raw = r#"{"physicalCores":"32","logicalCores":"64","manufacturer":"x",
+                      "cache":{"l2":"1048576","bogus":[1,2]},"extra":{"a":[true,null,1.5e3]}}"#;
+        assert!(fold_detail_cpu(&mut d, raw, false));
+        assert_eq!(d.cpu.get("physicalCores").map(String::as_str), Some("32"));
+        assert_eq!(d.cpu.get("logicalCores").map(String::as_str), Some("64"));
+        assert_eq!(d.cpu.get("cache.l2").map(String::as_str), Some("1048576"));
+        assert!(
+            !d.cpu.contains_key("manufacturer"),
+            "not a field of the inline CPU"
+        );
+    }
+
+    #[test]
+    fn empty_or_malformed_notes_leave_the_detail_untouched() {
+        for (raw, acc) in [
+            ("", false),
+            ("{not json", false),
+            ("{not json", true),
+            (r#"{"physicalCores":32}"#, false),
+            (r#"{"cache":"big"}"#, false),
+            (r#"{"physicalCores":"32"} x"#, false),
+            ("[1,2]", false),
+            (r#"{"a":"\ud800"}"#, false),
+        ] {
+            let mut d = Detail::default();
+            assert!(!fold_detail_cpu(&mut d, raw, acc), "{raw}");
+            assert_eq!(d, Detail::default(), "{raw}");
+        }
+    }
+
+    #[test]
+    fn json_reader_handles_escapes_and_depth() {
+        let got = parse_cpu_note(r#"{"Stepping":"a\"b\u00e9\n"}"#, false);
+        assert_eq!(
+            got.ok().and_then(|m| m.get("stepping").cloned()).as_deref(),
+            Some("a\"b\u{e9}\n")
+        );
+        let deep = format!("{}{}", "[".repeat(1000), "]".repeat(1000));
+        assert!(json::parse(&deep).is_err());
+        assert_eq!(parse_cpu_note("null", false), Ok(Labels::new()));
+    }
+}
