@@ -334,14 +334,14 @@ pub struct CpuFlavorUsage {
 
 /// Reservation millicores per core of limit for a non-accelerated pod under overcommit
 /// (`ScaleBackOvercommit(cpu, total, acceleratable=false)`: limit = ⌊millis / 800⌋ cores;
-/// pkg/.../kuberequest overcommit.go). `getCPUResource` always uses the non-accelerated base.
+/// `kuberequest.ScaleBackOvercommit`). `getCPUResource` always uses the non-accelerated base.
 pub const CPU_OVERCOMMIT_BASE_MILLIS: i64 = 800;
 
 /// Flavor-name topology profile marker (`-fnv64-<hash>`), cut before reading the count.
 const TOPOLOGY_PROFILE_MARKER: &str = "-fnv64-";
 
 /// `parseNodeFlavorCount`: the per-node `<n>c|<n>d` segment of a flavor name, scanned from the
-/// end after cutting a `-fnv64-…` tail; 0 when none (instance_type.go, newest revision).
+/// end after cutting a `-fnv64-…` tail; 0 when none (worker controllers, newest revision).
 /// Kept local to the CPU view; the flavor module may own an equivalent.
 pub fn flavor_node_count(name: &str) -> i64 {
     let head = name
