@@ -267,7 +267,12 @@ mod tests {
             (row(None, false, false, true), None, false, false),
             (row(Hold, true, false, true), Hold, true, false),
             (row(Hold, false, false, true), None, false, false),
-            (row(HoldAndDrain, false, false, true), HoldAndDrain, true, false),
+            (
+                row(HoldAndDrain, false, false, true),
+                HoldAndDrain,
+                true,
+                false,
+            ),
             (row(Hold, true, true, false), Hold, true, false),
             (row(Hold, false, false, false), Hold, false, true),
             (row(Hold, false, true, false), Hold, false, true),
@@ -309,14 +314,19 @@ mod tests {
         assert_eq!(e3.name, "it");
         assert_eq!(e3.stop_policy, StopPolicy::Hold);
         assert_eq!(
-            e3.annotations.get(labels::EMPTY_PLAN_HOLD).map(String::as_str),
+            e3.annotations
+                .get(labels::EMPTY_PLAN_HOLD)
+                .map(String::as_str),
             Some("true")
         );
         assert_eq!(
             e3.labels.get(labels::RESOURCE_TYPE).map(String::as_str),
             Some("instancetypes")
         );
-        assert_eq!(e3.labels.get("kubernetes.io/os").map(String::as_str), Some("linux"));
+        assert_eq!(
+            e3.labels.get("kubernetes.io/os").map(String::as_str),
+            Some("linux")
+        );
         assert!(e3.cohort.is_empty() && e3.resource_groups.is_empty());
         let e2 = new_cluster_queue("it", &schedule, Era::E2);
         assert_eq!(e2.stop_policy, StopPolicy::None);
@@ -341,7 +351,10 @@ mod tests {
     fn recreates_a_deleted_queue() {
         let w = reconcile_instance_type_lifecycle(&live_type(), Era::E3, &name_of).world;
         assert!(w.queue.is_some());
-        assert_eq!(w.instance_type.as_ref().map(|t| t.entrance.as_str()), Some("lq-it"));
+        assert_eq!(
+            w.instance_type.as_ref().map(|t| t.entrance.as_str()),
+            Some("lq-it")
+        );
         let mut deleted = w.clone();
         deleted.delete_queue();
         assert!(deleted.queue.is_none());

@@ -36,7 +36,9 @@ pub struct PoolFlavor {
 
 /// Why the NodeQueue reconciler refuses to write a plan; the variant order is the validation
 /// order (research/corrections.md 3). Each name is the TopologyReady=False reason.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Error, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Error, Serialize, Deserialize,
+)]
 pub enum QueueRefusal {
     #[error("DuplicateCoveredResource")]
     DuplicateCoveredResource,
@@ -251,7 +253,11 @@ mod tests {
         let groups = queue_resource_groups(&[flavor("b-8c", 8, 8), flavor("a-4c", 4, 4)]).unwrap();
         assert_eq!(groups.len(), 1);
         assert_eq!(groups[0].covered_resources, vec!["cpu".to_string()]);
-        let names: Vec<&str> = groups[0].flavors.iter().map(|f| f.flavor.as_str()).collect();
+        let names: Vec<&str> = groups[0]
+            .flavors
+            .iter()
+            .map(|f| f.flavor.as_str())
+            .collect();
         assert_eq!(names, ["a-4c", "b-8c"]);
         assert_eq!(groups[0].flavors[0].nominal_quota, 4);
     }
@@ -278,8 +284,8 @@ mod tests {
     fn skips_empty_and_terminating_flavors() {
         let mut gone = flavor("gone-2c", 2, 2);
         gone.terminating = true;
-        let groups = queue_resource_groups(&[flavor("zero-1c", 1, 0), gone, flavor("ok-4c", 4, 4)])
-            .unwrap();
+        let groups =
+            queue_resource_groups(&[flavor("zero-1c", 1, 0), gone, flavor("ok-4c", 4, 4)]).unwrap();
         assert_eq!(groups[0].flavors.len(), 1);
         assert_eq!(groups[0].flavors[0].flavor, "ok-4c");
         assert!(queue_resource_groups(&[flavor("zero-1c", 1, 0)])
@@ -364,7 +370,10 @@ mod tests {
         assert_eq!(lqs[0].name, "lq-cq-a");
         assert_eq!(lqs[0].cluster_queue, "cq-a");
         assert_eq!(
-            lqs[0].annotations.get(labels::QUEUE_ANNOTATION).map(String::as_str),
+            lqs[0]
+                .annotations
+                .get(labels::QUEUE_ANNOTATION)
+                .map(String::as_str),
             Some("cq-a")
         );
     }

@@ -290,7 +290,11 @@ pub fn quota_conserved(flavors: &[&PoolFlavor], world: &QueueWorld) -> bool {
         let Some(p) = world.placements.get(&f.name) else {
             return false;
         };
-        let selected = world.nodes.iter().filter(|n| selects(&p.node_labels, n)).count() as u64;
+        let selected = world
+            .nodes
+            .iter()
+            .filter(|n| selects(&p.node_labels, n))
+            .count() as u64;
         selected.saturating_mul(f.per_node_count) == f.capacity
     });
     each && selection_counts(flavors, world).iter().all(|&c| c >= 1)
@@ -735,7 +739,9 @@ mod tests {
     }
 
     fn phase(q: &QueueState) -> Option<&str> {
-        q.annotations.get(labels::MIGRATION_PHASE).map(String::as_str)
+        q.annotations
+            .get(labels::MIGRATION_PHASE)
+            .map(String::as_str)
     }
 
     #[test]
@@ -751,7 +757,10 @@ mod tests {
         assert_eq!(step.state.resource_groups[0].flavors[0].flavor, "g-4c");
         assert_eq!(step.topology_ready, Some(TopologyReady::ready()));
         assert_eq!(step.requeue_after, None);
-        assert_eq!(step.state.generation, 8, "a spec write bumps the generation");
+        assert_eq!(
+            step.state.generation, 8,
+            "a spec write bumps the generation"
+        );
     }
 
     #[test]
@@ -829,10 +838,7 @@ mod tests {
                 reason: "Ready".into(),
                 observed_generation: 7,
             }),
-            flavors_reservation: vec![
-                usage("g-4c-settled", 4),
-                usage("g-4c-transient", 0),
-            ],
+            flavors_reservation: vec![usage("g-4c-settled", 4), usage("g-4c-transient", 0)],
             flavors_usage: vec![usage("g-4c-settled", 4), usage("g-4c-transient", 0)],
             ..QueueStatus::default()
         };
