@@ -1,7 +1,18 @@
+//! `verify`: parse the arguments, dispatch to one command, turn its result into an exit code.
+
+mod cli;
+mod commands;
+
+use clap::Parser;
+
 fn main() {
-    let dir = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "../shared/conformance".into());
-    let r = conformance::run_dir(std::path::Path::new(&dir)).unwrap();
-    print!("{}", r.render());
+    let args = cli::Cli::parse();
+    let code = match commands::dispatch(args.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("verify: {e:#}");
+            e.downcast_ref::<commands::UsageError>().map_or(3, |_| 2)
+        }
+    };
+    std::process::exit(code);
 }

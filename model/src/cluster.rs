@@ -41,6 +41,19 @@ pub enum SharedOnceMax {
     Shares,
 }
 
+/// Whether NodeQueue waits for Kueue to observe the current generation before dropping a
+/// flavor (research/corrections.md 2; conformance README `queue_status_gate`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueStatusGate {
+    /// Newest: wait for Kueue's Active condition at the current generation (RequeueAfter 5 s,
+    /// TopologyReady=Unknown `AwaitingQueueStatus`); node_queue.go.
+    #[default]
+    Present,
+    /// Earlier test revision: a dropped flavor starts the migration at once.
+    Absent,
+}
+
 /// Which code era the chain follows (research/chain.md §0).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -69,7 +82,10 @@ pub struct Settings {
     /// `instance-general-resources-overcommit` (default true).
     pub general_resources_overcommit: bool,
     pub era: Era,
+    /// Also switches the SL slot gate: under `Cards` a free or Sliced card counts toward SL
+    /// only while it has a free slice slot (both rules come from instance_type.go @7b0508ff).
     pub shared_once_max: SharedOnceMax,
+    pub queue_status_gate: QueueStatusGate,
     /// Whether the `gpustack-node-devices` AdmissionCheck is Active.
     pub node_devices_check_active: bool,
     /// Whether the `gpustack-model-deployment-joint` AdmissionCheck is Active.
@@ -89,6 +105,7 @@ impl Default for Settings {
             general_resources_overcommit: true,
             era: Era::E3,
             shared_once_max: SharedOnceMax::Cards,
+            queue_status_gate: QueueStatusGate::Present,
             node_devices_check_active: true,
             joint_check_active: true,
             system_namespace: DEFAULT_SYSTEM_NAMESPACE.to_string(),

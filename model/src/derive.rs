@@ -1,1 +1,438 @@
-//! (being written)
+//! The whole chain for one cluster shape, at quiescence (research/chain.md §17 rules 1–25).
+//! Each step calls the one rule that decides it; this file only wires them together.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::{Cluster, Node, Settings};
+use crate::devices::Devices;
+use crate::error::ModelError;
+use crate::flavor::Contribution;
+use crate::labels::{self, Labels, DERIVED_FROM_NODE, NOTE_PREFIX};
+use crate::objects::{
+    ClusterQueue, InstanceType, InstanceTypeSpec, InstanceTypeStatus, LocalQueue, NodeFlavor,
+    ResourceFlavor,
+};
+use crate::queue::{FlavorPlacement, PoolFlavor, PoolNode, QueueWorld, Settled};
+use crate::units::UNITS_PER_CARD;
+use crate::views::CpuFlavorUsage;
+use crate::{detail, flavor, nodefeature, pool, queue, views, webhook};
+
+/// One node after the Worker and Device Manager have labelled it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DerivedNode {
+    pub name: String,
+    /// Effective labels (NFD ∪ Device Manager ∪ Worker ∪ topology profile).
+    pub labels: Labels,
+    /// Managed and (E3) profiled: contributes to flavors (rule 7).
+    pub eligible: bool,
+    /// Flavors the node contributes (rule 8).
+    pub flavors: Vec<NodeFlavor>,
+    /// Labels of the node's Devices object, if it has one (rule 18).
+    pub devices_labels: Option<Labels>,
+}
+
+/// Every object the chain produces for a cluster shape.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Derived {
+    pub nodes: Vec<DerivedNode>,
+    pub resource_flavors: Vec<ResourceFlavor>,
+    pub instance_types: Vec<InstanceType>,
+    pub cluster_queues: Vec<ClusterQueue>,
+    pub local_queues: Vec<LocalQueue>,
+}
+
+/// Checks a shape the model cannot derive from; errors name the field path.
+pub fn validate(cluster: &Cluster) -> Result<(), ModelError> {
+    let mut seen = BTreeMap::new();
+    for (i, node) in cluster.nodes.iter().enumerate() {
+        let at = format!("nodes[{i}]");
+        if node.name.is_empty() {
+            return Err(ModelError::invalid(
+                format!("{at}.name"),
+                "must not be empty",
+            ));
+        }
+        if let Some(first) = seen.insert(node.name.as_str(), i) {
+            return Err(ModelError::invalid(
+                format!("{at}.name"),
+                format!("duplicate node name `{}` (also nodes[{first}])", node.name),
+            ));
+        }
+        if let Some(devices) = &node.devices {
+            validate_devices(&at, devices)?;
+        }
+    }
+    let mut names = BTreeMap::new();
+    for (i, it) in cluster.instance_types.iter().enumerate() {
+        if let Some(first) = names.insert(it.name.as_str(), i) {
+            return Err(ModelError::invalid(
+                format!("instance_types[{i}].name"),
+                format!(
+                    "duplicate InstanceType `{}` (also instance_types[{first}])",
+                    it.name
+                ),
+            ));
+        }
+        webhook::validate_create(&it.spec).map_err(|errs| {
+            ModelError::invalid(format!("instance_types[{i}].spec"), errs.join("; "))
+        })?;
+    }
+    Ok(())
+}
+
+fn validate_devices(at: &str, devices: &Devices) -> Result<(), ModelError> {
+    for (g, group) in devices.groups.iter().enumerate() {
+        let at = format!("{at}.devices.groups[{g}]");
+        if !labels::is_known_manufacturer(&group.manufacturer) {
+            return Err(ModelError::invalid(
+                format!("{at}.manufacturer"),
+                format!(
+                    "unknown manufacturer `{}`: expected one of {}",
+                    group.manufacturer,
+                    labels::MANUFACTURERS.join(", ")
+                ),
+            ));
+        }
+        if group.id.is_empty() {
+            return Err(ModelError::invalid(format!("{at}.id"), "must not be empty"));
+        }
+        let mut ids = BTreeMap::new();
+        for (c, card) in group.cards.iter().enumerate() {
+            if let Some(first) = ids.insert(card.id.as_str(), c) {
+                return Err(ModelError::invalid(
+                    format!("{at}.cards[{c}].id"),
+                    format!("duplicate card id `{}` (also cards[{first}])", card.id),
+                ));
+            }
+            if let Some(l) = &card.ledger {
+                if !(0..=UNITS_PER_CARD).contains(&l.remaining_units) {
+                    return Err(ModelError::invalid(
+                        format!("{at}.cards[{c}].ledger.remaining_units"),
+                        format!("expected 0..={UNITS_PER_CARD}, got {}", l.remaining_units),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Derives every object for `cluster` (call [`validate`] first on untrusted input; derivation
+/// itself never panics on a shape that fails validation, it just follows the rules).
+pub fn derive(cluster: &Cluster) -> Derived {
+    let settings = &cluster.settings;
+    let nodes: Vec<DerivedNode> = cluster
+        .nodes
+        .iter()
+        .map(|n| derive_node(n, settings))
+        .collect();
+    let contributions: Vec<Contribution> = cluster
+        .nodes
+        .iter()
+        .zip(&nodes)
+        .filter(|(_, d)| d.eligible)
+        .map(|(n, d)| Contribution {
+            node: d.name.clone(),
+            flavors: d.flavors.clone(),
+            cpu: nodefeature::cpu_detail(&d.labels, &n.annotations),
+        })
+        .collect();
+    let resource_flavors =
+        flavor::resource_flavors_noted(&contributions, settings.aware_cpu_manufacturer);
+    let specs = instance_type_specs(cluster, &resource_flavors);
+    let joined: Vec<(&Node, &DerivedNode)> = cluster.nodes.iter().zip(&nodes).collect();
+    let (instance_types, cluster_queues): (Vec<_>, Vec<_>) = specs
+        .into_iter()
+        .map(|(name, (spec, derived))| {
+            derive_pool(&name, spec, derived, &resource_flavors, &joined, settings)
+        })
+        .unzip();
+    let queue_names: Vec<&str> = cluster_queues.iter().map(|q| q.name.as_str()).collect();
+    let local_queues = queue::local_queues(
+        &queue_names,
+        &cluster.namespaces,
+        &settings.system_namespace,
+        nodefeature::local_queue_name,
+    );
+    Derived {
+        nodes,
+        resource_flavors,
+        instance_types,
+        cluster_queues,
+        local_queues,
+    }
+}
+
+/// Rules 1–8 and 18 for one node.
+fn derive_node(node: &Node, settings: &Settings) -> DerivedNode {
+    let labels = nodefeature::effective_node_labels(node, settings);
+    let eligible = nodefeature::node_is_eligible(&labels, settings);
+    let flavors = if eligible {
+        nodefeature::node_flavors(&labels, &node.annotations, settings)
+    } else {
+        Vec::new()
+    };
+    let devices_labels = node.devices.as_ref().map(|_| {
+        pool::devices_labels(
+            &labels,
+            &nodefeature::general_key(&labels, &node.annotations),
+            &nodefeature::accelerator_keys(&labels),
+        )
+    });
+    DerivedNode {
+        name: node.name.clone(),
+        labels,
+        eligible,
+        flavors,
+        devices_labels,
+    }
+}
+
+/// Rule 11: admin InstanceTypes as written; derived ones authored create-only per pool
+/// identity, the first flavor (by name) of a pool being the first writer.
+/// Returns name → (spec, derived-from-node).
+fn instance_type_specs(
+    cluster: &Cluster,
+    flavors: &[ResourceFlavor],
+) -> BTreeMap<String, (InstanceTypeSpec, bool)> {
+    let mut specs: BTreeMap<String, (InstanceTypeSpec, bool)> = cluster
+        .instance_types
+        .iter()
+        .map(|it| {
+            (
+                it.name.clone(),
+                (webhook::default_instance_type_spec(&it.spec), false),
+            )
+        })
+        .collect();
+    if cluster.settings.derived_from_node {
+        let aware = cluster.settings.aware_cpu_manufacturer;
+        for rf in flavors {
+            let identity = pool::pool_of_flavor(&rf.flavor, aware);
+            specs.entry(identity.name_under(aware)).or_insert_with(|| {
+                let spec =
+                    pool::derived_instance_type_spec(&identity, &rf.flavor, &rf.flavor.product);
+                (webhook::default_instance_type_spec(&spec), true)
+            });
+        }
+    }
+    specs
+}
+
+/// Rules 12–16 and 19–23: one pool's InstanceType and ClusterQueue.
+fn derive_pool(
+    name: &str,
+    mut spec: InstanceTypeSpec,
+    derived: bool,
+    flavors: &[ResourceFlavor],
+    nodes: &[(&Node, &DerivedNode)],
+    settings: &Settings,
+) -> (InstanceType, ClusterQueue) {
+    let aware = settings.aware_cpu_manufacturer;
+    let entrance = nodefeature::local_queue_name(name);
+    let mut it_labels =
+        webhook::default_instance_type_labels(&entrance, &spec, &Labels::new(), aware);
+    if derived {
+        it_labels.insert(DERIVED_FROM_NODE.into(), "true".into());
+    }
+    let schedule = pool::pool_schedule_labels(
+        spec.acceleratable,
+        aware,
+        &spec.general_group,
+        &spec.accelerator_group,
+        &spec.os,
+        &spec.arch,
+    );
+    let created = queue::new_cluster_queue(name, &schedule, settings.era);
+    let selected = pool_flavors(&created, flavors);
+    let world = queue_world(&selected, nodes);
+    let inputs: Vec<PoolFlavor> = selected.iter().map(|rf| pool_flavor(rf)).collect();
+    let settled = queue::settle_pool_queue(&created, spec.inactive, &inputs, &world, settings);
+    spec.inactive = settled.inactive;
+    let status = instance_type_status(&spec, &settled, &selected, nodes, settings, entrance);
+    let it = InstanceType {
+        name: name.to_string(),
+        labels: it_labels,
+        spec,
+        status,
+    };
+    (it, settled.queue)
+}
+
+/// Rule 14: the live ResourceFlavors the queue's flavor selector picks, in name order.
+fn pool_flavors<'a>(
+    queue: &ClusterQueue,
+    flavors: &'a [ResourceFlavor],
+) -> Vec<&'a ResourceFlavor> {
+    let Some(selector) = pool::pool_flavor_selector(&queue.labels) else {
+        return Vec::new();
+    };
+    flavors
+        .iter()
+        .filter(|rf| pool::flavor_selected_by_pool(&selector, &rf.labels))
+        .collect()
+}
+
+/// What NodeQueue reads of one selected ResourceFlavor.
+fn pool_flavor(rf: &ResourceFlavor) -> PoolFlavor {
+    PoolFlavor {
+        name: rf.name.clone(),
+        per_node_count: rf.flavor.count,
+        capacity: rf.capacity,
+        acceleratable: rf.flavor.acceleratable,
+        manufacturer: rf.flavor.manufacturer.clone(),
+        terminating: false,
+    }
+}
+
+/// The cluster as NodeQueue's validation sees it: the Topologies the topology reconciler made
+/// for the flavors' profiles, each flavor's placement, and the pool's nodes. A node backs the
+/// pool exactly when one of its flavors is selected (chain.md §7.5), so the pool's nodes are the
+/// contributors of the selected flavors.
+fn queue_world(selected: &[&ResourceFlavor], nodes: &[(&Node, &DerivedNode)]) -> QueueWorld {
+    let members: BTreeSet<&str> = selected
+        .iter()
+        .flat_map(|rf| rf.nodes.iter().map(String::as_str))
+        .collect();
+    // Validation only tests the flavors' nodeLabels against a node: keep just those keys.
+    let keys: BTreeSet<&str> = selected
+        .iter()
+        .flat_map(|rf| rf.node_labels.keys().map(String::as_str))
+        .collect();
+    let pool_nodes = nodes
+        .iter()
+        .filter(|(_, d)| members.contains(d.name.as_str()))
+        .map(|(_, d)| PoolNode {
+            name: d.name.clone(),
+            labels: d
+                .labels
+                .iter()
+                .filter(|(k, _)| keys.contains(k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        })
+        .collect();
+    QueueWorld {
+        topologies: selected
+            .iter()
+            .filter_map(|rf| rf.topology_name.clone())
+            .collect(),
+        placements: selected
+            .iter()
+            .map(|rf| {
+                (
+                    rf.name.clone(),
+                    FlavorPlacement {
+                        profile: rf.flavor.profile.clone(),
+                        node_labels: rf.node_labels.clone(),
+                        topology_name: rf.topology_name.clone().unwrap_or_default(),
+                    },
+                )
+            })
+            .collect(),
+        nodes: pool_nodes,
+    }
+}
+
+/// Rules 19–23: the InstanceType status from its settled queue, flavors and Devices.
+fn instance_type_status(
+    spec: &InstanceTypeSpec,
+    settled: &Settled,
+    selected: &[&ResourceFlavor],
+    nodes: &[(&Node, &DerivedNode)],
+    settings: &Settings,
+    entrance: String,
+) -> InstanceTypeStatus {
+    let queue = &settled.queue;
+    let mut status = InstanceTypeStatus {
+        entrance,
+        ..InstanceTypeStatus::default()
+    };
+    let devices = if spec.acceleratable {
+        pool_devices(queue, nodes)
+    } else {
+        Vec::new()
+    };
+    if spec.acceleratable {
+        status.views = views::pool_views(
+            &devices,
+            &spec.accelerator_group,
+            settings.shared_once_max,
+            queue.stop_policy,
+        );
+    } else {
+        status.cpu = views::cpu_view(
+            &cpu_usage(queue),
+            settings.general_resources_overcommit,
+            views::CPU_OVERCOMMIT_BASE_MILLIS,
+        );
+    }
+    let notes = detail_flavor_notes(spec, selected, settings);
+    status.detail = detail::instance_type_detail(
+        spec,
+        settings.aware_cpu_manufacturer,
+        notes.as_ref(),
+        &devices,
+    );
+    views::publish_status_profiles(&mut status.detail, &mut status.views.partitioned);
+    status.phase = views::phase(queue.stop_policy, false, Some(settled.active));
+    status
+}
+
+/// §9.5: the notes of the first flavor (name order, as the API server lists) carrying the
+/// pool's schedule labels, without the `note.gpustack.ai/` prefix.
+fn detail_flavor_notes(
+    spec: &InstanceTypeSpec,
+    selected: &[&ResourceFlavor],
+    settings: &Settings,
+) -> Option<Labels> {
+    let schedule = pool::pool_schedule_labels(
+        spec.acceleratable,
+        settings.aware_cpu_manufacturer,
+        &spec.general_group,
+        &spec.accelerator_group,
+        &spec.os,
+        &spec.arch,
+    );
+    let rf = selected
+        .iter()
+        .find(|rf| pool::labels_contain(&rf.labels, &schedule))?;
+    Some(
+        rf.annotations
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix(NOTE_PREFIX)?.to_string(), v.clone())))
+            .collect(),
+    )
+}
+
+/// The CPU view's input: each flavor's nominal cores; nothing is reserved at quiescence.
+fn cpu_usage(queue: &ClusterQueue) -> Vec<CpuFlavorUsage> {
+    queue
+        .resource_groups
+        .iter()
+        .filter(|g| g.covered_resources.iter().any(|r| r == "cpu"))
+        .flat_map(|g| g.flavors.iter())
+        .map(|f| CpuFlavorUsage {
+            name: f.flavor.clone(),
+            nominal_cpu: f.nominal_quota,
+            reserved_cpu: 0,
+        })
+        .collect()
+}
+
+/// Rule 18: the Devices objects whose labels the pool's devices selector matches.
+fn pool_devices<'a>(queue: &ClusterQueue, nodes: &[(&'a Node, &DerivedNode)]) -> Vec<&'a Devices> {
+    let Some(selector) = pool::pool_devices_selector(&queue.labels) else {
+        return Vec::new();
+    };
+    nodes
+        .iter()
+        .filter_map(|(node, derived)| {
+            let devices = node.devices.as_ref()?;
+            let labels = derived.devices_labels.as_ref()?;
+            pool::labels_contain(labels, &selector).then_some(devices)
+        })
+        .collect()
+}

@@ -7,6 +7,7 @@ pub mod derive;
 pub mod detail;
 pub mod devices;
 pub mod error;
+pub mod examples;
 pub mod flavor;
 pub mod labels;
 pub mod nodefeature;
@@ -18,6 +19,6 @@ pub mod units;
 pub mod views;
 pub mod webhook;
 
-pub use cluster::{Cluster, Era, Namespace, Node, Settings, SharedOnceMax};
+pub use cluster::{Cluster, Era, Namespace, Node, QueueStatusGate, Settings, SharedOnceMax};
 pub use devices::{Capability, Card, DeviceGroup, Devices, Ledger, Mode};
 pub use error::ModelError;

@@ -933,9 +933,7 @@ mod tests {
             Some("2"),
             "1500m rounds up to 2 cores"
         );
-        assert!(worker_node_labels(&none, &none, 0, true)
-            .get(MANAGED)
-            .is_none());
+        assert!(!worker_node_labels(&none, &none, 0, true).contains_key(MANAGED));
         let off = labels(&[(MANAGED, "false")]);
         assert_eq!(
             worker_node_labels(&off, &none, 0, false)

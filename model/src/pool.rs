@@ -260,33 +260,6 @@ pub fn pool_backs_node(pool_labels: &Labels, node_labels: &Labels) -> bool {
         .all(|(k, v)| node_labels.get(k).is_some_and(|have| have == v))
 }
 
-/// The metadata labels of the ResourceFlavor a flavor becomes that a pool selector can test
-/// (chain.md §6.3): own feature key with `.count`, os, arch, the acceleratable boolean, the paired
-/// CPU key on a device flavor, and the E3 topology profile when set.
-pub fn flavor_labels(f: &NodeFlavor) -> Labels {
-    let mut out = Labels::new();
-    let own = if f.acceleratable {
-        labels::accelerator_feature_key(&f.accelerator_key)
-    } else {
-        labels::general_feature_key(&f.general_key)
-    };
-    out.insert(format!("{own}.count"), f.count.to_string());
-    out.insert(own, "true".to_string());
-    if f.acceleratable && !f.general_key.is_empty() {
-        out.insert(
-            labels::general_feature_key(&f.general_key),
-            "true".to_string(),
-        );
-    }
-    out.insert(OS.to_string(), f.os.clone());
-    out.insert(ARCH.to_string(), f.arch.clone());
-    out.insert(ACCELERATABLE.to_string(), f.acceleratable.to_string());
-    if !f.profile.is_empty() {
-        out.insert(TOPOLOGY_PROFILE.to_string(), f.profile.clone());
-    }
-    out
-}
-
 /// chain.md §7.5 "Exact (from code)": some flavor of the node has labels ⊇ PoolFlavorSelector of
 /// the pool's schedule labels. `node_flavors` are the flavors of an eligible node (managed, E3
 /// profiled) after the mixing rule has dropped its CPU flavor where it applies.
@@ -295,12 +268,16 @@ pub fn node_backs_pool_exactly(
     aware: bool,
     node_flavors: &[NodeFlavor],
 ) -> bool {
-    let Some(selector) = pool_flavor_selector(&pool.schedule_labels(aware)) else {
-        return false;
-    };
+    pool_flavor_selector(&pool.schedule_labels(aware))
+        .is_some_and(|selector| flavors_back_selector(&selector, node_flavors))
+}
+
+/// Whether one of a node's flavors, as the ResourceFlavor it becomes, matches a pool's flavor
+/// selector (chain.md §7.3, §7.5). The `.capacity` label never takes part in a selector.
+pub fn flavors_back_selector(selector: &Labels, node_flavors: &[NodeFlavor]) -> bool {
     node_flavors
         .iter()
-        .any(|f| flavor_selected_by_pool(&selector, &flavor_labels(f)))
+        .any(|f| flavor_selected_by_pool(selector, &crate::flavor::flavor_labels(f, 1)))
 }
 
 /// Preset tiers of pkg/nodefeature/unit_resources_preset.yaml @9c359ba: `(cpu, ram)`.
@@ -482,41 +459,6 @@ fn is_slug_separator(c: char) -> bool {
     matches!(c, '-' | '_' | '.')
 }
 
-/// Product slug as `device.NormalizeName(name, prefix, 0, false)` builds it (pkg/device/helper.go):
-/// lower-case `[a-z0-9-_.]`, spaces to `-`, no leading or doubled separators, the prefix dropped
-/// when the slug so far equals it case-insensitively, one trailing separator trimmed.
-fn product_slug(name: &str, prefix: &str) -> String {
-    let mut buf = String::new();
-    let mut prev: Option<char> = None;
-    for c in name.chars() {
-        let c = match c {
-            'A'..='Z' => c.to_ascii_lowercase(),
-            'a'..='z' | '0'..='9' => c,
-            ' ' | '-' | '_' | '.' => {
-                if buf.is_empty() || prev.is_some_and(is_slug_separator) {
-                    continue;
-                }
-                if c == ' ' {
-                    '-'
-                } else {
-                    c
-                }
-            }
-            _ => continue,
-        };
-        buf.push(c);
-        prev = Some(c);
-        if buf.len() == prefix.len() && buf.eq_ignore_ascii_case(prefix) {
-            buf.clear();
-            prev = None;
-        }
-    }
-    if buf.ends_with(is_slug_separator) {
-        buf.pop();
-    }
-    buf
-}
-
 /// Tokens of a slug, split on `-`, `_`, `.`.
 fn slug_tokens(s: &str) -> Vec<&str> {
     s.split(is_slug_separator)
@@ -547,7 +489,7 @@ pub fn preset_unit_resources(manufacturer: &str, product: &str) -> UnitResources
     if entries.is_empty() {
         return Tier::Fallback.unit();
     }
-    let slug = product_slug(product, manufacturer);
+    let slug = crate::nodefeature::normalize_name(product, manufacturer, 0, false);
     let all = slug_tokens(&slug);
     let tokens = strip_marketing(&all);
     let tier = entries
@@ -931,16 +873,20 @@ mod tests {
         assert!(node_backs_pool_exactly(
             &collapsed_cpu,
             false,
-            &[cpu.clone()]
+            std::slice::from_ref(&cpu)
         ));
         // The boolean keeps a CPU pool off a node that only offers its device flavor.
         assert!(!node_backs_pool_exactly(
             &collapsed_cpu,
             false,
-            &[gpu.clone()]
+            std::slice::from_ref(&gpu)
         ));
         let aware_intel = pool_of_flavor(&cpu_flavor("intel-xeon"), true);
-        assert!(!node_backs_pool_exactly(&aware_intel, true, &[cpu.clone()]));
+        assert!(!node_backs_pool_exactly(
+            &aware_intel,
+            true,
+            std::slice::from_ref(&cpu)
+        ));
         let aware_amd = pool_of_flavor(&cpu, true);
         assert!(node_backs_pool_exactly(&aware_amd, true, &[cpu]));
         // Rule 24: an aware pool whose CPU is generic selects every flavor of its aKey.
@@ -987,15 +933,30 @@ mod tests {
         assert_eq!(preset_unit_resources("nvidia", "NVIDIA H20").ram, "16Gi");
         assert_eq!(preset_unit_resources("nvidia", "NVIDIA H200").ram, "192Gi");
         // 910b2 does not match the 910b entry by string prefix: it has its own.
-        assert_eq!(product_slug("Ascend 910B2", "ascend"), "910b2");
+        assert_eq!(
+            crate::nodefeature::normalize_name("Ascend 910B2", "ascend", 0, false),
+            "910b2"
+        );
     }
 
     #[test]
     fn slug_follows_normalize_name() {
-        assert_eq!(product_slug("NVIDIA A10G", "nvidia"), "a10g");
-        assert_eq!(product_slug("Tesla  T4", "nvidia"), "tesla-t4");
-        assert_eq!(product_slug("AMD64 Accelerator", "amd"), "64-accelerator");
-        assert_eq!(product_slug("A100--SXM4__", "nvidia"), "a100-sxm4");
+        assert_eq!(
+            crate::nodefeature::normalize_name("NVIDIA A10G", "nvidia", 0, false),
+            "a10g"
+        );
+        assert_eq!(
+            crate::nodefeature::normalize_name("Tesla  T4", "nvidia", 0, false),
+            "tesla-t4"
+        );
+        assert_eq!(
+            crate::nodefeature::normalize_name("AMD64 Accelerator", "amd", 0, false),
+            "64-accelerator"
+        );
+        assert_eq!(
+            crate::nodefeature::normalize_name("A100--SXM4__", "nvidia", 0, false),
+            "a100-sxm4"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use crate::cluster::SharedOnceMax;
 use crate::devices::{Capability, Card, Devices, Ledger, Mode, ProfileCount};
+use crate::nodefeature::parse_flavor_count;
 use crate::objects::{Detail, FourViews, PartitionView, Phase, ResourceView, StopPolicy};
 use crate::profiles::{publish_profile_name, publish_profiles};
 use crate::units::{SHARES_PER_CARD, UNITS_PER_PERCENT, UNITS_PER_SHARE};
@@ -337,25 +338,6 @@ pub struct CpuFlavorUsage {
 /// `kuberequest.ScaleBackOvercommit`). `getCPUResource` always uses the non-accelerated base.
 pub const CPU_OVERCOMMIT_BASE_MILLIS: i64 = 800;
 
-/// Flavor-name topology profile marker (`-fnv64-<hash>`), cut before reading the count.
-const TOPOLOGY_PROFILE_MARKER: &str = "-fnv64-";
-
-/// `parseNodeFlavorCount`: the per-node `<n>c|<n>d` segment of a flavor name, scanned from the
-/// end after cutting a `-fnv64-…` tail; 0 when none (worker controllers, newest revision).
-/// Kept local to the CPU view; the flavor module may own an equivalent.
-pub fn flavor_node_count(name: &str) -> i64 {
-    let head = name
-        .rfind(TOPOLOGY_PROFILE_MARKER)
-        .map_or(name, |i| &name[..i]);
-    head.rsplit('-')
-        .filter(|seg| seg.len() >= 2)
-        .find_map(|seg| {
-            seg.strip_suffix(['c', 'd'])
-                .and_then(|n| n.parse::<i64>().ok())
-        })
-        .unwrap_or(0)
-}
-
 /// A reserved CPU total scaled back from overcommit units: ⌊cores×1000 / base⌋; a base ≤ 0
 /// disables scaling (chain.md §9.4; corrections.md 7).
 fn scale_back_reserved(reserved_cpu: i64, overcommit_base_millis: i64) -> i64 {
@@ -388,7 +370,7 @@ pub fn cpu_view(
     let remaining = (capacity - reserved).max(0);
     let largest_node = flavors
         .iter()
-        .map(|f| flavor_node_count(&f.name))
+        .map(|f| i64::try_from(parse_flavor_count(&f.name)).unwrap_or(i64::MAX))
         .max()
         .unwrap_or(0)
         .max(0);
@@ -854,30 +836,6 @@ mod tests {
         assert_eq!(v, rv(16, 38, 48));
         // A non-positive base disables the scaling rather than dividing by zero.
         assert_eq!(cpu_view(&[cpu(f, 48, 8)], true, 0), rv(16, 40, 48));
-    }
-
-    #[test]
-    fn flavor_counts_from_names() {
-        assert_eq!(flavor_node_count("gpustack-generic-linux-amd64-16c"), 16);
-        assert_eq!(
-            flavor_node_count("gpustack-amd-epyc-7763-linux-amd64-64c"),
-            64
-        );
-        assert_eq!(
-            flavor_node_count("gpustack-generic-linux-amd64-2c-p-profilehash"),
-            2
-        );
-        assert_eq!(
-            flavor_node_count("gpustack-generic-linux-amd64-4c-fnv64-123456789012345c"),
-            4
-        );
-        assert_eq!(
-            flavor_node_count("gpustack--generic--nvidia-a10g-linux-amd64-8d"),
-            8
-        );
-        assert_eq!(flavor_node_count("gpustack-generic-linux-amd64"), 0);
-        assert_eq!(flavor_node_count("garbage"), 0);
-        assert_eq!(flavor_node_count(""), 0);
     }
 
     #[test]

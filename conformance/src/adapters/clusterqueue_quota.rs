@@ -12,13 +12,15 @@ use model::objects::{FlavorQuota, ResourceGroup};
 use model::queue::{
     has_reserved, kueue_reports_stopped, reconcile_node_queue, topology_name, ActiveCondition,
     ConditionStatus, FlavorPlacement, FlavorUsage, PoolFlavor, PoolNode, QueueState, QueueStatus,
-    QueueStatusGate, QueueStep, QueueWorld, STOPPED_REASON,
+    QueueStep, QueueWorld, STOPPED_REASON,
 };
 
-use super::instancetype_entrance::{fnv1a64_hex, stop_policy_of};
+use super::instancetype_entrance::stop_policy_of;
 use crate::compare::judge;
 use crate::input::{field, field_or_default, not_modelled, outcome, Read};
 use crate::{Outcome, Vector};
+use model::cluster::QueueStatusGate;
+use model::nodefeature::DEFAULT_TOPOLOGY_PROFILE;
 
 #[derive(Deserialize)]
 struct QuotaIn {
@@ -255,7 +257,6 @@ struct Sim {
     flavors: Vec<SimFlavor>,
     topology_deleted: bool,
     settings: Settings,
-    gate: QueueStatusGate,
     queue_key: String,
     queue_acceleratable: bool,
     last: Option<QueueStep>,
@@ -314,11 +315,11 @@ impl Sim {
             node_devices_check_active: check
                 .is_some_and(|c| c.active && c.name == labels::NODE_DEVICES_CHECK),
             joint_check_active: field_or_default(&v.input, "joint_admission_check_active")?,
+            queue_status_gate: match v.contract("queue_status_gate") {
+                Some("absent") => QueueStatusGate::Absent,
+                _ => QueueStatusGate::Present,
+            },
             ..Settings::default()
-        };
-        let gate = match v.contract("queue_status_gate") {
-            Some("absent") => QueueStatusGate::Absent,
-            _ => QueueStatusGate::Present,
         };
         Ok(Sim {
             state,
@@ -328,7 +329,6 @@ impl Sim {
                 .collect(),
             topology_deleted: topology.as_deref() == Some("deleted"),
             settings,
-            gate,
             queue_key: q.feature_key,
             queue_acceleratable: q.acceleratable,
             last: None,
@@ -338,10 +338,9 @@ impl Sim {
     /// The world `buildNodeQueueClient` synthesizes: the hostname profile, its Topology, and
     /// capacity/count Nodes per live flavor carrying that flavor's nodeLabels.
     fn world(&self) -> QueueWorld {
-        let profile = format!("fnv64-{}", fnv1a64_hex(labels::HOSTNAME));
+        let profile = DEFAULT_TOPOLOGY_PROFILE.to_string();
         let topology = topology_name(&profile);
         let mut w = QueueWorld::default();
-        w.contract.queue_status_gate = self.gate;
         if !self.topology_deleted {
             w.topologies.insert(topology.clone());
         }
@@ -603,10 +602,5 @@ mod tests {
             ]
         );
         assert!(parse_events("reconcile, dance").is_err());
-    }
-
-    #[test]
-    fn hostname_profile_matches_chain_md() {
-        assert_eq!(fnv1a64_hex(labels::HOSTNAME), "87bf574bea2a4f23");
     }
 }

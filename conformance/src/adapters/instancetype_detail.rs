@@ -8,7 +8,14 @@ use serde_json::{json, Value};
 use model::detail::{aggregate_sliced_detail, fold_detail_cpu, instance_type_detail};
 use model::devices::{Capability, Card, DeviceGroup, Devices, PartitionProfile};
 use model::labels::Labels;
+use model::nodefeature::local_queue_name;
 use model::objects::{Detail, InstanceTypeSpec, SlicedDetail};
+use model::pool::pool_schedule_labels;
+use model::queue::{
+    reconcile_instance_type_lifecycle, settle_pool_queue, QueueWorld, TypeObject, TypeWorld,
+};
+use model::webhook::default_instance_type_spec;
+use model::Settings;
 
 use crate::compare::judge;
 use crate::input::{field, field_or_default, not_modelled, outcome, Read};
@@ -134,23 +141,56 @@ fn detail_json(d: &Detail) -> Value {
     })
 }
 
-/// The collapsed generic pool: the Detail part is judged here; the queue part (created and
-/// held) belongs to the queue model, so a correct Detail is reported as not implemented.
+/// The collapsed generic pool: an empty Detail (checked explicitly, since `{}` matches any
+/// object), and the queue the InstanceType reconciler creates, settled with no flavors.
 fn collapsed_generic_pool(v: &Vector) -> Read<Outcome> {
-    let spec: InstanceTypeSpec = field(&v.input, "spec")?;
+    let spec = default_instance_type_spec(&field::<InstanceTypeSpec>(&v.input, "spec")?);
     let flavors: Vec<Labels> = field_or_default(&v.input, "flavors")?;
-    let detail = instance_type_detail(&spec, false, flavors.first(), &[]);
+    let settings = Settings::default();
+    let detail = instance_type_detail(&spec, settings.aware_cpu_manufacturer, flavors.first(), &[]);
     if detail != Detail::default() {
         return Ok(Outcome::Fail {
             expected: "detail: {} (empty)".into(),
             got: format!("detail: {detail:?}"),
         });
     }
-    Ok(Outcome::NotImplemented(
-        "TestInstanceTypeReconciler_ComputesDetail (collapsed pool): Detail is empty as expected; \
-         queue_exists/queue_stop_policy belong to the queue model (model/src/queue.rs)"
-            .into(),
-    ))
+    let schedule = pool_schedule_labels(
+        spec.acceleratable,
+        settings.aware_cpu_manufacturer,
+        &spec.general_group,
+        &spec.accelerator_group,
+        &spec.os,
+        &spec.arch,
+    );
+    // The InstanceType reconciler creates the queue, then the reconcilers settle it with no flavor.
+    let name = "gpustack--generic-linux-amd64";
+    let world = TypeWorld {
+        instance_type: Some(TypeObject {
+            name: name.into(),
+            schedule_labels: schedule,
+            ..TypeObject::default()
+        }),
+        queue: None,
+    };
+    let step = reconcile_instance_type_lifecycle(&world, settings.era, &local_queue_name);
+    let stop_policy = step.world.queue.as_ref().map(|q| {
+        settle_pool_queue(
+            &q.queue,
+            spec.inactive,
+            &[],
+            &QueueWorld::default(),
+            &settings,
+        )
+        .queue
+        .stop_policy
+        .name()
+    });
+    let got = json!({
+        "detail": {},
+        "queue_exists": step.world.queue.is_some(),
+        "queue_stop_policy": stop_policy,
+    });
+    Ok(judge(&v.expected, &got))
 }
 
 fn fold_cpu(v: &Vector) -> Read<Outcome> {

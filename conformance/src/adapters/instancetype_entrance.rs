@@ -10,26 +10,11 @@ use model::queue::{
     TypeWorld,
 };
 
+use model::nodefeature::local_queue_name;
+
 use crate::compare::judge;
 use crate::input::{field, field_or_default, not_modelled, outcome, Read};
 use crate::{Outcome, Vector};
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
-
-/// FNV-1a-64 of `s` as 16 lowercase hex digits. Mirrors `model::nodefeature`'s LocalQueue naming
-/// (chain.md §3.3), kept here until that function lands on this branch.
-pub(crate) fn fnv1a64_hex(s: &str) -> String {
-    let h = s.bytes().fold(FNV_OFFSET, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(FNV_PRIME)
-    });
-    format!("{h:016x}")
-}
-
-/// `FormatLocalQueueName`: `gpustack-fnv64-<FNV-1a-64(cq)>`, 31 chars (chain.md §3.3).
-pub(crate) fn local_queue_name(cluster_queue: &str) -> String {
-    format!("gpustack-fnv64-{}", fnv1a64_hex(cluster_queue))
-}
 
 /// Reads a stop policy name; `null`/absent is the unset policy (None).
 pub(crate) fn stop_policy_of(name: Option<&str>) -> Read<StopPolicy> {
@@ -76,24 +61,5 @@ pub fn run(v: &Vector) -> Outcome {
             Ok(judge(&v.expected, &got))
         }),
         other => not_modelled(other),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// chain.md §3.3 verified examples.
-    #[test]
-    fn local_queue_names_match_the_walkthrough() {
-        assert_eq!(
-            local_queue_name("gpustack--generic-linux-amd64"),
-            "gpustack-fnv64-3b93966fd73eb9ec"
-        );
-        assert_eq!(
-            local_queue_name("gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64"),
-            "gpustack-fnv64-029fd9550e0c70bd"
-        );
-        assert_eq!(local_queue_name("x").len(), 31);
     }
 }

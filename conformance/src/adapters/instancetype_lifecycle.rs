@@ -10,10 +10,10 @@ use model::queue::{
     TypeWorld,
 };
 
-use super::instancetype_entrance::local_queue_name;
 use crate::compare::judge;
 use crate::input::{field, field_or_default, not_modelled, outcome, Read};
 use crate::{Outcome, Vector};
+use model::nodefeature::local_queue_name;
 
 const IT_NAME: &str = "gpustack--generic-linux-amd64";
 

@@ -10,29 +10,19 @@ use serde_json::{json, Value};
 use crate::compare::judge;
 use crate::input::{field, field_or_default, not_modelled, outcome};
 use crate::{Outcome, Vector};
-use model::labels::{
-    Labels, EMPTY_PLAN_HOLD, NOTE_PREFIX, RESOURCE_TYPE, RESOURCE_TYPE_INSTANCETYPES,
-};
-use model::objects::{ClusterQueue, InstanceTypeSpec, StopPolicy};
+use model::cluster::Era;
+use model::labels::{Labels, NOTE_PREFIX, RESOURCE_TYPE};
+use model::nodefeature::local_queue_name;
+use model::objects::{ClusterQueue, InstanceTypeSpec};
 use model::pool::{
     instance_types_served_by_devices, pool_schedule_labels, KUEUE_SELECTOR_LABEL_CAP,
     POOL_LABEL_BUDGET,
 };
+use model::queue::new_cluster_queue;
 use model::webhook::{default_instance_type_labels, default_instance_type_spec};
 
 /// The awareness setting as the vectors spell it.
 const AWARE_SETTING: &str = "setting_instance_type_aware_cpu_manufacturer";
-
-/// `FormatLocalQueueName` (chain.md §3.3): `gpustack-fnv64-` + 16 lowercase hex of FNV-1a-64.
-/// Local copy until `model::nodefeature::local_queue_name` lands; deduplicate at merge.
-fn local_queue_name(name: &str) -> String {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let hash = name
-        .bytes()
-        .fold(OFFSET, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME));
-    format!("gpustack-fnv64-{hash:016x}")
-}
 
 /// Replaces the symbolic expected value `FormatLocalQueueName("<name>")` by its computed name.
 fn resolve_symbolic(expected: &Value) -> Value {
@@ -67,12 +57,9 @@ fn absent_of(expected: &Value, key: &str, present: &Labels) -> Value {
     json!(absent)
 }
 
-/// The ClusterQueue the InstanceTypeReconciler creates for an InstanceType (chain.md §10.1, E3):
-/// same name, schedule labels + `resource.gpustack.ai/type=instancetypes`, empty cohort, `Hold`
-/// with the empty-plan marker, no resource groups, no notes. Local stand-in for
-/// `model::queue::new_cluster_queue`, which is not in this branch yet.
+/// The ClusterQueue the InstanceTypeReconciler creates for an InstanceType (chain.md §10.1, E3).
 fn created_cluster_queue(name: &str, spec: &InstanceTypeSpec, aware: bool) -> ClusterQueue {
-    let mut labels = pool_schedule_labels(
+    let labels = pool_schedule_labels(
         spec.acceleratable,
         aware,
         &spec.general_group,
@@ -80,20 +67,7 @@ fn created_cluster_queue(name: &str, spec: &InstanceTypeSpec, aware: bool) -> Cl
         &spec.os,
         &spec.arch,
     );
-    labels.insert(
-        RESOURCE_TYPE.to_string(),
-        RESOURCE_TYPE_INSTANCETYPES.to_string(),
-    );
-    let annotations: Labels = [(EMPTY_PLAN_HOLD.to_string(), "true".to_string())].into();
-    ClusterQueue {
-        name: name.to_string(),
-        labels,
-        annotations,
-        cohort: String::new(),
-        stop_policy: StopPolicy::Hold,
-        resource_groups: Vec::new(),
-        admission_checks: Vec::new(),
-    }
+    new_cluster_queue(name, &labels, Era::E3)
 }
 
 /// `{name, spec}` of an InstanceType in a vector.
@@ -222,18 +196,6 @@ pub fn run(v: &Vector) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn local_queue_names_match_the_research() {
-        assert_eq!(
-            local_queue_name("gpustack--generic-linux-amd64"),
-            "gpustack-fnv64-3b93966fd73eb9ec"
-        );
-        assert_eq!(
-            local_queue_name("gpustack--nvidia-a10g-linux-amd64"),
-            "gpustack-fnv64-c4680bb149644f1c"
-        );
-    }
 
     #[test]
     fn symbolic_names_resolve() {

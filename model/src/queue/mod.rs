@@ -5,9 +5,11 @@
 
 mod instance_type;
 mod node_queue;
+mod settle;
 
 pub use instance_type::*;
 pub use node_queue::*;
+pub use settle::*;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;

@@ -10,7 +10,7 @@ use super::{
     has_reserved, plan_order, queue_admission_checks, queue_resource_groups, ActiveCondition,
     FlavorUsage, PoolFlavor, QueueRefusal, QueueStatus, STOPPED_REASON,
 };
-use crate::cluster::{Era, Settings};
+use crate::cluster::{Era, QueueStatusGate, Settings};
 use crate::labels::{self, Labels};
 use crate::objects::{ResourceGroup, StopPolicy};
 use crate::units::MAX_FLAVORS_PER_QUEUE;
@@ -28,25 +28,6 @@ pub const NO_FLAVOR_WAIT_SECS: u32 = 60;
 pub const AWAITING_QUEUE_STATUS: &str = "AwaitingQueueStatus";
 /// Reason of a written, valid plan (node_queue_test.go asserts "Ready").
 pub const TOPOLOGY_READY_REASON: &str = "Ready";
-
-/// Which NodeQueue rule a vector asserts (conformance README, `queue_status_gate`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum QueueStatusGate {
-    /// Newest: before dropping a flavor, wait for Kueue's Active condition at the current
-    /// generation (RequeueAfter 5 s, TopologyReady=Unknown `AwaitingQueueStatus`).
-    #[default]
-    Present,
-    /// Earlier test revision: a dropped flavor starts the migration at once.
-    Absent,
-}
-
-/// Contract variants of the NodeQueue reconciler (would belong in `Settings`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(default)]
-pub struct QueueContract {
-    pub queue_status_gate: QueueStatusGate,
-}
 
 /// `True | False | Unknown`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -215,7 +196,6 @@ pub struct QueueWorld {
     pub topologies: BTreeSet<String>,
     pub placements: BTreeMap<String, FlavorPlacement>,
     pub nodes: Vec<PoolNode>,
-    pub contract: QueueContract,
 }
 
 /// One Reconcile's result.
@@ -512,7 +492,7 @@ fn fill(
 
     let dropped = dropped_flavors(&state.resource_groups, &plan);
     if !dropped.is_empty() {
-        let gated = world.contract.queue_status_gate == QueueStatusGate::Present;
+        let gated = settings.queue_status_gate == QueueStatusGate::Present;
         if gated && !status_observed(state) {
             return finish(
                 state,
@@ -877,9 +857,11 @@ mod tests {
         );
         assert_eq!(step.requeue_after, Some(STATUS_GATE_REQUEUE_SECS));
 
-        let mut world = world_of(&flavors);
-        world.contract.queue_status_gate = QueueStatusGate::Absent;
-        let step = reconcile_node_queue(&q, &flavors, &world, &settings());
+        let older = Settings {
+            queue_status_gate: QueueStatusGate::Absent,
+            ..settings()
+        };
+        let step = reconcile_node_queue(&q, &flavors, &world_of(&flavors), &older);
         assert_eq!(step.state.stop_policy, StopPolicy::HoldAndDrain);
         assert_eq!(phase(&step.state), Some("draining"));
     }
