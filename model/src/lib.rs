@@ -15,9 +15,11 @@ pub mod objects;
 pub mod pool;
 pub mod profiles;
 pub mod queue;
+pub mod resources;
 pub mod units;
 pub mod views;
 pub mod webhook;
+pub mod workload;
 
 pub use cluster::{Cluster, Era, Namespace, Node, QueueStatusGate, Settings, SharedOnceMax};
 pub use devices::{Capability, Card, DeviceGroup, Devices, Ledger, Mode};

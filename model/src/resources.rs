@@ -1,0 +1,298 @@
+//! The accelerator resource-name algebra: vendor bases, the keys of each family, and the
+//! classification of any resource name (admission.md §2.1–2.5; pkg/nodefeature/knowns.go).
+
+use serde::{Deserialize, Serialize};
+
+use crate::profiles::{publish_profile_name, vendor_profile_name};
+
+/// The family a resource name asks for (`ResourceFamilyOf`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    Exclusive,
+    Shared,
+    Sliced,
+    Partitioned,
+    Visibility,
+    None,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Exclusive => "exclusive",
+            Family::Shared => "shared",
+            Family::Sliced => "sliced",
+            Family::Partitioned => "partitioned",
+            Family::Visibility => "visibility",
+            Family::None => "none",
+        }
+    }
+}
+
+/// Which key of a family a resource name is (admission.md §2.2 table).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Key {
+    /// `<base>`: whole cards.
+    Whole,
+    /// `<base>.shared`: distinct cards, one share each.
+    Shared,
+    /// `<base>.sliced`: always 1.
+    Sliced,
+    SlicedUnits,
+    SlicedCoresPercentage,
+    SlicedMemoryPercentage,
+    SlicedMemoryMib,
+    /// `<base>.partitioned`: always 1.
+    Partitioned,
+    PartitionedUnits,
+    /// `<base>.partitioned.<kind>-<profile>` with the profile in published spelling.
+    PartitionedProfile(String),
+    /// `device.gpustack.ai/<m>.visibility`.
+    Visibility,
+}
+
+impl Key {
+    pub fn family(&self) -> Family {
+        match self {
+            Key::Whole => Family::Exclusive,
+            Key::Shared => Family::Shared,
+            Key::Sliced
+            | Key::SlicedUnits
+            | Key::SlicedCoresPercentage
+            | Key::SlicedMemoryPercentage
+            | Key::SlicedMemoryMib => Family::Sliced,
+            Key::Partitioned | Key::PartitionedUnits | Key::PartitionedProfile(_) => {
+                Family::Partitioned
+            }
+            Key::Visibility => Family::Visibility,
+        }
+    }
+}
+
+/// A classified accelerator resource name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ResourceName {
+    pub manufacturer: String,
+    pub key: Key,
+}
+
+/// Fixed suffixes after `<base>`, longest first so `.sliced.units` is not read as `.sliced`.
+const SUFFIXES: [(&str, Key); 8] = [
+    (".sliced.memory-percentage", Key::SlicedMemoryPercentage),
+    (".sliced.cores-percentage", Key::SlicedCoresPercentage),
+    (".sliced.memory-mib", Key::SlicedMemoryMib),
+    (".partitioned.units", Key::PartitionedUnits),
+    (".sliced.units", Key::SlicedUnits),
+    (".partitioned", Key::Partitioned),
+    (".sliced", Key::Sliced),
+    (".shared", Key::Shared),
+];
+
+const VISIBILITY_PREFIX: &str = "device.gpustack.ai/";
+const VISIBILITY_SUFFIX: &str = ".visibility";
+
+/// The default `<base>` of a manufacturer (admission.md §2.1; knowns.go @106c5d4).
+pub fn base_of(manufacturer: &str) -> Option<&'static str> {
+    Some(match manufacturer {
+        "amd" => "amd.com/gpu",
+        "ascend" => "huawei.com/npu",
+        "cambricon" => "cambricon.com/mlu",
+        "hygon" => "hygon.com/dcu",
+        "iluvatar" => "iluvatar.com/gpu",
+        "metax" => "metax-tech.com/gpu",
+        "mthreads" => "mthreads.com/gpu",
+        "nvidia" => "nvidia.com/gpu",
+        "thead" => "alibabacloud.com/ppu",
+        _ => return None,
+    })
+}
+
+/// The manufacturer whose `<base>` is `base`.
+pub fn manufacturer_of_base(base: &str) -> Option<&'static str> {
+    crate::labels::MANUFACTURERS
+        .into_iter()
+        .find(|m| base_of(m) == Some(base))
+}
+
+/// The partition kind of a manufacturer (`mig`); none = no `.partitioned*` keys at all.
+/// knowns.go's kind map lists NVIDIA and T-Head (admission.md §2.1: the docs add Hygon, which
+/// the kind map read does not; a newer map may — kept to the map read, as the vectors assert
+/// `amd` has none).
+pub fn partition_kind(manufacturer: &str) -> Option<&'static str> {
+    match manufacturer {
+        "nvidia" | "thead" => Some("mig"),
+        _ => None,
+    }
+}
+
+/// `ResourceFamilyOf` with the key and manufacturer (admission.md §2.4): visibility, then a
+/// per-profile partition key with a non-empty tail, then a fixed suffix on a known base, then a
+/// bare base; anything else is not an accelerator resource.
+pub fn classify(name: &str) -> Option<ResourceName> {
+    if let Some(rest) = name.strip_prefix(VISIBILITY_PREFIX) {
+        let m = rest.strip_suffix(VISIBILITY_SUFFIX)?;
+        return crate::labels::is_known_manufacturer(m).then(|| ResourceName {
+            manufacturer: m.to_string(),
+            key: Key::Visibility,
+        });
+    }
+    if let Some(found) = classify_partition_profile(name) {
+        return Some(found);
+    }
+    let (base, key) = SUFFIXES
+        .iter()
+        .find_map(|(suffix, key)| Some((name.strip_suffix(suffix)?, key.clone())))
+        .unwrap_or((name, Key::Whole));
+    let manufacturer = manufacturer_of_base(base)?;
+    if key.family() == Family::Partitioned && partition_kind(manufacturer).is_none() {
+        return None;
+    }
+    Some(ResourceName {
+        manufacturer: manufacturer.to_string(),
+        key,
+    })
+}
+
+/// `<base>.partitioned.<kind>-<profile>` of a partitioning manufacturer, non-empty profile.
+fn classify_partition_profile(name: &str) -> Option<ResourceName> {
+    crate::labels::MANUFACTURERS.into_iter().find_map(|m| {
+        let prefix = partition_profile_prefix(m)?;
+        let profile = name.strip_prefix(&prefix)?;
+        (!profile.is_empty()).then(|| ResourceName {
+            manufacturer: m.to_string(),
+            key: Key::PartitionedProfile(profile.to_string()),
+        })
+    })
+}
+
+fn partition_profile_prefix(manufacturer: &str) -> Option<String> {
+    Some(format!(
+        "{}.partitioned.{}-",
+        base_of(manufacturer)?,
+        partition_kind(manufacturer)?
+    ))
+}
+
+/// The family of any resource name (`ResourceFamilyOf`).
+pub fn family_of(name: &str) -> Family {
+    classify(name).map_or(Family::None, |r| r.key.family())
+}
+
+/// `IsKnownAcceleratableResourceName`: one of the four device families (visibility excluded).
+pub fn is_known_accelerator_resource(name: &str) -> bool {
+    !matches!(family_of(name), Family::None | Family::Visibility)
+}
+
+/// The resource name of `key` for a manufacturer; `None` when it has no such key (unknown
+/// manufacturer, partition keys without a kind, an invalid profile name).
+pub fn resource_name(manufacturer: &str, key: &Key) -> Option<String> {
+    let base = base_of(manufacturer)?;
+    let suffix = match key {
+        Key::Whole => "",
+        Key::Visibility => {
+            return Some(format!(
+                "{VISIBILITY_PREFIX}{manufacturer}{VISIBILITY_SUFFIX}"
+            ))
+        }
+        Key::PartitionedProfile(profile) => {
+            let name = format!("{}{profile}", partition_profile_prefix(manufacturer)?);
+            return is_valid_profile_resource_name(profile, &name).then_some(name);
+        }
+        other => SUFFIXES.iter().find(|(_, k)| k == other)?.0,
+    };
+    if key.family() == Family::Partitioned {
+        partition_kind(manufacturer)?;
+    }
+    Some(format!("{base}{suffix}"))
+}
+
+/// A profile key must be a valid qualified resource name: the name part (after `/`) at most 63
+/// characters of `[A-Za-z0-9-_.]`, alphanumeric at both ends; an empty profile or one like
+/// `1g.10gb+me` is excluded, never rewritten (admission.md §2.5; knowns.go).
+fn is_valid_profile_resource_name(profile: &str, full: &str) -> bool {
+    let Some((_, name)) = full.split_once('/') else {
+        return false;
+    };
+    !profile.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+/// The per-profile key of a vendor-spelled profile (`4g48gb` → `…mig-4g.48gb` for T-Head).
+pub fn profile_resource_name(manufacturer: &str, vendor_profile: &str) -> Option<String> {
+    resource_name(
+        manufacturer,
+        &Key::PartitionedProfile(publish_profile_name(manufacturer, vendor_profile)),
+    )
+}
+
+/// `PartitionedProfileOf`: the published profile of a per-profile key.
+pub fn partitioned_profile_of(name: &str) -> Option<String> {
+    match classify(name)?.key {
+        Key::PartitionedProfile(p) => Some(p),
+        _ => None,
+    }
+}
+
+/// `VendorPartitionedProfileOf`: the vendor-spelled profile of a per-profile key.
+pub fn vendor_partitioned_profile_of(name: &str) -> Option<String> {
+    let r = classify(name)?;
+    match r.key {
+        Key::PartitionedProfile(p) => Some(vendor_profile_name(&r.manufacturer, &p)),
+        _ => None,
+    }
+}
+
+/// `NormalizePartitionedProfileName`: lower-cased, trimmed, last whitespace field kept
+/// (`"PPU MIG 1c.12g"` → `1c.12g`).
+pub fn normalize_profile_name(name: &str) -> String {
+    name.split_whitespace()
+        .last()
+        .unwrap_or_default()
+        .to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification_follows_the_four_steps() {
+        assert_eq!(family_of("huawei.com/npu"), Family::Exclusive);
+        assert_eq!(family_of("nvidia.com/gpu.sliced.units"), Family::Sliced);
+        assert_eq!(
+            family_of("nvidia.com/gpu.partitioned.mig-3g.40gb"),
+            Family::Partitioned
+        );
+        assert_eq!(family_of("nvidia.com/gpu.partitioned.mig-"), Family::None);
+        assert_eq!(family_of("nvidia.com/gpu.sliced.bogus"), Family::None);
+        assert_eq!(family_of("amd.com/gpu.partitioned"), Family::None);
+        assert_eq!(
+            family_of("device.gpustack.ai/nvidia.visibility"),
+            Family::Visibility
+        );
+        assert_eq!(family_of("credits.gpustack.ai/nvidia"), Family::None);
+        assert_eq!(family_of("cpu"), Family::None);
+    }
+
+    #[test]
+    fn thead_profiles_round_trip_through_keys() {
+        let key = profile_resource_name("thead", "4g48gb").unwrap();
+        assert_eq!(key, "alibabacloud.com/ppu.partitioned.mig-4g.48gb");
+        assert_eq!(
+            vendor_partitioned_profile_of(&key).as_deref(),
+            Some("4g48gb")
+        );
+        assert_eq!(partitioned_profile_of(&key).as_deref(), Some("4g.48gb"));
+        assert_eq!(
+            resource_name("nvidia", &Key::PartitionedProfile("1g.10gb+me".into())),
+            None
+        );
+        assert_eq!(resource_name("amd", &Key::Partitioned), None);
+    }
+}
