@@ -1,7 +1,7 @@
 //! The whole chain for one cluster shape, at quiescence (research/chain.md §17 rules 1–25).
 //! Each step calls the one rule that decides it; this file only wires them together.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +41,72 @@ pub struct Derived {
     pub instance_types: Vec<InstanceType>,
     pub cluster_queues: Vec<ClusterQueue>,
     pub local_queues: Vec<LocalQueue>,
+}
+
+/// The nodes as the pool steps read them, with indexes built once so that each pool looks at
+/// its own nodes only (a pool step never scans the whole cluster).
+struct NodeTable<'a> {
+    rows: Vec<(&'a Node, &'a DerivedNode)>,
+    by_name: HashMap<&'a str, usize>,
+    /// Rows with a Devices object, by each `(key, value)` label of that object.
+    by_devices_label: HashMap<(&'a str, &'a str), Vec<usize>>,
+}
+
+impl<'a> NodeTable<'a> {
+    fn new(nodes: &'a [Node], derived: &'a [DerivedNode]) -> Self {
+        let rows: Vec<(&Node, &DerivedNode)> = nodes.iter().zip(derived).collect();
+        let by_name = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (_, d))| (d.name.as_str(), i))
+            .collect();
+        let mut by_devices_label: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+        for (i, (_, d)) in rows.iter().enumerate() {
+            for (k, v) in d.devices_labels.iter().flatten() {
+                by_devices_label
+                    .entry((k.as_str(), v.as_str()))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        NodeTable {
+            rows,
+            by_name,
+            by_devices_label,
+        }
+    }
+
+    /// Rows of the named nodes, in cluster order.
+    fn named<'n>(&self, names: impl Iterator<Item = &'n str>) -> Vec<(&'a Node, &'a DerivedNode)> {
+        let mut idx: Vec<usize> = names.filter_map(|n| self.by_name.get(n).copied()).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        idx.into_iter().map(|i| self.rows[i]).collect()
+    }
+
+    /// Rule 18: Devices whose labels carry every selector label, in cluster order. Candidates
+    /// come from the selector's rarest label; each is then checked against the whole selector.
+    fn devices_matching(&self, selector: &Labels) -> Vec<&'a Devices> {
+        let candidates = selector
+            .iter()
+            .map(|(k, v)| {
+                self.by_devices_label
+                    .get(&(k.as_str(), v.as_str()))
+                    .map_or(&[][..], Vec::as_slice)
+            })
+            .min_by_key(|rows| rows.len())
+            .unwrap_or(&[]);
+        candidates
+            .iter()
+            .filter_map(|&i| {
+                let (node, derived) = self.rows[i];
+                let labels = derived.devices_labels.as_ref()?;
+                pool::labels_contain(labels, selector)
+                    .then_some(node.devices.as_ref())
+                    .flatten()
+            })
+            .collect()
+    }
 }
 
 /// Checks a shape the model cannot derive from; errors name the field path.
@@ -128,25 +194,26 @@ pub fn derive(cluster: &Cluster) -> Derived {
         .iter()
         .map(|n| derive_node(n, settings))
         .collect();
-    let contributions: Vec<Contribution> = cluster
+    let contributions: Vec<Contribution<'_>> = cluster
         .nodes
         .iter()
         .zip(&nodes)
         .filter(|(_, d)| d.eligible)
         .map(|(n, d)| Contribution {
-            node: d.name.clone(),
-            flavors: d.flavors.clone(),
-            cpu: nodefeature::cpu_detail(&d.labels, &n.annotations),
+            node: &d.name,
+            flavors: &d.flavors,
+            labels: &d.labels,
+            annotations: &n.annotations,
         })
         .collect();
     let resource_flavors =
-        flavor::resource_flavors_noted(&contributions, settings.aware_cpu_manufacturer);
+        flavor::resource_flavors(&contributions, settings.aware_cpu_manufacturer);
     let specs = instance_type_specs(cluster, &resource_flavors);
-    let joined: Vec<(&Node, &DerivedNode)> = cluster.nodes.iter().zip(&nodes).collect();
+    let table = NodeTable::new(&cluster.nodes, &nodes);
     let (instance_types, cluster_queues): (Vec<_>, Vec<_>) = specs
         .into_iter()
         .map(|(name, (spec, derived))| {
-            derive_pool(&name, spec, derived, &resource_flavors, &joined, settings)
+            derive_pool(&name, spec, derived, &resource_flavors, &table, settings)
         })
         .unzip();
     let queue_names: Vec<&str> = cluster_queues.iter().map(|q| q.name.as_str()).collect();
@@ -227,7 +294,7 @@ fn derive_pool(
     mut spec: InstanceTypeSpec,
     derived: bool,
     flavors: &[ResourceFlavor],
-    nodes: &[(&Node, &DerivedNode)],
+    nodes: &NodeTable<'_>,
     settings: &Settings,
 ) -> (InstanceType, ClusterQueue) {
     let aware = settings.aware_cpu_manufacturer;
@@ -291,19 +358,19 @@ fn pool_flavor(rf: &ResourceFlavor) -> PoolFlavor {
 /// for the flavors' profiles, each flavor's placement, and the pool's nodes. A node backs the
 /// pool exactly when one of its flavors is selected (chain.md §7.5), so the pool's nodes are the
 /// contributors of the selected flavors.
-fn queue_world(selected: &[&ResourceFlavor], nodes: &[(&Node, &DerivedNode)]) -> QueueWorld {
-    let members: BTreeSet<&str> = selected
-        .iter()
-        .flat_map(|rf| rf.nodes.iter().map(String::as_str))
-        .collect();
+fn queue_world(selected: &[&ResourceFlavor], nodes: &NodeTable<'_>) -> QueueWorld {
+    let members = nodes.named(
+        selected
+            .iter()
+            .flat_map(|rf| rf.nodes.iter().map(String::as_str)),
+    );
     // Validation only tests the flavors' nodeLabels against a node: keep just those keys.
     let keys: BTreeSet<&str> = selected
         .iter()
         .flat_map(|rf| rf.node_labels.keys().map(String::as_str))
         .collect();
-    let pool_nodes = nodes
+    let pool_nodes = members
         .iter()
-        .filter(|(_, d)| members.contains(d.name.as_str()))
         .map(|(_, d)| PoolNode {
             name: d.name.clone(),
             labels: d
@@ -341,7 +408,7 @@ fn instance_type_status(
     spec: &InstanceTypeSpec,
     settled: &Settled,
     selected: &[&ResourceFlavor],
-    nodes: &[(&Node, &DerivedNode)],
+    nodes: &NodeTable<'_>,
     settings: &Settings,
     entrance: String,
 ) -> InstanceTypeStatus {
@@ -423,16 +490,8 @@ fn cpu_usage(queue: &ClusterQueue) -> Vec<CpuFlavorUsage> {
 }
 
 /// Rule 18: the Devices objects whose labels the pool's devices selector matches.
-fn pool_devices<'a>(queue: &ClusterQueue, nodes: &[(&'a Node, &DerivedNode)]) -> Vec<&'a Devices> {
-    let Some(selector) = pool::pool_devices_selector(&queue.labels) else {
-        return Vec::new();
-    };
-    nodes
-        .iter()
-        .filter_map(|(node, derived)| {
-            let devices = node.devices.as_ref()?;
-            let labels = derived.devices_labels.as_ref()?;
-            pool::labels_contain(labels, &selector).then_some(devices)
-        })
-        .collect()
+fn pool_devices<'a>(queue: &ClusterQueue, nodes: &NodeTable<'a>) -> Vec<&'a Devices> {
+    pool::pool_devices_selector(&queue.labels)
+        .map(|selector| nodes.devices_matching(&selector))
+        .unwrap_or_default()
 }

@@ -13,13 +13,14 @@ use crate::nodefeature::{
 };
 use crate::objects::{NodeFlavor, ResourceFlavor, Toleration};
 
-/// What one eligible node contributes: its name, its flavors and its CPU detail (read from the
-/// node's annotations at the call site, since `NodeFlavor` does not carry it).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Contribution {
-    pub node: String,
-    pub flavors: Vec<NodeFlavor>,
-    pub cpu: CpuDetail,
+/// What one eligible node contributes: its name, its flavors, and the labels and annotations
+/// the `cpuDetail` note is read from (only for a flavor's first contributor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Contribution<'a> {
+    pub node: &'a str,
+    pub flavors: &'a [NodeFlavor],
+    pub labels: &'a Labels,
+    pub annotations: &'a Labels,
 }
 
 /// The flavor's own feature key: `acceleratable.…/<aKey>` or `general.…/<gKey>` (chain.md §6.3).
@@ -94,18 +95,20 @@ pub fn topology_name(profile: &str) -> Option<String> {
 /// One flavor name's pool: identity from its first contributor, contributing node names.
 struct Pooled<'a> {
     flavor: &'a NodeFlavor,
-    cpu: Option<&'a CpuDetail>,
+    first: Contribution<'a>,
     nodes: BTreeSet<&'a str>,
 }
 
-/// Builds the ResourceFlavor of one pool (chain.md §6.3).
+/// Builds the ResourceFlavor of one pool (chain.md §6.3); the `cpuDetail` note, when the flavor
+/// carries one, is read from the first contributor.
 fn build_resource_flavor(p: &Pooled<'_>, aware: bool) -> ResourceFlavor {
     let n = p.nodes.len() as u64;
     let f = p.flavor;
+    let cpu = carries_cpu_detail(f, aware).then(|| cpu_detail(p.first.labels, p.first.annotations));
     ResourceFlavor {
         name: f.name.clone(),
         labels: flavor_labels(f, n),
-        annotations: flavor_notes(f, p.cpu, aware),
+        annotations: flavor_notes(f, cpu.as_ref(), aware),
         node_labels: f.node_labels.clone(),
         tolerations: vec![Toleration {
             operator: "Exists".to_string(),
@@ -117,73 +120,53 @@ fn build_resource_flavor(p: &Pooled<'_>, aware: bool) -> ResourceFlavor {
     }
 }
 
-/// Groups flavors by name; `cpu` gives each contributor's CPU detail, if known.
-fn group_by_name<'a>(
-    entries: impl Iterator<Item = (&'a str, &'a [NodeFlavor], Option<&'a CpuDetail>)>,
-) -> BTreeMap<&'a str, Pooled<'a>> {
+/// Rule 9: one ResourceFlavor per flavor name over the given eligible nodes, identity and notes
+/// from the first contributor in the given order, capacity = contributors × count, sorted by
+/// name (chain.md §6.3, §17 rule 9; node_flavor.go @187ec70).
+pub fn resource_flavors(nodes: &[Contribution<'_>], aware: bool) -> Vec<ResourceFlavor> {
     let mut pools: BTreeMap<&str, Pooled<'_>> = BTreeMap::new();
-    for (node, flavors, cpu) in entries {
-        for f in flavors {
+    for c in nodes {
+        for f in c.flavors {
             pools
                 .entry(f.name.as_str())
                 .or_insert_with(|| Pooled {
                     flavor: f,
-                    cpu,
+                    first: *c,
                     nodes: BTreeSet::new(),
                 })
                 .nodes
-                .insert(node);
+                .insert(c.node);
         }
     }
-    pools
-}
-
-/// Rule 9: one ResourceFlavor per flavor name over the given eligible nodes, identity from the
-/// first contributor in the given order, capacity = contributors × count, sorted by name
-/// (chain.md §6.3, §17 rule 9). Carries no `cpuDetail` note; see [`resource_flavors_noted`].
-pub fn resource_flavors(nodes: &[(String, Vec<NodeFlavor>)]) -> Vec<ResourceFlavor> {
-    let pools = group_by_name(nodes.iter().map(|(n, f)| (n.as_str(), f.as_slice(), None)));
-    pools
-        .values()
-        .map(|p| build_resource_flavor(p, false))
-        .collect()
-}
-
-/// [`resource_flavors`] with the `cpuDetail` note read from the first contributor's CPU detail
-/// under the awareness setting (chain.md §6.3; node_flavor.go @187ec70).
-pub fn resource_flavors_noted(nodes: &[Contribution], aware: bool) -> Vec<ResourceFlavor> {
-    let pools = group_by_name(
-        nodes
-            .iter()
-            .map(|c| (c.node.as_str(), c.flavors.as_slice(), Some(&c.cpu))),
-    );
     pools
         .values()
         .map(|p| build_resource_flavor(p, aware))
         .collect()
 }
 
-/// What a node contributes under the settings: nothing unless eligible, else its flavors on
-/// the effective labels (chain.md §17 rules 7–8).
-pub fn node_contribution(node: &Node, settings: &Settings) -> Option<Contribution> {
-    let labels = effective_node_labels(node, settings);
-    if !node_is_eligible(&labels, settings) {
-        return None;
-    }
-    Some(Contribution {
-        node: node.name.clone(),
-        flavors: node_flavors(&labels, &node.annotations, settings),
-        cpu: cpu_detail(&labels, &node.annotations),
-    })
-}
-
-/// Every ResourceFlavor of a cluster's nodes, notes included (chain.md §17 rules 1–9).
+/// Every ResourceFlavor of a cluster's nodes (chain.md §17 rules 1–9): effective labels,
+/// eligibility, flavors, then [`resource_flavors`].
 pub fn cluster_resource_flavors(nodes: &[Node], settings: &Settings) -> Vec<ResourceFlavor> {
-    let contributions: Vec<Contribution> = nodes
+    let read: Vec<(&Node, Labels, Vec<NodeFlavor>)> = nodes
         .iter()
-        .filter_map(|n| node_contribution(n, settings))
+        .filter_map(|n| {
+            let labels = effective_node_labels(n, settings);
+            node_is_eligible(&labels, settings).then(|| {
+                let flavors = node_flavors(&labels, &n.annotations, settings);
+                (n, labels, flavors)
+            })
+        })
         .collect();
-    resource_flavors_noted(&contributions, settings.aware_cpu_manufacturer)
+    let contributions: Vec<Contribution<'_>> = read
+        .iter()
+        .map(|(n, labels, flavors)| Contribution {
+            node: &n.name,
+            flavors,
+            labels,
+            annotations: &n.annotations,
+        })
+        .collect();
+    resource_flavors(&contributions, settings.aware_cpu_manufacturer)
 }
 
 #[cfg(test)]
@@ -427,14 +410,20 @@ mod tests {
             count,
             ..NodeFlavor::default()
         };
-        let rfs = resource_flavors(&[
-            ("n2".into(), vec![f("b", 4)]),
-            ("n1".into(), vec![f("b", 4), f("a", 2)]),
-        ]);
+        let none = Labels::new();
+        let (n2, n1) = (vec![f("b", 4)], vec![f("b", 4), f("a", 2)]);
+        let at = |node, flavors| Contribution {
+            node,
+            flavors,
+            labels: &none,
+            annotations: &none,
+        };
+        let rfs = resource_flavors(&[at("n2", &n2), at("n1", &n1)], false);
         let got: Vec<_> = rfs.iter().map(|r| (r.name.as_str(), r.capacity)).collect();
         assert_eq!(got, vec![("a", 2), ("b", 8)]);
+        // CPU flavors always carry the cpuDetail note, read from the first contributor.
         assert!(rfs
             .iter()
-            .all(|r| !r.annotations.contains_key("note.gpustack.ai/cpuDetail")));
+            .all(|r| r.annotations.contains_key("note.gpustack.ai/cpuDetail")));
     }
 }
