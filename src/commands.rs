@@ -52,8 +52,15 @@ fn derive(cluster: Option<&Path>, format: Format) -> Result<i32> {
 fn read_cluster(path: &Path) -> Result<model::Cluster> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
-    let cluster: model::Cluster =
-        serde_json::from_str(&text).map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+    let de = &mut serde_json::Deserializer::from_str(&text);
+    let cluster: model::Cluster = serde_path_to_error::deserialize(de).map_err(|e| {
+        UsageError(format!(
+            "{}: field `{}`: {}",
+            path.display(),
+            e.path(),
+            e.inner()
+        ))
+    })?;
     model::derive::validate(&cluster)
         .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
     Ok(cluster)
