@@ -304,14 +304,7 @@ fn derive_pool(
     if derived {
         it_labels.insert(DERIVED_FROM_NODE.into(), "true".into());
     }
-    let schedule = pool::pool_schedule_labels(
-        spec.acceleratable,
-        aware,
-        &spec.general_group,
-        &spec.accelerator_group,
-        &spec.os,
-        &spec.arch,
-    );
+    let schedule = pool::spec_schedule_labels(&spec, aware);
     let created = queue::new_cluster_queue(name, &schedule, settings.era);
     let selected = pool_flavors(&created, flavors);
     let world = queue_world(&selected, nodes);
@@ -455,14 +448,7 @@ fn detail_flavor_notes(
     selected: &[&ResourceFlavor],
     settings: &Settings,
 ) -> Option<Labels> {
-    let schedule = pool::pool_schedule_labels(
-        spec.acceleratable,
-        settings.aware_cpu_manufacturer,
-        &spec.general_group,
-        &spec.accelerator_group,
-        &spec.os,
-        &spec.arch,
-    );
+    let schedule = pool::spec_schedule_labels(spec, settings.aware_cpu_manufacturer);
     let rf = selected
         .iter()
         .find(|rf| pool::labels_contain(&rf.labels, &schedule))?;

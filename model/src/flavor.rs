@@ -217,25 +217,7 @@ mod tests {
 
     /// The walkthrough cluster of chain.md §15.
     fn walkthrough() -> Vec<Node> {
-        let intel = "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz";
-        vec![
-            node("node-cpu", "AMD", "AMD EPYC 7R13 Processor", 16, None),
-            node(
-                "node-a10g",
-                "AMD",
-                "AMD EPYC 7R32",
-                4,
-                Some(("NVIDIA A10G", 24576, 1)),
-            ),
-            node("node-t4-a", "Intel", intel, 4, Some(("Tesla T4", 15360, 1))),
-            node(
-                "node-t4-b",
-                "Intel",
-                intel,
-                48,
-                Some(("Tesla T4", 15360, 4)),
-            ),
-        ]
+        crate::examples::walkthrough().nodes
     }
 
     #[test]

@@ -134,6 +134,19 @@ pub fn pool_schedule_labels(
     out
 }
 
+/// [`pool_schedule_labels`] of an InstanceType spec (its CPU group as written; the webhook
+/// defaults an empty one to `generic`, which emits no CPU key either way).
+pub fn spec_schedule_labels(spec: &InstanceTypeSpec, aware: bool) -> Labels {
+    pool_schedule_labels(
+        spec.acceleratable,
+        aware,
+        &spec.general_group,
+        &spec.accelerator_group,
+        &spec.os,
+        &spec.arch,
+    )
+}
+
 /// Whether `key` is a `general.*` or `acceleratable.*` feature label key.
 pub fn is_feature_key(key: &str) -> bool {
     key.starts_with(GENERAL_PREFIX) || key.starts_with(ACCELERATABLE_PREFIX)

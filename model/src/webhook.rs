@@ -3,7 +3,7 @@
 
 use crate::labels::{Labels, QUEUE_ENTRANCE};
 use crate::objects::InstanceTypeSpec;
-use crate::pool::{is_feature_key, pool_schedule_labels, GENERAL_GROUP_GENERIC};
+use crate::pool::{is_feature_key, spec_schedule_labels, GENERAL_GROUP_GENERIC};
 
 /// The only RAM / local-storage unit the webhook accepts, case-sensitively.
 pub const GI_SUFFIX: &str = "Gi";
@@ -37,14 +37,7 @@ pub fn default_instance_type_labels(
         return existing.clone();
     }
     let spec = default_instance_type_spec(spec);
-    let wanted = pool_schedule_labels(
-        spec.acceleratable,
-        aware,
-        &spec.general_group,
-        &spec.accelerator_group,
-        &spec.os,
-        &spec.arch,
-    );
+    let wanted = spec_schedule_labels(&spec, aware);
     let mut out: Labels = existing
         .iter()
         .filter(|(k, _)| wanted.contains_key(*k) || !is_feature_key(k))

@@ -10,7 +10,7 @@ use model::devices::{Capability, Card, DeviceGroup, Devices, PartitionProfile};
 use model::labels::Labels;
 use model::nodefeature::local_queue_name;
 use model::objects::{Detail, InstanceTypeSpec, SlicedDetail};
-use model::pool::pool_schedule_labels;
+use model::pool::spec_schedule_labels;
 use model::queue::{
     reconcile_instance_type_lifecycle, settle_pool_queue, QueueWorld, TypeObject, TypeWorld,
 };
@@ -154,14 +154,7 @@ fn collapsed_generic_pool(v: &Vector) -> Read<Outcome> {
             got: format!("detail: {detail:?}"),
         });
     }
-    let schedule = pool_schedule_labels(
-        spec.acceleratable,
-        settings.aware_cpu_manufacturer,
-        &spec.general_group,
-        &spec.accelerator_group,
-        &spec.os,
-        &spec.arch,
-    );
+    let schedule = spec_schedule_labels(&spec, settings.aware_cpu_manufacturer);
     // The InstanceType reconciler creates the queue, then the reconcilers settle it with no flavor.
     let name = "gpustack--generic-linux-amd64";
     let world = TypeWorld {

@@ -15,8 +15,8 @@ use model::labels::{Labels, NOTE_PREFIX, RESOURCE_TYPE};
 use model::nodefeature::local_queue_name;
 use model::objects::{ClusterQueue, InstanceTypeSpec};
 use model::pool::{
-    instance_types_served_by_devices, pool_schedule_labels, KUEUE_SELECTOR_LABEL_CAP,
-    POOL_LABEL_BUDGET,
+    instance_types_served_by_devices, pool_schedule_labels, spec_schedule_labels,
+    KUEUE_SELECTOR_LABEL_CAP, POOL_LABEL_BUDGET,
 };
 use model::queue::new_cluster_queue;
 use model::webhook::{default_instance_type_labels, default_instance_type_spec};
@@ -59,14 +59,7 @@ fn absent_of(expected: &Value, key: &str, present: &Labels) -> Value {
 
 /// The ClusterQueue the InstanceTypeReconciler creates for an InstanceType (chain.md §10.1, E3).
 fn created_cluster_queue(name: &str, spec: &InstanceTypeSpec, aware: bool) -> ClusterQueue {
-    let labels = pool_schedule_labels(
-        spec.acceleratable,
-        aware,
-        &spec.general_group,
-        &spec.accelerator_group,
-        &spec.os,
-        &spec.arch,
-    );
+    let labels = spec_schedule_labels(&spec, aware);
     new_cluster_queue(name, &labels, Era::E3)
 }
 
