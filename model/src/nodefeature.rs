@@ -1004,27 +1004,6 @@ mod tests {
         assert_eq!(parse_flavor_count(""), 0);
     }
 
-    /// The walkthrough cluster of chain.md §15, one node at a time.
-    fn walkthrough_node(
-        name: &str,
-        vendor: &str,
-        cpu: &str,
-        cores: u64,
-        gpu: Option<(&str, u64, usize)>,
-    ) -> Node {
-        let (labels, annotations) = cpu_node(vendor, cpu);
-        Node {
-            name: name.to_string(),
-            labels,
-            annotations,
-            cpu_millis: cores * 1000,
-            deleting: false,
-            devices: gpu.map(|(product, mib, n)| Devices {
-                groups: vec![group("nvidia", product, mib, n)],
-            }),
-        }
-    }
-
     /// The walkthrough cluster of chain.md §15.
     fn walkthrough() -> Vec<Node> {
         crate::examples::walkthrough().nodes

@@ -59,7 +59,7 @@ fn absent_of(expected: &Value, key: &str, present: &Labels) -> Value {
 
 /// The ClusterQueue the InstanceTypeReconciler creates for an InstanceType (chain.md §10.1, E3).
 fn created_cluster_queue(name: &str, spec: &InstanceTypeSpec, aware: bool) -> ClusterQueue {
-    let labels = spec_schedule_labels(&spec, aware);
+    let labels = spec_schedule_labels(spec, aware);
     new_cluster_queue(name, &labels, Era::E3)
 }
 
