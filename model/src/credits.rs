@@ -155,7 +155,9 @@ fn split_number(s: &str) -> Option<(bool, &str, &str, &str)> {
         (None, Some(rest)) => (false, rest),
         (None, None) => (false, s),
     };
-    let int_end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    let int_end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
     let (int_digits, rest) = rest.split_at(int_end);
     let (frac_digits, suffix) = match rest.strip_prefix('.') {
         Some(after) => {
@@ -166,8 +168,12 @@ fn split_number(s: &str) -> Option<(bool, &str, &str, &str)> {
         }
         None => ("", rest),
     };
-    (!int_digits.is_empty() || !frac_digits.is_empty())
-        .then_some((negative, int_digits, frac_digits, suffix))
+    (!int_digits.is_empty() || !frac_digits.is_empty()).then_some((
+        negative,
+        int_digits,
+        frac_digits,
+        suffix,
+    ))
 }
 
 /// The scale and format a suffix stands for; `None` = not a quantity suffix.
@@ -217,7 +223,9 @@ pub fn parse_quantity(s: &str) -> Result<Quantity, ModelError> {
                 .checked_mul(factor)
                 .and_then(|m| m.checked_mul(MICRO))
                 .ok_or_else(overflow)?;
-            let divisor = 10i128.checked_pow(frac_len.unsigned_abs()).ok_or_else(overflow)?;
+            let divisor = 10i128
+                .checked_pow(frac_len.unsigned_abs())
+                .ok_or_else(overflow)?;
             div_away_from_zero(scaled, divisor)
         }
     };
@@ -373,7 +381,10 @@ pub fn denominator_invariants() -> [(&'static str, i64); 6] {
     [
         ("ResourceMaxUnits", UNITS_PER_CARD),
         ("SlicedResourceMaxSize", SLICED_MAX_SIZE),
-        ("D_mod_SharedResourceMaxSize", UNITS_PER_CARD % SHARES_PER_CARD),
+        (
+            "D_mod_SharedResourceMaxSize",
+            UNITS_PER_CARD % SHARES_PER_CARD,
+        ),
         ("D_mod_every_power_of_two_partition_size", every_pow2),
         ("D_mod_100", UNITS_PER_CARD % 100),
         ("1e9_mod_D", 1_000_000_000 % UNITS_PER_CARD),
@@ -437,7 +448,10 @@ mod tests {
         assert_eq!(credits.to_string(), "1600k");
         assert_eq!(credits_to_cards(credits).unwrap().to_string(), "1");
         assert_eq!(credits_to_cards(q("3125")).unwrap().to_string(), "1953u");
-        assert_eq!(credits_to_cards(q("199999500m")).unwrap().to_string(), "125m");
+        assert_eq!(
+            credits_to_cards(q("199999500m")).unwrap().to_string(),
+            "125m"
+        );
         assert_eq!(credits_to_cards(q("5800000")).unwrap().to_string(), "3625m");
     }
 
@@ -447,12 +461,30 @@ mod tests {
         assert!(is_valid_sliced_partitions(2));
         assert!(!is_valid_sliced_partitions(6));
         assert!(!is_valid_sliced_partitions(1024));
-        assert_eq!(quantity_to_slice_count(q("0.25"), 8).unwrap().to_string(), "2");
-        assert_eq!(quantity_to_slice_count(q("1.5"), 1).unwrap().to_string(), "1");
-        assert_eq!(quantity_to_slice_count(q("1.5"), 3).unwrap().to_string(), "1500m");
-        assert_eq!(quantity_to_aligned_value(q("1"), 512).unwrap().to_string(), "3125");
-        assert_eq!(quantity_to_aligned_value(q("1"), 0).unwrap().to_string(), "1");
-        assert_eq!(quantity_to_original_value(q("2400000"), 1).to_string(), "1500m");
+        assert_eq!(
+            quantity_to_slice_count(q("0.25"), 8).unwrap().to_string(),
+            "2"
+        );
+        assert_eq!(
+            quantity_to_slice_count(q("1.5"), 1).unwrap().to_string(),
+            "1"
+        );
+        assert_eq!(
+            quantity_to_slice_count(q("1.5"), 3).unwrap().to_string(),
+            "1500m"
+        );
+        assert_eq!(
+            quantity_to_aligned_value(q("1"), 512).unwrap().to_string(),
+            "3125"
+        );
+        assert_eq!(
+            quantity_to_aligned_value(q("1"), 0).unwrap().to_string(),
+            "1"
+        );
+        assert_eq!(
+            quantity_to_original_value(q("2400000"), 1).to_string(),
+            "1500m"
+        );
     }
 
     #[test]
