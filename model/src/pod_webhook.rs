@@ -397,6 +397,9 @@ fn partition_errors(c: &Container, base: &str, limits: &str) -> Vec<FieldError> 
     errs
 }
 
+/// A budget's accepted range, on its `Value()`.
+type Bound = fn(i64) -> bool;
+
 /// `validateLogicalSliceRequest`: the card key exactly 1, exactly one memory budget, every
 /// budget positive and the percentages at most 100 (rule 2); pod.go.
 fn logical_slice_errors(c: &Container, base: &str, limits: &str) -> Vec<FieldError> {
@@ -435,7 +438,7 @@ fn logical_slice_errors(c: &Container, base: &str, limits: &str) -> Vec<FieldErr
             format!("cannot set both {mem_pct} and {mem_mib}"),
         ));
     }
-    let bounds: [(&str, fn(i64) -> bool, &str); 3] = [
+    let bounds: [(&str, Bound, &str); 3] = [
         (&mem_pct, |v| v > 0 && v <= 100, "must be within (0, 100]"),
         (&mem_mib, |v| v > 0, "must be greater than zero"),
         (&cores_pct, |v| v > 0 && v <= 100, "must be within (0, 100]"),
