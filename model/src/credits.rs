@@ -237,11 +237,11 @@ pub fn parse_quantity(s: &str) -> Result<Quantity, ModelError> {
 
 /// `m × 10^e`, a negative power rounding away from zero; `None` on overflow.
 fn scale_by_ten(m: i128, e: i32) -> Option<i128> {
-    let p = 10i128.checked_pow(e.unsigned_abs())?;
-    if e >= 0 {
-        m.checked_mul(p)
-    } else {
-        Some(div_away_from_zero(m, p))
+    match (e >= 0, 10i128.checked_pow(e.unsigned_abs())) {
+        (true, p) => m.checked_mul(p?),
+        (false, Some(p)) => Some(div_away_from_zero(m, p)),
+        // A divisor beyond i128 leaves only the rounded-up last micro (or zero).
+        (false, None) => Some(m.signum()),
     }
 }
 
@@ -413,6 +413,7 @@ mod tests {
         assert_eq!(q("-2").micro(), -2_000_000);
         assert_eq!(q("1n").micro(), 1, "sub-micro rounds away from zero");
         assert_eq!(q("199999500m").value(), 200_000);
+        assert_eq!(q("1e-9999").micro(), 1);
     }
 
     #[test]
