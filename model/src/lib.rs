@@ -3,18 +3,22 @@
 //! LocalQueues. No I/O, no async; every rule is one function named for what it decides.
 
 pub mod cluster;
+pub mod credits;
 pub mod derive;
 pub mod detail;
 pub mod devices;
 pub mod error;
 pub mod examples;
+pub mod fit_keys;
 pub mod flavor;
 pub mod labels;
 pub mod nodefeature;
 pub mod objects;
+pub mod pod_webhook;
 pub mod pool;
 pub mod profiles;
 pub mod queue;
+pub mod quota;
 pub mod resources;
 pub mod units;
 pub mod views;

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::devices::Mode;
 use crate::profiles::{publish_profile_name, vendor_profile_name};
 
 /// The family a resource name asks for (`ResourceFamilyOf`).
@@ -144,10 +145,10 @@ pub fn classify(name: &str) -> Option<ResourceName> {
         .iter()
         .find_map(|(suffix, key)| Some((name.strip_suffix(suffix)?, key.clone())))
         .unwrap_or((name, Key::Whole));
+    // knowns.go `ResourceFamilyOf` checks only that the base is known: a fixed `.partitioned*`
+    // suffix on the base of a manufacturer without a kind still classifies as partitioned (no
+    // node advertises it, so such a request never schedules). Only building names needs a kind.
     let manufacturer = manufacturer_of_base(base)?;
-    if key.family() == Family::Partitioned && partition_kind(manufacturer).is_none() {
-        return None;
-    }
     Some(ResourceName {
         manufacturer: manufacturer.to_string(),
         key,
@@ -207,20 +208,112 @@ pub fn resource_name(manufacturer: &str, key: &Key) -> Option<String> {
     Some(format!("{base}{suffix}"))
 }
 
-/// A profile key must be a valid qualified resource name: the name part (after `/`) at most 63
-/// characters of `[A-Za-z0-9-_.]`, alphanumeric at both ends; an empty profile or one like
+/// A profile key must be a valid qualified resource name; an empty profile or one like
 /// `1g.10gb+me` is excluded, never rewritten (admission.md §2.5; knowns.go).
 fn is_valid_profile_resource_name(profile: &str, full: &str) -> bool {
-    let Some((_, name)) = full.split_once('/') else {
-        return false;
+    !profile.is_empty() && is_qualified_name(full)
+}
+
+/// Kubernetes `IsQualifiedName`: `[prefix/]name`, the prefix a DNS-1123 subdomain (≤ 253),
+/// the name 1–63 characters of `[A-Za-z0-9-_.]`, alphanumeric at both ends
+/// (apimachinery validation; used by knowns.go and fit.go).
+pub fn is_qualified_name(s: &str) -> bool {
+    let mut parts = s.split('/');
+    let (prefix, name) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(name), None, _) => (None, name),
+        (Some(prefix), Some(name), None) => (Some(prefix), name),
+        _ => return false,
     };
-    !profile.is_empty()
-        && name.len() <= 63
+    prefix.is_none_or(is_dns1123_subdomain) && is_qualified_name_part(name)
+}
+
+/// The name part of a qualified name.
+fn is_qualified_name_part(name: &str) -> bool {
+    (1..=63).contains(&name.len())
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+/// A DNS-1123 subdomain: ≤ 253 characters, dot-separated labels of `[a-z0-9-]`, each
+/// non-empty and alphanumeric at both ends.
+fn is_dns1123_subdomain(s: &str) -> bool {
+    (1..=253).contains(&s.len())
+        && s.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && label.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && label.ends_with(|c: char| c.is_ascii_alphanumeric())
+        })
+}
+
+/// `GetAcceleratableResourceName`: the device-plugin key of an allocation mode — Exclusive
+/// (and None) `<base>`, Shared `.shared`, Sliced `.sliced`, Partitioned `.partitioned` (none
+/// without a partition kind), Visibility `device.gpustack.ai/<m>.visibility`; knowns.go.
+/// An unknown manufacturer has no key (Go would return a bare suffix; `None` is kept honest).
+pub fn accelerator_resource_name(manufacturer: &str, mode: Mode) -> Option<String> {
+    let key = match mode {
+        Mode::None | Mode::Exclusive => Key::Whole,
+        Mode::Shared => Key::Shared,
+        Mode::Sliced => Key::Sliced,
+        Mode::Partitioned => Key::Partitioned,
+        Mode::Visibility => Key::Visibility,
+    };
+    base_of(manufacturer)?;
+    resource_name(manufacturer, &key)
+}
+
+/// `GetAcceleratableSlicedUnitsResourceName`: `<base>.sliced.units`; knowns.go.
+pub fn sliced_units_resource_name(manufacturer: &str) -> Option<String> {
+    resource_name(manufacturer, &Key::SlicedUnits)
+}
+
+/// `GetAcceleratableSlicedCoresPercentageResourceName`: `<base>.sliced.cores-percentage`.
+pub fn sliced_cores_percentage_resource_name(manufacturer: &str) -> Option<String> {
+    resource_name(manufacturer, &Key::SlicedCoresPercentage)
+}
+
+/// `GetAcceleratableSlicedMemoryPercentageResourceName`: `<base>.sliced.memory-percentage`.
+pub fn sliced_memory_percentage_resource_name(manufacturer: &str) -> Option<String> {
+    resource_name(manufacturer, &Key::SlicedMemoryPercentage)
+}
+
+/// `GetAcceleratableSlicedMemoryMibResourceName`: `<base>.sliced.memory-mib`.
+pub fn sliced_memory_mib_resource_name(manufacturer: &str) -> Option<String> {
+    resource_name(manufacturer, &Key::SlicedMemoryMib)
+}
+
+/// `GetAcceleratablePartitionedUnitsResourceName`: `<base>.partitioned.units`, none without
+/// a partition kind; knowns.go.
+pub fn partitioned_units_resource_name(manufacturer: &str) -> Option<String> {
+    resource_name(manufacturer, &Key::PartitionedUnits)
+}
+
+/// `GetAcceleratablePartitionedProfileResourceName`: `<base>.partitioned.<kind>-<profile>`
+/// with the profile verbatim (published spelling); none without a kind, for an empty profile or
+/// when the key would not be a qualified name; knowns.go.
+pub fn partitioned_profile_resource_name(manufacturer: &str, profile: &str) -> Option<String> {
+    resource_name(manufacturer, &Key::PartitionedProfile(profile.to_string()))
+}
+
+/// The credits resource Kueue quota is kept in: `credits.gpustack.ai/<manufacturer>`
+/// (admission.md §5).
+pub fn credits_resource_name(manufacturer: &str) -> String {
+    format!("{}{manufacturer}", crate::labels::CREDITS_PREFIX)
+}
+
+/// The `<base>` a classified resource name belongs to (pod.go `acceleratorBaseOf`); `None`
+/// for visibility and non-accelerator names.
+pub fn accelerator_base_of(name: &str) -> Option<&'static str> {
+    let r = classify(name)?;
+    match r.key.family() {
+        Family::Visibility | Family::None => None,
+        _ => base_of(&r.manufacturer),
+    }
 }
 
 /// The per-profile key of a vendor-spelled profile (`4g48gb` → `…mig-4g.48gb` for T-Head).
@@ -271,7 +364,12 @@ mod tests {
         );
         assert_eq!(family_of("nvidia.com/gpu.partitioned.mig-"), Family::None);
         assert_eq!(family_of("nvidia.com/gpu.sliced.bogus"), Family::None);
-        assert_eq!(family_of("amd.com/gpu.partitioned"), Family::None);
+        // knowns.go: a fixed suffix needs only a known base, not a partition kind.
+        assert_eq!(family_of("amd.com/gpu.partitioned"), Family::Partitioned);
+        assert_eq!(
+            family_of("amd.com/gpu.partitioned.mig-3g.40gb"),
+            Family::None
+        );
         assert_eq!(
             family_of("device.gpustack.ai/nvidia.visibility"),
             Family::Visibility
@@ -294,5 +392,58 @@ mod tests {
             None
         );
         assert_eq!(resource_name("amd", &Key::Partitioned), None);
+    }
+
+    #[test]
+    fn mode_keys_follow_the_partition_kind() {
+        assert_eq!(
+            accelerator_resource_name("nvidia", Mode::Partitioned).as_deref(),
+            Some("nvidia.com/gpu.partitioned")
+        );
+        assert_eq!(accelerator_resource_name("amd", Mode::Partitioned), None);
+        assert_eq!(
+            accelerator_resource_name("amd", Mode::Shared).as_deref(),
+            Some("amd.com/gpu.shared")
+        );
+        assert_eq!(
+            accelerator_resource_name("nvidia", Mode::Visibility).as_deref(),
+            Some("device.gpustack.ai/nvidia.visibility")
+        );
+        assert_eq!(accelerator_resource_name("example", Mode::Exclusive), None);
+        assert_eq!(partitioned_units_resource_name("amd"), None);
+        assert_eq!(partitioned_profile_resource_name("nvidia", ""), None);
+        assert_eq!(
+            partitioned_profile_resource_name("nvidia", &"a".repeat(64)),
+            None
+        );
+    }
+
+    #[test]
+    fn qualified_names() {
+        assert!(is_qualified_name("nvidia.com/gpu.partitioned.mig-3g.40gb"));
+        assert!(is_qualified_name("zone"));
+        assert!(!is_qualified_name("a/b/c"));
+        assert!(!is_qualified_name("Example.com/x"));
+        assert!(!is_qualified_name("x.com/Bad Group"));
+        assert!(!is_qualified_name("x.com/"));
+        assert!(!is_qualified_name("/x"));
+        assert!(!is_qualified_name(&format!("x.com/{}", "a".repeat(64))));
+    }
+
+    #[test]
+    fn bases_of_claims() {
+        assert_eq!(
+            accelerator_base_of("nvidia.com/gpu.sliced.memory-mib"),
+            Some("nvidia.com/gpu")
+        );
+        assert_eq!(
+            accelerator_base_of("alibabacloud.com/ppu.partitioned.mig-4g.48gb"),
+            Some("alibabacloud.com/ppu")
+        );
+        assert_eq!(
+            accelerator_base_of("device.gpustack.ai/nvidia.visibility"),
+            None
+        );
+        assert_eq!(accelerator_base_of("cpu"), None);
     }
 }

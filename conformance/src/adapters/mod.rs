@@ -5,7 +5,9 @@ use crate::{Outcome, Vector};
 
 pub mod clusterqueue_quota;
 pub mod cpu_view;
+pub mod credits;
 pub mod device_allocation_mode;
+pub mod fit_label_keys;
 pub mod flavor_name_count;
 pub mod four_view;
 pub mod instancetype_detail;
@@ -18,6 +20,7 @@ pub mod partition_profile_publish;
 pub mod pool_devices_selector;
 pub mod pool_labels;
 pub mod populations;
+pub mod resource_names;
 pub mod runtime_versions;
 
 /// An adapter runs one vector of its file.
@@ -28,7 +31,9 @@ pub fn adapter_for(stem: &str) -> Option<Adapter> {
     Some(match stem {
         "clusterqueue_quota" => clusterqueue_quota::run,
         "cpu_view" => cpu_view::run,
+        "credits" => credits::run,
         "device_allocation_mode" => device_allocation_mode::run,
+        "fit_label_keys" => fit_label_keys::run,
         "flavor_name_count" => flavor_name_count::run,
         "four_view" => four_view::run,
         "instancetype_detail" => instancetype_detail::run,
@@ -41,6 +46,7 @@ pub fn adapter_for(stem: &str) -> Option<Adapter> {
         "pool_devices_selector" => pool_devices_selector::run,
         "pool_labels" => pool_labels::run,
         "populations" => populations::run,
+        "resource_names" => resource_names::run,
         "runtime_versions" => runtime_versions::run,
         _ => return None,
     })
