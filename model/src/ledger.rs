@@ -74,7 +74,10 @@ pub enum ChargeError {
     #[error("the card's capability does not serve the {0} family")]
     NotServed(&'static str),
     #[error("the card is held in mode {held}, not {wanted}")]
-    HeldInOtherMode { held: &'static str, wanted: &'static str },
+    HeldInOtherMode {
+        held: &'static str,
+        wanted: &'static str,
+    },
     #[error("the card is not wholly free: {remaining} of {UNITS_PER_CARD} units remain")]
     NotWhollyFree { remaining: i64 },
     #[error("the card has {remaining} units free, less than one share ({UNITS_PER_SHARE})")]
@@ -273,8 +276,11 @@ pub fn charge(card: &CardLedger, c: &Charge) -> Result<CardLedger, ChargeError> 
             check_placement(card, instance)?;
             next.instances.push(instance.clone());
             adjust_allocated(&mut next.row.allocated_profiles, &instance.profile, 1);
-            next.row.remaining_profiles =
-                free_profile_counts(&next.capability, &next.instances, &card.row.remaining_profiles);
+            next.row.remaining_profiles = free_profile_counts(
+                &next.capability,
+                &next.instances,
+                &card.row.remaining_profiles,
+            );
         }
     }
     next.row.mode = mode_of(c);
@@ -370,12 +376,18 @@ pub fn release(card: &CardLedger, c: &Charge) -> Result<CardLedger, ChargeError>
                 .iter()
                 .position(|i| i == instance)
                 .ok_or_else(|| {
-                    ChargeError::NotHeld(format!("no {} instance at that placement", instance.profile))
+                    ChargeError::NotHeld(format!(
+                        "no {} instance at that placement",
+                        instance.profile
+                    ))
                 })?;
             next.instances.remove(at);
             adjust_allocated(&mut next.row.allocated_profiles, &instance.profile, -1);
-            next.row.remaining_profiles =
-                free_profile_counts(&next.capability, &next.instances, &card.row.remaining_profiles);
+            next.row.remaining_profiles = free_profile_counts(
+                &next.capability,
+                &next.instances,
+                &card.row.remaining_profiles,
+            );
         }
     }
     if holds_nothing(&next) {

@@ -6,6 +6,8 @@ use crate::{Outcome, Vector};
 pub mod clusterqueue_quota;
 pub mod cpu_view;
 pub mod device_allocation_mode;
+pub mod fit_demand;
+pub mod fit_labels;
 pub mod flavor_name_count;
 pub mod four_view;
 pub mod instancetype_detail;
@@ -18,6 +20,7 @@ pub mod partition_profile_publish;
 pub mod pool_devices_selector;
 pub mod pool_labels;
 pub mod populations;
+pub mod reconcile_write_result;
 pub mod runtime_versions;
 
 /// An adapter runs one vector of its file.
@@ -29,6 +32,8 @@ pub fn adapter_for(stem: &str) -> Option<Adapter> {
         "clusterqueue_quota" => clusterqueue_quota::run,
         "cpu_view" => cpu_view::run,
         "device_allocation_mode" => device_allocation_mode::run,
+        "fit_demand" => fit_demand::run,
+        "fit_labels" => fit_labels::run,
         "flavor_name_count" => flavor_name_count::run,
         "four_view" => four_view::run,
         "instancetype_detail" => instancetype_detail::run,
@@ -41,6 +46,7 @@ pub fn adapter_for(stem: &str) -> Option<Adapter> {
         "pool_devices_selector" => pool_devices_selector::run,
         "pool_labels" => pool_labels::run,
         "populations" => populations::run,
+        "reconcile_write_result" => reconcile_write_result::run,
         "runtime_versions" => runtime_versions::run,
         _ => return None,
     })
