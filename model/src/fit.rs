@@ -251,9 +251,21 @@ pub fn quantity_value(field: &str, q: &str) -> Result<i64, ModelError> {
     let pow = |base: i128, e: u32| base.checked_pow(e).ok_or_else(|| bad("out of range"));
     match suffix {
         "" => {}
-        "n" => den *= pow(10, 9)?,
-        "u" => den *= pow(10, 6)?,
-        "m" => den *= pow(10, 3)?,
+        "n" => {
+            den = den
+                .checked_mul(pow(10, 9)?)
+                .ok_or_else(|| bad("out of range"))?
+        }
+        "u" => {
+            den = den
+                .checked_mul(pow(10, 6)?)
+                .ok_or_else(|| bad("out of range"))?
+        }
+        "m" => {
+            den = den
+                .checked_mul(pow(10, 3)?)
+                .ok_or_else(|| bad("out of range"))?
+        }
         "k" => num = pow(10, 3)?,
         "M" => num = pow(10, 6)?,
         "G" => num = pow(10, 9)?,
@@ -274,7 +286,9 @@ pub fn quantity_value(field: &str, q: &str) -> Result<i64, ModelError> {
             if exp >= 0 {
                 num = pow(10, exp as u32)?;
             } else {
-                den *= pow(10, exp.unsigned_abs())?;
+                den = den
+                    .checked_mul(pow(10, exp.unsigned_abs())?)
+                    .ok_or_else(|| bad("out of range"))?;
             }
         }
         _ => return Err(bad("unknown suffix")),
@@ -285,7 +299,7 @@ pub fn quantity_value(field: &str, q: &str) -> Result<i64, ModelError> {
     let value = if negative {
         -(scaled / den)
     } else {
-        (scaled + den - 1) / den
+        scaled.saturating_add(den - 1) / den
     };
     Ok(value.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
 }
@@ -528,6 +542,12 @@ mod tests {
         assert!(quantity_value("f", "abc").is_err());
         assert!(quantity_value("f", "1Xi").is_err());
         assert!(quantity_value("f", "").is_err());
+        assert_eq!(
+            quantity_value("f", "0.00000000000000000000000000001n"),
+            Ok(1)
+        );
+        assert!(quantity_value("f", "999999999999999999999999999999Ei").is_err());
+        assert_eq!(quantity_value("f", "1e-3"), Ok(1));
     }
 
     /// `TestFitLabelsAgreeWithNodeDevicesFeasibility` (node_fit_label_test.go): over a family of
