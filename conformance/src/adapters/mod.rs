@@ -7,7 +7,9 @@ pub mod clusterqueue_quota;
 pub mod cpu_view;
 pub mod credits;
 pub mod device_allocation_mode;
+pub mod fit_demand;
 pub mod fit_label_keys;
+pub mod fit_labels;
 pub mod flavor_name_count;
 pub mod four_view;
 pub mod instancetype_detail;
@@ -20,6 +22,7 @@ pub mod partition_profile_publish;
 pub mod pool_devices_selector;
 pub mod pool_labels;
 pub mod populations;
+pub mod reconcile_write_result;
 pub mod resource_names;
 pub mod runtime_versions;
 
@@ -34,6 +37,8 @@ pub fn adapter_for(stem: &str) -> Option<Adapter> {
         "credits" => credits::run,
         "device_allocation_mode" => device_allocation_mode::run,
         "fit_label_keys" => fit_label_keys::run,
+        "fit_demand" => fit_demand::run,
+        "fit_labels" => fit_labels::run,
         "flavor_name_count" => flavor_name_count::run,
         "four_view" => four_view::run,
         "instancetype_detail" => instancetype_detail::run,
@@ -47,6 +52,7 @@ pub fn adapter_for(stem: &str) -> Option<Adapter> {
         "pool_labels" => pool_labels::run,
         "populations" => populations::run,
         "resource_names" => resource_names::run,
+        "reconcile_write_result" => reconcile_write_result::run,
         "runtime_versions" => runtime_versions::run,
         _ => return None,
     })

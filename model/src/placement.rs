@@ -1,0 +1,707 @@
+//! Gates 4 and 5: the node keys the scheduler and kubelet place a Pod by, and the device plugin's
+//! `Allocate` that hands out cards (admission.md §7, §8, §12.5, §16 R21–R22; devices.md §3.4–3.5).
+//!
+//! Decisions where the research is silent:
+//! - health: a card's `<base>`, `.shared` and `.sliced` tokens count in allocatable only while the
+//!   card is free or held in that token's own mode (DISC-DOC: tokens of a card held in another mode
+//!   are Unhealthy); the operator-written `.sliced.*` / `.partitioned.*` budgets are capacity and
+//!   are not reduced by health;
+//! - "most-occupied" for partition packing = most memory slices occupied by instances; ties go to
+//!   the earlier card.
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+use crate::devices::{Card, DeviceGroup, Devices, Mode};
+use crate::error::ModelError;
+use crate::fit::quantity_value;
+use crate::ledger::{charge, lowest_free_placement, CardLedger, Charge, Instance};
+use crate::profiles::publish_profile_name;
+use crate::resources::{classify, partition_kind, resource_name, Family, Key};
+use crate::units::{SHARES_PER_CARD, UNITS_PER_CARD};
+use crate::workload::Container;
+
+/// Resource name → integer amount (node allocatable, or a Pod's requests).
+pub type Amounts = BTreeMap<String, i64>;
+
+fn add(out: &mut Amounts, name: Option<String>, v: i64) {
+    if let Some(name) = name {
+        *out.entry(name).or_insert(0) += v;
+    }
+}
+
+/// Whether a card's device-plugin tokens of `mode` are healthy: the card is free of other modes.
+fn tokens_healthy(card: &Card, mode: Mode) -> bool {
+    card.ledger
+        .as_ref()
+        .is_none_or(|l| l.mode == Mode::None || l.mode == mode)
+}
+
+/// One partitioned card's `.partitioned` healthy tokens: allocated instances + its largest free
+/// per-profile count, or its ceiling when the ledger is not ready; admission.md §7.
+fn partition_tokens(card: &Card) -> i64 {
+    let cap = card.capability_or_default();
+    match card.ledger.as_ref().filter(|l| l.partition_ready()) {
+        Some(l) => {
+            let allocated: u32 = l.allocated_profiles.iter().map(|p| p.count).sum();
+            let largest = l
+                .remaining_profiles
+                .iter()
+                .map(|p| p.count)
+                .max()
+                .unwrap_or(0);
+            i64::from(allocated) + i64::from(largest)
+        }
+        None => i64::from(cap.physical_sliced_count),
+    }
+}
+
+/// One partitioned card's per-profile key values: allocated + remaining, or the static count when
+/// the ledger is not ready; admission.md §7, devices.md §3.4.
+fn profile_tokens(card: &Card) -> Vec<(String, i64)> {
+    let cap = card.capability_or_default();
+    let ready = card.ledger.as_ref().filter(|l| l.partition_ready());
+    cap.physical_profiles
+        .iter()
+        .map(|p| {
+            let n = match ready {
+                Some(l) => {
+                    let of = |list: &[crate::devices::ProfileCount]| {
+                        list.iter()
+                            .find(|c| c.name == p.name)
+                            .map_or(0, |c| i64::from(c.count))
+                    };
+                    of(&l.allocated_profiles) + of(&l.remaining_profiles)
+                }
+                None => i64::from(p.count),
+            };
+            (p.name.clone(), n)
+        })
+        .collect()
+}
+
+/// One group's contribution to node allocatable; admission.md §7 (node_capacity.go, DISC-DOC).
+fn group_allocatable(group: &DeviceGroup, out: &mut Amounts) {
+    let m = group.manufacturer.as_str();
+    let name = |k: Key| resource_name(m, &k);
+    let cards: Vec<&Card> = group.cards.iter().collect();
+    let whole: Vec<&Card> = cards
+        .iter()
+        .copied()
+        .filter(|c| !c.is_partitioned())
+        .collect();
+    let sliceable: Vec<&Card> = cards
+        .iter()
+        .copied()
+        .filter(|c| c.is_logically_sliceable())
+        .collect();
+    let parted: Vec<&Card> = cards
+        .iter()
+        .copied()
+        .filter(|c| c.is_partitioned())
+        .collect();
+
+    let count = |pred: &dyn Fn(&Card) -> bool, list: &[&Card]| -> i64 {
+        list.iter().filter(|c| pred(c)).count() as i64
+    };
+    add(
+        out,
+        name(Key::Whole),
+        count(&|c| tokens_healthy(c, Mode::Exclusive), &whole),
+    );
+    add(
+        out,
+        name(Key::Shared),
+        SHARES_PER_CARD * count(&|c| tokens_healthy(c, Mode::Shared), &whole),
+    );
+    let slices = |c: &&Card| i64::from(c.capability_or_default().logical_sliced_count);
+    let sliced_capacity: i64 = sliceable.iter().map(slices).sum();
+    let sliced_healthy: i64 = sliceable
+        .iter()
+        .filter(|c| tokens_healthy(c, Mode::Sliced))
+        .map(slices)
+        .sum();
+    add(out, name(Key::Sliced), sliced_healthy);
+    if sliced_capacity > 0 {
+        let n = sliceable.len() as i64;
+        let cores: i64 = sliceable
+            .iter()
+            .map(|c| {
+                let cap = c.capability_or_default();
+                if cap.cores_percentage_overcommit {
+                    i64::from(cap.logical_sliced_count) * 100
+                } else {
+                    100
+                }
+            })
+            .sum();
+        add(out, name(Key::SlicedUnits), n * UNITS_PER_CARD);
+        add(out, name(Key::SlicedCoresPercentage), cores);
+        add(out, name(Key::SlicedMemoryPercentage), n * 100);
+        add(
+            out,
+            name(Key::SlicedMemoryMib),
+            n * i64::try_from(group.memory_mib).unwrap_or(i64::MAX / 1024),
+        );
+    }
+    if partition_kind(m).is_some() {
+        add(
+            out,
+            name(Key::Partitioned),
+            parted.iter().map(|c| partition_tokens(c)).sum(),
+        );
+        if !parted.is_empty() {
+            add(
+                out,
+                name(Key::PartitionedUnits),
+                parted.len() as i64 * UNITS_PER_CARD,
+            );
+            for card in &parted {
+                for (profile, n) in profile_tokens(card) {
+                    let published = publish_profile_name(m, &profile);
+                    add(out, name(Key::PartitionedProfile(published)), n);
+                }
+            }
+        }
+    }
+}
+
+/// R21: a node's allocatable accelerator keys from its Devices (whole, shared, sliced and
+/// partition tokens plus the `.sliced.*` / `.partitioned.*` budgets); admission.md §7.
+pub fn node_allocatable(devices: &Devices) -> Amounts {
+    let mut out = Amounts::new();
+    for g in &devices.groups {
+        group_allocatable(g, &mut out);
+    }
+    out
+}
+
+/// A Pod's effective accelerator requests: per key, max(Σ app containers, largest init
+/// container), each container's limits overlaid by its requests (Kubernetes' rule for
+/// extended resources); keys that are not accelerator resources are left out.
+pub fn pod_accelerator_requests(containers: &[Container]) -> Result<Amounts, ModelError> {
+    let mut app = Amounts::new();
+    let mut init = Amounts::new();
+    for c in containers {
+        let mut merged = c.limits.clone();
+        merged.extend(c.requests.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for (name, q) in merged {
+            let family = classify(&name).map_or(Family::None, |r| r.key.family());
+            if family == Family::None {
+                continue;
+            }
+            let v = quantity_value(&format!("containers[{}].{name}", c.name), &q)?;
+            if c.init {
+                let e = init.entry(name).or_insert(0);
+                *e = (*e).max(v);
+            } else {
+                *app.entry(name).or_insert(0) += v;
+            }
+        }
+    }
+    for (name, v) in init {
+        let e = app.entry(name).or_insert(0);
+        *e = (*e).max(v);
+    }
+    Ok(app)
+}
+
+/// R21: a Pod fits a node when every requested key fits allocatable minus the requests of the
+/// Pods already there; `Err` lists the keys short, as the scheduler's "Insufficient <key>".
+pub fn pod_fits_node(
+    allocatable: &Amounts,
+    pods_on_node: &[Amounts],
+    pod: &Amounts,
+) -> Result<(), Vec<String>> {
+    let short: Vec<String> = pod
+        .iter()
+        .filter(|(_, &want)| want > 0)
+        .filter(|(name, &want)| {
+            let used: i64 = pods_on_node
+                .iter()
+                .map(|p| p.get(*name).copied().unwrap_or(0))
+                .sum();
+            allocatable.get(*name).copied().unwrap_or(0) - used < want
+        })
+        .map(|(name, _)| format!("Insufficient {name}"))
+        .collect();
+    if short.is_empty() {
+        Ok(())
+    } else {
+        Err(short)
+    }
+}
+
+/// Which device-plugin generation serves a partition request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AllocatorEra {
+    /// After the logical/physical family split: partition tokens are a count and the plugin picks
+    /// a partitioned card itself (SPEC-SPLIT F1/F2).
+    #[default]
+    Split,
+    /// Before it: MIG rode the logical family's one `.sliced` token pool spanning MIG and non-MIG
+    /// cards, so the kubelet chose the card (admission.md §12.5).
+    PreSplit,
+}
+
+/// One container's allocation request as the kubelet passes it to `Allocate` (card positions are
+/// indices into the node's card list).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AllocationRequest {
+    /// Whole cards behind the assigned `<base>` tokens.
+    Exclusive { cards: Vec<usize> },
+    /// The cards behind the assigned `.shared` tokens (one share each).
+    Shared { cards: Vec<usize> },
+    /// One logical slice on the card behind the assigned `.sliced` token.
+    Slice { card: usize, units: i64 },
+    /// One partition instance of `profile` (vendor spelling). `token_card` is the card behind the
+    /// token the kubelet chose; only the pre-split plugin used it.
+    Partition {
+        profile: String,
+        token_card: Option<usize>,
+    },
+}
+
+/// What `Allocate` granted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grant {
+    pub cards: Vec<usize>,
+    pub instance: Option<Instance>,
+}
+
+/// An `Allocate` refusal: gRPC `FailedPrecondition`, after which the kubelet fails the Pod.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum AllocateError {
+    #[error("FailedPrecondition: {0}")]
+    FailedPrecondition(String),
+}
+
+impl AllocateError {
+    /// The Pod's terminal failure reason (admission.md §3 gate 5).
+    pub fn pod_failure_reason(&self) -> &'static str {
+        "UnexpectedAdmissionError"
+    }
+}
+
+fn refuse(msg: String) -> AllocateError {
+    AllocateError::FailedPrecondition(msg)
+}
+
+fn card_at(cards: &[CardLedger], i: usize) -> Result<&CardLedger, AllocateError> {
+    cards
+        .get(i)
+        .ok_or_else(|| refuse(format!("card {i} is not a device of this node")))
+}
+
+/// Charges `c` on card `i` of `cards`, mapping a refusal to `FailedPrecondition`.
+fn charge_at(cards: &mut [CardLedger], i: usize, c: &Charge) -> Result<(), AllocateError> {
+    let next = charge(card_at(cards, i)?, c)
+        .map_err(|e| refuse(format!("card {i} cannot be charged: {e}")))?;
+    if let Some(slot) = cards.get_mut(i) {
+        *slot = next;
+    }
+    Ok(())
+}
+
+/// Distinct positions, or a refusal naming the card listed twice.
+fn distinct(cards: &[usize], what: &str) -> Result<(), AllocateError> {
+    for (n, c) in cards.iter().enumerate() {
+        if cards.iter().skip(n + 1).any(|d| d == c) {
+            return Err(refuse(format!(
+                "{what}: two tokens on card {c}; each token must name a distinct card"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The partitioned card the split-era plugin packs onto: the most-occupied card that still has a
+/// free placement for `profile` (ties: earlier card); admission.md §8, devices.md §3.5.
+fn pack_partition(cards: &[CardLedger], profile: &str) -> Option<(usize, Instance)> {
+    cards
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            c.capability.is_partitioned() && matches!(c.row.mode, Mode::None | Mode::Partitioned)
+        })
+        .filter_map(|(i, c)| {
+            let placement = lowest_free_placement(c, profile)?;
+            Some((i, c.occupied_slices(), placement))
+        })
+        .fold(None, |best: Option<(usize, u32, _)>, cand| match best {
+            Some(b) if b.1 >= cand.1 => Some(b),
+            _ => Some(cand),
+        })
+        .map(|(i, _, placement)| {
+            (
+                i,
+                Instance {
+                    profile: profile.to_string(),
+                    placement,
+                },
+            )
+        })
+}
+
+/// R22: the device plugin's `Allocate` on one node's cards under its mutex: all or nothing; a
+/// refusal (another mode holds the card, two shared tokens on one card, a slice without a slot or
+/// units, no card for a partition) is `FailedPrecondition`. admission.md §8.
+pub fn allocate(
+    cards: &[CardLedger],
+    req: &AllocationRequest,
+    era: AllocatorEra,
+) -> Result<(Vec<CardLedger>, Grant), AllocateError> {
+    let mut next = cards.to_vec();
+    let grant = match req {
+        AllocationRequest::Exclusive { cards: ids } => {
+            distinct(ids, "exclusive grant")?;
+            for &i in ids {
+                charge_at(&mut next, i, &Charge::Exclusive)?;
+            }
+            Grant {
+                cards: ids.clone(),
+                instance: None,
+            }
+        }
+        AllocationRequest::Shared { cards: ids } => {
+            distinct(ids, "shared grant")?;
+            for &i in ids {
+                charge_at(&mut next, i, &Charge::Share)?;
+            }
+            Grant {
+                cards: ids.clone(),
+                instance: None,
+            }
+        }
+        AllocationRequest::Slice { card, units } => {
+            charge_at(&mut next, *card, &Charge::Slice { units: *units }).map_err(|e| {
+                let AllocateError::FailedPrecondition(m) = e;
+                refuse(format!("cannot take a logical slice of card {card}: {m}"))
+            })?;
+            Grant {
+                cards: vec![*card],
+                instance: None,
+            }
+        }
+        AllocationRequest::Partition {
+            profile,
+            token_card,
+        } => {
+            let (i, instance) = match era {
+                AllocatorEra::Split => pack_partition(&next, profile).ok_or_else(|| {
+                    refuse(format!("no card on the node can host profile {profile:?}"))
+                })?,
+                AllocatorEra::PreSplit => {
+                    let i = token_card
+                        .ok_or_else(|| refuse("the partition request names no card".into()))?;
+                    let card = card_at(&next, i)?;
+                    if !card.capability.is_partitioned() {
+                        return Err(refuse(format!(
+                            "card {i} is not in a partitioning mode, so no {profile:?} instance can be created on it"
+                        )));
+                    }
+                    let placement = lowest_free_placement(card, profile).ok_or_else(|| {
+                        refuse(format!("card {i} has no free {profile:?} placement"))
+                    })?;
+                    (
+                        i,
+                        Instance {
+                            profile: profile.clone(),
+                            placement,
+                        },
+                    )
+                }
+            };
+            charge_at(&mut next, i, &Charge::Partition(instance.clone()))?;
+            Grant {
+                cards: vec![i],
+                instance: Some(instance),
+            }
+        }
+    };
+    Ok((next, grant))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::{Capability, Ledger};
+    use crate::ledger::catalogs::h100_80gb;
+    use crate::ledger::seed;
+
+    fn logical_nvidia() -> Capability {
+        Capability {
+            logical_sliced_count: 128,
+            cores_percentage_overcommit: true,
+            ..Capability::default()
+        }
+    }
+
+    fn node_of(ledgers: &[CardLedger], memory_mib: u64) -> Devices {
+        Devices {
+            groups: vec![DeviceGroup {
+                manufacturer: "nvidia".into(),
+                id: "a100-80gb".into(),
+                memory_mib,
+                cards: ledgers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| Card {
+                        id: format!("card-{i}"),
+                        index: i as u32,
+                        capability: Some(c.capability.clone()),
+                        ledger: Some(c.row.clone()),
+                    })
+                    .collect(),
+                ..DeviceGroup::default()
+            }],
+        }
+    }
+
+    fn get(a: &Amounts, k: &str) -> i64 {
+        a.get(k).copied().unwrap_or(-1)
+    }
+
+    /// admission.md §11.2: 2 × A100-80GB (H100-80GB profile table), card 0 MIG, card 1 not.
+    #[test]
+    fn mixed_node_keys_admission_11_2() {
+        let cards = [seed(h100_80gb()), seed(logical_nvidia())];
+        let a = node_allocatable(&node_of(&cards, 81_920));
+        assert_eq!(get(&a, "nvidia.com/gpu"), 1);
+        assert_eq!(get(&a, "nvidia.com/gpu.shared"), 10);
+        assert_eq!(get(&a, "nvidia.com/gpu.sliced"), 128);
+        assert_eq!(get(&a, "nvidia.com/gpu.sliced.units"), 1_600_000);
+        assert_eq!(get(&a, "nvidia.com/gpu.sliced.cores-percentage"), 12_800);
+        assert_eq!(get(&a, "nvidia.com/gpu.sliced.memory-percentage"), 100);
+        assert_eq!(get(&a, "nvidia.com/gpu.sliced.memory-mib"), 81_920);
+        assert_eq!(get(&a, "nvidia.com/gpu.partitioned"), 7);
+        assert_eq!(get(&a, "nvidia.com/gpu.partitioned.units"), 1_600_000);
+        for (p, n) in [
+            ("1g.10gb", 7),
+            ("1g.20gb", 4),
+            ("2g.20gb", 3),
+            ("3g.40gb", 2),
+            ("4g.40gb", 1),
+            ("7g.80gb", 1),
+        ] {
+            assert_eq!(
+                get(&a, &format!("nvidia.com/gpu.partitioned.mig-{p}")),
+                n,
+                "{p}"
+            );
+        }
+        // After a 3g.40gb on card 0: per-profile keys publish allocated + remaining.
+        let (after, grant) = allocate(
+            &cards,
+            &AllocationRequest::Partition {
+                profile: "3g.40gb".into(),
+                token_card: None,
+            },
+            AllocatorEra::Split,
+        )
+        .unwrap();
+        assert_eq!(grant.cards, [0]);
+        let a = node_allocatable(&node_of(&after, 81_920));
+        for (p, n) in [
+            ("1g.10gb", 3),
+            ("1g.20gb", 2),
+            ("2g.20gb", 1),
+            ("3g.40gb", 2),
+            ("4g.40gb", 0),
+            ("7g.80gb", 0),
+        ] {
+            assert_eq!(
+                get(&a, &format!("nvidia.com/gpu.partitioned.mig-{p}")),
+                n,
+                "{p}"
+            );
+        }
+        assert_eq!(get(&a, "nvidia.com/gpu.partitioned"), 4);
+    }
+
+    #[test]
+    fn held_cards_lose_their_other_tokens_and_pods_are_subtracted() {
+        let free = seed(logical_nvidia());
+        let shared = charge(&free, &Charge::Share).unwrap();
+        let a = node_allocatable(&node_of(&[free, shared], 81_920));
+        assert_eq!(get(&a, "nvidia.com/gpu"), 1);
+        assert_eq!(get(&a, "nvidia.com/gpu.shared"), 20);
+        assert_eq!(get(&a, "nvidia.com/gpu.sliced"), 128);
+        let holder: Amounts = [("nvidia.com/gpu.shared".to_string(), 1)].into();
+        let pod: Amounts = [("nvidia.com/gpu.shared".to_string(), 19)].into();
+        assert_eq!(
+            pod_fits_node(&a, std::slice::from_ref(&holder), &pod),
+            Ok(())
+        );
+        let big: Amounts = [("nvidia.com/gpu.shared".to_string(), 20)].into();
+        assert_eq!(
+            pod_fits_node(&a, &[holder], &big),
+            Err(vec!["Insufficient nvidia.com/gpu.shared".to_string()])
+        );
+    }
+
+    #[test]
+    fn pod_requests_take_app_sum_and_init_max() {
+        let c = |name: &str, init: bool, q: &str| Container {
+            name: name.into(),
+            init,
+            limits: [("nvidia.com/gpu.shared".to_string(), q.to_string())].into(),
+            requests: [("cpu".to_string(), "1".to_string())].into(),
+        };
+        let r =
+            pod_accelerator_requests(&[c("a", false, "1"), c("b", false, "2"), c("i", true, "4")])
+                .unwrap();
+        assert_eq!(r, [("nvidia.com/gpu.shared".to_string(), 4)].into());
+        assert!(pod_accelerator_requests(&[c("x", false, "lots")]).is_err());
+    }
+
+    #[test]
+    fn allocate_refuses_cross_mode_double_tokens_and_full_slices() {
+        let free = seed(logical_nvidia());
+        let ex = charge(&free, &Charge::Exclusive).unwrap();
+        let cards = vec![free.clone(), ex];
+        let e = allocate(
+            &cards,
+            &AllocationRequest::Shared { cards: vec![1] },
+            AllocatorEra::Split,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("held in mode Exclusive"), "{e}");
+        assert_eq!(e.pod_failure_reason(), "UnexpectedAdmissionError");
+        let e = allocate(
+            &cards,
+            &AllocationRequest::Shared { cards: vec![0, 0] },
+            AllocatorEra::Split,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("two tokens on card 0"), "{e}");
+        let (after, _) = allocate(
+            &cards,
+            &AllocationRequest::Slice {
+                card: 0,
+                units: 1_000_000,
+            },
+            AllocatorEra::Split,
+        )
+        .unwrap();
+        let e = allocate(
+            &after,
+            &AllocationRequest::Slice {
+                card: 0,
+                units: 960_000,
+            },
+            AllocatorEra::Split,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("it has 600000 of 1600000 units free and the slice needs 960000"),
+            "{e}"
+        );
+        // Sliced on sliced is allowed; refusals leave the input unchanged (values, not effects).
+        assert!(allocate(
+            &after,
+            &AllocationRequest::Slice {
+                card: 0,
+                units: 600_000
+            },
+            AllocatorEra::Split
+        )
+        .is_ok());
+        assert_eq!(after[1].row.mode, Mode::Exclusive);
+    }
+
+    #[test]
+    fn partitions_pack_onto_the_most_occupied_card_that_fits() {
+        let cards = vec![seed(h100_80gb()), seed(h100_80gb())];
+        let req = AllocationRequest::Partition {
+            profile: "1g.10gb".into(),
+            token_card: None,
+        };
+        let (cards, g) = allocate(&cards, &req, AllocatorEra::Split).unwrap();
+        assert_eq!(g.cards, [0]);
+        let big = AllocationRequest::Partition {
+            profile: "4g.40gb".into(),
+            token_card: None,
+        };
+        // Card 0 cannot take a 4g.40gb any more (start 0 occupied): it goes to card 1.
+        let (cards, g) = allocate(&cards, &big, AllocatorEra::Split).unwrap();
+        assert_eq!(g.cards, [1]);
+        // Card 1 now holds 4 slices, card 0 one: the next small instance packs onto card 1.
+        let (cards, g) = allocate(&cards, &req, AllocatorEra::Split).unwrap();
+        assert_eq!(g.cards, [1]);
+        assert_eq!(
+            g.instance.map(|i| i.placement.start),
+            Some(4),
+            "lowest free legal start"
+        );
+        let full = AllocationRequest::Partition {
+            profile: "7g.80gb".into(),
+            token_card: None,
+        };
+        let e = allocate(&cards, &full, AllocatorEra::Split).unwrap_err();
+        assert!(
+            e.to_string().contains("no card on the node can host"),
+            "{e}"
+        );
+    }
+
+    /// admission.md §12.5 / SPEC-SPLIT: before the split a partition request rode the shared
+    /// `.sliced` token pool, the kubelet could hand it a token of a non-partitionable card, and
+    /// `Allocate` failed the Pod with UnexpectedAdmissionError. After the split the same node
+    /// advertises no `.partitioned` token, so gate 4 holds the Pod Pending and Allocate is never
+    /// reached; on a mixed node the plugin picks the partitioned card itself.
+    #[test]
+    fn pre_split_reproduces_the_historic_failure() {
+        // A node with only a whole (logically sliceable) card.
+        let whole_only = vec![seed(logical_nvidia())];
+        let req = AllocationRequest::Partition {
+            profile: "3g.40gb".into(),
+            token_card: Some(0),
+        };
+        let e = allocate(&whole_only, &req, AllocatorEra::PreSplit).unwrap_err();
+        assert_eq!(e.pod_failure_reason(), "UnexpectedAdmissionError");
+        assert!(e.to_string().contains("not in a partitioning mode"), "{e}");
+
+        // Split: gate 4 refuses cleanly earlier (no partition tokens on this node).
+        let a = node_allocatable(&node_of(&whole_only, 81_920));
+        let pod: Amounts = [
+            ("nvidia.com/gpu.partitioned".to_string(), 1),
+            ("nvidia.com/gpu.partitioned.mig-3g.40gb".to_string(), 1),
+        ]
+        .into();
+        let short = pod_fits_node(&a, &[], &pod).unwrap_err();
+        assert!(short.contains(&"Insufficient nvidia.com/gpu.partitioned".to_string()));
+
+        // Mixed node: the pre-split kubelet may hand the whole card's token and fail the Pod;
+        // the split plugin ignores the token and serves the partitioned card.
+        let mixed = vec![seed(logical_nvidia()), seed(h100_80gb())];
+        assert!(allocate(&mixed, &req, AllocatorEra::PreSplit).is_err());
+        let (_, g) = allocate(&mixed, &req, AllocatorEra::Split).unwrap();
+        assert_eq!(g.cards, [1]);
+        assert!(pod_fits_node(&node_allocatable(&node_of(&mixed, 81_920)), &[], &pod).is_ok());
+    }
+
+    #[test]
+    fn partition_card_without_ledger_row_uses_its_ceiling() {
+        let d = Devices {
+            groups: vec![DeviceGroup {
+                manufacturer: "nvidia".into(),
+                id: "h100".into(),
+                cards: vec![Card {
+                    capability: Some(h100_80gb()),
+                    ledger: Some(Ledger::default()),
+                    ..Card::default()
+                }],
+                ..DeviceGroup::default()
+            }],
+        };
+        let a = node_allocatable(&d);
+        assert_eq!(get(&a, "nvidia.com/gpu.partitioned"), 7);
+        assert_eq!(get(&a, "nvidia.com/gpu.partitioned.mig-1g.20gb"), 4);
+        assert_eq!(get(&a, "nvidia.com/gpu"), 0);
+        assert_eq!(get(&a, "nvidia.com/gpu.sliced"), 0);
+        assert_eq!(a.get("nvidia.com/gpu.sliced.units"), None);
+    }
+}
