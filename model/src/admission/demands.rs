@@ -33,6 +33,7 @@ pub struct FamilyDemand {
     /// The ResourceFlavor Kueue assigned; empty = unresolved.
     pub flavor: String,
     /// Pod sets the demand was read from (verdict text only).
+    #[serde(alias = "podsets")]
     pub pod_sets: Vec<String>,
     /// Shared holders; empty reads as one holder of `cards` (conformance README).
     pub holders: Vec<Holder>,
@@ -67,7 +68,7 @@ impl FamilyDemand {
         } else {
             self.holders.clone()
         };
-        holders.sort_by(|a, b| b.cards.cmp(&a.cards));
+        holders.sort_by_key(|h| std::cmp::Reverse(h.cards));
         holders
     }
 }
@@ -196,10 +197,8 @@ pub fn pod_set_family_demands(ps: &PodSet, pods: u32) -> Result<Vec<FamilyDemand
                         });
                     }
                 }
-                Key::PartitionedProfile(p) => {
-                    if d.profile.is_empty() || *p < d.profile {
-                        d.profile = p.clone();
-                    }
+                Key::PartitionedProfile(p) if d.profile.is_empty() || *p < d.profile => {
+                    d.profile = p.clone();
                 }
                 _ => {}
             }
