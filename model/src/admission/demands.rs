@@ -139,7 +139,7 @@ pub fn quantity_value(q: &str) -> Result<i128, ModelError> {
     let value = if negative {
         -(num / den)
     } else {
-        (num + den - 1) / den
+        num.checked_add(den - 1).ok_or_else(bad)? / den
     };
     Ok(value)
 }
@@ -359,6 +359,8 @@ mod tests {
         assert!(quantity_value("two").is_err());
         assert!(quantity_value("").is_err());
         assert!(quantity_value("1x").is_err());
+        assert!(quantity_value("999999999999999999999999999999Ti").is_err());
+        assert_eq!(quantity_value("-1500m"), Ok(-1));
     }
 
     #[test]

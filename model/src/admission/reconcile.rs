@@ -292,3 +292,259 @@ pub fn hostnames(pool: &[ScopedDevices]) -> BTreeMap<String, String> {
         .map(|n| (n.hostname.clone(), n.name.clone()))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::demands::HostPods;
+    use super::super::inflight::CardCharge;
+    use super::*;
+    use crate::devices::{Capability, Card, DeviceGroup, Devices, Ledger, Mode};
+    use crate::labels::Labels;
+    use crate::units::UNITS_PER_PERCENT;
+    use crate::workload::Container;
+
+    fn labels() -> Labels {
+        [(
+            "acceleratable.feature.gpustack.ai/nvidia-g0".to_string(),
+            "true".to_string(),
+        )]
+        .into()
+    }
+
+    fn node(remaining: i64) -> NodeDevices {
+        NodeDevices {
+            name: "node-b".into(),
+            hostname: "host-b".into(),
+            labels: labels(),
+            devices: Devices {
+                groups: vec![DeviceGroup {
+                    manufacturer: "nvidia".into(),
+                    id: "g0".into(),
+                    cards: vec![Card {
+                        id: "gpu-0".into(),
+                        index: 0,
+                        capability: Some(Capability {
+                            logical_sliced_count: 10,
+                            ..Capability::default()
+                        }),
+                        ledger: Some(Ledger {
+                            remaining_units: remaining,
+                            ..Ledger::default()
+                        }),
+                    }],
+                    ..DeviceGroup::default()
+                }],
+            },
+        }
+    }
+
+    fn slice_workload(name: &str, pct: i64, flavor: &str, host: Option<&str>) -> WorkloadRecord {
+        let requests = [
+            ("nvidia.com/gpu.sliced".to_string(), "1".to_string()),
+            (
+                "nvidia.com/gpu.sliced.units".to_string(),
+                (pct * UNITS_PER_PERCENT).to_string(),
+            ),
+        ]
+        .into();
+        WorkloadRecord {
+            name: name.into(),
+            pod_sets: vec![PodSet {
+                name: "main".into(),
+                count: 1,
+                containers: vec![Container {
+                    name: "c".into(),
+                    requests,
+                    ..Container::default()
+                }],
+                ..PodSet::default()
+            }],
+            admission: Some(vec![PodSetAssignment {
+                pod_set: "main".into(),
+                flavors: [("credits.gpustack.ai/nvidia".to_string(), flavor.to_string())].into(),
+                hosts: host
+                    .map(|h| {
+                        vec![HostPods {
+                            hostname: h.into(),
+                            pods: 1,
+                        }]
+                    })
+                    .unwrap_or_default(),
+            }]),
+            quota_reserved: true,
+            check: Some(CheckState::Pending),
+            ..WorkloadRecord::default()
+        }
+    }
+
+    fn world(workloads: Vec<WorkloadRecord>) -> World {
+        World {
+            flavors: vec![FlavorObject {
+                name: "gpu-pool".into(),
+                node_labels: labels(),
+            }],
+            devices: vec![node(crate::units::UNITS_PER_CARD)],
+            workloads,
+            pods: vec![],
+        }
+    }
+
+    fn judged(r: Reconciled) -> Verdict {
+        match r {
+            Reconciled::Judged(v) => v,
+            Reconciled::Skipped => panic!("expected a verdict"),
+        }
+    }
+
+    #[test]
+    fn admitted_evicted_and_unreserved_workloads_are_left_alone() {
+        for flip in [
+            |w: &mut WorkloadRecord| w.admitted = true,
+            |w: &mut WorkloadRecord| w.evicted = true,
+            |w: &mut WorkloadRecord| w.quota_reserved = false,
+            |w: &mut WorkloadRecord| w.check = None,
+        ] {
+            let mut w = slice_workload("a", 50, "gpu-pool", None);
+            flip(&mut w);
+            let r = NodeDevicesAdmission::default().reconcile(&world(vec![w]), "a");
+            assert_eq!(r, Ok(Reconciled::Skipped));
+        }
+    }
+
+    #[test]
+    fn unassigned_and_unresolved_flavors_are_held_with_their_cause() {
+        let mut w = slice_workload("a", 50, "gpu-pool", None);
+        w.admission = None;
+        let v = judged(
+            NodeDevicesAdmission::default()
+                .reconcile(&world(vec![w]), "a")
+                .unwrap(),
+        );
+        assert!(v
+            .message
+            .contains("does not resolve to a single accelerator flavor"));
+        let mut two_keys = world(vec![slice_workload("a", 50, "gpu-pool", None)]);
+        if let Some(f) = two_keys.flavors.first_mut() {
+            f.node_labels.insert(
+                "acceleratable.feature.gpustack.ai/nvidia-l40s".into(),
+                "true".into(),
+            );
+        }
+        if let Some(d) = two_keys.devices.first_mut() {
+            d.labels.insert(
+                "acceleratable.feature.gpustack.ai/nvidia-l40s".into(),
+                "true".into(),
+            );
+        }
+        let v = judged(
+            NodeDevicesAdmission::default()
+                .reconcile(&two_keys, "a")
+                .unwrap(),
+        );
+        assert!(
+            v.message.contains("pins no single accelerator key"),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
+    fn the_ledger_is_rebuilt_from_bound_pods() {
+        let mut w = world(vec![slice_workload("a", 40, "gpu-pool", Some("host-b"))]);
+        // Published ledger reads free, but a Pod holds 70 % of the card.
+        w.pods = vec![PodRecord {
+            name: "p".into(),
+            node: "node-b".into(),
+            charged: true,
+            charges: vec![CardCharge {
+                card_id: "gpu-0".into(),
+                mode: Mode::Sliced,
+                units: 70 * UNITS_PER_PERCENT,
+                profile: String::new(),
+            }],
+            ..PodRecord::default()
+        }];
+        let v = judged(NodeDevicesAdmission::default().reconcile(&w, "a").unwrap());
+        assert_eq!(v.state, CheckState::Retry);
+        assert!(
+            v.message.starts_with("no card on the node \"host-b\""),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
+    fn a_ready_the_cache_has_not_shown_still_counts_and_retry_does_not() {
+        let mut w = world(vec![
+            slice_workload("first", 60, "gpu-pool", Some("host-b")),
+            slice_workload("second", 50, "gpu-pool", Some("host-b")),
+        ]);
+        let mut gate = NodeDevicesAdmission::default();
+        assert!(judged(gate.reconcile(&w, "first").unwrap()).is_ready());
+        // The cache still shows first as Pending.
+        let v = judged(gate.reconcile(&w, "second").unwrap());
+        assert_eq!(v.state, CheckState::Retry);
+        assert!(v.message.ends_with(super::super::verdict::INFLIGHT_SUFFIX));
+        // A fresh controller that never answered first, with first held in Retry: not counted.
+        if let Some(first) = w.workloads.first_mut() {
+            first.check = Some(CheckState::Retry);
+        }
+        assert!(judged(
+            NodeDevicesAdmission::default()
+                .reconcile(&w, "second")
+                .unwrap()
+        )
+        .is_ready());
+    }
+
+    #[test]
+    fn charged_pods_are_not_counted_twice() {
+        let mut other = slice_workload("other", 60, "gpu-pool", Some("host-b"));
+        other.admitted = true;
+        let mut w = world(vec![
+            other,
+            slice_workload("self", 40, "gpu-pool", Some("host-b")),
+        ]);
+        w.pods = vec![PodRecord {
+            name: "other-0".into(),
+            node: "node-b".into(),
+            workload: "other".into(),
+            pod_set: "main".into(),
+            charged: true,
+            charges: vec![CardCharge {
+                card_id: "gpu-0".into(),
+                mode: Mode::Sliced,
+                units: 60 * UNITS_PER_PERCENT,
+                profile: String::new(),
+            }],
+        }];
+        // 60 % on the ledger + 40 % asked = exactly the card.
+        assert!(judged(
+            NodeDevicesAdmission::default()
+                .reconcile(&w, "self")
+                .unwrap()
+        )
+        .is_ready());
+    }
+
+    #[test]
+    fn an_inflight_flavor_that_resolves_nowhere_holds_the_judgment() {
+        let mut other = slice_workload("other", 30, "gone", Some("host-b"));
+        other.check = Some(CheckState::Ready);
+        let w = world(vec![
+            other,
+            slice_workload("self", 40, "gpu-pool", Some("host-b")),
+        ]);
+        let v = judged(
+            NodeDevicesAdmission::default()
+                .reconcile(&w, "self")
+                .unwrap(),
+        );
+        assert_eq!(v.state, CheckState::Retry);
+        assert!(
+            v.message.contains("node \"host-b\" before this one"),
+            "{}",
+            v.message
+        );
+    }
+}
