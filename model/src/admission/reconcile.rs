@@ -2,7 +2,7 @@
 //! demands and the per-card fit (admission.md §6.2–6.5, §6.8; node_devices_admission.go
 //! `Reconcile`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
@@ -284,13 +284,6 @@ impl NodeDevicesAdmission {
             };
         Ok(node_devices_feasibility(&pool, &inflight, &demands))
     }
-}
-
-/// The node names of a pool keyed by hostname (diagnostics for adapters and tests).
-pub fn hostnames(pool: &[ScopedDevices]) -> BTreeMap<String, String> {
-    pool.iter()
-        .map(|n| (n.hostname.clone(), n.name.clone()))
-        .collect()
 }
 
 #[cfg(test)]
