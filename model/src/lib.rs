@@ -2,6 +2,7 @@
 //! nodes + Devices + settings → node labels, ResourceFlavors, InstanceTypes, ClusterQueues,
 //! LocalQueues. No I/O, no async; every rule is one function named for what it decides.
 
+pub mod admission;
 pub mod cluster;
 pub mod credits;
 pub mod derive;

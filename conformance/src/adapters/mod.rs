@@ -3,6 +3,12 @@
 
 use crate::{Outcome, Vector};
 
+pub mod admission;
+pub mod admission_flavor_scope;
+pub mod admission_inflight;
+pub mod admission_messages;
+pub mod admission_parse_demands;
+pub mod admission_reconcile;
 pub mod clusterqueue_quota;
 pub mod cpu_view;
 pub mod credits;
@@ -32,6 +38,12 @@ pub type Adapter = fn(&Vector) -> Outcome;
 /// The adapter for a vector file, by file stem; `None` = the model has no function for it yet.
 pub fn adapter_for(stem: &str) -> Option<Adapter> {
     Some(match stem {
+        "admission" => admission::run,
+        "admission_flavor_scope" => admission_flavor_scope::run,
+        "admission_inflight" => admission_inflight::run,
+        "admission_messages" => admission_messages::run,
+        "admission_parse_demands" => admission_parse_demands::run,
+        "admission_reconcile" => admission_reconcile::run,
         "clusterqueue_quota" => clusterqueue_quota::run,
         "cpu_view" => cpu_view::run,
         "credits" => credits::run,
