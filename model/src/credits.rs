@@ -318,6 +318,13 @@ pub fn credits_to_cards(credits: Quantity) -> Result<Quantity, ModelError> {
     Ok(credits.with_micro(micro))
 }
 
+/// A Kubernetes quantity's `Value()` (rounded up to an integer) as an int64; errors name `field`.
+pub fn quantity_value(field: &str, q: &str) -> Result<i64, ModelError> {
+    parse_quantity(q)
+        .map_err(|e| ModelError::invalid(field, e.to_string()))?
+        .value_i64(field)
+}
+
 /// `IsValidSlicedPartitions`: a power of two in [2, 512]; knowns.go.
 pub fn is_valid_sliced_partitions(n: i64) -> bool {
     (2..=SLICED_MAX_SIZE).contains(&n) && n & (n - 1) == 0
@@ -394,6 +401,25 @@ pub fn denominator_invariants() -> [(&'static str, i64); 6] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantities_round_up_like_value() {
+        assert_eq!(quantity_value("f", "800000"), Ok(800_000));
+        assert_eq!(quantity_value("f", "1.5"), Ok(2));
+        assert_eq!(quantity_value("f", "500m"), Ok(1));
+        assert_eq!(quantity_value("f", "1k"), Ok(1000));
+        assert_eq!(quantity_value("f", "1Ki"), Ok(1024));
+        assert_eq!(quantity_value("f", "16e5"), Ok(1_600_000));
+        assert!(quantity_value("f", "abc").is_err());
+        assert!(quantity_value("f", "1Xi").is_err());
+        assert!(quantity_value("f", "").is_err());
+        assert_eq!(
+            quantity_value("f", "0.00000000000000000000000000001n"),
+            Ok(1)
+        );
+        assert!(quantity_value("f", "999999999999999999999999999999Ei").is_err());
+        assert_eq!(quantity_value("f", "1e-3"), Ok(1));
+    }
 
     fn q(s: &str) -> Quantity {
         parse_quantity(s).unwrap()

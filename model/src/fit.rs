@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::credits::parse_quantity;
+use crate::admission::demands::pod_set_family_demands;
 use crate::devices::{Card, Devices, Mode};
 use crate::error::ModelError;
 use crate::fit_keys::{
@@ -21,16 +21,11 @@ use crate::fit_keys::{
 };
 use crate::labels::{Labels, MANAGED};
 use crate::ledger::{charge, CardLedger, Charge};
-use crate::resources::{classify, Family, Key};
+use crate::resources::Family;
+use crate::units::clamp_i32;
 use crate::units::UNITS_PER_SHARE;
 use crate::views::logical_slots_free;
-use crate::workload::{Container, PodSet, ResourceList};
-
-/// `clampInt32`: a value narrowed to the int32 the ledger uses, saturating, never negative
-/// (node_devices_admission.go).
-pub fn clamp_i32(v: i64) -> i32 {
-    v.clamp(0, i64::from(i32::MAX)) as i32
-}
+use crate::workload::PodSet;
 
 /// Gate 3's `freeSliceUnits`: a card's remaining units if it can take a logical slice now
 /// (sliceable, mode None/Sliced, a free slot), else −1; admission.md §6.7, §13.1.
@@ -41,7 +36,7 @@ pub fn free_slice_units(card: &Card) -> i64 {
     let mode_ok = matches!(row.mode, Mode::None | Mode::Sliced);
     if cap.is_logically_sliceable() && mode_ok && logical_slots_free(cap, row.allocated_slices) > 0
     {
-        i64::from(clamp_i32(row.remaining_units))
+        clamp_i32(i128::from(row.remaining_units))
     } else {
         -1
     }
@@ -184,71 +179,18 @@ pub struct FitDemand {
     pub shared_cards: i32,
 }
 
-/// A Kubernetes quantity's `Value()` (rounded up to an integer); errors name `field`.
-pub fn quantity_value(field: &str, q: &str) -> Result<i64, ModelError> {
-    parse_quantity(q)
-        .map_err(|e| ModelError::invalid(field, e.to_string()))?
-        .value_i64(field)
-}
-
-/// `mergedContainerResources`: limits, then requests over them (requests win).
-fn merged_resources(c: &Container) -> ResourceList {
-    let mut merged = c.limits.clone();
-    merged.extend(c.requests.iter().map(|(k, v)| (k.clone(), v.clone())));
-    merged
-}
-
-/// Whether `key` is its family's card key (the one whose value counts cards).
-fn is_card_key(key: &Key) -> bool {
-    matches!(
-        key,
-        Key::Whole | Key::Shared | Key::Sliced | Key::Partitioned
-    )
-}
-
 /// `PodSetFitDemand` = gate 3's per-family parse of one Pod (count 1): the sliced demand's per-card
 /// units (max over containers, clamped to int32, only when a `.sliced` card key stands behind
 /// them) and the largest shared holder (max, not sum); exclusive and partitions ask nothing.
 /// admission.md §4.5, §6.3; fit_demand.go @f944bda.
 pub fn pod_set_fit_demand(ps: &PodSet) -> Result<FitDemand, ModelError> {
-    let (mut sliced_cards, mut sliced_units) = (0i64, 0i32);
-    let (mut shared_cards, mut largest_holder) = (0i64, 0i32);
-    let containers = ps
-        .containers
-        .iter()
-        .filter(|c| c.init)
-        .chain(ps.containers.iter().filter(|c| !c.init));
-    for c in containers {
-        for (name, qty) in merged_resources(c) {
-            let Some(r) = classify(&name) else { continue };
-            let family = r.key.family();
-            if matches!(family, Family::Visibility | Family::None) {
-                continue;
-            }
-            let field = format!("containers[{}].{name}", c.name);
-            let value = clamp_i32(quantity_value(&field, &qty)?);
-            match (&r.key, family) {
-                (Key::SlicedUnits, _) => sliced_units = sliced_units.max(value),
-                (k, Family::Sliced) if is_card_key(k) => sliced_cards += i64::from(value),
-                (k, Family::Shared) if is_card_key(k) => {
-                    shared_cards += i64::from(value);
-                    largest_holder = largest_holder.max(value);
-                }
-                _ => {}
-            }
-        }
-    }
+    let demands = pod_set_family_demands(ps, 1)?;
+    let of = |family: Family| demands.iter().find(|d| d.family == family);
     Ok(FitDemand {
-        sliced_units: if clamp_i32(sliced_cards) > 0 {
-            sliced_units
-        } else {
-            0
-        },
-        shared_cards: if clamp_i32(shared_cards) > 0 {
-            largest_holder
-        } else {
-            0
-        },
+        sliced_units: of(Family::Sliced).map_or(0, |d| d.units_per_card as i32),
+        shared_cards: of(Family::Shared).map_or(0, |d| {
+            d.shared_holders().first().map_or(0, |h| h.cards as i32)
+        }),
     })
 }
 
@@ -416,25 +358,6 @@ mod tests {
         let after = apply_label_patch(&cur, &patch);
         assert_eq!(after.get("zone").map(String::as_str), Some("a"));
         assert!(!after.contains_key(SL));
-    }
-
-    #[test]
-    fn quantities_round_up_like_value() {
-        assert_eq!(quantity_value("f", "800000"), Ok(800_000));
-        assert_eq!(quantity_value("f", "1.5"), Ok(2));
-        assert_eq!(quantity_value("f", "500m"), Ok(1));
-        assert_eq!(quantity_value("f", "1k"), Ok(1000));
-        assert_eq!(quantity_value("f", "1Ki"), Ok(1024));
-        assert_eq!(quantity_value("f", "16e5"), Ok(1_600_000));
-        assert!(quantity_value("f", "abc").is_err());
-        assert!(quantity_value("f", "1Xi").is_err());
-        assert!(quantity_value("f", "").is_err());
-        assert_eq!(
-            quantity_value("f", "0.00000000000000000000000000001n"),
-            Ok(1)
-        );
-        assert!(quantity_value("f", "999999999999999999999999999999Ei").is_err());
-        assert_eq!(quantity_value("f", "1e-3"), Ok(1));
     }
 
     /// `TestFitLabelsAgreeWithNodeDevicesFeasibility` (node_fit_label_test.go): over a family of

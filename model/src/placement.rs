@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
+use crate::credits::quantity_value;
 use crate::devices::{Card, DeviceGroup, Devices, Mode};
 use crate::error::ModelError;
-use crate::fit::quantity_value;
 use crate::ledger::{charge, lowest_free_placement, CardLedger, Charge, Instance};
 use crate::profiles::publish_profile_name;
 use crate::resources::{classify, partition_kind, resource_name, Family, Key};

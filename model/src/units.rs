@@ -12,3 +12,9 @@ pub const UNITS_PER_PERCENT: i64 = UNITS_PER_CARD / 100;
 pub const CREDITS_PER_CARD: i64 = UNITS_PER_CARD;
 /// Kueue's cap on flavors in one resource group (node_queue.go TAS validation).
 pub const MAX_FLAVORS_PER_QUEUE: usize = 64;
+
+/// `clampInt32`: a value saturated into the int32 range the ledger uses, negatives to 0
+/// (node_devices_admission.go).
+pub fn clamp_i32(v: i128) -> i64 {
+    v.clamp(0, i128::from(i32::MAX)) as i64
+}

@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::credits::parse_quantity;
 use crate::error::ModelError;
 use crate::nodefeature::is_credits_resource_name;
 use crate::resources::{classify, Family, Key};
+use crate::units::clamp_i32;
 use crate::workload::{Container, PodSet, ResourceList};
 
 /// One shared holder: a container that needs `cards` distinct cards on one node, one share
@@ -91,57 +93,9 @@ pub struct HostPods {
     pub pods: u32,
 }
 
-/// Saturates a value into the int32 range the ledger uses, negatives to 0;
-/// node_devices_admission.go `clampInt32`.
-pub fn clamp_i32(v: i128) -> i64 {
-    v.clamp(0, i128::from(i32::MAX)) as i64
-}
-
-/// `Quantity.Value()`: a Kubernetes quantity rounded up to an integer (decimal SI, binary SI,
-/// milli, plain decimals); anything else is a [`ModelError`].
+/// `Quantity.Value()` of a request, unbounded; anything unparsable is a [`ModelError`].
 pub fn quantity_value(q: &str) -> Result<i128, ModelError> {
-    let bad = || ModelError::invalid("quantity", format!("`{q}` is not a Kubernetes quantity"));
-    let s = q.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-        .unwrap_or(s.len());
-    let (number, suffix) = s.split_at(split);
-    // (numerator, denominator) of the suffix multiplier.
-    let (mul, div): (i128, i128) = match suffix {
-        "" => (1, 1),
-        "m" => (1, 1000),
-        "k" => (1_000, 1),
-        "M" => (1_000_000, 1),
-        "G" => (1_000_000_000, 1),
-        "T" => (1_000_000_000_000, 1),
-        "Ki" => (1 << 10, 1),
-        "Mi" => (1 << 20, 1),
-        "Gi" => (1 << 30, 1),
-        "Ti" => (1 << 40, 1),
-        _ => return Err(bad()),
-    };
-    let (negative, digits) = match number.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, number.strip_prefix('+').unwrap_or(number)),
-    };
-    let (whole, frac) = digits.split_once('.').unwrap_or((digits, ""));
-    if whole.is_empty() && frac.is_empty()
-        || !whole.chars().all(|c| c.is_ascii_digit())
-        || !frac.chars().all(|c| c.is_ascii_digit())
-        || whole.len() + frac.len() > 30
-    {
-        return Err(bad());
-    }
-    let scale = 10i128.pow(frac.len() as u32);
-    let mantissa: i128 = format!("{whole}{frac}").parse().map_err(|_| bad())?;
-    let num = mantissa.checked_mul(mul).ok_or_else(bad)?;
-    let den = scale * div;
-    let value = if negative {
-        -(num / den)
-    } else {
-        num.checked_add(den - 1).ok_or_else(bad)? / den
-    };
-    Ok(value)
+    Ok(parse_quantity(q)?.value())
 }
 
 /// A container's limits overlaid by its requests (requests win);
@@ -154,7 +108,7 @@ pub fn merged_resources(c: &Container) -> ResourceList {
 
 /// Whether `key` is its family's card-count key (`<base>`, `.shared`, `.sliced`,
 /// `.partitioned`); node_devices_admission.go `isCardKey`.
-fn is_card_key(key: &Key) -> bool {
+pub fn is_card_key(key: &Key) -> bool {
     matches!(
         key,
         Key::Whole | Key::Shared | Key::Sliced | Key::Partitioned
@@ -360,7 +314,8 @@ mod tests {
         assert!(quantity_value("").is_err());
         assert!(quantity_value("1x").is_err());
         assert!(quantity_value("999999999999999999999999999999Ti").is_err());
-        assert_eq!(quantity_value("-1500m"), Ok(-1));
+        // Value() rounds away from zero (apimachinery resource.Quantity).
+        assert_eq!(quantity_value("-1500m"), Ok(-2));
     }
 
     #[test]

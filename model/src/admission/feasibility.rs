@@ -584,7 +584,7 @@ mod tests {
             ..demand(Family::Partitioned, 2, 0)
         };
         // Free placements but no cached Placements: still Ready (corrections.md 5).
-        assert_eq!(state(&pool, &[d.clone()]), CheckState::Ready);
+        assert_eq!(state(&pool, std::slice::from_ref(&d)), CheckState::Ready);
         let more = FamilyDemand {
             cards: 3,
             ..d.clone()
@@ -618,7 +618,7 @@ mod tests {
         )];
         let first = demand(Family::Sliced, 1, 60 * pct);
         let second = demand(Family::Sliced, 1, 50 * pct);
-        assert!(node_devices_feasibility(&pool, &[], &[second.clone()]).is_ready());
+        assert!(node_devices_feasibility(&pool, &[], std::slice::from_ref(&second)).is_ready());
         let v = node_devices_feasibility(&pool, &[first], &[second]);
         assert_eq!(v.state, CheckState::Retry);
         assert!(v.message.ends_with(INFLIGHT_SUFFIX));

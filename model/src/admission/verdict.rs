@@ -269,7 +269,7 @@ mod tests {
             message: v.message.clone(),
             requeue_after_seconds: Some(30),
         };
-        let (_, changed) = desired_check_states(&[settled.clone()], &s(&["a"]), &v);
+        let (_, changed) = desired_check_states(std::slice::from_ref(&settled), &s(&["a"]), &v);
         assert!(!changed);
         let no_delay = CheckStatus {
             requeue_after_seconds: None,
