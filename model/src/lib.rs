@@ -15,6 +15,7 @@ pub mod fit_keys;
 pub mod flavor;
 pub mod labels;
 pub mod ledger;
+pub mod lifecycle;
 pub mod nodefeature;
 pub mod objects;
 pub mod placement;

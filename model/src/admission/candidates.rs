@@ -147,6 +147,8 @@ pub fn candidate_devices(
 /// hostname, capability (zero when the spec row is missing) and ledger row.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CardSlot {
+    /// Ordinal of the card's node in the pool (cards of one node are contiguous).
+    pub node: usize,
     pub id: String,
     pub manufacturer: String,
     pub accelerator_key: String,
@@ -175,7 +177,7 @@ pub fn scope_covers_group(scope: &FlavorScope, accelerator_key: &str, cards: usi
 /// the flavors covering it; admission.md §6.4 (`collectCards`).
 pub fn collect_cards(pool: &[ScopedDevices]) -> Vec<CardSlot> {
     let mut cards = Vec::new();
-    for node in pool {
+    for (ordinal, node) in pool.iter().enumerate() {
         for group in &node.devices.groups {
             let key = group.accelerator_key();
             let rows = group.cards.iter().filter(|c| c.ledger.is_some()).count();
@@ -188,6 +190,7 @@ pub fn collect_cards(pool: &[ScopedDevices]) -> Vec<CardSlot> {
             for card in &group.cards {
                 let Some(ledger) = &card.ledger else { continue };
                 cards.push(CardSlot {
+                    node: ordinal,
                     id: card.id.clone(),
                     manufacturer: group.manufacturer.clone(),
                     accelerator_key: key.clone(),

@@ -27,6 +27,65 @@ pub struct CardBudget {
     pub placements: i64,
 }
 
+/// Per-card budgets of one judgment, in card order, with an undo journal: a Workload that ends
+/// in Retry gives back exactly what it tried, and the plan of a Ready one is read off the
+/// journal, without copying every card's budget.
+#[derive(Clone, Debug, Default)]
+pub struct Budgets {
+    slots: Vec<CardBudget>,
+    journal: Vec<(usize, CardBudget)>,
+}
+
+impl Budgets {
+    pub fn new(cards: usize) -> Self {
+        Budgets {
+            slots: vec![CardBudget::default(); cards],
+            journal: Vec::new(),
+        }
+    }
+
+    pub fn get(&self, i: usize) -> Option<&CardBudget> {
+        self.slots.get(i)
+    }
+
+    /// A card's budget to change; the old value is journaled.
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut CardBudget> {
+        let old = self.slots.get(i)?.clone();
+        self.journal.push((i, old));
+        self.slots.get_mut(i)
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, CardBudget> {
+        self.slots.iter()
+    }
+
+    /// A point to roll back to.
+    pub fn mark(&self) -> usize {
+        self.journal.len()
+    }
+
+    /// Undoes every change since `mark`.
+    pub fn rollback(&mut self, mark: usize) {
+        while self.journal.len() > mark {
+            if let Some((i, old)) = self.journal.pop() {
+                self.slots[i] = old;
+            }
+        }
+    }
+
+    /// Cards changed since `mark`, each once, in card order, with what was added there.
+    pub fn taken_since(&self, mark: usize) -> Vec<(usize, CardBudget)> {
+        let mut first: BTreeMap<usize, &CardBudget> = BTreeMap::new();
+        for (i, old) in self.journal.iter().skip(mark) {
+            first.entry(*i).or_insert(old);
+        }
+        first
+            .into_iter()
+            .filter_map(|(i, before)| Some((i, budget_delta(before, self.slots.get(i)?)?)))
+            .collect()
+    }
+}
+
 /// Whether a card's capability lets it serve `family` at all; admission.md §6.6
 /// (`servesFamily`).
 pub fn serves_family(card: &CardSlot, family: Family) -> bool {
@@ -58,25 +117,31 @@ fn scalar_verdict(fits: bool, d: &FamilyDemand) -> Verdict {
     }
 }
 
-/// Whether a card may take a whole-card grant: nothing budgeted, covered, whole-capable and
+/// Whether a (covered) card may take a whole-card grant: nothing budgeted, whole-capable and
 /// wholly free; admission.md §16 R16.
-pub fn exclusive_fits(card: &CardSlot, budget: &CardBudget, d: &FamilyDemand) -> bool {
+pub fn exclusive_fits(card: &CardSlot, budget: &CardBudget) -> bool {
     !budget.whole
         && budget.shares == 0
         && budget.slices == 0
-        && card.covered_by(&d.flavor, &d.node)
         && serves_family(card, Family::Exclusive)
         && card.ledger.remaining_units >= UNITS_PER_CARD
 }
 
 /// Exclusive: `cards` distinct wholly free cards, first fit in card order; §6.7.
-pub fn fit_exclusive(cards: &[CardSlot], budgets: &mut [CardBudget], d: &FamilyDemand) -> Verdict {
+pub fn fit_exclusive(
+    cards: &[CardSlot],
+    covered: &[bool],
+    budgets: &mut Budgets,
+    d: &FamilyDemand,
+) -> Verdict {
     let mut fit = 0;
-    for (card, budget) in cards.iter().zip(budgets.iter_mut()) {
+    for (i, card) in cards.iter().enumerate() {
         if fit >= d.cards {
             break;
         }
-        if exclusive_fits(card, budget, d) {
+        let fits = covered.get(i) == Some(&true)
+            && budgets.get(i).is_some_and(|b| exclusive_fits(card, b));
+        if let Some(budget) = budgets.get_mut(i).filter(|_| fits) {
             budget.whole = true;
             fit += 1;
         }
@@ -84,11 +149,11 @@ pub fn fit_exclusive(cards: &[CardSlot], budgets: &mut [CardBudget], d: &FamilyD
     scalar_verdict(fit >= d.cards, d)
 }
 
-/// Free shares a card still offers this demand: `remaining div 160,000` on a whole-capable
-/// card in mode None/Shared, minus shares budgeted; 0 when budgeted whole or sliced or not
-/// covered; admission.md §16 R17.
-pub fn free_shares(card: &CardSlot, budget: &CardBudget, d: &FamilyDemand) -> i64 {
-    if budget.whole || budget.slices > 0 || !card.covered_by(&d.flavor, &d.node) {
+/// Free shares a (covered) card still offers: `remaining div 160,000` on a whole-capable card
+/// in mode None/Shared, minus shares budgeted; 0 when budgeted whole or sliced; admission.md
+/// §16 R17.
+pub fn free_shares(card: &CardSlot, budget: &CardBudget) -> i64 {
+    if budget.whole || budget.slices > 0 {
         return 0;
     }
     let base = if serves_family(card, Family::Shared)
@@ -101,31 +166,56 @@ pub fn free_shares(card: &CardSlot, budget: &CardBudget, d: &FamilyDemand) -> i6
     (base - budget.shares).max(0)
 }
 
-/// The hostname with the most cards offering a free share (ties: first in sorted order),
-/// with those cards' indices; admission.md §6.7 (shared).
+/// The hostname with the most cards offering a free share (ties: the first hostname in
+/// sorted order), with those cards' indices; admission.md §6.7 (shared). Cards come grouped by
+/// node (collect_cards), so each node's cards are one contiguous run.
 fn roomiest_share_node(
     cards: &[CardSlot],
-    budgets: &[CardBudget],
-    d: &FamilyDemand,
+    covered: &[bool],
+    budgets: &Budgets,
 ) -> Option<Vec<usize>> {
-    let mut by_host: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (i, (card, budget)) in cards.iter().zip(budgets).enumerate() {
-        if free_shares(card, budget, d) > 0 {
-            by_host.entry(card.hostname.as_str()).or_default().push(i);
+    let mut best: Option<(&str, Vec<usize>)> = None;
+    let mut start = 0;
+    while start < cards.len() {
+        let host = cards[start].hostname.as_str();
+        let node = cards[start].node;
+        let end = cards[start..]
+            .iter()
+            .position(|c| c.node != node)
+            .map_or(cards.len(), |n| start + n);
+        let free: Vec<usize> = (start..end)
+            .filter(|&i| {
+                covered.get(i) == Some(&true)
+                    && budgets
+                        .get(i)
+                        .is_some_and(|b| free_shares(&cards[i], b) > 0)
+            })
+            .collect();
+        let better = match &best {
+            None => !free.is_empty(),
+            Some((h, v)) => free.len() > v.len() || (free.len() == v.len() && host < *h),
+        };
+        if better {
+            best = Some((host, free));
         }
+        start = end;
     }
-    // max_by_key keeps the last maximum; iterate in reverse so the first hostname wins ties.
-    by_host.into_values().rev().max_by_key(|v| v.len())
+    best.map(|(_, v)| v)
 }
 
 /// Shared: each holder (largest first, once per container) takes one share on N distinct
 /// cards of one node — the node with most share-free cards, the N cards with most free
 /// shares; admission.md §16 R17; corrections.md 4.
-pub fn fit_shared(cards: &[CardSlot], budgets: &mut [CardBudget], d: &FamilyDemand) -> Verdict {
+pub fn fit_shared(
+    cards: &[CardSlot],
+    covered: &[bool],
+    budgets: &mut Budgets,
+    d: &FamilyDemand,
+) -> Verdict {
     for holder in d.shared_holders() {
         for _ in 0..holder.containers {
             let needed = usize::try_from(holder.cards).unwrap_or(usize::MAX);
-            let Some(mut on_node) = roomiest_share_node(cards, budgets, d) else {
+            let Some(mut on_node) = roomiest_share_node(cards, covered, budgets) else {
                 return scalar_verdict(needed == 0, d);
             };
             if on_node.len() < needed {
@@ -137,7 +227,7 @@ pub fn fit_shared(cards: &[CardSlot], budgets: &mut [CardBudget], d: &FamilyDema
                     cards
                         .get(i)
                         .zip(budgets.get(i))
-                        .map_or(0, |(c, b)| free_shares(c, b, d)),
+                        .map_or(0, |(c, b)| free_shares(c, b)),
                 )
             });
             for i in on_node.into_iter().take(needed) {
@@ -152,8 +242,9 @@ pub fn fit_shared(cards: &[CardSlot], budgets: &mut [CardBudget], d: &FamilyDema
 
 /// Units a card still offers one more slice of this demand, if it may take one: sliceable,
 /// mode None/Sliced, a free slot beyond the slices budgeted (free slots = max(0, count −
-/// allocatedSlices), corrections.md 8), not budgeted whole or shared, covered; R18.
-pub fn free_slice_units(card: &CardSlot, budget: &CardBudget, d: &FamilyDemand) -> Option<i64> {
+/// allocatedSlices), corrections.md 8), not budgeted whole or shared (coverage is the
+/// caller's); R18.
+pub fn free_slice_units(card: &CardSlot, budget: &CardBudget) -> Option<i64> {
     let slots = i64::from(logical_slots_free(
         &card.capability,
         card.ledger.allocated_slices,
@@ -163,20 +254,25 @@ pub fn free_slice_units(card: &CardSlot, budget: &CardBudget, d: &FamilyDemand) 
         && slots > 0
         && budget.slices < slots
         && !budget.whole
-        && budget.shares == 0
-        && card.covered_by(&d.flavor, &d.node);
+        && budget.shares == 0;
     eligible.then(|| card.ledger.remaining_units - budget.units)
 }
 
 /// Logical slices: each slice goes to the card with the fewest free units that still hold
 /// `unitsPerCard` (best fit; card order on ties); §6.7, R18.
-pub fn fit_sliced(cards: &[CardSlot], budgets: &mut [CardBudget], d: &FamilyDemand) -> Verdict {
+pub fn fit_sliced(
+    cards: &[CardSlot],
+    covered: &[bool],
+    budgets: &mut Budgets,
+    d: &FamilyDemand,
+) -> Verdict {
     for _ in 0..d.cards {
         let best = cards
             .iter()
             .zip(budgets.iter())
             .enumerate()
-            .filter_map(|(i, (c, b))| free_slice_units(c, b, d).map(|free| (i, free)))
+            .filter(|(i, _)| covered.get(*i) == Some(&true))
+            .filter_map(|(i, (c, b))| free_slice_units(c, b).map(|free| (i, free)))
             .filter(|&(_, free)| free >= d.units_per_card)
             .min_by_key(|&(i, free)| (free, i));
         let Some(budget) = best.and_then(|(i, _)| budgets.get_mut(i)) else {
@@ -219,10 +315,15 @@ fn partition_message(state: CheckState, d: &FamilyDemand) -> String {
 /// Partitions: walk covered partitioned cards not held in another mode, each instance one
 /// placement of `remainingProfiles − budgeted`; only after the walk fails, "no partitioned
 /// card" then "ledger not ready" then the shortage (corrections.md 5); §16 R19.
-pub fn fit_partition(cards: &[CardSlot], budgets: &mut [CardBudget], d: &FamilyDemand) -> Verdict {
+pub fn fit_partition(
+    cards: &[CardSlot],
+    covered: &[bool],
+    budgets: &mut Budgets,
+    d: &FamilyDemand,
+) -> Verdict {
     let (mut partition_cards, mut ledger_ready, mut fit) = (0, 0, 0);
-    for (card, budget) in cards.iter().zip(budgets.iter_mut()) {
-        if !card.covered_by(&d.flavor, &d.node) || !serves_family(card, Family::Partitioned) {
+    for (i, card) in cards.iter().enumerate() {
+        if covered.get(i) != Some(&true) || !serves_family(card, Family::Partitioned) {
             continue;
         }
         partition_cards += 1;
@@ -232,12 +333,15 @@ pub fn fit_partition(cards: &[CardSlot], budgets: &mut [CardBudget], d: &FamilyD
         if !matches!(card.ledger.mode, Mode::None | Mode::Partitioned) {
             continue;
         }
-        let free = remaining_profile_count(card, &d.profile) - budget.placements;
+        let budgeted = budgets.get(i).map_or(0, |b| b.placements);
+        let free = remaining_profile_count(card, &d.profile) - budgeted;
         if free <= 0 {
             continue;
         }
         let take = free.min(d.cards - fit);
-        budget.placements += take;
+        if let Some(budget) = budgets.get_mut(i) {
+            budget.placements += take;
+        }
         fit += take;
         if fit >= d.cards {
             return Verdict::ready(partition_message(CheckState::Ready, d));
@@ -253,44 +357,158 @@ pub fn fit_partition(cards: &[CardSlot], budgets: &mut [CardBudget], d: &FamilyD
     Verdict::retry(message)
 }
 
+/// Which cards a demand may use: its flavor covers them and, when node-scoped, they are on
+/// its node (`coveredBy`, admission.md §6.4).
+pub fn coverage(cards: &[CardSlot], d: &FamilyDemand) -> Vec<bool> {
+    cards
+        .iter()
+        .map(|c| c.covered_by(&d.flavor, &d.node))
+        .collect()
+}
+
 /// One demand against the shared per-card budget, by family; §6.7.
-pub fn fit_demand(cards: &[CardSlot], budgets: &mut [CardBudget], d: &FamilyDemand) -> Verdict {
+pub fn fit_demand(cards: &[CardSlot], budgets: &mut Budgets, d: &FamilyDemand) -> Verdict {
+    fit_covered(cards, &coverage(cards, d), budgets, d)
+}
+
+/// [`fit_demand`] with the demand's coverage already computed.
+pub fn fit_covered(
+    cards: &[CardSlot],
+    covered: &[bool],
+    budgets: &mut Budgets,
+    d: &FamilyDemand,
+) -> Verdict {
     match d.family {
-        Family::Partitioned => fit_partition(cards, budgets, d),
-        Family::Shared => fit_shared(cards, budgets, d),
-        Family::Sliced => fit_sliced(cards, budgets, d),
-        _ => fit_exclusive(cards, budgets, d),
+        Family::Partitioned => fit_partition(cards, covered, budgets, d),
+        Family::Shared => fit_shared(cards, covered, budgets, d),
+        Family::Sliced => fit_sliced(cards, covered, budgets, d),
+        _ => fit_exclusive(cards, covered, budgets, d),
     }
 }
 
-/// Gate 3's judgment: in-flight demands take their room first (a short one keeps what it
-/// took), then own demands in the given order; the first failure decides (Retry, with the
-/// in-flight suffix when any were counted), else Ready with the last demand's message; no
+/// What one own demand took from one card in a judgment: the budget it added there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Take {
+    /// Index of the demand in the judged list.
+    pub demand: usize,
+    /// Index of the card in [`Fit::cards`].
+    pub card: usize,
+    pub taken: CardBudget,
+}
+
+/// A judgment and, when Ready, the per-card plan behind it (gates 4–5 place on these cards).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fit {
+    pub verdict: Verdict,
+    pub cards: Vec<CardSlot>,
+    pub takes: Vec<Take>,
+}
+
+/// The budget `after` adds over `before` on one card.
+fn budget_delta(before: &CardBudget, after: &CardBudget) -> Option<CardBudget> {
+    let d = CardBudget {
+        whole: after.whole && !before.whole,
+        shares: after.shares - before.shares,
+        units: after.units - before.units,
+        slices: after.slices - before.slices,
+        placements: after.placements - before.placements,
+    };
+    (d != CardBudget::default()).then_some(d)
+}
+
+/// Gate 3's judgment with its plan: in-flight demands take their room first (a short one keeps
+/// what it took), then own demands in the given order; the first failure decides (Retry, with
+/// the in-flight suffix when any were counted), else Ready with the last demand's message; no
 /// demand is Ready. Never Rejected. admission.md §6.7, §16 R15, R20; corrections.md 4.
+pub fn node_devices_fit(
+    pool: &[ScopedDevices],
+    inflight: &[FamilyDemand],
+    demands: &[FamilyDemand],
+) -> Fit {
+    let cards = collect_cards(pool);
+    let mut fit = Fit {
+        verdict: Verdict::ready(verdict_message(CheckState::Ready, &[])),
+        cards: Vec::new(),
+        takes: Vec::new(),
+    };
+    if demands.is_empty() {
+        fit.cards = cards;
+        return fit;
+    }
+    let mut budgets = Budgets::new(cards.len());
+    for d in inflight {
+        fit_demand(&cards, &mut budgets, d);
+    }
+    for (i, d) in demands.iter().enumerate() {
+        let mark = budgets.mark();
+        fit.verdict = fit_demand(&cards, &mut budgets, d);
+        if !fit.verdict.is_ready() {
+            if !inflight.is_empty() {
+                fit.verdict.message.push_str(INFLIGHT_SUFFIX);
+            }
+            fit.takes.clear();
+            fit.cards = cards;
+            return fit;
+        }
+        fit.takes.extend(
+            budgets
+                .taken_since(mark)
+                .into_iter()
+                .map(|(card, taken)| Take {
+                    demand: i,
+                    card,
+                    taken,
+                }),
+        );
+    }
+    fit.cards = cards;
+    fit
+}
+
+/// Gate 3 over a queue of Workloads judged one after another (the reconciler runs one
+/// judgment at a time): a Ready Workload's demands stay budgeted, as in-flight, for every
+/// later one; a Retry gives back what it tried. Same verdicts as calling
+/// [`node_devices_feasibility`] with every earlier Ready Workload's demands in flight, but
+/// the cards are collected once (admission.md §6.2, §6.5).
+pub fn judge_queue(pool: &[ScopedDevices], queue: &[Vec<FamilyDemand>]) -> Vec<Verdict> {
+    let cards = collect_cards(pool);
+    let mut budgets = Budgets::new(cards.len());
+    let mut scopes: BTreeMap<(String, String), Vec<bool>> = BTreeMap::new();
+    let mut any_ready = false;
+    queue
+        .iter()
+        .map(|demands| {
+            let mark = budgets.mark();
+            let mut verdict = Verdict::ready(verdict_message(CheckState::Ready, &[]));
+            for d in demands {
+                let covered = scopes
+                    .entry((d.flavor.clone(), d.node.clone()))
+                    .or_insert_with(|| coverage(&cards, d));
+                verdict = fit_covered(&cards, covered, &mut budgets, d);
+                if !verdict.is_ready() {
+                    break;
+                }
+            }
+            if verdict.is_ready() {
+                any_ready |= !demands.is_empty();
+            } else {
+                budgets.rollback(mark);
+                if any_ready {
+                    verdict.message.push_str(INFLIGHT_SUFFIX);
+                }
+            }
+            verdict
+        })
+        .collect()
+}
+
+/// Gate 3's verdict alone; see [`node_devices_fit`].
 pub fn node_devices_feasibility(
     pool: &[ScopedDevices],
     inflight: &[FamilyDemand],
     demands: &[FamilyDemand],
 ) -> Verdict {
-    let mut verdict = Verdict::ready(verdict_message(CheckState::Ready, &[]));
-    if demands.is_empty() {
-        return verdict;
-    }
-    let cards = collect_cards(pool);
-    let mut budgets = vec![CardBudget::default(); cards.len()];
-    for d in inflight {
-        fit_demand(&cards, &mut budgets, d);
-    }
-    for d in demands {
-        verdict = fit_demand(&cards, &mut budgets, d);
-        if !verdict.is_ready() {
-            if !inflight.is_empty() {
-                verdict.message.push_str(INFLIGHT_SUFFIX);
-            }
-            return verdict;
-        }
-    }
-    verdict
+    node_devices_fit(pool, inflight, demands).verdict
 }
 
 #[cfg(test)]

@@ -1,0 +1,549 @@
+//! A Workload's life through the five gates (admission.md §3, §16): submit → gate 1 (Pod
+//! webhook) → gate 2 (Kueue quota, first flavor with room) → gate 3 (node-devices check) →
+//! gates 4–5 (the cards gate 3 budgeted are charged on the ledger) → admitted; finish →
+//! release. Each step calls the one rule that decides it; this file only carries state.
+//!
+//! The window between a Ready verdict and the ledger charge (in-flight accounting) is not
+//! modelled here: an admitted Workload is charged at once. The dynamic model ([M4]) splits it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::admission::candidates::{candidate_devices, FlavorObject, NodeDevices};
+use crate::admission::demands::{parse_family_demands, FamilyDemand, PodSetAssignment};
+use crate::admission::feasibility::{node_devices_fit, CardBudget, Fit};
+use crate::cluster::Cluster;
+use crate::derive::{derive, Derived};
+use crate::devices::Card;
+use crate::error::ModelError;
+use crate::labels::{HOSTNAME, NODE_DEVICES_CHECK};
+use crate::ledger::{charge, lowest_free_placement, release, CardLedger, Charge, Instance};
+use crate::objects::{ClusterQueue, StopPolicy};
+use crate::pod_webhook::{
+    fold_pod_requests, fronting_instance_type, pod_containers, validate_pod_requests,
+};
+use crate::profiles::vendor_profile_name;
+use crate::quota::{pod_requests, pod_set_credits, quota_verdict, QuotaVerdict};
+use crate::resources::Family;
+use crate::workload::{Container, PodSet, Workload};
+
+/// Kueue's quota resource for CPU pools; compared in millicores.
+const CPU: &str = "cpu";
+
+/// Where a submitted Workload ended up.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// Gate 1 refused a Pod (API error); nothing is queued.
+    Rejected { message: String },
+    /// Gate 2: no quota reserved; the Workload waits.
+    Pending { reason: String },
+    /// Gate 3: check state Retry, requeued after 30 s; the reservation is given back.
+    Retry { message: String },
+    /// Admitted and charged on the ledger.
+    Admitted,
+    /// Gate 3 said Ready but gates 4–5 could not place it on the budgeted cards: a soundness
+    /// failure of the chain, reported rather than hidden.
+    Unplaceable { reason: String },
+}
+
+/// One charge on one card of one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CardCharge {
+    pub node: String,
+    pub accelerator_key: String,
+    pub card: String,
+    pub charge: Charge,
+}
+
+/// What an admitted Workload holds: reserved quota and card charges.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hold {
+    pub queue: String,
+    /// (flavor, resource, amount in the resource's quota unit).
+    pub quota: Vec<(String, String, i64)>,
+    pub charges: Vec<CardCharge>,
+}
+
+/// The admission world: the cluster (its ledgers move), what it derives (structure only: it
+/// does not depend on the ledger), reserved quota, holds and live partition instances.
+#[derive(Clone, Debug)]
+pub struct AdmissionState {
+    pub cluster: Cluster,
+    pub derived: Derived,
+    /// (queue, flavor, resource) → reserved amount.
+    pub reserved: BTreeMap<(String, String, String), i64>,
+    /// `namespace/name` → hold.
+    pub holds: BTreeMap<String, Hold>,
+    /// (node, card id) → live partition instances (the allocation annotations' intervals).
+    pub instances: BTreeMap<(String, String), Vec<Instance>>,
+}
+
+/// `namespace/name`.
+pub fn workload_key(w: &Workload) -> String {
+    format!("{}/{}", w.namespace, w.name)
+}
+
+impl AdmissionState {
+    pub fn new(cluster: Cluster) -> Self {
+        let derived = derive(&cluster);
+        AdmissionState {
+            cluster,
+            derived,
+            reserved: BTreeMap::new(),
+            holds: BTreeMap::new(),
+            instances: BTreeMap::new(),
+        }
+    }
+
+    /// The objects as the operator would publish them now (views follow the ledger).
+    pub fn observe(&self) -> Derived {
+        derive(&self.cluster)
+    }
+
+    /// Judges `w` through every gate and, when admitted, charges it (R1–R22).
+    pub fn submit(&mut self, w: &Workload) -> Outcome {
+        match self.try_submit(w) {
+            Ok(outcome) => outcome,
+            Err(e) => Outcome::Rejected {
+                message: e.to_string(),
+            },
+        }
+    }
+
+    fn try_submit(&mut self, w: &Workload) -> Result<Outcome, ModelError> {
+        let key = workload_key(w);
+        if self.holds.contains_key(&key) {
+            return Ok(Outcome::Admitted);
+        }
+        let Some(queue) = self.queue_of(w).cloned() else {
+            return Ok(Outcome::Pending {
+                reason: format!("LocalQueue {}/{} doesn't exist", w.namespace, w.queue),
+            });
+        };
+        let pod_sets = match self.gate_pod_webhook(w) {
+            Ok(p) => p,
+            Err(message) => return Ok(Outcome::Rejected { message }),
+        };
+        let (assignments, quota) = match self.gate_quota(&queue, &pod_sets)? {
+            Ok(a) => a,
+            Err(reason) => return Ok(Outcome::Pending { reason }),
+        };
+        let mut charges = Vec::new();
+        if queue
+            .admission_checks
+            .iter()
+            .any(|c| c == NODE_DEVICES_CHECK)
+        {
+            let demands = parse_family_demands(&pod_sets, Some(&assignments))?;
+            let fit = self.gate_node_devices(&assignments, &demands);
+            if !fit.verdict.is_ready() {
+                return Ok(Outcome::Retry {
+                    message: fit.verdict.message,
+                });
+            }
+            charges = match planned_charges(&fit, &demands, self) {
+                Ok(c) => c,
+                Err(reason) => return Ok(Outcome::Unplaceable { reason }),
+            };
+        }
+        if let Err(reason) = self.apply(&charges) {
+            return Ok(Outcome::Unplaceable { reason });
+        }
+        for (flavor, resource, amount) in &quota {
+            *self
+                .reserved
+                .entry((queue.name.clone(), flavor.clone(), resource.clone()))
+                .or_default() += amount;
+        }
+        self.holds.insert(
+            key,
+            Hold {
+                queue: queue.name.clone(),
+                quota,
+                charges,
+            },
+        );
+        Ok(Outcome::Admitted)
+    }
+
+    /// Finishes an admitted Workload: releases its charges (newest first) and its quota.
+    pub fn finish(&mut self, namespace: &str, name: &str) -> Result<(), String> {
+        let key = format!("{namespace}/{name}");
+        let hold = self
+            .holds
+            .remove(&key)
+            .ok_or_else(|| format!("workload {key} is not admitted"))?;
+        for c in hold.charges.iter().rev() {
+            self.change_card(c, release)?;
+        }
+        for (flavor, resource, amount) in hold.quota {
+            let k = (hold.queue.clone(), flavor, resource);
+            if let Some(v) = self.reserved.get_mut(&k) {
+                *v -= amount;
+                if *v == 0 {
+                    self.reserved.remove(&k);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The ClusterQueue behind the Workload's LocalQueue in its namespace.
+    fn queue_of(&self, w: &Workload) -> Option<&ClusterQueue> {
+        let lq = self
+            .derived
+            .local_queues
+            .iter()
+            .find(|l| l.namespace == w.namespace && l.name == w.queue)?;
+        self.derived
+            .cluster_queues
+            .iter()
+            .find(|q| q.name == lq.cluster_queue)
+    }
+
+    /// Gate 1 on every pod set: validate, then fold against the fronting InstanceType.
+    fn gate_pod_webhook(&self, w: &Workload) -> Result<Vec<PodSet>, String> {
+        let it = fronting_instance_type(&self.derived.instance_types, &w.queue)
+            .map_err(|e| e.to_string())?;
+        w.pod_sets
+            .iter()
+            .map(|ps| {
+                let init: Vec<(Container, bool)> = ps
+                    .containers
+                    .iter()
+                    .filter(|c| c.init)
+                    .map(|c| (c.clone(), false))
+                    .collect();
+                let app: Vec<Container> =
+                    ps.containers.iter().filter(|c| !c.init).cloned().collect();
+                let containers = pod_containers(&init, &app);
+                validate_pod_requests(&containers).map_err(|e| e.to_string())?;
+                let folded = fold_pod_requests(&containers, it).map_err(|e| e.to_string())?;
+                Ok(PodSet {
+                    containers: folded.containers.into_iter().map(|c| c.container).collect(),
+                    ..ps.clone()
+                })
+            })
+            .collect()
+    }
+
+    /// Gate 2 (R6–R7; Kueue TryNextFlavor): each pod set takes the first flavor, in queue
+    /// order, whose free quota covers every resource it asks; a held queue admits nothing.
+    /// Inner `Err` = pending with Kueue's reason for the first flavor.
+    #[allow(clippy::type_complexity)]
+    fn gate_quota(
+        &self,
+        queue: &ClusterQueue,
+        pod_sets: &[PodSet],
+    ) -> Result<Result<(Vec<PodSetAssignment>, Vec<(String, String, i64)>), String>, ModelError>
+    {
+        if queue.stop_policy != StopPolicy::None {
+            return Ok(Err(format!(
+                "ClusterQueue {} is inactive (stopPolicy {})",
+                queue.name,
+                queue.stop_policy.name()
+            )));
+        }
+        let mut taken: BTreeMap<(String, String), i64> = BTreeMap::new();
+        let mut assignments = Vec::new();
+        let mut quota = Vec::new();
+        for ps in pod_sets {
+            let asked = pod_set_usage(ps)?;
+            let group = queue.resource_groups.first();
+            let covered: Vec<&String> = group
+                .map(|g| g.covered_resources.iter().collect())
+                .unwrap_or_default();
+            let asked: Vec<(String, i64)> = asked
+                .into_iter()
+                .filter(|(r, _)| covered.contains(&r))
+                .collect();
+            if asked.is_empty() {
+                continue;
+            }
+            let flavors = group.map(|g| g.flavors.as_slice()).unwrap_or_default();
+            let mut first_reason = None;
+            let mut chosen = None;
+            for f in flavors {
+                let verdicts: Vec<QuotaVerdict> = asked
+                    .iter()
+                    .map(|(r, amount)| {
+                        let used = self
+                            .reserved
+                            .get(&(queue.name.clone(), f.flavor.clone(), r.clone()))
+                            .copied()
+                            .unwrap_or(0)
+                            + taken
+                                .get(&(f.flavor.clone(), r.clone()))
+                                .copied()
+                                .unwrap_or(0);
+                        quota_verdict(r, &f.flavor, used, *amount, nominal(r, f.nominal_quota))
+                    })
+                    .collect();
+                match verdicts.iter().find_map(|v| match v {
+                    QuotaVerdict::Pending { reason, .. } => Some(reason.clone()),
+                    QuotaVerdict::Admit => None,
+                }) {
+                    None => {
+                        chosen = Some(f.flavor.clone());
+                        break;
+                    }
+                    Some(r) => {
+                        first_reason.get_or_insert(r);
+                    }
+                }
+            }
+            let Some(flavor) = chosen else {
+                return Ok(Err(first_reason.unwrap_or_else(|| {
+                    format!("ClusterQueue {} has no flavor for {}", queue.name, ps.name)
+                })));
+            };
+            for (r, amount) in &asked {
+                *taken.entry((flavor.clone(), r.clone())).or_default() += amount;
+                quota.push((flavor.clone(), r.clone(), *amount));
+            }
+            assignments.push(PodSetAssignment {
+                pod_set: ps.name.clone(),
+                flavors: asked
+                    .iter()
+                    .map(|(r, _)| (r.clone(), flavor.clone()))
+                    .collect(),
+                hosts: Vec::new(),
+            });
+        }
+        Ok(Ok((assignments, quota)))
+    }
+
+    /// Gate 3 (R12–R20): the assigned flavors' Devices, the Workload's demands, the fit.
+    fn gate_node_devices(&self, assignments: &[PodSetAssignment], demands: &[FamilyDemand]) -> Fit {
+        let refs: BTreeSet<String> = assignments
+            .iter()
+            .flat_map(|a| a.flavors.values().cloned())
+            .collect();
+        let flavors: Vec<FlavorObject> = self
+            .derived
+            .resource_flavors
+            .iter()
+            .filter(|rf| refs.contains(&rf.name))
+            .map(|rf| FlavorObject {
+                name: rf.name.clone(),
+                node_labels: rf.node_labels.clone(),
+            })
+            .collect();
+        let devices: Vec<NodeDevices> = self
+            .cluster
+            .nodes
+            .iter()
+            .zip(&self.derived.nodes)
+            .filter_map(|(n, d)| {
+                Some(NodeDevices {
+                    name: n.name.clone(),
+                    hostname: node_hostname(n),
+                    labels: d.devices_labels.clone()?,
+                    devices: n.devices.clone()?,
+                })
+            })
+            .collect();
+        let pool = candidate_devices(&refs, &flavors, &devices);
+        node_devices_fit(&pool, &[], demands)
+    }
+
+    /// Charges every card, all or nothing (gate 5 under its per-node mutex).
+    fn apply(&mut self, charges: &[CardCharge]) -> Result<(), String> {
+        let before = (self.cluster.clone(), self.instances.clone());
+        for c in charges {
+            if let Err(e) = self.change_card(c, charge) {
+                (self.cluster, self.instances) = before;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `op` to one card's ledger and writes the row and instances back.
+    fn change_card(
+        &mut self,
+        c: &CardCharge,
+        op: impl Fn(&CardLedger, &Charge) -> Result<CardLedger, crate::ledger::ChargeError>,
+    ) -> Result<(), String> {
+        let key = (c.node.clone(), c.card.clone());
+        let instances = self.instances.get(&key).cloned().unwrap_or_default();
+        let card = self
+            .card_mut(&c.node, &c.accelerator_key, &c.card)
+            .ok_or_else(|| {
+                format!(
+                    "card {} of {} on {} is gone",
+                    c.card, c.accelerator_key, c.node
+                )
+            })?;
+        let mut ledger = CardLedger::from_card(card)
+            .ok_or_else(|| format!("card {} on {} has no ledger row", c.card, c.node))?;
+        ledger.instances = instances;
+        let next =
+            op(&ledger, &c.charge).map_err(|e| format!("card {} on {}: {e}", c.card, c.node))?;
+        card.ledger = Some(next.row);
+        if next.instances.is_empty() {
+            self.instances.remove(&key);
+        } else {
+            self.instances.insert(key, next.instances);
+        }
+        Ok(())
+    }
+
+    fn card_mut(&mut self, node: &str, accelerator_key: &str, card: &str) -> Option<&mut Card> {
+        self.cluster
+            .nodes
+            .iter_mut()
+            .find(|n| n.name == node)?
+            .devices
+            .as_mut()?
+            .groups
+            .iter_mut()
+            .find(|g| g.accelerator_key() == accelerator_key)?
+            .cards
+            .iter_mut()
+            .find(|c| c.id == card)
+    }
+
+    fn card(&self, node: &str, accelerator_key: &str, card: &str) -> Option<CardLedger> {
+        let n = self.cluster.nodes.iter().find(|n| n.name == node)?;
+        let c = n
+            .devices
+            .as_ref()?
+            .groups
+            .iter()
+            .find(|g| g.accelerator_key() == accelerator_key)?
+            .cards
+            .iter()
+            .find(|c| c.id == card)?;
+        let mut ledger = CardLedger::from_card(c)?;
+        ledger.instances = self
+            .instances
+            .get(&(node.to_string(), card.to_string()))
+            .cloned()
+            .unwrap_or_default();
+        Some(ledger)
+    }
+}
+
+/// A node's `kubernetes.io/hostname` (the kubelet defaults it to the node name).
+fn node_hostname(n: &crate::cluster::Node) -> String {
+    n.labels
+        .get(HOSTNAME)
+        .cloned()
+        .unwrap_or_else(|| n.name.clone())
+}
+
+/// The quota a pod set uses per resource, in each resource's quota unit: credits as Kueue's
+/// transformations fold them (R7), `cpu` in millicores.
+pub fn pod_set_usage(ps: &PodSet) -> Result<BTreeMap<String, i64>, ModelError> {
+    let mut usage = pod_set_credits(ps)?;
+    if let Some(cpu) = pod_requests(&ps.containers)?.get(CPU) {
+        let millis = i64::try_from(cpu.micro().div_euclid(1000))
+            .map_err(|_| ModelError::invalid(format!("{}.cpu", ps.name), "out of range"))?;
+        usage.insert(CPU.into(), millis.saturating_mul(i64::from(ps.count)));
+    }
+    Ok(usage)
+}
+
+/// A flavor's nominal quota in the unit [`pod_set_usage`] counts: cores become millicores.
+fn nominal(resource: &str, quota: i64) -> i64 {
+    if resource == CPU {
+        quota.saturating_mul(1000)
+    } else {
+        quota
+    }
+}
+
+/// Gates 4–5 on the cards gate 3 budgeted: each take becomes ledger charges, tried in order on
+/// a scratch copy of the cards so a partition instance lands where earlier ones left room.
+fn planned_charges(
+    fit: &Fit,
+    demands: &[FamilyDemand],
+    state: &AdmissionState,
+) -> Result<Vec<CardCharge>, String> {
+    let host_to_node: BTreeMap<String, String> = state
+        .cluster
+        .nodes
+        .iter()
+        .map(|n| (node_hostname(n), n.name.clone()))
+        .collect();
+    let mut scratch: BTreeMap<(String, String), CardLedger> = BTreeMap::new();
+    let mut out = Vec::new();
+    for take in &fit.takes {
+        let slot = fit
+            .cards
+            .get(take.card)
+            .ok_or_else(|| "gate 3 budgeted a card it did not list".to_string())?;
+        let demand = demands
+            .get(take.demand)
+            .ok_or_else(|| "gate 3 budgeted for an unknown demand".to_string())?;
+        let node = host_to_node
+            .get(&slot.hostname)
+            .cloned()
+            .unwrap_or_else(|| slot.hostname.clone());
+        let key = (node.clone(), slot.id.clone());
+        if !scratch.contains_key(&key) {
+            let card = state
+                .card(&node, &slot.accelerator_key, &slot.id)
+                .ok_or_else(|| format!("card {} on {node} has no ledger row", slot.id))?;
+            scratch.insert(key.clone(), card);
+        }
+        for ch in charges_of(&take.taken, demand, &slot.manufacturer) {
+            let card = scratch.get_mut(&key).ok_or("scratch card missing")?;
+            let ch = match ch {
+                Planned::Fixed(c) => c,
+                Planned::Partition(profile) => Charge::Partition(Instance {
+                    placement: lowest_free_placement(card, &profile).ok_or_else(|| {
+                        format!(
+                            "card {} on {node} has no free placement for {profile}",
+                            slot.id
+                        )
+                    })?,
+                    profile,
+                }),
+            };
+            *card = charge(card, &ch).map_err(|e| format!("card {} on {node}: {e}", slot.id))?;
+            out.push(CardCharge {
+                node: node.clone(),
+                accelerator_key: slot.accelerator_key.clone(),
+                card: slot.id.clone(),
+                charge: ch,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// A charge to make, the partition placement still to choose.
+enum Planned {
+    Fixed(Charge),
+    Partition(String),
+}
+
+/// The ledger charges one card's budget stands for (R10): whole → Exclusive, each share → a
+/// Share, each slice → a Slice of the demand's units, each placement → one instance of the
+/// demand's profile in the Devices record's (vendor) spelling.
+fn charges_of(taken: &CardBudget, demand: &FamilyDemand, manufacturer: &str) -> Vec<Planned> {
+    let mut out = Vec::new();
+    if taken.whole {
+        out.push(Planned::Fixed(Charge::Exclusive));
+    }
+    for _ in 0..taken.shares {
+        out.push(Planned::Fixed(Charge::Share));
+    }
+    if demand.family == Family::Sliced {
+        for _ in 0..taken.slices {
+            out.push(Planned::Fixed(Charge::Slice {
+                units: demand.units_per_card,
+            }));
+        }
+    }
+    for _ in 0..taken.placements {
+        out.push(Planned::Partition(vendor_profile_name(
+            manufacturer,
+            &demand.profile,
+        )));
+    }
+    out
+}
