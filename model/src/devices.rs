@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::ModelError;
-use crate::units::UNITS_PER_CARD;
+use crate::units::{UNITS_PER_CARD, UNITS_PER_SHARE};
 
 /// `DeviceAllocationMode`; wire values are pinned by api/worker/v1alpha1/devices_test.go.
 /// Input files may spell it as its name (`Shared`) or its wire number (`2`).
@@ -181,9 +181,32 @@ impl Ledger {
         self.remaining_units >= UNITS_PER_CARD
     }
 
+    /// Whole free shares left on the card (⌊remaining / 160,000⌋, never negative).
+    pub fn free_shares(&self) -> i64 {
+        self.remaining_units.max(0) / UNITS_PER_SHARE
+    }
+
     /// `PartitionLedgerReady`: the row lists at least one allocated or remaining profile.
     pub fn partition_ready(&self) -> bool {
         !self.allocated_profiles.is_empty() || !self.remaining_profiles.is_empty()
+    }
+}
+
+/// `LogicalSlotsFree`, assumed `max(0, count − allocatedSlices)`; corrections.md 8 (its one
+/// visible use, `<= 0` ⇒ "already hosts N of its count slices", agrees).
+pub fn logical_slots_free(capability: &Capability, allocated_slices: u32) -> u32 {
+    capability
+        .logical_sliced_count
+        .saturating_sub(allocated_slices)
+}
+
+/// `freeShares`: shares a card can still grant — ⌊remaining / D/10⌋ on a whole-capable card in
+/// mode None or Shared, else 0 (admission.md §16 R17, R28; gate 3 and the fit labels).
+pub fn grantable_shares(capability: &Capability, ledger: &Ledger) -> i64 {
+    if capability.is_whole_card_capable() && matches!(ledger.mode, Mode::None | Mode::Shared) {
+        ledger.free_shares()
+    } else {
+        0
     }
 }
 

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 
 use crate::admission::demands::pod_set_family_demands;
+use crate::devices::{grantable_shares, logical_slots_free};
 use crate::devices::{Card, Devices, Mode};
 use crate::error::ModelError;
 use crate::fit_keys::{
@@ -23,8 +24,6 @@ use crate::labels::{Labels, MANAGED};
 use crate::ledger::{charge, CardLedger, Charge};
 use crate::resources::Family;
 use crate::units::clamp_i32;
-use crate::units::UNITS_PER_SHARE;
-use crate::views::logical_slots_free;
 use crate::workload::PodSet;
 
 /// Gate 3's `freeSliceUnits`: a card's remaining units if it can take a logical slice now
@@ -45,15 +44,9 @@ pub fn free_slice_units(card: &Card) -> i64 {
 /// Gate 3's `freeShares`: ⌊remaining / D/10⌋ on a whole-capable card in mode None/Shared, else 0;
 /// admission.md §6.7. A card with no spec entry reads as zero capability (whole-capable).
 pub fn free_shares(card: &Card) -> i64 {
-    let Some(row) = card.ledger.as_ref() else {
-        return 0;
-    };
-    let whole = card.capability_or_default().is_whole_card_capable();
-    if whole && matches!(row.mode, Mode::None | Mode::Shared) {
-        row.remaining_units.max(0) / UNITS_PER_SHARE
-    } else {
-        0
-    }
+    card.ledger.as_ref().map_or(0, |row| {
+        grantable_shares(&card.capability_or_default(), row)
+    })
 }
 
 /// `fitLabelsOf`: the fit label pair of every group of a ledger; cards without a status row are

@@ -17,9 +17,9 @@
 
 use thiserror::Error;
 
+use crate::devices::logical_slots_free;
 use crate::devices::{Capability, Card, Ledger, Mode, PartitionProfile, Placement, ProfileCount};
 use crate::units::{UNITS_PER_CARD, UNITS_PER_SHARE};
-use crate::views::logical_slots_free;
 
 /// One live partition instance: the profile (vendor spelling, as the Devices record keeps it)
 /// and the memory-slice interval it occupies.

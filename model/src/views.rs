@@ -11,11 +11,11 @@
 use std::collections::BTreeMap;
 
 use crate::cluster::SharedOnceMax;
-use crate::devices::{Capability, Card, Devices, Ledger, Mode, ProfileCount};
+use crate::devices::{logical_slots_free, Capability, Card, Devices, Ledger, Mode, ProfileCount};
 use crate::nodefeature::parse_flavor_count;
 use crate::objects::{Detail, FourViews, PartitionView, Phase, ResourceView, StopPolicy};
 use crate::profiles::{publish_profile_name, publish_profiles};
-use crate::units::{SHARES_PER_CARD, UNITS_PER_PERCENT, UNITS_PER_SHARE};
+use crate::units::{SHARES_PER_CARD, UNITS_PER_PERCENT};
 
 /// VRAM-percent units per card in the SL view.
 pub const PERCENT_PER_CARD: i64 = 100;
@@ -42,13 +42,6 @@ pub fn card_family(capability: &Capability) -> CardFamily {
     }
 }
 
-/// `LogicalSlotsFree`, assumed `max(0, count − allocatedSlices)`; corrections.md 8.
-pub fn logical_slots_free(capability: &Capability, allocated_slices: u32) -> u32 {
-    capability
-        .logical_sliced_count
-        .saturating_sub(allocated_slices)
-}
-
 /// Whether a ledger row may host shares: wholly free or already Shared; chain.md §9.1.
 fn hosts_shares(ledger: &Ledger) -> bool {
     ledger.is_free() || ledger.mode == Mode::Shared
@@ -63,11 +56,6 @@ fn hosts_slices(ledger: &Ledger, capability: &Capability, rule: SharedOnceMax) -
         SharedOnceMax::Cards => logical_slots_free(capability, ledger.allocated_slices) > 0,
     };
     mode_ok && slot_ok
-}
-
-/// Whole free shares left on a card (⌊remaining / 160,000⌋, never negative).
-fn free_shares(ledger: &Ledger) -> i64 {
-    ledger.remaining_units.max(0) / UNITS_PER_SHARE
 }
 
 /// Whole free VRAM percent left on a card (⌊remaining / 16,000⌋, never negative).
@@ -109,7 +97,7 @@ fn tally_card(
         tally.free_cards += 1;
     }
     if hosts_shares(ledger) {
-        let shares = free_shares(ledger);
+        let shares = ledger.free_shares();
         tally.free_shares += shares;
         if shares > 0 {
             tally.cards_with_free_share += 1;
@@ -400,6 +388,7 @@ mod tests {
     use super::*;
     use crate::devices::{DeviceGroup, PartitionProfile};
     use crate::units::UNITS_PER_CARD;
+    use crate::units::UNITS_PER_SHARE;
 
     const A10G: &str = "nvidia-a10g";
 

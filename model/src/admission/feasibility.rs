@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 
 use crate::devices::Mode;
+use crate::devices::{grantable_shares, logical_slots_free};
 use crate::profiles::vendor_profile_name;
 use crate::resources::Family;
-use crate::units::{UNITS_PER_CARD, UNITS_PER_SHARE};
-use crate::views::logical_slots_free;
+use crate::units::UNITS_PER_CARD;
 
 use super::candidates::{collect_cards, CardSlot, ScopedDevices};
 use super::demands::FamilyDemand;
@@ -156,14 +156,7 @@ pub fn free_shares(card: &CardSlot, budget: &CardBudget) -> i64 {
     if budget.whole || budget.slices > 0 {
         return 0;
     }
-    let base = if serves_family(card, Family::Shared)
-        && matches!(card.ledger.mode, Mode::None | Mode::Shared)
-    {
-        card.ledger.remaining_units.max(0) / UNITS_PER_SHARE
-    } else {
-        0
-    };
-    (base - budget.shares).max(0)
+    (grantable_shares(&card.capability, &card.ledger) - budget.shares).max(0)
 }
 
 /// The hostname with the most cards offering a free share (ties: the first hostname in
@@ -518,6 +511,7 @@ mod tests {
     use crate::devices::{
         Capability, Card, DeviceGroup, Devices, Ledger, PartitionProfile, Placement, ProfileCount,
     };
+    use crate::units::UNITS_PER_SHARE;
 
     fn ledger(mode: Mode, remaining: i64, slices: u32) -> Ledger {
         Ledger {
