@@ -62,12 +62,7 @@ pub fn filter_fit_labels(labels: &Labels) -> Labels {
 mod tests {
     use super::*;
 
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::labels::from_pairs as labels;
 
     #[test]
     fn keys_carry_the_accelerator_key_as_name() {

@@ -173,8 +173,8 @@ pub fn cluster_resource_flavors(nodes: &[Node], settings: &Settings) -> Vec<Reso
 mod tests {
     use super::*;
     use crate::cluster::Era;
-    use crate::devices::{Card, DeviceGroup, Devices};
-    use crate::labels::{CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR, MANAGED};
+    use crate::devices::Devices;
+    use crate::labels::{CPU_ONLY, MANAGED};
     use crate::nodefeature::{group_id, DEFAULT_TOPOLOGY_PROFILE};
 
     fn node(
@@ -184,35 +184,16 @@ mod tests {
         cores: u64,
         gpu: Option<(&str, u64, usize)>,
     ) -> Node {
-        let labels: Labels = [(CPU_VENDOR, vendor), (OS, "linux"), (ARCH, "amd64")]
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let annotations: Labels = [(CPU_NAME_ANNOTATION.to_string(), cpu.to_string())]
-            .into_iter()
-            .collect();
-        Node {
-            name: name.to_string(),
-            labels,
-            annotations,
-            cpu_millis: cores * 1000,
-            deleting: false,
-            devices: gpu.map(|(product, mib, n)| Devices {
-                groups: vec![DeviceGroup {
-                    manufacturer: "nvidia".into(),
-                    id: group_id(product, "nvidia"),
-                    name: product.into(),
-                    memory_mib: mib,
-                    cards: (0..n)
-                        .map(|i| Card {
-                            id: format!("GPU-{i}"),
-                            ..Card::default()
-                        })
-                        .collect(),
-                    ..DeviceGroup::default()
-                }],
-            }),
-        }
+        let mut n = crate::examples::nfd_node(name, vendor, cpu, cores);
+        n.devices = gpu.map(|(product, mib, count)| Devices {
+            groups: vec![crate::examples::nvidia_group(
+                &group_id(product, "nvidia"),
+                product,
+                mib,
+                count as u32,
+            )],
+        });
+        n
     }
 
     /// The walkthrough cluster of chain.md §15.

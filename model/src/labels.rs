@@ -77,3 +77,11 @@ pub fn general_feature_key(g_key: &str) -> String {
 
 /// The label map type used throughout: sorted for deterministic output.
 pub type Labels = std::collections::BTreeMap<String, String>;
+
+/// A label map from `(key, value)` pairs.
+pub fn from_pairs(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}

@@ -755,12 +755,7 @@ mod tests {
     use crate::devices::Card;
     use crate::labels::CPU_NAME_ANNOTATION;
 
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::labels::from_pairs as labels;
 
     fn card(id: &str) -> Card {
         Card {
