@@ -92,6 +92,9 @@ pub struct Settings {
     pub joint_check_active: bool,
     /// `KUBERNETES_POD_NAMESPACE`, reserved from LocalQueues.
     pub system_namespace: String,
+    /// An injected operator bug (fuzzer self-test); `None` is the operator as documented.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutant: Option<crate::mutants::Mutant>,
 }
 
 impl Default for Settings {
@@ -109,16 +112,21 @@ impl Default for Settings {
             node_devices_check_active: true,
             joint_check_active: true,
             system_namespace: DEFAULT_SYSTEM_NAMESPACE.to_string(),
+            mutant: None,
         }
     }
 }
 
-/// An InstanceType an administrator authored by hand (its pool is resolved by labels).
+/// An InstanceType that already exists: written by an administrator (its pool is resolved by
+/// labels), or authored earlier by the operator from a node (`derived_from_node`; such types
+/// are create-only and never removed for lack of flavors, chain.md §8.4, §14 item 11).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct AdminInstanceType {
+pub struct ExistingInstanceType {
     pub name: String,
     pub spec: InstanceTypeSpec,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub derived_from_node: bool,
 }
 
 /// The whole input of one derivation.
@@ -128,5 +136,5 @@ pub struct Cluster {
     pub nodes: Vec<Node>,
     pub namespaces: Vec<Namespace>,
     pub settings: Settings,
-    pub instance_types: Vec<AdminInstanceType>,
+    pub instance_types: Vec<ExistingInstanceType>,
 }

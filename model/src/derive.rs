@@ -5,11 +5,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::{Cluster, Node, Settings};
+use crate::cluster::{Cluster, Node, Settings, SharedOnceMax};
 use crate::devices::Devices;
 use crate::error::ModelError;
 use crate::flavor::Contribution;
 use crate::labels::{self, Labels, DERIVED_FROM_NODE, NOTE_PREFIX};
+use crate::mutants::Mutant;
 use crate::objects::{
     ClusterQueue, InstanceType, InstanceTypeSpec, InstanceTypeStatus, LocalQueue, NodeFlavor,
     ResourceFlavor,
@@ -185,9 +186,18 @@ fn validate_devices(at: &str, devices: &Devices) -> Result<(), ModelError> {
     Ok(())
 }
 
-/// Derives every object for `cluster` (call [`validate`] first on untrusted input; derivation
-/// itself never panics on a shape that fails validation, it just follows the rules).
+/// Derives every object for `cluster` from scratch (call [`validate`] first on untrusted
+/// input; derivation itself never panics on a shape that fails validation, it just follows the
+/// rules).
 pub fn derive(cluster: &Cluster) -> Derived {
+    derive_after(cluster, None)
+}
+
+/// Derives every object for `cluster` after `previous` quiescence: each pool's queue settles
+/// from the state it was left in (a queue whose plan emptied is not a never-filled one), and a
+/// LocalQueue for a queue that already existed in a namespace that did not is created by the
+/// namespace path (chain.md §11, §17 rule 16).
+pub fn derive_after(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
     let settings = &cluster.settings;
     let nodes: Vec<DerivedNode> = cluster
         .nodes
@@ -213,16 +223,19 @@ pub fn derive(cluster: &Cluster) -> Derived {
     let (instance_types, cluster_queues): (Vec<_>, Vec<_>) = specs
         .into_iter()
         .map(|(name, (spec, derived))| {
-            derive_pool(&name, spec, derived, &resource_flavors, &table, settings)
+            let before = previous.and_then(|p| p.cluster_queues.iter().find(|q| q.name == name));
+            derive_pool(
+                &name,
+                spec,
+                derived,
+                before,
+                &resource_flavors,
+                &table,
+                settings,
+            )
         })
         .unzip();
-    let queue_names: Vec<&str> = cluster_queues.iter().map(|q| q.name.as_str()).collect();
-    let local_queues = queue::local_queues(
-        &queue_names,
-        &cluster.namespaces,
-        &settings.system_namespace,
-        nodefeature::local_queue_name,
-    );
+    let local_queues = local_queues(cluster, &cluster_queues, previous);
     Derived {
         nodes,
         resource_flavors,
@@ -270,7 +283,10 @@ fn instance_type_specs(
         .map(|it| {
             (
                 it.name.clone(),
-                (webhook::default_instance_type_spec(&it.spec), false),
+                (
+                    webhook::default_instance_type_spec(&it.spec),
+                    it.derived_from_node,
+                ),
             )
         })
         .collect();
@@ -293,12 +309,16 @@ fn derive_pool(
     name: &str,
     mut spec: InstanceTypeSpec,
     derived: bool,
+    before: Option<&ClusterQueue>,
     flavors: &[ResourceFlavor],
     nodes: &NodeTable<'_>,
     settings: &Settings,
 ) -> (InstanceType, ClusterQueue) {
     let aware = settings.aware_cpu_manufacturer;
-    let entrance = nodefeature::local_queue_name(name);
+    let entrance = match settings.mutant {
+        Some(Mutant::EntranceWrongHash) => nodefeature::local_queue_name(&spec.display_name),
+        _ => nodefeature::local_queue_name(name),
+    };
     let mut it_labels =
         webhook::default_instance_type_labels(&entrance, &spec, &Labels::new(), aware);
     if derived {
@@ -306,11 +326,20 @@ fn derive_pool(
     }
     let schedule = pool::spec_schedule_labels(&spec, aware);
     let created = queue::new_cluster_queue(name, &schedule, settings.era);
-    let selected = pool_flavors(&created, flavors);
+    // The InstanceType reconciler re-applies the labels to a queue that already exists.
+    let created = match before {
+        Some(q) => ClusterQueue {
+            labels: created.labels,
+            ..q.clone()
+        },
+        None => created,
+    };
+    let selected = pool_flavors(&created, flavors, settings);
     let world = queue_world(&selected, nodes);
     let inputs: Vec<PoolFlavor> = selected.iter().map(|rf| pool_flavor(rf)).collect();
-    let settled = queue::settle_pool_queue(&created, spec.inactive, &inputs, &world, settings);
+    let mut settled = queue::settle_pool_queue(&created, spec.inactive, &inputs, &world, settings);
     spec.inactive = settled.inactive;
+    mutate_queue(&mut settled.queue, settings);
     let status = instance_type_status(&spec, &settled, &selected, nodes, settings, entrance);
     let it = InstanceType {
         name: name.to_string(),
@@ -325,13 +354,89 @@ fn derive_pool(
 fn pool_flavors<'a>(
     queue: &ClusterQueue,
     flavors: &'a [ResourceFlavor],
+    settings: &Settings,
 ) -> Vec<&'a ResourceFlavor> {
     let Some(selector) = pool::pool_flavor_selector(&queue.labels) else {
         return Vec::new();
     };
     flavors
         .iter()
-        .filter(|rf| pool::flavor_selected_by_pool(&selector, &rf.labels))
+        .filter(|rf| selects_flavor(&selector, &rf.labels, settings.mutant))
+        .collect()
+}
+
+/// The pool-selection seam: the real ⊇ test, or a mutant's broken variant of it.
+fn selects_flavor(selector: &Labels, flavor_labels: &Labels, mutant: Option<Mutant>) -> bool {
+    let without = |keep: &dyn Fn(&str) -> bool| -> Labels {
+        selector
+            .iter()
+            .filter(|(k, _)| keep(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    match mutant {
+        Some(Mutant::SubstringPoolMatch) => selector.iter().all(|(k, v)| {
+            flavor_labels
+                .iter()
+                .any(|(fk, fv)| fk.starts_with(k.as_str()) && fv == v)
+        }),
+        Some(Mutant::OsArchIgnored) => pool::flavor_selected_by_pool(
+            &without(&|k| k != labels::OS && k != labels::ARCH),
+            flavor_labels,
+        ),
+        Some(Mutant::CpuGroupIgnored) => pool::flavor_selected_by_pool(
+            &without(&|k| !k.starts_with(labels::GENERAL_PREFIX)),
+            flavor_labels,
+        ),
+        _ => pool::flavor_selected_by_pool(selector, flavor_labels),
+    }
+}
+
+/// The queue seams: a shared cohort, or each flavor's quota one card (core) short.
+fn mutate_queue(queue: &mut ClusterQueue, settings: &Settings) {
+    match settings.mutant {
+        Some(Mutant::CohortSet) => queue.cohort = "gpustack".into(),
+        Some(Mutant::QuotaOffByOne) => {
+            for group in &mut queue.resource_groups {
+                let card = if group.covered_resources.iter().any(|r| r == "cpu") {
+                    1
+                } else {
+                    crate::units::CREDITS_PER_CARD
+                };
+                for f in &mut group.flavors {
+                    f.nominal_quota -= card;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Rule 17 with history: every queue × eligible namespace. A queue that is new fans out to
+/// every namespace; a namespace that is new gets the existing queues through the namespace
+/// path (the seam of the late-namespace mutant).
+fn local_queues(
+    cluster: &Cluster,
+    queues: &[ClusterQueue],
+    previous: Option<&Derived>,
+) -> Vec<LocalQueue> {
+    let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
+    let all = queue::local_queues(
+        &names,
+        &cluster.namespaces,
+        &cluster.settings.system_namespace,
+        nodefeature::local_queue_name,
+    );
+    let (Some(Mutant::LateNamespaceNoLocalQueue), Some(prev)) = (cluster.settings.mutant, previous)
+    else {
+        return all;
+    };
+    let old_queue = |q: &str| prev.cluster_queues.iter().any(|p| p.name == q);
+    let old_namespace = |ns: &str| {
+        prev.local_queues.iter().any(|l| l.namespace == ns) || prev.local_queues.is_empty()
+    };
+    all.into_iter()
+        .filter(|l| !old_queue(&l.cluster_queue) || old_namespace(&l.namespace))
         .collect()
 }
 
@@ -416,12 +521,16 @@ fn instance_type_status(
         Vec::new()
     };
     if spec.acceleratable {
-        status.views = views::pool_views(
-            &devices,
-            &spec.accelerator_group,
-            settings.shared_once_max,
-            queue.stop_policy,
-        );
+        let rule = match settings.mutant {
+            Some(Mutant::SharedOnceMaxInShares) => SharedOnceMax::Shares,
+            _ => settings.shared_once_max,
+        };
+        status.views =
+            views::pool_views(&devices, &spec.accelerator_group, rule, queue.stop_policy);
+        if settings.mutant == Some(Mutant::OneTokenPool) {
+            status.views.sliced =
+                one_token_pool_sliced(&devices, &spec.accelerator_group, rule, queue.stop_policy);
+        }
     } else {
         status.cpu = views::cpu_view(
             &cpu_usage(queue),
@@ -439,6 +548,30 @@ fn instance_type_status(
     views::publish_status_profiles(&mut status.detail, &mut status.views.partitioned);
     status.phase = views::phase(queue.stop_policy, false, Some(settled.active));
     status
+}
+
+/// The one-token-pool mutant: partitioned cards are read as logically sliceable too.
+fn one_token_pool_sliced(
+    devices: &[&Devices],
+    pool_key: &str,
+    rule: SharedOnceMax,
+    stop_policy: crate::objects::StopPolicy,
+) -> crate::objects::ResourceView {
+    let merged: Vec<Devices> = devices
+        .iter()
+        .map(|d| {
+            let mut d = (*d).clone();
+            for card in d.groups.iter_mut().flat_map(|g| g.cards.iter_mut()) {
+                if let Some(cap) = card.capability.as_mut().filter(|c| c.is_partitioned()) {
+                    cap.logical_sliced_count = cap.physical_sliced_count;
+                    cap.physical_sliced_count = 0;
+                }
+            }
+            d
+        })
+        .collect();
+    let refs: Vec<&Devices> = merged.iter().collect();
+    views::pool_views(&refs, pool_key, rule, stop_policy).sliced
 }
 
 /// §9.5: the notes of the first flavor (name order, as the API server lists) carrying the

@@ -14,7 +14,7 @@ use crate::admission::candidates::{candidate_devices, FlavorObject, NodeDevices}
 use crate::admission::demands::{parse_family_demands, FamilyDemand, PodSetAssignment};
 use crate::admission::feasibility::{node_devices_fit, CardBudget, Fit};
 use crate::cluster::Cluster;
-use crate::derive::{derive, Derived};
+use crate::derive::{derive, derive_after, Derived};
 use crate::devices::Card;
 use crate::error::ModelError;
 use crate::labels::{HOSTNAME, NODE_DEVICES_CHECK};
@@ -98,7 +98,7 @@ impl AdmissionState {
 
     /// The objects as the operator would publish them now (views follow the ledger).
     pub fn observe(&self) -> Derived {
-        derive(&self.cluster)
+        derive_after(&self.cluster, Some(&self.derived))
     }
 
     /// Judges `w` through every gate and, when admitted, charges it (R1–R22).
