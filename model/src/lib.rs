@@ -28,6 +28,7 @@ pub mod queue;
 pub mod quota;
 pub mod reconcile;
 pub mod resources;
+pub mod scenario;
 pub mod units;
 pub mod views;
 pub mod webhook;
