@@ -1,0 +1,492 @@
+//! Device groups and cards (research/devices.md §1, §3.2, "Generator rules" 2–13): realistic
+//! products of the nine manufacturers, a capability family per card, and a ledger reached from
+//! `ledger::seed` by real `ledger::charge`s, so every row is one the device manager could write.
+
+use model::devices::{Capability, Card, DeviceGroup, Devices, PartitionProfile, Placement};
+use model::ledger::{catalogs, charge, seed, CardLedger, Charge, Instance};
+use model::nodefeature::group_id;
+use model::units::UNITS_PER_PERCENT;
+use proptest::prelude::*;
+use proptest::strategy::Union;
+
+/// A partition catalog a product's cards carry in MIG mode (devices.md §3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Catalog {
+    A100Sxm40gb,
+    H100Hbm80gb,
+    HygonBw,
+    TheadPpu,
+}
+
+impl Catalog {
+    /// The card capability in MIG mode: profiles with their empty-card placements.
+    pub fn capability(self) -> Capability {
+        match self {
+            Catalog::A100Sxm40gb => catalogs::a100_40gb(),
+            Catalog::H100Hbm80gb => catalogs::h100_80gb(),
+            Catalog::HygonBw => hygon_bw(),
+            Catalog::TheadPpu => thead_ppu(),
+        }
+    }
+}
+
+/// One profile whose legal placements are `starts`, each `size` memory slices long.
+fn profile(name: &str, mib: u64, size: u32, starts: &[u32]) -> PartitionProfile {
+    PartitionProfile {
+        name: name.to_string(),
+        count: starts.len() as u32,
+        memory_mib: Some(mib),
+        placements: starts
+            .iter()
+            .map(|&start| Placement {
+                start,
+                length: size,
+            })
+            .collect(),
+    }
+}
+
+/// A partitioned capability: no logical slices, ceiling = the largest profile count.
+fn partitioned(profiles: Vec<PartitionProfile>) -> Capability {
+    Capability {
+        physical_sliced_count: profiles.iter().map(|p| p.count).max().unwrap_or(0),
+        physical_profiles: profiles,
+        ..Capability::default()
+    }
+}
+
+/// Hygon C-3000 "BW" in MIG mode: 4 memory slices, 65,520 MiB (devices.md §3.2 table).
+pub fn hygon_bw() -> Capability {
+    partitioned(vec![
+        profile("2g.15gb", 16380, 1, &[0, 1, 2, 3]),
+        profile("4g.31gb", 32760, 2, &[0, 2]),
+        profile("8g.63gb", 65520, 4, &[0]),
+    ])
+}
+
+/// T-Head PPU in MIG mode: `4g48gb` ×2 of 4 slices or `8g96gb` spanning all 8, vendor spelling
+/// without the dot (devices.md §3.1–3.2; thead-mig.md).
+pub fn thead_ppu() -> Capability {
+    partitioned(vec![
+        profile("4g48gb", 49152, 4, &[0, 4]),
+        profile("8g96gb", 98304, 8, &[0]),
+    ])
+}
+
+/// A product as the device manager reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Product {
+    pub manufacturer: &'static str,
+    pub name: &'static str,
+    pub memory_mib: u64,
+    pub cores: u32,
+    /// The MIG catalog, for products that can be partitioned.
+    pub catalog: Option<Catalog>,
+}
+
+const fn product(
+    manufacturer: &'static str,
+    name: &'static str,
+    memory_mib: u64,
+    cores: u32,
+    catalog: Option<Catalog>,
+) -> Product {
+    Product {
+        manufacturer,
+        name,
+        memory_mib,
+        cores,
+        catalog,
+    }
+}
+
+/// Products of the nine manufacturers (names from chain.md §8.4 presets and devices.md §3.2).
+/// NVIDIA names nest on purpose (`A10` ⊂ `A100-…`, `L40` ⊂ `L40S`, `H20` ⊂ `H200`). The first
+/// entry is what a product shrinks to.
+pub const PRODUCTS: [Product; 17] = [
+    product("nvidia", "NVIDIA A10", 24576, 9216, None),
+    product(
+        "nvidia",
+        "NVIDIA A100-SXM4-40GB",
+        40960,
+        6912,
+        Some(Catalog::A100Sxm40gb),
+    ),
+    product(
+        "nvidia",
+        "NVIDIA H100 80GB HBM3",
+        81559,
+        16896,
+        Some(Catalog::H100Hbm80gb),
+    ),
+    product("nvidia", "NVIDIA L40", 46068, 18176, None),
+    product("nvidia", "NVIDIA L40S", 46068, 18176, None),
+    product("nvidia", "NVIDIA H20", 97871, 7680, None),
+    product("nvidia", "NVIDIA H200", 143771, 16896, None),
+    product("nvidia", "Tesla T4", 15360, 2560, None),
+    product("amd", "AMD Instinct MI300X", 196592, 304, None),
+    product("ascend", "Ascend 910B2", 65536, 24, None),
+    product("cambricon", "MLU370-X8", 24576, 0, None),
+    product("hygon", "K100_AI", 65520, 120, None),
+    // Product spelling of the C-3000 "BW" is a generator choice; its catalog is sourced.
+    product("hygon", "BW", 65520, 80, Some(Catalog::HygonBw)),
+    product("iluvatar", "BI-V150", 32768, 0, None),
+    product("metax", "MXC500", 65536, 0, None),
+    product("mthreads", "MTT S4000", 49152, 0, None),
+    product(
+        "thead",
+        "PPU-ZW810E",
+        98304,
+        0,
+        Some(Catalog::TheadPpu),
+    ),
+];
+
+/// Logical slices per card for a vendor (devices.md §2.6 and "Generator rules" 7); 0 = the
+/// vendor offers no logical slicing and its unpartitioned cards are whole-only.
+pub fn vendor_slices(manufacturer: &str) -> u32 {
+    match manufacturer {
+        "nvidia" => 128,
+        "ascend" => 63,
+        "cambricon" | "mthreads" | "metax" => 16,
+        "hygon" => 4,
+        _ => 0,
+    }
+}
+
+/// Whether a vendor's slices may each take 100 % compute (NVIDIA, Ascend; rule 7).
+pub fn vendor_overcommits(manufacturer: &str) -> bool {
+    matches!(manufacturer, "nvidia" | "ascend")
+}
+
+/// Which family a card's capability serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CardFamily {
+    /// Neither sliceable nor partitioned: exclusive and shared only.
+    WholeOnly,
+    /// Logically sliceable with the vendor's slice count.
+    Logical,
+    /// Partitioned with the product's catalog.
+    Partitioned,
+}
+
+/// The families a product's cards can be in, simplest first.
+pub fn families_of(p: &Product) -> Vec<CardFamily> {
+    let mut out = vec![CardFamily::WholeOnly];
+    if vendor_slices(p.manufacturer) > 0 {
+        out.push(CardFamily::Logical);
+    }
+    if p.catalog.is_some() {
+        out.push(CardFamily::Partitioned);
+    }
+    out
+}
+
+/// The capability of a card of `manufacturer` outside MIG mode: logical when the vendor slices.
+pub fn plain_capability(manufacturer: &str) -> Capability {
+    Capability {
+        logical_sliced_count: vendor_slices(manufacturer),
+        cores_percentage_overcommit: vendor_overcommits(manufacturer),
+        ..Capability::default()
+    }
+}
+
+/// The capability of one of `p`'s cards in `family` (a family the product lacks reads as
+/// whole-only).
+pub fn capability_of(p: &Product, family: CardFamily) -> Capability {
+    match (family, p.catalog) {
+        (CardFamily::Partitioned, Some(c)) => c.capability(),
+        (CardFamily::Logical, _) => plain_capability(p.manufacturer),
+        _ => Capability::default(),
+    }
+}
+
+/// The product a group was generated from, recognised by manufacturer and product name (a
+/// mock-suffixed name `<product>-vfy<run>` included).
+pub fn product_of(group: &DeviceGroup) -> Option<&'static Product> {
+    PRODUCTS.iter().find(|p| {
+        p.manufacturer == group.manufacturer
+            && (group.name == p.name
+                || group
+                    .name
+                    .strip_prefix(p.name)
+                    .is_some_and(|rest| rest.starts_with("-vfy")))
+    })
+}
+
+/// Every legal partition charge of a catalog: each profile at each of its placements.
+fn partition_alphabet(capability: &Capability) -> Vec<Charge> {
+    capability
+        .physical_profiles
+        .iter()
+        .flat_map(|p| {
+            p.placements.iter().map(|pl| {
+                Charge::Partition(Instance {
+                    profile: p.name.clone(),
+                    placement: pl.clone(),
+                })
+            })
+        })
+        .collect()
+}
+
+/// Applies `charges` in order from the seeded card; a charge the card refuses is skipped, so
+/// the result is always a ledger the device manager could reach.
+pub fn apply_charges(card: CardLedger, charges: &[Charge]) -> CardLedger {
+    charges
+        .iter()
+        .fold(card, |card, c| charge(&card, c).unwrap_or(card))
+}
+
+/// The charges that bring a card of `capability` to an occupancy: free; exclusive; k shares;
+/// slices of p % VRAM; carved partition instances. Free comes first (what a ledger shrinks to).
+pub fn arb_charges(capability: &Capability) -> BoxedStrategy<Vec<Charge>> {
+    if capability.is_partitioned() {
+        let alphabet = partition_alphabet(capability);
+        if alphabet.is_empty() {
+            return Just(Vec::new()).boxed();
+        }
+        return prop::collection::vec(prop::sample::select(alphabet), 0..=4).boxed();
+    }
+    let mut options: Vec<(u32, BoxedStrategy<Vec<Charge>>)> = vec![
+        (4, Just(Vec::new()).boxed()),
+        (1, Just(vec![Charge::Exclusive]).boxed()),
+        (
+            2,
+            (1usize..=10)
+                .prop_map(|k| vec![Charge::Share; k])
+                .boxed(),
+        ),
+    ];
+    if capability.is_logically_sliceable() {
+        let slice = (1i64..=100).prop_map(|p| Charge::Slice {
+            units: p * UNITS_PER_PERCENT,
+        });
+        options.push((3, prop::collection::vec(slice, 1..=4).boxed()));
+    }
+    Union::new_weighted(options).boxed()
+}
+
+/// A card ledger of `capability` reached from `seed` by real charges.
+pub fn arb_ledger(capability: Capability) -> BoxedStrategy<CardLedger> {
+    arb_charges(&capability)
+        .prop_map(move |charges| apply_charges(seed(capability.clone()), &charges))
+        .boxed()
+}
+
+/// Makes a product name (and so its group id) unique to one run of the live tier: `Some(run)`
+/// appends `-vfy<run>` (keep `run` short: the accelerator key should stay ≤ 40 characters,
+/// devices.md "Generator rules" 3).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MockKey {
+    pub mock_product_key: Option<String>,
+}
+
+impl MockKey {
+    pub fn run(run: impl Into<String>) -> Self {
+        MockKey {
+            mock_product_key: Some(run.into()),
+        }
+    }
+
+    /// The product name as the group reports it.
+    pub fn product_name(&self, product: &str) -> String {
+        match &self.mock_product_key {
+            Some(run) => format!("{product}-vfy{run}"),
+            None => product.to_string(),
+        }
+    }
+}
+
+/// Driver and runtime versions a vendor's group may report (a few, so runtime lists vary).
+fn versions(manufacturer: &str) -> &'static [(&'static str, &'static str)] {
+    match manufacturer {
+        "nvidia" => &[("550.54.15", "12.4"), ("535.161.08", "12.2")],
+        "ascend" => &[("24.1.rc2", "8.0.RC2")],
+        "amd" => &[("6.7.0", "6.2.0")],
+        _ => &[("", "")],
+    }
+}
+
+/// One card plan: its family and the charges that occupy it.
+fn arb_card(p: Product, families: Vec<CardFamily>) -> BoxedStrategy<(Capability, CardLedger)> {
+    prop::sample::select(families)
+        .prop_flat_map(move |f| {
+            let cap = capability_of(&p, f);
+            (Just(cap.clone()), arb_ledger(cap))
+        })
+        .boxed()
+}
+
+/// One device group of 1..=`max_cards` cards of one product. Hygon's MIG mode is node-wide, so
+/// all cards of a Hygon group share one family (devices.md "Generator rules" 9); other vendors
+/// choose per card.
+pub fn arb_group(max_cards: u32, mock: MockKey) -> BoxedStrategy<DeviceGroup> {
+    let max_cards = max_cards.max(1);
+    (prop::sample::select(&PRODUCTS[..]), 1..=max_cards)
+        .prop_flat_map(move |(p, n)| {
+            let families = families_of(&p);
+            let cards = prop::sample::select(families.clone()).prop_flat_map(move |group_family| {
+                let per_card = if p.manufacturer == "hygon" {
+                    vec![group_family]
+                } else {
+                    families.clone()
+                };
+                prop::collection::vec(arb_card(p, per_card), n as usize)
+            });
+            let version = prop::sample::select(versions(p.manufacturer));
+            (Just(p), cards, version)
+        })
+        .prop_map(move |(p, cards, (driver, runtime))| {
+            let name = mock.product_name(p.name);
+            let id = group_id(&name, p.manufacturer);
+            let key = format!("{}-{id}", p.manufacturer);
+            DeviceGroup {
+                manufacturer: p.manufacturer.to_string(),
+                name,
+                memory_mib: p.memory_mib,
+                cores: p.cores,
+                driver_version: driver.to_string(),
+                runtime_version: runtime.to_string(),
+                cards: cards
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (capability, ledger))| Card {
+                        id: format!("{key}-{i}"),
+                        index: i as u32,
+                        capability: Some(capability),
+                        ledger: Some(ledger.row),
+                    })
+                    .collect(),
+                id,
+                ..DeviceGroup::default()
+            }
+        })
+        .boxed()
+}
+
+/// Keeps the first group of each accelerator key and at most one Hygon group (Hygon's mode is
+/// node-wide, so one node carries one Hygon family), preserving order.
+fn distinct_groups(groups: Vec<DeviceGroup>) -> Vec<DeviceGroup> {
+    let mut out: Vec<DeviceGroup> = Vec::with_capacity(groups.len());
+    for g in groups {
+        let clash = out.iter().any(|o| {
+            o.accelerator_key() == g.accelerator_key()
+                || (o.manufacturer == "hygon" && g.manufacturer == "hygon")
+        });
+        if !clash {
+            out.push(g);
+        }
+    }
+    out
+}
+
+/// A node's `Devices`: 1–2 groups of distinct products, up to 4 cards each.
+pub fn arb_devices() -> BoxedStrategy<Devices> {
+    arb_devices_with(4, MockKey::default())
+}
+
+/// A node's `Devices`: 1–2 groups of distinct products, 1..=`max_cards` cards each, product
+/// names made unique to a run by `mock`.
+pub fn arb_devices_with(max_cards: u32, mock: MockKey) -> BoxedStrategy<Devices> {
+    prop::collection::vec(arb_group(max_cards, mock), 1..=2)
+        .prop_map(|groups| Devices {
+            groups: distinct_groups(groups),
+        })
+        .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::devices::Mode;
+    use model::units::{UNITS_PER_CARD, UNITS_PER_SHARE};
+
+    #[test]
+    fn hygon_bw_catalog_matches_devices_3_2() {
+        let cap = hygon_bw();
+        assert_eq!(cap.physical_sliced_count, 4);
+        assert_eq!(cap.logical_sliced_count, 0);
+        let card = seed(cap);
+        let counts: Vec<(&str, u32)> = card
+            .row
+            .remaining_profiles
+            .iter()
+            .map(|p| (p.name.as_str(), p.count))
+            .collect();
+        assert_eq!(counts, [("2g.15gb", 4), ("4g.31gb", 2), ("8g.63gb", 1)]);
+    }
+
+    #[test]
+    fn thead_profiles_exclude_each_other() {
+        let card = seed(thead_ppu());
+        let card = apply_charges(
+            card,
+            &[Charge::Partition(Instance {
+                profile: "4g48gb".into(),
+                placement: Placement {
+                    start: 0,
+                    length: 4,
+                },
+            })],
+        );
+        let counts: Vec<(&str, u32)> = card
+            .row
+            .remaining_profiles
+            .iter()
+            .map(|p| (p.name.as_str(), p.count))
+            .collect();
+        assert_eq!(counts, [("4g48gb", 1), ("8g96gb", 0)]);
+        assert_eq!(card.row.mode, Mode::Partitioned);
+    }
+
+    #[test]
+    fn refused_charges_are_skipped_not_forced() {
+        let card = apply_charges(
+            seed(plain_capability("nvidia")),
+            &[Charge::Exclusive, Charge::Share, Charge::Exclusive],
+        );
+        assert_eq!(card.row.mode, Mode::Exclusive);
+        assert_eq!(card.row.remaining_units, 0);
+        let card = apply_charges(seed(Capability::default()), &vec![Charge::Share; 12]);
+        assert_eq!(card.row.remaining_units, 0);
+        let card = apply_charges(
+            seed(plain_capability("hygon")),
+            &vec![Charge::Slice { units: 1 }; 6],
+        );
+        assert_eq!(card.row.allocated_slices, 4, "Hygon hosts at most 4 slices");
+        assert_eq!(card.row.remaining_units, UNITS_PER_CARD - 4);
+        let _ = UNITS_PER_SHARE;
+    }
+
+    #[test]
+    fn products_nest_and_group_ids_are_distinct() {
+        let ids: Vec<String> = PRODUCTS
+            .iter()
+            .map(|p| format!("{}-{}", p.manufacturer, group_id(p.name, p.manufacturer)))
+            .collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len(), "{ids:?}");
+        for key in ["nvidia-a10", "nvidia-l40", "nvidia-h20"] {
+            let nested = ids.iter().filter(|k| k.starts_with(key)).count();
+            assert!(nested >= 2, "{key} should nest in a longer key: {ids:?}");
+        }
+    }
+
+    #[test]
+    fn mock_key_suffixes_product_and_group_id() {
+        let mock = MockKey::run("7f3a");
+        let name = mock.product_name("NVIDIA A10");
+        assert_eq!(name, "NVIDIA A10-vfy7f3a");
+        let id = group_id(&name, "nvidia");
+        assert!(id.ends_with("vfy7f3a"), "{id}");
+        let g = DeviceGroup {
+            manufacturer: "nvidia".into(),
+            name,
+            ..DeviceGroup::default()
+        };
+        assert_eq!(product_of(&g).map(|p| p.name), Some("NVIDIA A10"));
+    }
+}

@@ -1,0 +1,358 @@
+//! Event sequences over a generated cluster (research/chain.md §12; model::events::Event) and
+//! whole scenarios.
+//!
+//! A sequence is generated as independent seeds, then resolved in order against the shape the
+//! earlier events leave (nodes present, flippable cards, namespaces, submitted Workloads), so
+//! every event names something that exists at its turn; a seed with nothing to act on is
+//! dropped. Shrinking removes seeds, so sequences shrink toward fewer events.
+
+use model::cluster::{Cluster, Node};
+use model::devices::Capability;
+use model::events::Event;
+use model::scenario::Scenario;
+use model::workload::Workload;
+use proptest::prelude::*;
+use proptest::sample::Index;
+
+use crate::cluster::{arb_cluster, NAMESPACE_NAMES};
+use crate::devices::{plain_capability, product_of};
+use crate::nodes::{arb_anonymous_node, name_node};
+use crate::workloads::{arb_workload, pools_of};
+use crate::ShapeConfig;
+
+/// One event before it is resolved against the shape.
+#[derive(Clone, Debug)]
+enum Seed {
+    AwarenessFlip,
+    Submit(Workload),
+    Finish(Index),
+    Join(Node),
+    Leave(Index),
+    CardFamily(Index),
+    NamespaceCreate(Index),
+    NamespaceDelete(Index),
+}
+
+/// A card whose family can change: an NVIDIA or T-Head product with a MIG catalog, one card at
+/// a time (Hygon's mode is node-wide, so its cards never flip alone; devices.md §3.3).
+#[derive(Clone, Debug)]
+struct Flippable {
+    node: String,
+    card: String,
+    partitioned: bool,
+    mig: Capability,
+    plain: Capability,
+}
+
+/// The shape as the events so far leave it.
+#[derive(Clone, Debug, Default)]
+struct Shape {
+    nodes: Vec<String>,
+    cards: Vec<Flippable>,
+    namespaces: Vec<String>,
+    /// Submitted and not yet finished, `(namespace, name)`.
+    live: Vec<(String, String)>,
+    joined: usize,
+    submitted: usize,
+}
+
+/// The cards of `node` that can change family alone.
+fn flippable_cards(node: &Node) -> Vec<Flippable> {
+    let Some(devices) = &node.devices else {
+        return Vec::new();
+    };
+    devices
+        .groups
+        .iter()
+        .filter(|g| g.manufacturer != "hygon")
+        .filter_map(|g| Some((g, product_of(g)?.catalog?)))
+        .flat_map(|(g, catalog)| {
+            g.cards.iter().map(move |c| Flippable {
+                node: node.name.clone(),
+                card: c.id.clone(),
+                partitioned: c.is_partitioned(),
+                mig: catalog.capability(),
+                plain: plain_capability(&g.manufacturer),
+            })
+        })
+        .collect()
+}
+
+impl Shape {
+    fn of(cluster: &Cluster) -> Self {
+        Shape {
+            nodes: cluster.nodes.iter().map(|n| n.name.clone()).collect(),
+            cards: cluster.nodes.iter().flat_map(flippable_cards).collect(),
+            namespaces: cluster.namespaces.iter().map(|n| n.name.clone()).collect(),
+            ..Shape::default()
+        }
+    }
+
+    /// The event a seed becomes at this point, updating the shape; `None` = nothing to act on.
+    fn resolve(&mut self, seed: Seed) -> Option<Event> {
+        match seed {
+            Seed::AwarenessFlip => Some(Event::AwarenessFlip),
+            Seed::Submit(mut workload) => {
+                workload.name = format!("wl-{}", self.submitted);
+                self.submitted += 1;
+                self.live
+                    .push((workload.namespace.clone(), workload.name.clone()));
+                Some(Event::Submit { workload })
+            }
+            Seed::Finish(i) => {
+                if self.live.is_empty() {
+                    return None;
+                }
+                let (namespace, name) = self.live.remove(i.index(self.live.len()));
+                Some(Event::Finish { namespace, name })
+            }
+            Seed::Join(node) => {
+                let node = name_node(node, &format!("node-j{}", self.joined));
+                self.joined += 1;
+                self.nodes.push(node.name.clone());
+                self.cards.extend(flippable_cards(&node));
+                Some(Event::NodeJoin { node })
+            }
+            Seed::Leave(i) => {
+                if self.nodes.is_empty() {
+                    return None;
+                }
+                let name = self.nodes.remove(i.index(self.nodes.len()));
+                self.cards.retain(|c| c.node != name);
+                Some(Event::NodeLeave { name })
+            }
+            Seed::CardFamily(i) => {
+                if self.cards.is_empty() {
+                    return None;
+                }
+                let at = i.index(self.cards.len());
+                let card = self.cards.get_mut(at)?;
+                card.partitioned = !card.partitioned;
+                let capability = if card.partitioned {
+                    card.mig.clone()
+                } else {
+                    card.plain.clone()
+                };
+                Some(Event::CardFamily {
+                    node: card.node.clone(),
+                    card: card.card.clone(),
+                    capability,
+                })
+            }
+            Seed::NamespaceCreate(i) => {
+                let absent: Vec<&str> = NAMESPACE_NAMES
+                    .iter()
+                    .copied()
+                    .filter(|n| !self.namespaces.iter().any(|m| m == n))
+                    .collect();
+                if absent.is_empty() {
+                    return None;
+                }
+                let name = absent.get(i.index(absent.len()))?.to_string();
+                self.namespaces.push(name.clone());
+                Some(Event::NamespaceCreate { name })
+            }
+            Seed::NamespaceDelete(i) => {
+                if self.namespaces.is_empty() {
+                    return None;
+                }
+                let name = self.namespaces.remove(i.index(self.namespaces.len()));
+                Some(Event::NamespaceDelete { name })
+            }
+        }
+    }
+}
+
+/// Seeds for `cluster`: submissions only when it has a pool; the simplest kind first.
+fn arb_seed(cluster: &Cluster, config: &ShapeConfig) -> BoxedStrategy<Seed> {
+    let pools = pools_of(cluster);
+    let join = arb_anonymous_node(config.max_cards, config.mock.clone()).prop_map(Seed::Join);
+    let mut options: Vec<(u32, BoxedStrategy<Seed>)> = vec![
+        (1, Just(Seed::AwarenessFlip).boxed()),
+        (2, any::<Index>().prop_map(Seed::Finish).boxed()),
+        (1, join.boxed()),
+        (1, any::<Index>().prop_map(Seed::Leave).boxed()),
+        (1, any::<Index>().prop_map(Seed::CardFamily).boxed()),
+        (1, any::<Index>().prop_map(Seed::NamespaceCreate).boxed()),
+        (1, any::<Index>().prop_map(Seed::NamespaceDelete).boxed()),
+    ];
+    if !pools.is_empty() {
+        options.insert(1, (5, arb_workload(&pools).prop_map(Seed::Submit).boxed()));
+    }
+    proptest::strategy::Union::new_weighted(options).boxed()
+}
+
+/// Resolves seeds in order against `cluster`'s shape.
+fn resolve_all(cluster: &Cluster, seeds: Vec<Seed>) -> Vec<Event> {
+    let mut shape = Shape::of(cluster);
+    seeds
+        .into_iter()
+        .filter_map(|s| shape.resolve(s))
+        .collect()
+}
+
+/// One event that can apply to `cluster` as it stands (an awareness flip when nothing else
+/// can; never a finish, as nothing has been submitted yet).
+pub fn arb_event(cluster: &Cluster) -> BoxedStrategy<Event> {
+    let cluster = cluster.clone();
+    arb_seed(&cluster, &ShapeConfig::default())
+        .prop_map(move |seed| {
+            let seed = match seed {
+                Seed::Finish(_) => Seed::AwarenessFlip,
+                other => other,
+            };
+            Shape::of(&cluster)
+                .resolve(seed)
+                .unwrap_or(Event::AwarenessFlip)
+        })
+        .boxed()
+}
+
+/// Up to `max` events over `cluster` (default card limit for joining nodes).
+pub fn arb_events(cluster: &Cluster, max: usize) -> BoxedStrategy<Vec<Event>> {
+    arb_events_with(
+        cluster,
+        &ShapeConfig {
+            max_events: max,
+            ..ShapeConfig::default()
+        },
+    )
+}
+
+/// Up to `config.max_events` events over `cluster`, joining nodes within `config`.
+pub fn arb_events_with(cluster: &Cluster, config: &ShapeConfig) -> BoxedStrategy<Vec<Event>> {
+    let owned = cluster.clone();
+    prop::collection::vec(arb_seed(cluster, config), 0..=config.max_events)
+        .prop_map(move |seeds| resolve_all(&owned, seeds))
+        .boxed()
+}
+
+/// A replayable scenario: a cluster within `config` and an event sequence over it.
+pub fn arb_scenario(config: &ShapeConfig) -> BoxedStrategy<Scenario> {
+    let config = config.clone();
+    arb_cluster(&config)
+        .prop_flat_map(move |cluster| {
+            let events = arb_events_with(&cluster, &config);
+            (Just(cluster), events)
+        })
+        .prop_map(|(cluster, events)| Scenario {
+            name: format!("generated-{}n-{}e", cluster.nodes.len(), events.len()),
+            cluster,
+            events,
+            ..Scenario::default()
+        })
+        .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::examples::{nfd_node, nvidia_group};
+    use model::ledger::catalogs::a100_40gb;
+
+    /// Some index; the tests only use it on one-element lists or assert order-free facts.
+    fn idx() -> Index {
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::TestRunner;
+        any::<Index>()
+            .new_tree(&mut TestRunner::deterministic())
+            .unwrap()
+            .current()
+    }
+
+    fn a100_cluster() -> Cluster {
+        let mut node = nfd_node("node-0", "AMD", "AMD EPYC 7763 64-Core Processor", 8);
+        node.devices = Some(model::devices::Devices {
+            groups: vec![nvidia_group("a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", 40960, 1)],
+        });
+        Cluster {
+            nodes: vec![node],
+            namespaces: vec![model::cluster::Namespace {
+                name: "default".into(),
+                terminating: false,
+            }],
+            ..Cluster::default()
+        }
+    }
+
+    #[test]
+    fn card_family_flips_between_logical_and_catalog() {
+        let c = a100_cluster();
+        let mut shape = Shape::of(&c);
+        assert_eq!(shape.cards.len(), 1);
+        let first = shape.resolve(Seed::CardFamily(idx()));
+        let second = shape.resolve(Seed::CardFamily(idx()));
+        match (first, second) {
+            (
+                Some(Event::CardFamily { capability: on, .. }),
+                Some(Event::CardFamily {
+                    capability: off, ..
+                }),
+            ) => {
+                assert_eq!(on, a100_40gb());
+                assert_eq!(off.logical_sliced_count, 128);
+                assert!(!off.is_partitioned());
+            }
+            other => panic!("expected two card-family events, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn seeds_with_nothing_to_act_on_are_dropped() {
+        let c = a100_cluster();
+        let events = resolve_all(
+            &c,
+            vec![
+                Seed::Finish(idx()),
+                Seed::Leave(idx()),
+                Seed::Leave(idx()),
+                Seed::CardFamily(idx()),
+                Seed::NamespaceDelete(idx()),
+                Seed::NamespaceDelete(idx()),
+            ],
+        );
+        assert_eq!(
+            events,
+            vec![
+                Event::NodeLeave {
+                    name: "node-0".into()
+                },
+                Event::NamespaceDelete {
+                    name: "default".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn submissions_are_named_uniquely_and_finish_once() {
+        let c = a100_cluster();
+        let w = Workload {
+            namespace: "default".into(),
+            ..Workload::default()
+        };
+        let events = resolve_all(
+            &c,
+            vec![
+                Seed::Submit(w.clone()),
+                Seed::Submit(w),
+                Seed::Finish(idx()),
+                Seed::Finish(idx()),
+                Seed::Finish(idx()),
+            ],
+        );
+        let names: Vec<String> = events
+            .iter()
+            .map(|e| match e {
+                Event::Submit { workload } => format!("submit {}", workload.name),
+                Event::Finish { name, .. } => format!("finish {name}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(names.len(), 4, "the third finish has nothing left: {names:?}");
+        assert_eq!(names[..2], ["submit wl-0", "submit wl-1"]);
+        let mut finished = names[2..].to_vec();
+        finished.sort();
+        assert_eq!(finished, ["finish wl-0", "finish wl-1"]);
+    }
+}
