@@ -163,11 +163,11 @@ impl Shape {
     }
 }
 
-/// Seeds for `cluster`: submissions only when it has a pool; the simplest kind first.
-fn arb_seed(cluster: &Cluster, config: &ShapeConfig) -> BoxedStrategy<Seed> {
-    let pools = pools_of(cluster);
+/// The seed kinds that do not depend on the cluster, simplest first; built once per scenario
+/// strategy and shared (a `BoxedStrategy` clones cheaply).
+fn shape_seeds(config: &ShapeConfig) -> Vec<(u32, BoxedStrategy<Seed>)> {
     let join = arb_anonymous_node(config.max_cards, config.mock.clone()).prop_map(Seed::Join);
-    let mut options: Vec<(u32, BoxedStrategy<Seed>)> = vec![
+    vec![
         (1, Just(Seed::AwarenessFlip).boxed()),
         (2, any::<Index>().prop_map(Seed::Finish).boxed()),
         (1, join.boxed()),
@@ -175,7 +175,13 @@ fn arb_seed(cluster: &Cluster, config: &ShapeConfig) -> BoxedStrategy<Seed> {
         (1, any::<Index>().prop_map(Seed::CardFamily).boxed()),
         (1, any::<Index>().prop_map(Seed::NamespaceCreate).boxed()),
         (1, any::<Index>().prop_map(Seed::NamespaceDelete).boxed()),
-    ];
+    ]
+}
+
+/// Seeds for `cluster`: the shared kinds, plus submissions when it has a pool.
+fn arb_seed(cluster: &Cluster, shared: &[(u32, BoxedStrategy<Seed>)]) -> BoxedStrategy<Seed> {
+    let pools = pools_of(cluster);
+    let mut options = shared.to_vec();
     if !pools.is_empty() {
         options.insert(1, (5, arb_workload(&pools).prop_map(Seed::Submit).boxed()));
     }
@@ -195,7 +201,7 @@ fn resolve_all(cluster: &Cluster, seeds: Vec<Seed>) -> Vec<Event> {
 /// can; never a finish, as nothing has been submitted yet).
 pub fn arb_event(cluster: &Cluster) -> BoxedStrategy<Event> {
     let cluster = cluster.clone();
-    arb_seed(&cluster, &ShapeConfig::default())
+    arb_seed(&cluster, &shape_seeds(&ShapeConfig::default()))
         .prop_map(move |seed| {
             let seed = match seed {
                 Seed::Finish(_) => Seed::AwarenessFlip,
@@ -221,18 +227,28 @@ pub fn arb_events(cluster: &Cluster, max: usize) -> BoxedStrategy<Vec<Event>> {
 
 /// Up to `config.max_events` events over `cluster`, joining nodes within `config`.
 pub fn arb_events_with(cluster: &Cluster, config: &ShapeConfig) -> BoxedStrategy<Vec<Event>> {
+    events_from(cluster, &shape_seeds(config), config.max_events)
+}
+
+/// Up to `max` events over `cluster` from the shared seed kinds.
+fn events_from(
+    cluster: &Cluster,
+    shared: &[(u32, BoxedStrategy<Seed>)],
+    max: usize,
+) -> BoxedStrategy<Vec<Event>> {
     let owned = cluster.clone();
-    prop::collection::vec(arb_seed(cluster, config), 0..=config.max_events)
+    prop::collection::vec(arb_seed(cluster, shared), 0..=max)
         .prop_map(move |seeds| resolve_all(&owned, seeds))
         .boxed()
 }
 
 /// A replayable scenario: a cluster within `config` and an event sequence over it.
 pub fn arb_scenario(config: &ShapeConfig) -> BoxedStrategy<Scenario> {
-    let config = config.clone();
-    arb_cluster(&config)
+    let shared = shape_seeds(config);
+    let max = config.max_events;
+    arb_cluster(config)
         .prop_flat_map(move |cluster| {
-            let events = arb_events_with(&cluster, &config);
+            let events = events_from(&cluster, &shared, max);
             (Just(cluster), events)
         })
         .prop_map(|(cluster, events)| Scenario {

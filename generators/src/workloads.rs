@@ -166,7 +166,7 @@ fn invalid_request(family: Family, manufacturer: &str, base: &str) -> BoxedStrat
     let options: Vec<ResourceList> = match family {
         Family::Sliced => vec![list(sliced("0")), list(sliced("101")), list(both), list(mixed)],
         Family::Partitioned => vec![list(unknown), list(mixed)],
-        _ => Vec::new(),
+        _ => vec![list(unknown)],
     }
     .into_iter()
     .chain([list(malformed)])
@@ -197,21 +197,18 @@ pub fn arb_request(family: Family, pool: &Pool) -> BoxedStrategy<ResourceList> {
         .boxed()
 }
 
-/// The families a pool's Workloads ask for: the four device families for an accelerator pool
-/// (partitioned only where the pool offers profiles, or rarely where it does not), CPU only
-/// for a CPU pool.
+/// The families a pool's Workloads ask for: the device families for an accelerator pool
+/// (partitioned only where the pool offers profiles; asking a pool without profiles for a
+/// partition is left to the invalid requests), CPU only for a CPU pool.
 fn arb_family(pool: &Pool) -> BoxedStrategy<Family> {
     if pool.manufacturer.is_none() {
         return Just(Family::None).boxed();
     }
-    let partitioned = if pool.profiles.is_empty() { 1 } else { 3 };
-    prop_oneof![
-        3 => Just(Family::Exclusive),
-        3 => Just(Family::Shared),
-        3 => Just(Family::Sliced),
-        partitioned => Just(Family::Partitioned),
-    ]
-    .boxed()
+    let mut families = vec![Family::Exclusive, Family::Shared, Family::Sliced];
+    if !pool.profiles.is_empty() {
+        families.push(Family::Partitioned);
+    }
+    prop::sample::select(families).boxed()
 }
 
 /// One pod set of `count` identical Pods with one container.

@@ -247,3 +247,32 @@ fn single_node_generation_rate() {
         n as f64 / secs
     );
 }
+
+/// The generated submissions reach every gate's verdict: admitted, rejected at the webhook,
+/// pending at quota (or for a missing entrance) and retried at the node-devices check.
+#[test]
+fn generated_submissions_reach_every_verdict() {
+    use model::events::Effect;
+    use model::lifecycle::Outcome;
+    let strategy = arb_scenario(&ShapeConfig::default());
+    let mut runner = TestRunner::deterministic();
+    let mut seen = [0usize; 4];
+    for _ in 0..400 {
+        let s = strategy.new_tree(&mut runner).unwrap().current();
+        let mut world = World::new(s.cluster);
+        for e in &s.events {
+            if let Effect::Judged { outcome } = world.apply(e) {
+                let slot = match outcome {
+                    Outcome::Admitted => 0,
+                    Outcome::Rejected { .. } => 1,
+                    Outcome::Pending { .. } => 2,
+                    Outcome::Retry { .. } => 3,
+                    Outcome::Unplaceable { .. } => continue,
+                };
+                seen[slot] += 1;
+            }
+        }
+    }
+    assert!(seen.iter().all(|&n| n > 0), "admitted/rejected/pending/retry: {seen:?}");
+    assert!(seen[0] > seen[1], "mostly valid requests: {seen:?}");
+}
