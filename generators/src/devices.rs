@@ -133,13 +133,7 @@ pub const PRODUCTS: [Product; 17] = [
     product("iluvatar", "BI-V150", 32768, 0, None),
     product("metax", "MXC500", 65536, 0, None),
     product("mthreads", "MTT S4000", 49152, 0, None),
-    product(
-        "thead",
-        "PPU-ZW810E",
-        98304,
-        0,
-        Some(Catalog::TheadPpu),
-    ),
+    product("thead", "PPU-ZW810E", 98304, 0, Some(Catalog::TheadPpu)),
 ];
 
 /// Logical slices per card for a vendor (devices.md §2.6 and "Generator rules" 7); 0 = the
@@ -253,9 +247,7 @@ pub fn arb_charges(capability: &Capability) -> BoxedStrategy<Vec<Charge>> {
         (1, Just(vec![Charge::Exclusive]).boxed()),
         (
             2,
-            (1usize..=10)
-                .prop_map(|k| vec![Charge::Share; k])
-                .boxed(),
+            (1usize..=10).prop_map(|k| vec![Charge::Share; k]).boxed(),
         ),
     ];
     if capability.is_logically_sliceable() {

@@ -191,10 +191,7 @@ fn arb_seed(cluster: &Cluster, shared: &[(u32, BoxedStrategy<Seed>)]) -> BoxedSt
 /// Resolves seeds in order against `cluster`'s shape.
 fn resolve_all(cluster: &Cluster, seeds: Vec<Seed>) -> Vec<Event> {
     let mut shape = Shape::of(cluster);
-    seeds
-        .into_iter()
-        .filter_map(|s| shape.resolve(s))
-        .collect()
+    seeds.into_iter().filter_map(|s| shape.resolve(s)).collect()
 }
 
 /// One event that can apply to `cluster` as it stands (an awareness flip when nothing else
@@ -279,7 +276,12 @@ mod tests {
     fn a100_cluster() -> Cluster {
         let mut node = nfd_node("node-0", "AMD", "AMD EPYC 7763 64-Core Processor", 8);
         node.devices = Some(model::devices::Devices {
-            groups: vec![nvidia_group("a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", 40960, 1)],
+            groups: vec![nvidia_group(
+                "a100-sxm4-40gb",
+                "NVIDIA A100-SXM4-40GB",
+                40960,
+                1,
+            )],
         });
         Cluster {
             nodes: vec![node],
@@ -365,7 +367,11 @@ mod tests {
                 other => format!("{other:?}"),
             })
             .collect();
-        assert_eq!(names.len(), 4, "the third finish has nothing left: {names:?}");
+        assert_eq!(
+            names.len(),
+            4,
+            "the third finish has nothing left: {names:?}"
+        );
         assert_eq!(names[..2], ["submit wl-0", "submit wl-1"]);
         let mut finished = names[2..].to_vec();
         finished.sort();

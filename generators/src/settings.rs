@@ -14,16 +14,14 @@ pub fn arb_settings() -> BoxedStrategy<Settings> {
         prop::bool::weighted(0.1),
         prop_oneof![4 => Just(Era::E3), 1 => Just(Era::E2)],
     )
-        .prop_map(
-            |(aware, unmixed, underived, manual, era)| Settings {
-                aware_cpu_manufacturer: aware,
-                mixed_on_node: !unmixed,
-                derived_from_node: !underived,
-                manual_node_management: manual,
-                era,
-                mutant: None,
-                ..Settings::default()
-            },
-        )
+        .prop_map(|(aware, unmixed, underived, manual, era)| Settings {
+            aware_cpu_manufacturer: aware,
+            mixed_on_node: !unmixed,
+            derived_from_node: !underived,
+            manual_node_management: manual,
+            era,
+            mutant: None,
+            ..Settings::default()
+        })
         .boxed()
 }

@@ -117,8 +117,7 @@ fn valid_request(
                 .map(|p| profile_key(manufacturer, &base, p))
                 .collect();
             if keys.is_empty() {
-                return Just(list(vec![(format!("{base}.partitioned"), "1".to_string())]))
-                    .boxed();
+                return Just(list(vec![(format!("{base}.partitioned"), "1".to_string())])).boxed();
             }
             prop::sample::select(keys)
                 .prop_map(move |k| {
@@ -164,7 +163,12 @@ fn invalid_request(family: Family, manufacturer: &str, base: &str) -> BoxedStrat
     malformed.retain(|(k, _)| *k != malformed_key);
     malformed.push((malformed_key, "1.5.0".to_string()));
     let options: Vec<ResourceList> = match family {
-        Family::Sliced => vec![list(sliced("0")), list(sliced("101")), list(both), list(mixed)],
+        Family::Sliced => vec![
+            list(sliced("0")),
+            list(sliced("101")),
+            list(both),
+            list(mixed),
+        ],
         Family::Partitioned => vec![list(unknown), list(mixed)],
         _ => vec![list(unknown)],
     }
@@ -180,7 +184,9 @@ pub fn arb_request(family: Family, pool: &Pool) -> BoxedStrategy<ResourceList> {
     let cpu = prop::sample::select(vec!["100m", "500m", "1", "2"]);
     let accel = match (
         family,
-        pool.manufacturer.as_deref().and_then(|m| Some((m, base_of(m)?))),
+        pool.manufacturer
+            .as_deref()
+            .and_then(|m| Some((m, base_of(m)?))),
     ) {
         (Family::None | Family::Visibility, _) | (_, None) => Just(ResourceList::new()).boxed(),
         (family, Some((m, base))) => Union::new_weighted(vec![
@@ -322,11 +328,19 @@ mod tests {
         use proptest::test_runner::TestRunner;
         let mut runner = TestRunner::deterministic();
         let pool = nvidia_pool(&["1g.5gb", "3g.20gb"]);
-        let s = valid_request(Family::Partitioned, "nvidia", "nvidia.com/gpu", &pool.profiles);
+        let s = valid_request(
+            Family::Partitioned,
+            "nvidia",
+            "nvidia.com/gpu",
+            &pool.profiles,
+        );
         for _ in 0..20 {
             let r = s.new_tree(&mut runner).unwrap().current();
             assert_eq!(r.len(), 2);
-            assert!(r.keys().all(|k| family_of(k) == Family::Partitioned), "{r:?}");
+            assert!(
+                r.keys().all(|k| family_of(k) == Family::Partitioned),
+                "{r:?}"
+            );
             assert!(
                 r.contains_key("nvidia.com/gpu.partitioned.mig-1g.5gb")
                     || r.contains_key("nvidia.com/gpu.partitioned.mig-3g.20gb"),

@@ -33,7 +33,10 @@ fn check_ledgers(cluster: &Cluster) -> Result<(), String> {
         for group in &devices.groups {
             for card in &group.cards {
                 let at = format!("{}/{}", node.name, card.id);
-                let cap = card.capability.clone().ok_or(format!("{at}: no capability"))?;
+                let cap = card
+                    .capability
+                    .clone()
+                    .ok_or(format!("{at}: no capability"))?;
                 let row = card.ledger.clone().ok_or(format!("{at}: no ledger"))?;
                 if !(0..=UNITS_PER_CARD).contains(&row.remaining_units) {
                     return Err(format!("{at}: remaining {}", row.remaining_units));
@@ -220,7 +223,10 @@ fn a_failing_card_count_shrinks_to_one_node_with_two_cards() {
                 .collect();
             assert_eq!(groups.len(), 1, "{c:#?}");
             assert_eq!(groups[0].cards.len(), 2, "{c:#?}");
-            assert_eq!(groups[0].name, "NVIDIA A10", "the product shrinks to the first");
+            assert_eq!(
+                groups[0].name, "NVIDIA A10",
+                "the product shrinks to the first"
+            );
         }
         other => panic!("expected a shrunk failure, got {other:?}"),
     }
@@ -239,7 +245,12 @@ fn single_node_generation_rate() {
     let start = Instant::now();
     let mut events = 0;
     for _ in 0..n {
-        events += strategy.new_tree(&mut runner).unwrap().current().events.len();
+        events += strategy
+            .new_tree(&mut runner)
+            .unwrap()
+            .current()
+            .events
+            .len();
     }
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
@@ -273,6 +284,9 @@ fn generated_submissions_reach_every_verdict() {
             }
         }
     }
-    assert!(seen.iter().all(|&n| n > 0), "admitted/rejected/pending/retry: {seen:?}");
+    assert!(
+        seen.iter().all(|&n| n > 0),
+        "admitted/rejected/pending/retry: {seen:?}"
+    );
     assert!(seen[0] > seen[1], "mostly valid requests: {seen:?}");
 }
