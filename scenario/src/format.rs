@@ -10,7 +10,7 @@ use serde_norway::Value;
 use crate::atomic;
 use crate::error::{Location, ScenarioError};
 use crate::locate::locate;
-use crate::path::FieldPath;
+use crate::path::{FieldPath, Segment};
 
 /// Parses a scenario from YAML text; `origin` names the text in errors (usually its file name).
 pub fn from_yaml(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
@@ -80,10 +80,36 @@ fn syntax_error(
         }
         None => locate(text, field.segments()),
     };
+    strip_parser_path(&mut message, &field);
     ScenarioError::Syntax {
         at: Location::new(origin, at),
         field,
         message,
+    }
+}
+
+/// serde_norway starts a message with its own idea of the path (`cluster.nodes[0]: …`, which
+/// for some errors stops one level short); the error names the path from serde_path_to_error
+/// instead, so the parser's prefix goes. It is recognised as a space-free run starting with
+/// the document's top-level key and ending at the first `: `; a repeat of the field's own name
+/// after it goes too.
+fn strip_parser_path(message: &mut String, field: &FieldPath) {
+    let Some(Segment::Key(top)) = field.segments().first() else {
+        return;
+    };
+    if !message.starts_with(top.as_str()) {
+        return;
+    }
+    if let Some(end) = message.find(": ") {
+        if !message[..end].contains(char::is_whitespace) {
+            message.replace_range(..end + 2, "");
+        }
+    }
+    // A model error may name the field again (`mode: unknown device allocation mode …`).
+    if let Some(Segment::Key(last)) = field.segments().last() {
+        if let Some(rest) = message.strip_prefix(&format!("{last}: ")) {
+            *message = rest.to_string();
+        }
     }
 }
 
