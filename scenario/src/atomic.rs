@@ -65,7 +65,11 @@ pub fn create_new(target: &Path, bytes: &[u8]) -> Result<bool, ScenarioError> {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(_) if target.exists() => Ok(false),
-        Err(_) => return fs::rename(&temp, target).map(|()| true).map_err(write_error(target)),
+        Err(_) => {
+            return fs::rename(&temp, target)
+                .map(|()| true)
+                .map_err(write_error(target))
+        }
     };
     let _ = fs::remove_file(&temp);
     outcome

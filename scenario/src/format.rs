@@ -68,6 +68,9 @@ fn syntax_error(
     e: &serde_path_to_error::Error<serde_norway::Error>,
 ) -> ScenarioError {
     let field = FieldPath::from_serde(e.path());
+    if let Some(deeper) = inside_event_payload(text, origin, &field) {
+        return deeper;
+    }
     let inner = e.inner();
     let mut message = inner.to_string();
     let at = match inner.location() {
@@ -86,6 +89,47 @@ fn syntax_error(
         field,
         message,
     }
+}
+
+/// serde reads an event through a buffer, so a mistake inside its payload is reported at
+/// `events[i]` only. This reads the payload (`node`, `workload`, `capability`) again on its
+/// own to name the field inside it, located in the text; `None` if that finds nothing.
+fn inside_event_payload(text: &str, origin: &str, field: &FieldPath) -> Option<ScenarioError> {
+    let [Segment::Key(list), Segment::Index(i)] = field.segments() else {
+        return None;
+    };
+    if list != "events" {
+        return None;
+    }
+    let doc: Value = serde_norway::from_str(text).ok()?;
+    let item = doc.get("events")?.get(*i)?;
+    let kind = item.get("event")?.as_str()?;
+    let (key, found) = match kind {
+        "node-join" => ("node", payload_error::<model::Node>(item.get("node")?)),
+        "submit" => (
+            "workload",
+            payload_error::<model::workload::Workload>(item.get("workload")?),
+        ),
+        "card-family" => (
+            "capability",
+            payload_error::<model::Capability>(item.get("capability")?),
+        ),
+        _ => return None,
+    };
+    let (inner, message) = found?;
+    let mut path = field.key(key);
+    path.0.extend(inner.0);
+    Some(ScenarioError::Syntax {
+        at: Location::new(origin, locate(text, path.segments())),
+        field: path,
+        message,
+    })
+}
+
+/// The path and message of the first error reading `value` as a `T`, if any.
+fn payload_error<T: serde::de::DeserializeOwned>(value: &Value) -> Option<(FieldPath, String)> {
+    let e = serde_path_to_error::deserialize::<_, T>(value.clone()).err()?;
+    Some((FieldPath::from_serde(e.path()), e.inner().to_string()))
 }
 
 /// serde_norway starts a message with its own idea of the path (`cluster.nodes[0]: …`, which

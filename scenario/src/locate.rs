@@ -91,10 +91,11 @@ pub fn locate(text: &str, path: &[Segment]) -> Option<(usize, usize)> {
                 else {
                     return found;
                 };
-                let Some(i) = range
-                    .iter()
-                    .position(|l| l.key.as_ref().is_some_and(|(c, name)| *c == col && name == k))
-                else {
+                let Some(i) = range.iter().position(|l| {
+                    l.key
+                        .as_ref()
+                        .is_some_and(|(c, name)| *c == col && name == k)
+                }) else {
                     return found;
                 };
                 let start = lo + i;
@@ -106,8 +107,8 @@ pub fn locate(text: &str, path: &[Segment]) -> Option<(usize, usize)> {
                     .take(hi)
                     .skip(start + 1)
                     .find(|(_, l)| {
-                        let key_ends = l.dashes.is_empty()
-                            && l.key.as_ref().is_some_and(|(c, _)| *c <= col);
+                        let key_ends =
+                            l.dashes.is_empty() && l.key.as_ref().is_some_and(|(c, _)| *c <= col);
                         let dash_ends = l.dashes.first().is_some_and(|d| *d < col);
                         key_ends || dash_ends
                     })
@@ -224,6 +225,9 @@ events:
             at("cluster.nodes[0].devices.groups[0].cards[0].ledger"),
             Some((13, 11))
         );
-        assert_eq!(at("cluster.nodes[0].devices.groups[0].cards[1].index"), Some((15, 9)));
+        assert_eq!(
+            at("cluster.nodes[0].devices.groups[0].cards[1].index"),
+            Some((15, 9))
+        );
     }
 }

@@ -170,7 +170,9 @@ mod tests {
 
     #[test]
     fn a_bad_line_is_named() {
-        let e = parse("r.txt", "1\n-3 # negative\n").unwrap_err().to_string();
+        let e = parse("r.txt", "1\n-3 # negative\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("r.txt:2: expected"), "{e}");
         let e = parse("r.txt", "12x\n").unwrap_err().to_string();
         assert!(e.starts_with("r.txt:1:"), "{e}");

@@ -87,12 +87,20 @@ fn everything() -> Scenario {
         card.ledger = Some(Ledger {
             mode: Mode::Partitioned,
             remaining_units: 0,
-            remaining_profiles: vec![ProfileCount { name: "1g.10gb".into(), count: 5 }],
-            allocated_profiles: vec![ProfileCount { name: "1g.10gb".into(), count: 2 }],
+            remaining_profiles: vec![ProfileCount {
+                name: "1g.10gb".into(),
+                count: 5,
+            }],
+            allocated_profiles: vec![ProfileCount {
+                name: "1g.10gb".into(),
+                count: 2,
+            }],
             allocated_slices: 0,
         });
     }
-    node.devices = Some(Devices { groups: vec![group] });
+    node.devices = Some(Devices {
+        groups: vec![group],
+    });
     node.deleting = true;
     let mut joining = nfd_node("gpu-1", "Intel", "Xeon: 8259CL @ 2.50GHz", 4);
     joining.devices = Some(Devices {
@@ -105,8 +113,14 @@ fn everything() -> Scenario {
         cluster: Cluster {
             nodes: vec![node],
             namespaces: vec![
-                Namespace { name: "default".into(), terminating: false },
-                Namespace { name: "old".into(), terminating: true },
+                Namespace {
+                    name: "default".into(),
+                    terminating: false,
+                },
+                Namespace {
+                    name: "old".into(),
+                    terminating: true,
+                },
             ],
             settings: Settings {
                 aware_cpu_manufacturer: true,
@@ -127,7 +141,10 @@ fn everything() -> Scenario {
                     acceleratable: true,
                     os: "linux".into(),
                     arch: "amd64".into(),
-                    unit_resources: UnitResources { cpu: "4".into(), ram: "16Gi".into() },
+                    unit_resources: UnitResources {
+                        cpu: "4".into(),
+                        ram: "16Gi".into(),
+                    },
                     local_storage: "100Gi".into(),
                     ..InstanceTypeSpec::default()
                 },
@@ -136,20 +153,32 @@ fn everything() -> Scenario {
         },
         events: vec![
             Event::NodeJoin { node: joining },
-            Event::NamespaceCreate { name: "team-a".into() },
-            Event::Submit { workload: workload() },
+            Event::NamespaceCreate {
+                name: "team-a".into(),
+            },
+            Event::Submit {
+                workload: workload(),
+            },
             Event::CardFamily {
                 node: "gpu-1".into(),
                 card: "GPU-tesla-t4-0".into(),
                 capability: mig_capability(),
             },
-            Event::Finish { namespace: "team-a".into(), name: "infer".into() },
+            Event::Finish {
+                namespace: "team-a".into(),
+                name: "infer".into(),
+            },
             Event::AwarenessFlip,
             Event::NamespaceDelete { name: "old".into() },
-            Event::NodeLeave { name: "gpu-0".into() },
+            Event::NodeLeave {
+                name: "gpu-0".into(),
+            },
         ],
         expect: vec![
-            Expectation::Outcome { event: 2, outcome: "admitted".into() },
+            Expectation::Outcome {
+                event: 2,
+                outcome: "admitted".into(),
+            },
             Expectation::Violation {
                 property: "quota-conserved".into(),
                 message: "nominal 3 != capacity 4".into(),

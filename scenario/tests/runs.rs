@@ -28,7 +28,10 @@ fn a_run_dir_is_base_slash_id_and_is_never_reused() {
     assert!(run.path().is_dir());
     let again = RunDir::create(&base, &id).unwrap_err();
     assert!(matches!(again, ScenarioError::Write { .. }), "{again:?}");
-    assert!(again.to_string().contains("the run directory exists"), "{again}");
+    assert!(
+        again.to_string().contains("the run directory exists"),
+        "{again}"
+    );
 }
 
 #[test]
@@ -56,9 +59,15 @@ fn counterexamples_are_written_as_a_replayable_pair_and_never_overwritten() {
     let first = run
         .write_counterexample(42, "quota-conserved", &s, "# first\n")
         .unwrap();
-    assert_eq!(first, run.path().join("counterexample-42-quota-conserved.yaml"));
+    assert_eq!(
+        first,
+        run.path().join("counterexample-42-quota-conserved.yaml")
+    );
     let text = fs::read_to_string(&first).unwrap();
-    assert!(text.starts_with("# Counterexample: seed 42, property quota-conserved."), "{text}");
+    assert!(
+        text.starts_with("# Counterexample: seed 42, property quota-conserved."),
+        "{text}"
+    );
     assert_eq!(from_yaml(&text, "ce.yaml").unwrap(), s);
     let md = run.path().join("counterexample-42-quota-conserved.md");
     assert_eq!(fs::read_to_string(&md).unwrap(), "# first\n");
@@ -67,7 +76,10 @@ fn counterexamples_are_written_as_a_replayable_pair_and_never_overwritten() {
     let second = run
         .write_counterexample(42, "quota-conserved", &s, "# second\n")
         .unwrap();
-    assert_eq!(second, run.path().join("counterexample-42-quota-conserved-2.yaml"));
+    assert_eq!(
+        second,
+        run.path().join("counterexample-42-quota-conserved-2.yaml")
+    );
     assert_eq!(fs::read_to_string(&md).unwrap(), "# first\n");
     assert_eq!(
         fs::read_to_string(run.path().join("counterexample-42-quota-conserved-2.md")).unwrap(),
@@ -78,7 +90,10 @@ fn counterexamples_are_written_as_a_replayable_pair_and_never_overwritten() {
     fs::write(run.path().join("counterexample-7-p.md"), "orphan").unwrap();
     let third = run.write_counterexample(7, "p", &s, "new").unwrap();
     assert_eq!(third, run.path().join("counterexample-7-p-2.yaml"));
-    assert_eq!(fs::read_to_string(run.path().join("counterexample-7-p.md")).unwrap(), "orphan");
+    assert_eq!(
+        fs::read_to_string(run.path().join("counterexample-7-p.md")).unwrap(),
+        "orphan"
+    );
 
     // A property name with a path separator stays inside the run directory; no temp file is left.
     let fourth = run.write_counterexample(1, "../views/sl", &s, "").unwrap();
@@ -145,7 +160,10 @@ fn append_sees_what_another_run_wrote_and_keeps_a_last_line_without_newline() {
     fs::write(&path, "# hand-written\n5 # by hand").unwrap();
     assert!(!mine.append(5, "dup").unwrap());
     assert!(mine.append(6, "").unwrap());
-    assert_eq!(fs::read_to_string(&path).unwrap(), "# hand-written\n5 # by hand\n6\n");
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        "# hand-written\n5 # by hand\n6\n"
+    );
     assert_eq!(mine.seeds(), vec![5, 6]);
     // A malformed file is not appended to.
     fs::write(&path, "x\n").unwrap();
