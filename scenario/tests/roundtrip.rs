@@ -335,3 +335,38 @@ proptest! {
         prop_assert_eq!(back.as_ref().ok(), Some(&s), "text:\n{}\nerror: {:?}", text, back.as_ref().err().map(ToString::to_string));
     }
 }
+
+#[test]
+fn the_minimal_example_does_what_its_comment_says() {
+    use model::events::{Effect, World};
+    use model::lifecycle::Outcome;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/minimal.yaml");
+    let s = load(&path).unwrap();
+    let mut world = World::new(s.cluster.clone());
+    let effects: Vec<Effect> = s.events.iter().map(|e| world.apply(e)).collect();
+    assert_eq!(
+        effects,
+        vec![
+            Effect::Judged {
+                outcome: Outcome::Admitted
+            },
+            Effect::Released
+        ]
+    );
+}
+
+#[test]
+fn the_readme_example_is_the_example_file() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let block = readme
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a yaml block in README.md");
+    let from_readme = from_yaml(block, "README.md").unwrap();
+    assert_eq!(
+        from_readme,
+        load(&dir.join("examples/minimal.yaml")).unwrap()
+    );
+}
