@@ -22,7 +22,29 @@ pub fn from_yaml(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
     let strict = serde_ignored::Deserializer::new(de, &mut note_ignored);
     let parsed: Result<Scenario, _> = serde_path_to_error::deserialize(strict);
     let scenario = parsed.map_err(|e| syntax_error(text, origin, &e))?;
-    if let Some(field) = ignored.or_else(|| unknown_key(text, &scenario)) {
+    // The untyped reading refuses what the typed one lets through: a repeated key in a map
+    // (labels), which would otherwise keep only its last value.
+    let written: Value = serde_norway::from_str(text).map_err(|e| {
+        let at = e.location().map(|l| (l.line(), l.column()));
+        let mut message = e.to_string();
+        if let Some((line, column)) = at {
+            message = message.replace(&format!(" at line {line} column {column}"), "");
+        }
+        // The parser's message starts with the map's path (`cluster.nodes[0].labels: …`).
+        let (field, message) = match message.split_once(": ") {
+            Some((path, rest)) if !path.contains(char::is_whitespace) => (
+                FieldPath::parse_dotted(&FieldPath::root(), path),
+                rest.to_string(),
+            ),
+            _ => (FieldPath::root(), message),
+        };
+        ScenarioError::Syntax {
+            at: Location::new(origin, at),
+            field,
+            message,
+        }
+    })?;
+    if let Some(field) = ignored.or_else(|| unknown_key(&written, &scenario)) {
         return Err(ScenarioError::UnknownField {
             at: Location::new(origin, locate(text, field.segments())),
             field,
@@ -180,10 +202,9 @@ fn invalid(text: &str, origin: &str, e: model::ModelError) -> ScenarioError {
 /// text's keys with a re-serialization of what was read. A key missing from the
 /// re-serialization with an empty value (null, "", false, [], {}) is a field the model skips
 /// when empty, not an unknown one.
-fn unknown_key(text: &str, scenario: &Scenario) -> Option<FieldPath> {
-    let written: Value = serde_norway::from_str(text).ok()?;
+fn unknown_key(written: &Value, scenario: &Scenario) -> Option<FieldPath> {
     let typed = serde_norway::to_value(scenario).ok()?;
-    first_extra_key(&written, &typed, &FieldPath::root())
+    first_extra_key(written, &typed, &FieldPath::root())
 }
 
 fn first_extra_key(written: &Value, typed: &Value, at: &FieldPath) -> Option<FieldPath> {

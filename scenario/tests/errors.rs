@@ -251,6 +251,17 @@ fn broken_yaml_is_located() {
 }
 
 #[test]
+fn repeated_keys_are_refused() {
+    let (_, msg) = refuse(&BASE.replace("    cpu_millis: 8000\n", "    labels: {x: a, x: b}\n"));
+    assert!(
+        msg.starts_with("cases/14.yaml:5:13: field cluster.nodes[0].labels: duplicate entry"),
+        "{msg}"
+    );
+    let (_, msg) = refuse(&format!("{BASE}name: again\n"));
+    assert!(msg.contains("duplicate field `name`"), "{msg}");
+}
+
+#[test]
 fn a_missing_file_is_named() {
     let e = load(std::path::Path::new("no/such/scenario.yaml")).unwrap_err();
     assert!(matches!(e, ScenarioError::Read { .. }), "{e:?}");
