@@ -74,16 +74,7 @@ impl fmt::Display for Difference {
 
 /// Every difference between two derivations, in (kind, name, field) order.
 pub fn diff(expected: &Derived, observed: &Derived) -> Vec<Difference> {
-    let mut out = Vec::new();
-    for kind in KINDS {
-        diff_kind(
-            kind,
-            &objects_of(kind, expected),
-            &objects_of(kind, observed),
-            &mut out,
-        );
-    }
-    out
+    diff_filtered(expected, observed, None)
 }
 
 /// [`diff`] restricted to the objects of the named pools: their InstanceTypes and
@@ -101,30 +92,122 @@ pub fn diff_restricted(
         .flat_map(|q| q.resource_groups.iter())
         .flat_map(|g| g.flavors.iter().map(|f| f.flavor.clone()))
         .collect();
-    let keep = |kind: ObjectKind, objects: BTreeMap<String, Value>| -> BTreeMap<String, Value> {
-        objects
-            .into_iter()
-            .filter(|(name, value)| match kind {
-                ObjectKind::ResourceFlavor => flavors.contains(name),
-                ObjectKind::InstanceType | ObjectKind::ClusterQueue => pools.contains(name),
-                ObjectKind::LocalQueue => value
-                    .get("cluster_queue")
-                    .and_then(Value::as_str)
-                    .is_some_and(|q| pools.contains(q)),
-                ObjectKind::NodeLabels | ObjectKind::Effect => false,
+    diff_filtered(expected, observed, Some(&Scope { pools, flavors }))
+}
+
+/// The objects a restricted diff keeps.
+struct Scope<'a> {
+    pools: &'a BTreeSet<String>,
+    flavors: BTreeSet<String>,
+}
+
+/// A node's published labels, the part of a node the chain writes.
+#[derive(PartialEq, Serialize)]
+struct NodeLabels<'a> {
+    labels: &'a model::labels::Labels,
+    devices_labels: &'a Option<model::labels::Labels>,
+}
+
+fn diff_filtered(
+    expected: &Derived,
+    observed: &Derived,
+    scope: Option<&Scope<'_>>,
+) -> Vec<Difference> {
+    let mut out = Vec::new();
+    let pool = |name: &str| scope.is_none_or(|s| s.pools.contains(name));
+    diff_list(
+        ObjectKind::ResourceFlavor,
+        &expected.resource_flavors,
+        &observed.resource_flavors,
+        |o| o.name.clone(),
+        |o| scope.is_none_or(|s| s.flavors.contains(&o.name)),
+        &mut out,
+    );
+    diff_list(
+        ObjectKind::InstanceType,
+        &expected.instance_types,
+        &observed.instance_types,
+        |o| o.name.clone(),
+        |o| pool(&o.name),
+        &mut out,
+    );
+    diff_list(
+        ObjectKind::ClusterQueue,
+        &expected.cluster_queues,
+        &observed.cluster_queues,
+        |o| o.name.clone(),
+        |o| pool(&o.name),
+        &mut out,
+    );
+    diff_list(
+        ObjectKind::LocalQueue,
+        &expected.local_queues,
+        &observed.local_queues,
+        |o| format!("{}/{}", o.namespace, o.name),
+        |o| pool(&o.cluster_queue),
+        &mut out,
+    );
+    fn node_labels(d: &Derived) -> Vec<(String, NodeLabels<'_>)> {
+        d.nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.name.clone(),
+                    NodeLabels {
+                        labels: &n.labels,
+                        devices_labels: &n.devices_labels,
+                    },
+                )
             })
             .collect()
-    };
-    let mut out = Vec::new();
-    for kind in KINDS {
-        diff_kind(
-            kind,
-            &keep(kind, objects_of(kind, expected)),
-            &keep(kind, objects_of(kind, observed)),
-            &mut out,
-        );
     }
+    diff_list(
+        ObjectKind::NodeLabels,
+        &node_labels(expected),
+        &node_labels(observed),
+        |(name, _)| name.clone(),
+        |_| scope.is_none(),
+        &mut out,
+    );
     out
+}
+
+/// One kind's objects matched by identity; equal objects are skipped without serializing.
+/// A later duplicate identity is kept under a `#n` suffix so it still shows up.
+fn diff_list<T: Serialize + PartialEq>(
+    kind: ObjectKind,
+    expected: &[T],
+    observed: &[T],
+    identity: impl Fn(&T) -> String,
+    keep: impl Fn(&T) -> bool,
+    out: &mut Vec<Difference>,
+) {
+    let (e, o) = (
+        by_identity(expected, &identity, &keep),
+        by_identity(observed, &identity, &keep),
+    );
+    let names: BTreeSet<&String> = e.keys().chain(o.keys()).collect();
+    let json = |v: &T| serde_json::to_value(v).unwrap_or(Value::Null);
+    for name in names {
+        let mut push = |field: String, x: Option<&Value>, y: Option<&Value>| {
+            out.push(Difference {
+                kind,
+                name: name.clone(),
+                field,
+                expected: x.map(render),
+                observed: y.map(render),
+            })
+        };
+        match (e.get(name), o.get(name)) {
+            (Some(x), Some(y)) if x == y => {}
+            (Some(x), Some(y)) => diff_values(String::new(), &json(x), &json(y), &mut push),
+            (x, y) => push(
+                String::new(),
+                x.map(|v| json(v)).as_ref(),
+                y.map(|v| json(v)).as_ref(),
+            ),
+        }
+    }
 }
 
 /// A compact fixed-width table of differences for reports (values cut at 60 characters).
@@ -168,14 +251,6 @@ pub fn render_table(differences: &[Difference]) -> String {
     out
 }
 
-const KINDS: [ObjectKind; 5] = [
-    ObjectKind::ResourceFlavor,
-    ObjectKind::InstanceType,
-    ObjectKind::ClusterQueue,
-    ObjectKind::LocalQueue,
-    ObjectKind::NodeLabels,
-];
-
 const MAX_CELL: usize = 60;
 
 fn shorten(s: &str) -> String {
@@ -187,69 +262,24 @@ fn shorten(s: &str) -> String {
     }
 }
 
-/// The objects of one kind, serialized, by identity. A later duplicate identity is kept
-/// under a `#n` suffix so it still shows up as a difference.
-fn objects_of(kind: ObjectKind, d: &Derived) -> BTreeMap<String, Value> {
-    let entries: Vec<(String, Value)> = match kind {
-        ObjectKind::ResourceFlavor => named(&d.resource_flavors, |o| o.name.clone()),
-        ObjectKind::InstanceType => named(&d.instance_types, |o| o.name.clone()),
-        ObjectKind::ClusterQueue => named(&d.cluster_queues, |o| o.name.clone()),
-        ObjectKind::LocalQueue => named(&d.local_queues, |o| format!("{}/{}", o.namespace, o.name)),
-        ObjectKind::NodeLabels => d
-            .nodes
-            .iter()
-            .map(|n| {
-                let v = serde_json::json!({
-                    "labels": n.labels,
-                    "devices_labels": n.devices_labels,
-                });
-                (n.name.clone(), v)
-            })
-            .collect(),
-        ObjectKind::Effect => Vec::new(),
-    };
-    let mut out = BTreeMap::new();
-    for (name, value) in entries {
+/// The kept items by identity; a repeated identity gets a `#n` suffix.
+fn by_identity<'a, T>(
+    items: &'a [T],
+    identity: &impl Fn(&T) -> String,
+    keep: &impl Fn(&T) -> bool,
+) -> BTreeMap<String, &'a T> {
+    let mut by = BTreeMap::new();
+    for item in items.iter().filter(|i| keep(i)) {
+        let name = identity(item);
         let mut key = name.clone();
         let mut n = 1;
-        while out.contains_key(&key) {
+        while by.contains_key(&key) {
             n += 1;
             key = format!("{name}#{n}");
         }
-        out.insert(key, value);
+        by.insert(key, item);
     }
-    out
-}
-
-fn named<T: Serialize>(objects: &[T], name: impl Fn(&T) -> String) -> Vec<(String, Value)> {
-    objects
-        .iter()
-        .map(|o| (name(o), serde_json::to_value(o).unwrap_or(Value::Null)))
-        .collect()
-}
-
-fn diff_kind(
-    kind: ObjectKind,
-    expected: &BTreeMap<String, Value>,
-    observed: &BTreeMap<String, Value>,
-    out: &mut Vec<Difference>,
-) {
-    let names: BTreeSet<&String> = expected.keys().chain(observed.keys()).collect();
-    for name in names {
-        let mut push = |field: String, e: Option<&Value>, o: Option<&Value>| {
-            out.push(Difference {
-                kind,
-                name: name.clone(),
-                field,
-                expected: e.map(render),
-                observed: o.map(render),
-            })
-        };
-        match (expected.get(name), observed.get(name)) {
-            (Some(e), Some(o)) => diff_values(String::new(), e, o, &mut push),
-            (e, o) => push(String::new(), e, o),
-        }
-    }
+    by
 }
 
 /// Compact JSON of a value; a bare string is shown without quotes.
