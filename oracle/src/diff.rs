@@ -104,6 +104,8 @@ struct Scope<'a> {
 /// A node's published labels, the part of a node the chain writes.
 #[derive(PartialEq, Serialize)]
 struct NodeLabels<'a> {
+    #[serde(skip)]
+    name: &'a str,
     labels: &'a model::labels::Labels,
     devices_labels: &'a Option<model::labels::Labels>,
 }
@@ -147,17 +149,13 @@ fn diff_filtered(
         |o| pool(&o.cluster_queue),
         &mut out,
     );
-    fn node_labels(d: &Derived) -> Vec<(String, NodeLabels<'_>)> {
+    fn node_labels(d: &Derived) -> Vec<NodeLabels<'_>> {
         d.nodes
             .iter()
-            .map(|n| {
-                (
-                    n.name.clone(),
-                    NodeLabels {
-                        labels: &n.labels,
-                        devices_labels: &n.devices_labels,
-                    },
-                )
+            .map(|n| NodeLabels {
+                name: &n.name,
+                labels: &n.labels,
+                devices_labels: &n.devices_labels,
             })
             .collect()
     }
@@ -165,7 +163,7 @@ fn diff_filtered(
         ObjectKind::NodeLabels,
         &node_labels(expected),
         &node_labels(observed),
-        |(name, _)| name.clone(),
+        |n| n.name.to_string(),
         |_| scope.is_none(),
         &mut out,
     );

@@ -28,6 +28,10 @@ pub struct Violation {
     pub message: String,
 }
 
+/// A chain implementation: the objects for a cluster after an optional previous quiescence
+/// (the model's is `model::derive::derive_after`).
+pub type Chain<'a> = &'a dyn Fn(&Cluster, Option<&Derived>) -> Derived;
+
 pub const INVARIANCE: &str = "invariance";
 pub const POOL_ISOLATION: &str = "pool-isolation";
 pub const STRUCTURE: &str = "structure";
@@ -49,12 +53,12 @@ pub const PROPERTIES: [&str; 6] = [
 pub fn check_all(s: &Scenario) -> Vec<Violation> {
     let base = derive(&s.cluster);
     [
-        invariance_from(s, &base),
+        invariance_from(s, &base, &derive_after),
         pool_isolation_from(s, &base),
         structure_from(s, &base),
         accounting_from(s, &base),
         admission(s),
-        idempotence_from(s, &base),
+        idempotence_from(s, &base, &derive_after),
     ]
     .into_iter()
     .filter_map(Result::err)
@@ -109,26 +113,31 @@ pub fn same_objects(
 /// Node order, a consistent node renaming (names and hostname labels) and namespace order
 /// change nothing but names (chain.md §17: the rules read labels, never list positions).
 pub fn invariance(s: &Scenario) -> Result<(), Violation> {
-    invariance_from(s, &derive(&s.cluster))
+    invariance_with(s, &derive_after)
 }
 
-fn invariance_from(s: &Scenario, base: &Derived) -> Result<(), Violation> {
+/// [`invariance`] of another chain implementation (a test's deliberately broken one).
+pub fn invariance_with(s: &Scenario, chain: Chain<'_>) -> Result<(), Violation> {
+    invariance_from(s, &chain(&s.cluster, None), chain)
+}
+
+fn invariance_from(s: &Scenario, base: &Derived, chain: Chain<'_>) -> Result<(), Violation> {
     let mut reordered = s.cluster.clone();
     reordered.nodes.reverse();
     same_objects(
         INVARIANCE,
         "nodes listed in reverse order",
         &base,
-        &derive(&reordered),
+        &chain(&reordered, None),
     )?;
     let (renamed, back) = rename_nodes(&s.cluster);
-    let renamed = derive(&renamed);
+    let renamed = chain(&renamed, None);
     // Fast path: map the fields known to carry node names; only if that leaves differences,
     // map every string of the serialized objects (a node name may have leaked anywhere).
     let mut quick = renamed.clone();
     map_known_names(&mut quick, &back);
     if diff(base, &quick).is_empty() {
-        return namespace_order(s, base);
+        return namespace_order(s, base, chain);
     }
     let mapped = map_names(&renamed, &back).map_err(|e| {
         violation(
@@ -137,18 +146,18 @@ fn invariance_from(s: &Scenario, base: &Derived) -> Result<(), Violation> {
         )
     })?;
     same_objects(INVARIANCE, "nodes renamed and mapped back", base, &mapped)?;
-    namespace_order(s, base)
+    namespace_order(s, base, chain)
 }
 
 /// Namespace order changes nothing.
-fn namespace_order(s: &Scenario, base: &Derived) -> Result<(), Violation> {
+fn namespace_order(s: &Scenario, base: &Derived, chain: Chain<'_>) -> Result<(), Violation> {
     let mut namespaces = s.cluster.clone();
     namespaces.namespaces.reverse();
     same_objects(
         INVARIANCE,
         "namespaces listed in reverse order",
         &base,
-        &derive(&namespaces),
+        &chain(&namespaces, None),
     )
 }
 
@@ -929,20 +938,25 @@ fn earlier_flavor_freed(before: &World, after: &World, freed: &str, judged: &str
 /// Deriving twice from the same inputs gives the same objects, and re-deriving from a
 /// quiescence leaves it as it is (the reconcilers write only when something differs, §9).
 pub fn idempotence(s: &Scenario) -> Result<(), Violation> {
-    idempotence_from(s, &derive(&s.cluster))
+    idempotence_with(s, &derive_after)
 }
 
-fn idempotence_from(s: &Scenario, first: &Derived) -> Result<(), Violation> {
+/// [`idempotence`] of another chain implementation (a test's deliberately broken one).
+pub fn idempotence_with(s: &Scenario, chain: Chain<'_>) -> Result<(), Violation> {
+    idempotence_from(s, &chain(&s.cluster, None), chain)
+}
+
+fn idempotence_from(s: &Scenario, first: &Derived, chain: Chain<'_>) -> Result<(), Violation> {
     same_objects(
         IDEMPOTENCE,
         "deriving the same cluster twice",
         &first,
-        &derive(&s.cluster),
+        &chain(&s.cluster, None),
     )?;
     same_objects(
         IDEMPOTENCE,
         "re-deriving from the derivation's own quiescence",
         &first,
-        &derive_after(&s.cluster, Some(&first)),
+        &chain(&s.cluster, Some(first)),
     )
 }
