@@ -55,7 +55,7 @@ pub struct Difference {
 
 impl fmt::Display for Difference {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let side = |v: &Option<String>| v.clone().unwrap_or_else(|| "<absent>".into());
+        let side = |v: &Option<String>| shorten(v.as_deref().unwrap_or("<absent>"), MAX_MESSAGE);
         write!(
             f,
             "{} {} {}: expected {}, observed {}",
@@ -224,8 +224,8 @@ pub fn render_table(differences: &[Difference]) -> String {
                 } else {
                     d.field.clone()
                 },
-                shorten(d.expected.as_deref().unwrap_or("<absent>")),
-                shorten(d.observed.as_deref().unwrap_or("<absent>")),
+                shorten(d.expected.as_deref().unwrap_or("<absent>"), MAX_CELL),
+                shorten(d.observed.as_deref().unwrap_or("<absent>"), MAX_CELL),
             ]
         })
         .collect();
@@ -250,12 +250,14 @@ pub fn render_table(differences: &[Difference]) -> String {
 }
 
 const MAX_CELL: usize = 60;
+/// Values in a one-line difference are cut at this many characters.
+const MAX_MESSAGE: usize = 120;
 
-fn shorten(s: &str) -> String {
-    if s.chars().count() <= MAX_CELL {
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
         s.to_string()
     } else {
-        let cut: String = s.chars().take(MAX_CELL - 1).collect();
+        let cut: String = s.chars().take(max - 1).collect();
         format!("{cut}…")
     }
 }
@@ -288,14 +290,12 @@ pub fn render(v: &Value) -> String {
     }
 }
 
+/// Receives one difference: path, expected side, observed side.
+type Push<'a> = dyn FnMut(String, Option<&Value>, Option<&Value>) + 'a;
+
 /// Walks two values in step; leaves that differ (or subtrees present on one side only) are
 /// reported at their path.
-fn diff_values(
-    path: String,
-    e: &Value,
-    o: &Value,
-    push: &mut dyn FnMut(String, Option<&Value>, Option<&Value>),
-) {
+fn diff_values(path: String, e: &Value, o: &Value, push: &mut Push<'_>) {
     match (e, o) {
         (Value::Object(a), Value::Object(b)) => {
             let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();

@@ -127,7 +127,7 @@ fn invariance_from(s: &Scenario, base: &Derived, chain: Chain<'_>) -> Result<(),
     same_objects(
         INVARIANCE,
         "nodes listed in reverse order",
-        &base,
+        base,
         &chain(&reordered, None),
     )?;
     let (renamed, back) = rename_nodes(&s.cluster);
@@ -156,7 +156,7 @@ fn namespace_order(s: &Scenario, base: &Derived, chain: Chain<'_>) -> Result<(),
     same_objects(
         INVARIANCE,
         "namespaces listed in reverse order",
-        &base,
+        base,
         &chain(&namespaces, None),
     )
 }
@@ -249,9 +249,9 @@ pub fn pool_isolation(s: &Scenario) -> Result<(), Violation> {
 }
 
 fn pool_isolation_from(s: &Scenario, base: &Derived) -> Result<(), Violation> {
-    os_arch_unmixed(&base)?;
+    os_arch_unmixed(base)?;
     if s.cluster.settings.aware_cpu_manufacturer {
-        cpu_groups_unmixed(&base)?;
+        cpu_groups_unmixed(base)?;
     } else {
         let mut aware = s.cluster.clone();
         aware.settings.aware_cpu_manufacturer = true;
@@ -259,7 +259,7 @@ fn pool_isolation_from(s: &Scenario, base: &Derived) -> Result<(), Violation> {
     }
     let (intruded, key) = with_intruder(&s.cluster);
     let pools: BTreeSet<String> = base.instance_types.iter().map(|i| i.name.clone()).collect();
-    let d = diff_restricted(&base, &derive(&intruded), &pools);
+    let d = diff_restricted(base, &derive(&intruded), &pools);
     if d.is_empty() {
         Ok(())
     } else {
@@ -555,10 +555,10 @@ pub fn accounting(s: &Scenario) -> Result<(), Violation> {
 
 fn accounting_from(s: &Scenario, d: &Derived) -> Result<(), Violation> {
     cards_in_one_family(&s.cluster)?;
-    quota_matches_capacity(&d)?;
+    quota_matches_capacity(d)?;
     for it in &d.instance_types {
         views_bounded(it, s.cluster.settings.shared_once_max)?;
-        if let Some(pool) = pool_cards(&d, &s.cluster, it) {
+        if let Some(pool) = pool_cards(d, &s.cluster, it) {
             capacities_count_cards(it, &pool)?;
         }
     }
@@ -950,13 +950,13 @@ fn idempotence_from(s: &Scenario, first: &Derived, chain: Chain<'_>) -> Result<(
     same_objects(
         IDEMPOTENCE,
         "deriving the same cluster twice",
-        &first,
+        first,
         &chain(&s.cluster, None),
     )?;
     same_objects(
         IDEMPOTENCE,
         "re-deriving from the derivation's own quiescence",
-        &first,
+        first,
         &chain(&s.cluster, Some(first)),
     )
 }
