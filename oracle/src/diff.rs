@@ -1,0 +1,495 @@
+//! Structured differences between two derivations: which object (kind + name), which field
+//! (a path into its serialized form), and the two values. Objects are matched by identity
+//! (name; LocalQueue by `namespace/name`), never by position, so list order at the top level
+//! is not a difference; fields are compared by walking both objects' JSON values.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use model::derive::Derived;
+use serde::Serialize;
+use serde_json::Value;
+
+/// The kinds of object a derivation holds, plus the effect of an event (for replays).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum ObjectKind {
+    ResourceFlavor,
+    InstanceType,
+    ClusterQueue,
+    LocalQueue,
+    /// A node's effective labels and the labels of its Devices object.
+    NodeLabels,
+    /// What an event did (only [`crate::replay::compare_runs`] reports it).
+    Effect,
+}
+
+impl ObjectKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectKind::ResourceFlavor => "ResourceFlavor",
+            ObjectKind::InstanceType => "InstanceType",
+            ObjectKind::ClusterQueue => "ClusterQueue",
+            ObjectKind::LocalQueue => "LocalQueue",
+            ObjectKind::NodeLabels => "NodeLabels",
+            ObjectKind::Effect => "Effect",
+        }
+    }
+}
+
+impl fmt::Display for ObjectKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One field that differs. `field` is empty when a whole object is missing on one side;
+/// `None` on a side means the object or field is absent there. Values are compact JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Difference {
+    pub kind: ObjectKind,
+    pub name: String,
+    pub field: String,
+    pub expected: Option<String>,
+    pub observed: Option<String>,
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let side = |v: &Option<String>| shorten(v.as_deref().unwrap_or("<absent>"), MAX_MESSAGE);
+        write!(
+            f,
+            "{} {} {}: expected {}, observed {}",
+            self.kind,
+            self.name,
+            if self.field.is_empty() {
+                "(object)"
+            } else {
+                &self.field
+            },
+            side(&self.expected),
+            side(&self.observed)
+        )
+    }
+}
+
+/// Every difference between two derivations, in (kind, name, field) order.
+pub fn diff(expected: &Derived, observed: &Derived) -> Vec<Difference> {
+    diff_filtered(expected, observed, None)
+}
+
+/// [`diff`] restricted to the objects of the named pools: their InstanceTypes and
+/// ClusterQueues, the ResourceFlavors either side's queue lists, and their LocalQueues.
+/// Node labels are not pool objects and are left out.
+pub fn diff_restricted(
+    expected: &Derived,
+    observed: &Derived,
+    pools: &BTreeSet<String>,
+) -> Vec<Difference> {
+    let flavors: BTreeSet<String> = [expected, observed]
+        .iter()
+        .flat_map(|d| d.cluster_queues.iter())
+        .filter(|q| pools.contains(&q.name))
+        .flat_map(|q| q.resource_groups.iter())
+        .flat_map(|g| g.flavors.iter().map(|f| f.flavor.clone()))
+        .collect();
+    diff_filtered(expected, observed, Some(&Scope { pools, flavors }))
+}
+
+/// The objects a restricted diff keeps.
+struct Scope<'a> {
+    pools: &'a BTreeSet<String>,
+    flavors: BTreeSet<String>,
+}
+
+/// A node's published labels, the part of a node the chain writes.
+#[derive(PartialEq, Serialize)]
+struct NodeLabels<'a> {
+    #[serde(skip)]
+    name: &'a str,
+    labels: &'a model::labels::Labels,
+    devices_labels: &'a Option<model::labels::Labels>,
+}
+
+fn diff_filtered(
+    expected: &Derived,
+    observed: &Derived,
+    scope: Option<&Scope<'_>>,
+) -> Vec<Difference> {
+    let mut out = Vec::new();
+    let pool = |name: &str| scope.is_none_or(|s| s.pools.contains(name));
+    diff_list(
+        ObjectKind::ResourceFlavor,
+        &expected.resource_flavors,
+        &observed.resource_flavors,
+        |o| o.name.clone(),
+        |o| scope.is_none_or(|s| s.flavors.contains(&o.name)),
+        &mut out,
+    );
+    diff_list(
+        ObjectKind::InstanceType,
+        &expected.instance_types,
+        &observed.instance_types,
+        |o| o.name.clone(),
+        |o| pool(&o.name),
+        &mut out,
+    );
+    diff_list(
+        ObjectKind::ClusterQueue,
+        &expected.cluster_queues,
+        &observed.cluster_queues,
+        |o| o.name.clone(),
+        |o| pool(&o.name),
+        &mut out,
+    );
+    diff_list(
+        ObjectKind::LocalQueue,
+        &expected.local_queues,
+        &observed.local_queues,
+        |o| format!("{}/{}", o.namespace, o.name),
+        |o| pool(&o.cluster_queue),
+        &mut out,
+    );
+    fn node_labels(d: &Derived) -> Vec<NodeLabels<'_>> {
+        d.nodes
+            .iter()
+            .map(|n| NodeLabels {
+                name: &n.name,
+                labels: &n.labels,
+                devices_labels: &n.devices_labels,
+            })
+            .collect()
+    }
+    diff_list(
+        ObjectKind::NodeLabels,
+        &node_labels(expected),
+        &node_labels(observed),
+        |n| n.name.to_string(),
+        |_| scope.is_none(),
+        &mut out,
+    );
+    out
+}
+
+/// One kind's objects matched by identity; equal objects are skipped without serializing.
+/// A later duplicate identity is kept under a `#n` suffix so it still shows up.
+fn diff_list<T: Serialize + PartialEq>(
+    kind: ObjectKind,
+    expected: &[T],
+    observed: &[T],
+    identity: impl Fn(&T) -> String,
+    keep: impl Fn(&T) -> bool,
+    out: &mut Vec<Difference>,
+) {
+    let (e, o) = (
+        by_identity(expected, &identity, &keep),
+        by_identity(observed, &identity, &keep),
+    );
+    let names: BTreeSet<&String> = e.keys().chain(o.keys()).collect();
+    let json = |v: &T| serde_json::to_value(v).unwrap_or(Value::Null);
+    for name in names {
+        let mut push = |field: String, x: Option<&Value>, y: Option<&Value>| {
+            out.push(Difference {
+                kind,
+                name: name.clone(),
+                field,
+                expected: x.map(render),
+                observed: y.map(render),
+            })
+        };
+        match (e.get(name), o.get(name)) {
+            (Some(x), Some(y)) if x == y => {}
+            (Some(x), Some(y)) => diff_values(String::new(), &json(x), &json(y), &mut push),
+            (x, y) => push(
+                String::new(),
+                x.map(|v| json(v)).as_ref(),
+                y.map(|v| json(v)).as_ref(),
+            ),
+        }
+    }
+}
+
+/// A compact fixed-width table of differences for reports (values cut at 60 characters).
+pub fn render_table(differences: &[Difference]) -> String {
+    if differences.is_empty() {
+        return "no differences\n".to_string();
+    }
+    let rows: Vec<[String; 5]> = differences
+        .iter()
+        .map(|d| {
+            [
+                d.kind.to_string(),
+                d.name.clone(),
+                if d.field.is_empty() {
+                    "(object)".into()
+                } else {
+                    d.field.clone()
+                },
+                shorten(d.expected.as_deref().unwrap_or("<absent>"), MAX_CELL),
+                shorten(d.observed.as_deref().unwrap_or("<absent>"), MAX_CELL),
+            ]
+        })
+        .collect();
+    let header = ["KIND", "NAME", "FIELD", "EXPECTED", "OBSERVED"].map(String::from);
+    let mut widths = header.clone().map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+const MAX_CELL: usize = 60;
+/// Values in a one-line difference are cut at this many characters.
+const MAX_MESSAGE: usize = 120;
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let cut: String = s.chars().take(max - 1).collect();
+        format!("{cut}…")
+    }
+}
+
+/// The kept items by identity; a repeated identity gets a `#n` suffix.
+fn by_identity<'a, T>(
+    items: &'a [T],
+    identity: &impl Fn(&T) -> String,
+    keep: &impl Fn(&T) -> bool,
+) -> BTreeMap<String, &'a T> {
+    let mut by = BTreeMap::new();
+    for item in items.iter().filter(|i| keep(i)) {
+        let name = identity(item);
+        let mut key = name.clone();
+        let mut n = 1;
+        while by.contains_key(&key) {
+            n += 1;
+            key = format!("{name}#{n}");
+        }
+        by.insert(key, item);
+    }
+    by
+}
+
+/// Compact JSON of a value; a bare string is shown without quotes.
+pub fn render(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Receives one difference: path, expected side, observed side.
+type Push<'a> = dyn FnMut(String, Option<&Value>, Option<&Value>) + 'a;
+
+/// Walks two values in step; leaves that differ (or subtrees present on one side only) are
+/// reported at their path.
+fn diff_values(path: String, e: &Value, o: &Value, push: &mut Push<'_>) {
+    match (e, o) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for k in keys {
+                let p = join_key(&path, k);
+                match (a.get(k), b.get(k)) {
+                    (Some(x), Some(y)) => diff_values(p, x, y, push),
+                    (x, y) => push(p, x, y),
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => match (identities(a), identities(b)) {
+            (Some((key, ia)), Some((other, ib))) if key == other => {
+                let ids: BTreeSet<&String> = ia.keys().chain(ib.keys()).collect();
+                for id in ids {
+                    let p = format!("{path}[{key}={id}]");
+                    match (ia.get(id), ib.get(id)) {
+                        (Some(x), Some(y)) => diff_values(p, x, y, push),
+                        (x, y) => push(p, x.copied(), y.copied()),
+                    }
+                }
+                // Same members in another order is a difference too (order is published).
+                let order_a: Vec<&String> = member_order(a, key);
+                let order_b: Vec<&String> = member_order(b, key);
+                if ia.len() == ib.len() && ia.keys().eq(ib.keys()) && order_a != order_b {
+                    push(format!("{path}[order]"), Some(e), Some(o));
+                }
+            }
+            _ => {
+                for i in 0..a.len().max(b.len()) {
+                    let p = format!("{path}[{i}]");
+                    match (a.get(i), b.get(i)) {
+                        (Some(x), Some(y)) => diff_values(p, x, y, push),
+                        (x, y) => push(p, x, y),
+                    }
+                }
+            }
+        },
+        _ if e == o => {}
+        _ => push(path, Some(e), Some(o)),
+    }
+}
+
+/// Keys that identify array members, tried in order.
+const IDENTITY_KEYS: [&str; 2] = ["name", "flavor"];
+
+/// If every member is an object with a distinct string under one identity key, that key
+/// and the members by identity.
+fn identities(items: &[Value]) -> Option<(&'static str, BTreeMap<String, &Value>)> {
+    if items.is_empty() {
+        return None;
+    }
+    IDENTITY_KEYS.into_iter().find_map(|key| {
+        let mut by = BTreeMap::new();
+        for item in items {
+            let id = item.get(key)?.as_str()?.to_string();
+            if by.insert(id, item).is_some() {
+                return None;
+            }
+        }
+        Some((key, by))
+    })
+}
+
+fn member_order<'a>(items: &'a [Value], key: &str) -> Vec<&'a String> {
+    items
+        .iter()
+        .filter_map(|i| match i.get(key) {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `a.b` for identifier-like keys, `a["k.with/dots"]` otherwise.
+fn join_key(path: &str, key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    match (plain, path.is_empty()) {
+        (true, true) => key.to_string(),
+        (true, false) => format!("{path}.{key}"),
+        (false, _) => format!("{path}[{key:?}]"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::examples;
+
+    #[test]
+    fn a_derivation_equals_itself() {
+        let d = model::derive::derive(&examples::walkthrough());
+        assert!(diff(&d, &d).is_empty());
+    }
+
+    #[test]
+    fn a_changed_view_is_reported_at_its_path() {
+        let d = model::derive::derive(&examples::walkthrough());
+        let mut o = d.clone();
+        o.instance_types[0].status.views.exclusive.remaining += 1;
+        let name = o.instance_types[0].name.clone();
+        let got = diff(&d, &o);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].kind, ObjectKind::InstanceType);
+        assert_eq!(got[0].name, name);
+        assert_eq!(got[0].field, "status.views.exclusive.remaining");
+        assert_ne!(got[0].expected, got[0].observed);
+    }
+
+    #[test]
+    fn missing_and_extra_objects_have_one_side_absent() {
+        let d = model::derive::derive(&examples::walkthrough());
+        let mut o = d.clone();
+        let gone = o.local_queues.remove(0);
+        let mut extra = o.resource_flavors[0].clone();
+        extra.name = "gpustack--extra".into();
+        o.resource_flavors.push(extra);
+        let got = diff(&d, &o);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got.iter().any(|x| x.kind == ObjectKind::ResourceFlavor
+            && x.name == "gpustack--extra"
+            && x.expected.is_none()
+            && x.observed.is_some()));
+        assert!(got.iter().any(|x| x.kind == ObjectKind::LocalQueue
+            && x.name == format!("{}/{}", gone.namespace, gone.name)
+            && x.observed.is_none()));
+    }
+
+    #[test]
+    fn top_level_order_is_not_a_difference_but_nested_order_is() {
+        let d = model::derive::derive(&examples::walkthrough());
+        let mut o = d.clone();
+        o.local_queues.reverse();
+        o.instance_types.reverse();
+        assert!(diff(&d, &o).is_empty());
+        let q = o
+            .cluster_queues
+            .iter_mut()
+            .find(|q| {
+                q.resource_groups
+                    .first()
+                    .is_some_and(|g| g.flavors.len() > 1)
+            })
+            .expect("the T4 queue has two flavors");
+        q.resource_groups[0].flavors.reverse();
+        let got = diff(&d, &o);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got[0].field.ends_with("flavors[order]"), "{got:?}");
+    }
+
+    #[test]
+    fn label_keys_with_dots_are_quoted_in_paths() {
+        let d = model::derive::derive(&examples::walkthrough());
+        let mut o = d.clone();
+        o.nodes[0]
+            .labels
+            .insert("kubernetes.io/os".into(), "windows".into());
+        let got = diff(&d, &o);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].kind, ObjectKind::NodeLabels);
+        assert_eq!(got[0].field, "labels[\"kubernetes.io/os\"]");
+        assert_eq!(got[0].observed.as_deref(), Some("windows"));
+    }
+
+    #[test]
+    fn restriction_keeps_only_the_named_pools() {
+        let d = model::derive::derive(&examples::walkthrough());
+        let mut o = d.clone();
+        for it in &mut o.instance_types {
+            it.status.views.exclusive.capacity += 1;
+        }
+        let a10g = "gpustack--nvidia-a10g-linux-amd64".to_string();
+        let got = diff_restricted(&d, &o, &BTreeSet::from([a10g.clone()]));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].name, a10g);
+        assert_eq!(diff(&d, &o).len(), 3);
+    }
+
+    #[test]
+    fn the_table_has_a_header_and_one_row_per_difference() {
+        let rows = vec![Difference {
+            kind: ObjectKind::ClusterQueue,
+            name: "q".into(),
+            field: "cohort".into(),
+            expected: Some(String::new()),
+            observed: Some("gpustack".into()),
+        }];
+        let t = render_table(&rows);
+        assert_eq!(t.lines().count(), 2, "{t}");
+        assert!(t.starts_with("KIND"), "{t}");
+        assert!(t.contains("gpustack"), "{t}");
+        assert_eq!(render_table(&[]), "no differences\n");
+    }
+}
