@@ -14,6 +14,26 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Generate scenarios from seeds and check the chain's properties on each (the main job).
+    /// A failure is shrunk, written under the run directory, and its seed appended to the
+    /// regression file, which every later run replays first. Exit 1 on a counterexample.
+    Fuzz(FuzzArgs),
+    /// Re-run a scenario file (a case, a counterexample or a checkpoint) and check it.
+    Replay {
+        /// The scenario YAML file.
+        file: PathBuf,
+    },
+    /// The operator-bug catalog: with `--list` the names; otherwise fuzz each mutant and print
+    /// the kill table (seed that found it, shrunk size). Exit 1 if a mutant survives.
+    Mutants {
+        #[arg(long)]
+        list: bool,
+        /// Seeds to try per mutant.
+        #[arg(long, default_value_t = 500)]
+        seeds: u64,
+        #[arg(long, default_value_t = default_jobs())]
+        jobs: usize,
+    },
     /// Run the model against the operator's conformance vectors (one line per file,
     /// then `N passed, M failed`). Exit 1 on a failed vector, 2 on a malformed file.
     Conformance {
@@ -31,6 +51,65 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+}
+
+/// `verify fuzz` arguments.
+#[derive(Debug, clap::Args)]
+pub struct FuzzArgs {
+    /// How many seeds (0..N) to run.
+    #[arg(long, default_value_t = 500)]
+    pub seeds: u64,
+    /// Replay exactly this seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Parallel workers.
+    #[arg(long, default_value_t = default_jobs())]
+    pub jobs: usize,
+    /// Run one slice of the seed range, `I/N` (seeds with seed % N == I).
+    #[arg(long, value_parser = parse_shard)]
+    pub shard: Option<(u64, u64)>,
+    /// Diff the model against a mutated model (see `verify mutants --list`).
+    #[arg(long)]
+    pub mutant: Option<model::mutants::Mutant>,
+    /// Tier to check; only `model` exists until the embedded twin lands.
+    #[arg(long, value_enum, default_value_t = Tier::Model)]
+    pub tier: Tier,
+    /// Largest generated cluster, in nodes.
+    #[arg(long, default_value_t = 4)]
+    pub max_nodes: usize,
+    /// Where run directories go.
+    #[arg(long, default_value = "runs")]
+    pub run_dir: PathBuf,
+    /// The regression seed file, replayed first and appended on failure.
+    #[arg(long, default_value = ".verify/regressions.txt")]
+    pub regressions: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Tier {
+    Model,
+}
+
+/// Both cores by default (the machine's parallelism).
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `I/N` with I < N.
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let (i, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("expected I/N (e.g. 0/4), got `{s}`"))?;
+    let i: u64 = i
+        .parse()
+        .map_err(|_| format!("shard index `{i}` is not a number"))?;
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("shard count `{n}` is not a number"))?;
+    if n == 0 || i >= n {
+        return Err(format!("shard {i}/{n}: expected 0 <= I < N"));
+    }
+    Ok((i, n))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

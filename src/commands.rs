@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::cli::{Command, Format};
+use crate::cli::{Command, Format, FuzzArgs};
 
 /// Bad input or a missing required input: exit 2.
 #[derive(Debug, thiserror::Error)]
@@ -13,6 +13,9 @@ pub struct UsageError(pub String);
 
 pub fn dispatch(command: Command) -> Result<i32> {
     match command {
+        Command::Fuzz(args) => fuzz(args),
+        Command::Replay { file } => replay(&file),
+        Command::Mutants { list, seeds, jobs } => mutants(list, seeds, jobs),
         Command::Conformance { dir } => conformance(&dir),
         Command::Derive { cluster, format } => derive(cluster.as_deref(), format),
     }
@@ -64,4 +67,145 @@ fn read_cluster(path: &Path) -> Result<model::Cluster> {
     model::derive::validate(&cluster)
         .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
     Ok(cluster)
+}
+
+/// `verify fuzz`: announce the tier, replay regressions, run the seeds, write counterexamples.
+fn fuzz(args: FuzzArgs) -> Result<i32> {
+    println!("tier: model (the embedded twin arrives with [M5]; no cluster is contacted)");
+    let regressions =
+        scenario::Regressions::load(&args.regressions).map_err(|e| UsageError(e.to_string()))?;
+    let config = fuzz::FuzzConfig {
+        seeds: args.seeds,
+        seed: args.seed,
+        jobs: args.jobs,
+        shard: args.shard,
+        mutant: args.mutant,
+        shape: generators::ShapeConfig {
+            max_nodes: args.max_nodes,
+            ..generators::ShapeConfig::default()
+        },
+        regressions: if args.seed.is_some() {
+            Vec::new()
+        } else {
+            regressions.seeds()
+        },
+        ..fuzz::FuzzConfig::default()
+    };
+    let total = fuzz::seed_list(&config).len() as u64;
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} seeds  {msg}  {per_sec}  eta {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let failures = std::sync::atomic::AtomicU64::new(0);
+    let report = fuzz::run(&config, &|_, failure| {
+        if failure.is_some() {
+            let n = failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            bar.set_message(format!("{n} failing"));
+        }
+        bar.inc(1);
+    })
+    .map_err(|e| anyhow::anyhow!(e))?;
+    bar.finish_and_clear();
+    let mut written = Vec::new();
+    if !report.failures.is_empty() {
+        let dir = scenario::RunDir::create_now(&args.run_dir).with_context(|| {
+            format!("creating a run directory under {}", args.run_dir.display())
+        })?;
+        let mut regressions = regressions;
+        for f in &report.failures {
+            let path = dir
+                .write_counterexample(f.seed, &f.property, &f.scenario, &fuzz::failure_report(f))
+                .with_context(|| format!("writing the counterexample of seed {}", f.seed))?;
+            regressions.append(f.seed, &f.property).with_context(|| {
+                format!(
+                    "appending seed {} to {}",
+                    f.seed,
+                    args.regressions.display()
+                )
+            })?;
+            written.push(path);
+        }
+    }
+    for (f, path) in report.failures.iter().zip(&written) {
+        println!(
+            "FAIL seed {}: {} (shrunk to {} node(s), {} event(s)) -> {}",
+            f.seed,
+            f.property,
+            f.nodes(),
+            f.events(),
+            path.display()
+        );
+    }
+    println!(
+        "{} seeds, {} failing, in {:.2} s ({:.0} seeds/s, {} jobs)",
+        report.ran,
+        report.failures.len(),
+        report.elapsed.as_secs_f64(),
+        report.rate(),
+        config.jobs
+    );
+    Ok(if report.failures.is_empty() { 0 } else { 1 })
+}
+
+/// `verify replay FILE`: run the scenario, check every property and its expectations.
+fn replay(file: &Path) -> Result<i32> {
+    let s = scenario::load(file).map_err(|e| UsageError(e.to_string()))?;
+    let check = oracle::replay(&s);
+    print!("{}", check.render());
+    Ok(if check.held() { 0 } else { 1 })
+}
+
+/// `verify mutants`: the catalog, or the kill table over `seeds` seeds each.
+fn mutants(list: bool, seeds: u64, jobs: usize) -> Result<i32> {
+    use model::mutants::Mutant;
+    if list {
+        for m in Mutant::ALL {
+            println!("{:<32} {}", m.name(), m.describe());
+        }
+        return Ok(0);
+    }
+    println!("tier: model — each mutant fuzzed for up to {seeds} seeds");
+    println!(
+        "{:<32} {:>8} {:>6} {:>7}  property",
+        "MUTANT", "SEED", "NODES", "EVENTS"
+    );
+    let mut survivors = 0;
+    for m in Mutant::ALL {
+        let config = fuzz::FuzzConfig {
+            seeds,
+            jobs,
+            mutant: Some(m),
+            stop_at_first: true,
+            ..fuzz::FuzzConfig::default()
+        };
+        let report = fuzz::run(&config, &|_, _| {}).map_err(|e| anyhow::anyhow!(e))?;
+        match report.failures.first() {
+            Some(f) => println!(
+                "{:<32} {:>8} {:>6} {:>7}  killed",
+                m.name(),
+                f.seed,
+                f.nodes(),
+                f.events()
+            ),
+            None => {
+                survivors += 1;
+                println!(
+                    "{:<32} {:>8} {:>6} {:>7}  SURVIVED",
+                    m.name(),
+                    "-",
+                    "-",
+                    "-"
+                );
+            }
+        }
+    }
+    println!(
+        "{} killed, {} survived",
+        Mutant::ALL.len() - survivors,
+        survivors
+    );
+    Ok(if survivors == 0 { 0 } else { 1 })
 }

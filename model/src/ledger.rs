@@ -155,6 +155,52 @@ pub fn free_profile_counts(
     out
 }
 
+/// The instances a status row implies when only its counts are known (a checkpoint or a
+/// generated shape): a non-overlapping placement for every allocated instance whose free
+/// counts reproduce the row's `remainingProfiles`; the first such layout in placement order.
+/// `None` when no layout reproduces the row (the row is not one the device manager reaches).
+pub fn reconstruct_instances(card: &CardLedger) -> Option<Vec<Instance>> {
+    let wanted: Vec<&str> = card
+        .row
+        .allocated_profiles
+        .iter()
+        .flat_map(|p| std::iter::repeat_n(p.name.as_str(), p.count as usize))
+        .collect();
+    let mut remaining = card.row.remaining_profiles.clone();
+    remaining.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut chosen = Vec::new();
+    place_all(&card.capability, &wanted, &remaining, &mut chosen).then_some(chosen)
+}
+
+/// Backtracking over placements for `wanted` (few instances, few legal starts each).
+fn place_all(
+    capability: &Capability,
+    wanted: &[&str],
+    remaining: &[ProfileCount],
+    chosen: &mut Vec<Instance>,
+) -> bool {
+    let Some((profile, rest)) = wanted.split_first() else {
+        return free_profile_counts(capability, chosen, remaining) == remaining;
+    };
+    let Some(p) = catalog_profile(capability, profile) else {
+        return false;
+    };
+    for pl in &p.placements {
+        if !placement_is_free(pl, chosen) {
+            continue;
+        }
+        chosen.push(Instance {
+            profile: profile.to_string(),
+            placement: pl.clone(),
+        });
+        if place_all(capability, rest, remaining, chosen) {
+            return true;
+        }
+        chosen.pop();
+    }
+    false
+}
+
 /// The lowest free legal placement of `profile` on a card, where `Allocate` creates a new
 /// instance; devices.md §3.5.
 pub fn lowest_free_placement(card: &CardLedger, profile: &str) -> Option<Placement> {
@@ -465,6 +511,34 @@ mod tests {
             profile: profile.into(),
             placement: Placement { start, length },
         }
+    }
+
+    #[test]
+    fn instances_are_reconstructed_from_a_rows_counts() {
+        let mut card = seed(a100_40gb());
+        for c in [
+            Charge::Partition(inst("3g.20gb", 4, 4)),
+            Charge::Partition(inst("1g.5gb", 1, 1)),
+        ] {
+            card = charge(&card, &c).unwrap();
+        }
+        let counted = CardLedger {
+            instances: Vec::new(),
+            ..card.clone()
+        };
+        let rebuilt = reconstruct_instances(&counted).expect("a reachable row has a layout");
+        assert_eq!(rebuilt.len(), 2);
+        assert_eq!(
+            free_profile_counts(&card.capability, &rebuilt, &[]),
+            card.row.remaining_profiles
+        );
+        let mut broken = counted.clone();
+        broken.row.remaining_profiles.clear();
+        broken.row.remaining_profiles.push(ProfileCount {
+            name: "7g.40gb".into(),
+            count: 1,
+        });
+        assert_eq!(reconstruct_instances(&broken), None);
     }
 
     fn counts(list: &[ProfileCount]) -> Vec<(&str, u32)> {

@@ -18,7 +18,9 @@ use crate::derive::{derive, derive_after, Derived};
 use crate::devices::Card;
 use crate::error::ModelError;
 use crate::labels::{HOSTNAME, NODE_DEVICES_CHECK};
-use crate::ledger::{charge, lowest_free_placement, release, CardLedger, Charge, Instance};
+use crate::ledger::{
+    charge, lowest_free_placement, reconstruct_instances, release, CardLedger, Charge, Instance,
+};
 use crate::objects::{ClusterQueue, StopPolicy};
 use crate::pod_webhook::{
     fold_pod_requests, fronting_instance_type, pod_containers, validate_pod_requests,
@@ -87,12 +89,13 @@ pub fn workload_key(w: &Workload) -> String {
 impl AdmissionState {
     pub fn new(cluster: Cluster) -> Self {
         let derived = derive(&cluster);
+        let instances = carved_instances(&cluster);
         AdmissionState {
             cluster,
             derived,
             reserved: BTreeMap::new(),
             holds: BTreeMap::new(),
-            instances: BTreeMap::new(),
+            instances,
         }
     }
 
@@ -424,6 +427,30 @@ impl AdmissionState {
             .unwrap_or_default();
         Some(ledger)
     }
+}
+
+/// Partition instances already carved on the cards of a shape given by counts only: each
+/// partitioned card's layout reconstructed from its row (a card whose row admits no layout is
+/// left without, and a charge on it will say so).
+fn carved_instances(cluster: &Cluster) -> BTreeMap<(String, String), Vec<Instance>> {
+    let mut out = BTreeMap::new();
+    for node in &cluster.nodes {
+        for card in node
+            .devices
+            .iter()
+            .flat_map(|d| d.groups.iter().flat_map(|g| &g.cards))
+        {
+            let Some(ledger) =
+                CardLedger::from_card(card).filter(|l| l.capability.is_partitioned())
+            else {
+                continue;
+            };
+            if let Some(instances) = reconstruct_instances(&ledger).filter(|i| !i.is_empty()) {
+                out.insert((node.name.clone(), card.id.clone()), instances);
+            }
+        }
+    }
+    out
 }
 
 /// A node's `kubernetes.io/hostname` (the kubelet defaults it to the node name).

@@ -106,3 +106,137 @@ mod tests {
         assert_eq!(d.differences[0].kind, ObjectKind::Effect);
     }
 }
+
+/// What replaying one scenario showed: each event's effect, the expectations it did not meet,
+/// and the properties it violates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplayCheck {
+    pub name: String,
+    pub effects: Vec<Effect>,
+    /// Outcome expectations the replay did not meet, as sentences.
+    pub unmet: Vec<String>,
+    pub violations: Vec<crate::properties::Violation>,
+    /// A counterexample's recorded violations: (property, reproduced now).
+    pub recorded: Vec<(String, bool)>,
+}
+
+impl ReplayCheck {
+    /// Every expectation met and every property held.
+    pub fn held(&self) -> bool {
+        self.unmet.is_empty() && self.violations.is_empty()
+    }
+
+    /// One line per event, then the verdicts.
+    pub fn render(&self) -> String {
+        let mut out = format!("scenario {}\n", self.name);
+        for (i, e) in self.effects.iter().enumerate() {
+            out.push_str(&format!("  event {i}: {}\n", effect_summary(e)));
+        }
+        for u in &self.unmet {
+            out.push_str(&format!("UNMET {u}\n"));
+        }
+        for v in &self.violations {
+            out.push_str(&format!("FAIL {}: {}\n", v.property, v.message));
+        }
+        for (property, reproduced) in &self.recorded {
+            let state = if *reproduced {
+                "reproduced"
+            } else {
+                "no longer reproduces"
+            };
+            out.push_str(&format!("recorded violation of {property}: {state}\n"));
+        }
+        out.push_str(if self.held() {
+            "all properties and expectations held\n"
+        } else {
+            "counterexample: see above\n"
+        });
+        out
+    }
+}
+
+/// The outcome kind an `Expectation::Outcome` names, for an event's effect.
+fn outcome_kind(e: &Effect) -> &'static str {
+    use model::lifecycle::Outcome;
+    match e {
+        Effect::Judged { outcome } => match outcome {
+            Outcome::Admitted => "admitted",
+            Outcome::Pending { .. } => "pending",
+            Outcome::Retry { .. } => "retry",
+            Outcome::Rejected { .. } => "rejected",
+            Outcome::Unplaceable { .. } => "unplaceable",
+        },
+        Effect::Reshaped => "reshaped",
+        Effect::Released => "released",
+        Effect::Evicted { .. } => "evicted",
+        Effect::Ignored { .. } => "ignored",
+    }
+}
+
+fn effect_summary(e: &Effect) -> String {
+    use model::lifecycle::Outcome;
+    match e {
+        Effect::Judged {
+            outcome: Outcome::Pending { reason },
+        } => format!("pending ({reason})"),
+        Effect::Judged {
+            outcome: Outcome::Retry { message },
+        } => format!("retry ({message})"),
+        Effect::Judged {
+            outcome: Outcome::Rejected { message },
+        } => format!("rejected ({message})"),
+        Effect::Judged {
+            outcome: Outcome::Unplaceable { reason },
+        } => format!("UNPLACEABLE ({reason})"),
+        Effect::Evicted { workloads } => format!("evicted {}", workloads.join(", ")),
+        Effect::Ignored { why } => format!("ignored ({why})"),
+        other => outcome_kind(other).to_string(),
+    }
+}
+
+/// Replays `s`: applies its events, checks its outcome expectations and every property, and
+/// reports whether the violations a counterexample recorded still reproduce.
+pub fn replay(s: &Scenario) -> ReplayCheck {
+    use model::scenario::Expectation;
+    let mut world = World::new(s.cluster.clone());
+    let effects: Vec<Effect> = s.events.iter().map(|e| world.apply(e)).collect();
+    let violations = crate::properties::check_all(s);
+    let mut unmet = Vec::new();
+    let mut recorded = Vec::new();
+    for e in &s.expect {
+        match e {
+            Expectation::Outcome { event, outcome } => {
+                let got = effects.get(*event).map_or("missing", outcome_kind);
+                if got != outcome {
+                    unmet.push(format!("event {event}: expected {outcome}, got {got}"));
+                }
+            }
+            Expectation::Violation { property, .. } => {
+                let reproduced = violations.iter().any(|v| v.property == property)
+                    || mutant_reproduces(s, property);
+                recorded.push((property.clone(), reproduced));
+            }
+        }
+    }
+    ReplayCheck {
+        name: s.name.clone(),
+        effects,
+        unmet,
+        violations,
+        recorded,
+    }
+}
+
+/// A recorded `mutant-<name>` violation reproduces when the model and the mutated model
+/// still diverge on this scenario.
+fn mutant_reproduces(s: &Scenario, property: &str) -> bool {
+    let Some(m) = property
+        .strip_prefix("mutant-")
+        .and_then(|n| n.parse::<model::mutants::Mutant>().ok())
+    else {
+        return false;
+    };
+    let mut mutated = s.clone();
+    mutated.cluster.settings.mutant = Some(m);
+    compare_runs(s, &mutated).is_some()
+}

@@ -1,0 +1,289 @@
+//! The model-tier fuzz loop (DESIGN.md "verify fuzz"): seeds → scenarios → properties → shrink
+//! → counterexample files, in parallel jobs, optionally one shard of the seed range.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use generators::{arb_scenario, ShapeConfig};
+use model::mutants::Mutant;
+use model::scenario::{Expectation, Scenario};
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+/// What one fuzz run does.
+#[derive(Clone, Debug)]
+pub struct FuzzConfig {
+    /// Seeds `0..seeds` (before sharding).
+    pub seeds: u64,
+    /// Run exactly this seed instead of a range.
+    pub seed: Option<u64>,
+    pub jobs: usize,
+    /// `(index, count)`: run only seeds with `seed % count == index`.
+    pub shard: Option<(u64, u64)>,
+    pub mutant: Option<Mutant>,
+    pub shape: ShapeConfig,
+    /// Seeds replayed before the range (the regression file).
+    pub regressions: Vec<u64>,
+    /// Upper bound on shrink steps per failure.
+    pub shrink_steps: u32,
+    /// Stop at the first failure (the mutant kill table wants the first seed).
+    pub stop_at_first: bool,
+}
+
+impl Default for FuzzConfig {
+    fn default() -> Self {
+        FuzzConfig {
+            seeds: 500,
+            seed: None,
+            jobs: 1,
+            shard: None,
+            mutant: None,
+            shape: ShapeConfig::default(),
+            regressions: Vec::new(),
+            shrink_steps: 4096,
+            stop_at_first: false,
+        }
+    }
+}
+
+/// A property a seed broke, with the minimal scenario that still breaks it.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub seed: u64,
+    pub property: String,
+    pub message: String,
+    /// The shrunk scenario (its `expect` records the violation).
+    pub scenario: Scenario,
+    /// Shrink steps that kept the failure.
+    pub shrinks: u32,
+}
+
+impl Failure {
+    pub fn nodes(&self) -> usize {
+        self.scenario.cluster.nodes.len()
+    }
+    pub fn events(&self) -> usize {
+        self.scenario.events.len()
+    }
+}
+
+/// What a run found.
+#[derive(Clone, Debug, Default)]
+pub struct FuzzReport {
+    /// Seeds judged (regressions included).
+    pub ran: u64,
+    pub failures: Vec<Failure>,
+    pub elapsed: Duration,
+}
+
+impl FuzzReport {
+    pub fn rate(&self) -> f64 {
+        self.ran as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// The seeds a run judges: regressions first, then the (sharded) range or the one seed.
+pub fn seed_list(config: &FuzzConfig) -> Vec<u64> {
+    let mut seeds: Vec<u64> = config.regressions.clone();
+    let range: Vec<u64> = match config.seed {
+        Some(s) => vec![s],
+        None => (0..config.seeds)
+            .filter(|s| config.shard.is_none_or(|(i, n)| n > 0 && s % n == i))
+            .collect(),
+    };
+    for s in range {
+        if !seeds.contains(&s) {
+            seeds.push(s);
+        }
+    }
+    seeds
+}
+
+/// The deterministic random source of one seed.
+fn rng_for(seed: u64) -> TestRng {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    bytes[8..16].copy_from_slice(b"verify:1");
+    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
+}
+
+/// The scenario seed `seed` generates (what `--seed S` replays exactly).
+pub fn scenario_for(seed: u64, shape: &ShapeConfig) -> Result<Scenario, String> {
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng_for(seed));
+    let tree = arb_scenario(shape)
+        .new_tree(&mut runner)
+        .map_err(|e| format!("seed {seed}: cannot generate a scenario: {e}"))?;
+    let mut s = tree.current();
+    s.seed = Some(seed);
+    s.name = format!("seed-{seed}");
+    Ok(s)
+}
+
+/// The first property a scenario breaks: a violated property, or with a mutant the first
+/// divergence between the model and the mutated model.
+pub fn first_violation(s: &Scenario, mutant: Option<Mutant>) -> Option<(String, String)> {
+    match mutant {
+        None => oracle::check_all(s)
+            .into_iter()
+            .next()
+            .map(|v| (v.property.to_string(), v.message)),
+        Some(m) => {
+            let mut mutated = s.clone();
+            mutated.cluster.settings.mutant = Some(m);
+            oracle::compare_runs(s, &mutated).map(|d| {
+                (
+                    format!("mutant-{m}"),
+                    format!(
+                        "diverges at step {}: {}",
+                        d.step,
+                        oracle::render_table(&d.differences)
+                    ),
+                )
+            })
+        }
+    }
+}
+
+/// Judges one seed and, on failure, shrinks it while the same property keeps failing.
+pub fn judge_seed(seed: u64, config: &FuzzConfig) -> Result<Option<Failure>, String> {
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng_for(seed));
+    let mut tree = arb_scenario(&config.shape)
+        .new_tree(&mut runner)
+        .map_err(|e| format!("seed {seed}: cannot generate a scenario: {e}"))?;
+    let Some((property, message)) = first_violation(&tree.current(), config.mutant) else {
+        return Ok(None);
+    };
+    let mut best = (tree.current(), message);
+    let mut shrinks = 0;
+    let fails_same =
+        |s: &Scenario| first_violation(s, config.mutant).filter(|(p, _)| *p == property);
+    let mut steps = 0;
+    if tree.simplify() {
+        loop {
+            steps += 1;
+            if steps > config.shrink_steps {
+                break;
+            }
+            let candidate = tree.current();
+            let advanced = match fails_same(&candidate) {
+                Some((_, msg)) => {
+                    best = (candidate, msg);
+                    shrinks += 1;
+                    tree.simplify()
+                }
+                None => tree.complicate(),
+            };
+            if !advanced {
+                break;
+            }
+        }
+    }
+    let (mut scenario, message) = best;
+    scenario.seed = Some(seed);
+    scenario.name = format!("seed-{seed}-{property}");
+    if let Some(m) = config.mutant {
+        scenario.description = format!("diverges under mutant {m}: {}", m.describe());
+    }
+    scenario.expect = vec![Expectation::Violation {
+        property: property.clone(),
+        message: message.clone(),
+    }];
+    Ok(Some(Failure {
+        seed,
+        property,
+        message,
+        scenario,
+        shrinks,
+    }))
+}
+
+/// Runs the seeds on `config.jobs` threads; `on_done(seed, failure)` is called once per seed
+/// (progress, writing counterexamples) from the worker that judged it.
+pub fn run(
+    config: &FuzzConfig,
+    on_done: &(dyn Fn(u64, Option<&Failure>) + Sync),
+) -> Result<FuzzReport, String> {
+    let seeds = seed_list(config);
+    let started = Instant::now();
+    let next = AtomicU64::new(0);
+    let ran = AtomicU64::new(0);
+    let failures: Mutex<Vec<Failure>> = Mutex::new(Vec::new());
+    let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for _ in 0..config.jobs.max(1) {
+            scope.spawn(|| loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                let Some(&seed) = seeds.get(i) else { break };
+                match judge_seed(seed, config) {
+                    Ok(found) => {
+                        ran.fetch_add(1, Ordering::Relaxed);
+                        on_done(seed, found.as_ref());
+                        if let Some(f) = found {
+                            if config.stop_at_first {
+                                stop.store(true, Ordering::Relaxed);
+                            }
+                            failures.lock().map(|mut v| v.push(f)).ok();
+                        }
+                    }
+                    Err(e) => {
+                        errors.lock().map(|mut v| v.push(e)).ok();
+                    }
+                }
+            });
+        }
+    });
+    let errors = errors.into_inner().unwrap_or_default();
+    if let Some(e) = errors.into_iter().next() {
+        return Err(e);
+    }
+    let mut failures = failures.into_inner().unwrap_or_default();
+    failures.sort_by_key(|f| f.seed);
+    Ok(FuzzReport {
+        ran: ran.into_inner(),
+        failures,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// A failure's short Markdown report: what property, the minimal shape, expected vs got.
+pub fn failure_report(f: &Failure) -> String {
+    let nodes: Vec<String> = f
+        .scenario
+        .cluster
+        .nodes
+        .iter()
+        .map(|n| {
+            let cards: usize = n
+                .devices
+                .iter()
+                .flat_map(|d| d.groups.iter())
+                .map(|g| g.cards.len())
+                .sum();
+            format!("- `{}`: {} cards", n.name, cards)
+        })
+        .collect();
+    format!(
+        "# Counterexample: {}\n\nSeed {} (replay: `verify fuzz --seed {}`; or `verify replay` on the \
+         scenario file beside this report).\n\nShrunk in {} steps to {} node(s) and {} event(s):\n\n{}\n\n\
+         ## What failed\n\n{}\n",
+        f.property,
+        f.seed,
+        f.seed,
+        f.shrinks,
+        f.nodes(),
+        f.events(),
+        nodes.join("\n"),
+        f.message
+    )
+}
+
+/// Where the run's files go.
+pub fn default_run_base() -> PathBuf {
+    PathBuf::from("runs")
+}
