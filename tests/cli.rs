@@ -100,3 +100,137 @@ fn conformance_over_the_shared_vectors_passes() {
     let last = text.lines().last().unwrap_or_default();
     assert!(last.contains(" 0 failed"), "{last}");
 }
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("verify-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn fuzz_announces_its_tier_and_passes_on_the_real_model() {
+    let dir = scratch_dir("fuzz-ok");
+    let regressions = dir.join("regressions.txt");
+    let out = verify(&[
+        "fuzz",
+        "--seeds",
+        "20",
+        "--run-dir",
+        dir.join("runs").to_str().unwrap(),
+        "--regressions",
+        regressions.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.lines().next().unwrap().starts_with("tier: model"),
+        "{text}"
+    );
+    assert!(text.contains("20 seeds, 0 failing"), "{text}");
+    assert!(!regressions.exists(), "nothing failed, nothing recorded");
+}
+
+#[test]
+fn a_mutant_counterexample_is_written_recorded_and_replayable() {
+    let dir = scratch_dir("fuzz-mutant");
+    let regressions = dir.join("regressions.txt");
+    let runs = dir.join("runs");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "fuzz",
+            "--seeds",
+            "3",
+            "--mutant",
+            "cohort-set",
+            "--run-dir",
+            runs.to_str().unwrap(),
+            "--regressions",
+            regressions.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        verify(&args)
+    };
+    let out = run(&[]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let written: Vec<PathBuf> = walk(&dir.join("runs"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    assert_eq!(written.len(), 3, "one counterexample per seed: {written:?}");
+    let recorded = std::fs::read_to_string(&regressions).unwrap();
+    assert_eq!(recorded.lines().count(), 3, "{recorded}");
+    // The recorded counterexample replays: the divergence still reproduces (exit 1).
+    let out = verify(&["replay", written[0].to_str().unwrap()]);
+    let replayed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        replayed.contains("recorded violation of mutant-cohort-set: reproduced"),
+        "{replayed}"
+    );
+    // --seed replays exactly one seed, without the regression list.
+    let out = run(&["--seed", "1"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 seeds, 1 failing"));
+}
+
+#[test]
+fn the_minimal_example_replays_and_holds() {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenario/examples/minimal.yaml");
+    let out = verify(&["replay", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("all properties and expectations held"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_malformed_scenario_names_the_line_and_field() {
+    let bad = scratch(
+        "bad.yaml",
+        "name: x\ncluster:\n  nodes:\n    - name: n1\n      cpu_millis: lots\n",
+    );
+    let out = verify(&["replay", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.yaml:5"), "{err}");
+    assert!(err.contains("cluster.nodes[0].cpu_millis"), "{err}");
+}
+
+#[test]
+fn mutants_list_names_the_catalog() {
+    let out = verify(&["mutants", "--list"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text.lines().count(), model::mutants::Mutant::ALL.len());
+    assert!(text.contains("substring-pool-match"));
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_readme_scenario_example_replays_and_holds() {
+    let readme =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let start = readme.find("```yaml\n").expect("README has a YAML example") + "```yaml\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    let file = scratch("readme-example.yaml", &readme[start..end]);
+    let out = verify(&["replay", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("event 0: admitted"), "{text}");
+}
