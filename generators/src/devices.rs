@@ -2,7 +2,7 @@
 //! products of the nine manufacturers, a capability family per card, and a ledger reached from
 //! `ledger::seed` by real `ledger::charge`s, so every row is one the device manager could write.
 
-use model::devices::{Capability, Card, DeviceGroup, Devices, PartitionProfile, Placement};
+use model::devices::{Capability, Card, DeviceGroup, Devices};
 use model::ledger::{catalogs, charge, seed, CardLedger, Charge, Instance};
 use model::nodefeature::group_id;
 use model::units::UNITS_PER_PERCENT;
@@ -30,48 +30,7 @@ impl Catalog {
     }
 }
 
-/// One profile whose legal placements are `starts`, each `size` memory slices long.
-fn profile(name: &str, mib: u64, size: u32, starts: &[u32]) -> PartitionProfile {
-    PartitionProfile {
-        name: name.to_string(),
-        count: starts.len() as u32,
-        memory_mib: Some(mib),
-        placements: starts
-            .iter()
-            .map(|&start| Placement {
-                start,
-                length: size,
-            })
-            .collect(),
-    }
-}
-
-/// A partitioned capability: no logical slices, ceiling = the largest profile count.
-fn partitioned(profiles: Vec<PartitionProfile>) -> Capability {
-    Capability {
-        physical_sliced_count: profiles.iter().map(|p| p.count).max().unwrap_or(0),
-        physical_profiles: profiles,
-        ..Capability::default()
-    }
-}
-
-/// Hygon C-3000 "BW" in MIG mode: 4 memory slices, 65,520 MiB (devices.md §3.2 table).
-pub fn hygon_bw() -> Capability {
-    partitioned(vec![
-        profile("2g.15gb", 16380, 1, &[0, 1, 2, 3]),
-        profile("4g.31gb", 32760, 2, &[0, 2]),
-        profile("8g.63gb", 65520, 4, &[0]),
-    ])
-}
-
-/// T-Head PPU in MIG mode: `4g48gb` ×2 of 4 slices or `8g96gb` spanning all 8, vendor spelling
-/// without the dot (devices.md §3.1–3.2; thead-mig.md).
-pub fn thead_ppu() -> Capability {
-    partitioned(vec![
-        profile("4g48gb", 49152, 4, &[0, 4]),
-        profile("8g96gb", 98304, 8, &[0]),
-    ])
-}
+pub use model::ledger::catalogs::{hygon_bw, thead_ppu};
 
 /// A product as the device manager reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -392,6 +351,7 @@ pub fn arb_devices_with(max_cards: u32, mock: MockKey) -> BoxedStrategy<Devices>
 mod tests {
     use super::*;
     use model::devices::Mode;
+    use model::devices::Placement;
     use model::units::{UNITS_PER_CARD, UNITS_PER_SHARE};
 
     #[test]

@@ -104,28 +104,27 @@ const PRODUCTS: [(&str, &str, &str, u64); 12] = [
     ("metax", "mxc500", "MXC500", 65536),
 ];
 
-/// A100-40GB partition catalog (research/devices.md §3.2).
-fn a100_catalog() -> Vec<crate::devices::PartitionProfile> {
-    [
-        ("1g.5gb", 7, 4864),
-        ("2g.10gb", 3, 9984),
-        ("3g.20gb", 2, 19968),
-        ("4g.20gb", 1, 19968),
-        ("7g.40gb", 1, 40192),
-    ]
-    .into_iter()
-    .map(|(name, count, mib)| crate::devices::PartitionProfile {
-        name: name.into(),
-        count,
-        memory_mib: Some(mib),
-        placements: Vec::new(),
-    })
-    .collect()
+/// An A100-40GB in MIG mode with two `1g.5gb` instances carved by real charges.
+fn carved_a100() -> (Capability, crate::devices::Ledger) {
+    use crate::devices::Placement;
+    use crate::ledger::{catalogs, charge, seed, Charge, Instance};
+    let capability = catalogs::a100_40gb();
+    let mut card = seed(capability.clone());
+    for start in [0, 1] {
+        let instance = Charge::Partition(Instance {
+            profile: "1g.5gb".into(),
+            placement: Placement { start, length: 1 },
+        });
+        if let Ok(next) = charge(&card, &instance) {
+            card = next;
+        }
+    }
+    (capability, card.row)
 }
 
 /// One card of [`large_mixed`], its family and occupancy chosen by `k`.
 fn mixed_card(group: &str, i: u32, k: usize) -> Card {
-    use crate::devices::{Ledger, Mode, ProfileCount};
+    use crate::devices::{Ledger, Mode};
     use crate::units::{UNITS_PER_PERCENT, UNITS_PER_SHARE};
     let logical = Capability {
         logical_sliced_count: 16,
@@ -158,31 +157,7 @@ fn mixed_card(group: &str, i: u32, k: usize) -> Card {
                 ..Ledger::default()
             },
         ),
-        4 => (
-            Capability {
-                physical_sliced_count: 7,
-                physical_profiles: a100_catalog(),
-                ..Capability::default()
-            },
-            Ledger {
-                mode: Mode::Partitioned,
-                remaining_profiles: vec![
-                    ProfileCount {
-                        name: "1g.5gb".into(),
-                        count: 5,
-                    },
-                    ProfileCount {
-                        name: "2g.10gb".into(),
-                        count: 2,
-                    },
-                ],
-                allocated_profiles: vec![ProfileCount {
-                    name: "1g.5gb".into(),
-                    count: 2,
-                }],
-                ..Ledger::default()
-            },
-        ),
+        4 => carved_a100(),
         _ => (Capability::default(), Ledger::default()),
     };
     Card {

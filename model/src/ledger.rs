@@ -446,7 +446,8 @@ pub fn release(card: &CardLedger, c: &Charge) -> Result<CardLedger, ChargeError>
 pub mod catalogs {
     use crate::devices::{Capability, PartitionProfile, Placement};
 
-    fn profile(name: &str, mib: Option<u64>, size: u32, starts: &[u32]) -> PartitionProfile {
+    /// One profile whose legal placements are `starts`, each `size` memory slices long.
+    pub fn profile(name: &str, mib: Option<u64>, size: u32, starts: &[u32]) -> PartitionProfile {
         PartitionProfile {
             name: name.to_string(),
             count: starts.len() as u32,
@@ -461,7 +462,8 @@ pub mod catalogs {
         }
     }
 
-    fn partitioned(profiles: Vec<PartitionProfile>) -> Capability {
+    /// A partitioned capability: no logical slices, ceiling = the largest profile count.
+    pub fn partitioned(profiles: Vec<PartitionProfile>) -> Capability {
         Capability {
             physical_sliced_count: profiles.iter().map(|p| p.count).max().unwrap_or(0),
             physical_profiles: profiles,
@@ -478,6 +480,24 @@ pub mod catalogs {
             profile("3g.20gb", Some(19968), 4, &[0, 4]),
             profile("4g.20gb", Some(19968), 4, &[0]),
             profile("7g.40gb", Some(40192), 8, &[0]),
+        ])
+    }
+
+    /// Hygon C-3000 "BW" in MIG mode: 4 memory slices, 65,520 MiB (devices.md §3.2 table).
+    pub fn hygon_bw() -> Capability {
+        partitioned(vec![
+            profile("2g.15gb", Some(16380), 1, &[0, 1, 2, 3]),
+            profile("4g.31gb", Some(32760), 2, &[0, 2]),
+            profile("8g.63gb", Some(65520), 4, &[0]),
+        ])
+    }
+
+    /// T-Head PPU in MIG mode: `4g48gb` ×2 of 4 slices or `8g96gb` spanning all 8, in the
+    /// vendor's spelling without the dot (devices.md §3.1–3.2).
+    pub fn thead_ppu() -> Capability {
+        partitioned(vec![
+            profile("4g48gb", Some(49152), 4, &[0, 4]),
+            profile("8g96gb", Some(98304), 8, &[0]),
         ])
     }
 
