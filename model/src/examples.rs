@@ -4,6 +4,7 @@
 use crate::cluster::{Cluster, Namespace, Node};
 use crate::devices::{Capability, Card, DeviceGroup, Devices};
 use crate::labels::{Labels, ARCH, CPU_NAME_ANNOTATION, CPU_VENDOR, HOSTNAME, OS};
+use crate::workload::{Container, PodSet, Workload};
 
 /// A linux/amd64 node as NFD labels it, with its CPU name annotation and core count.
 pub fn nfd_node(name: &str, vendor: &str, cpu_name: &str, cores: u64) -> Node {
@@ -215,5 +216,28 @@ pub fn large_mixed(nodes: usize, cards: u32) -> Cluster {
             })
             .collect(),
         ..Cluster::default()
+    }
+}
+
+/// A one-pod-set Workload in `default`, submitted to `pool`'s entrance LocalQueue, each pod
+/// with one container asking `requests`.
+pub fn workload(name: &str, pool: &str, count: u32, requests: &[(&str, &str)]) -> Workload {
+    Workload {
+        name: name.into(),
+        namespace: "default".into(),
+        queue: crate::nodefeature::local_queue_name(pool),
+        pod_sets: vec![PodSet {
+            name: "main".into(),
+            count,
+            containers: vec![Container {
+                name: "c".into(),
+                requests: requests
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                ..Container::default()
+            }],
+            ..PodSet::default()
+        }],
     }
 }

@@ -5,33 +5,13 @@
 use model::derive::Derived;
 use model::examples;
 use model::lifecycle::{AdmissionState, Outcome};
-use model::nodefeature::local_queue_name;
 use model::objects::ResourceView;
-use model::workload::{Container, PodSet, Workload};
+use model::workload::Workload;
 
 const T4: &str = "gpustack--nvidia-tesla-t4-linux-amd64";
 const A10G: &str = "gpustack--nvidia-a10g-linux-amd64";
 
-fn workload(name: &str, pool: &str, count: u32, requests: &[(&str, &str)]) -> Workload {
-    Workload {
-        name: name.into(),
-        namespace: "default".into(),
-        queue: local_queue_name(pool),
-        pod_sets: vec![PodSet {
-            name: "main".into(),
-            count,
-            containers: vec![Container {
-                name: "c".into(),
-                requests: requests
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                ..Container::default()
-            }],
-            ..PodSet::default()
-        }],
-    }
-}
+use model::examples::workload;
 
 fn views(d: &Derived, pool: &str) -> [ResourceView; 3] {
     let it = d.instance_types.iter().find(|i| i.name == pool).unwrap();

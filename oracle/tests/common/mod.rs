@@ -7,9 +7,8 @@ use model::events::Event;
 use model::examples::{nfd_node, nvidia_group};
 use model::labels::ARCH;
 use model::ledger::{catalogs, seed};
-use model::nodefeature::local_queue_name;
 use model::scenario::Scenario;
-use model::workload::{Container, PodSet, Workload};
+use model::workload::Workload;
 
 pub const AMD_CPU: (&str, &str) = ("AMD", "AMD EPYC 7763 64-Core Processor");
 pub const INTEL_CPU: (&str, &str) = ("Intel", "Intel(R) Xeon(R) Platinum 8358 CPU @ 2.60GHz");
@@ -76,26 +75,7 @@ pub fn scenario(name: &str, cluster: Cluster, events: Vec<Event>) -> Scenario {
 }
 
 /// A one-pod-set Workload in `default` submitted to `pool`'s entrance.
-pub fn workload(name: &str, pool: &str, count: u32, requests: &[(&str, &str)]) -> Workload {
-    Workload {
-        name: name.into(),
-        namespace: "default".into(),
-        queue: local_queue_name(pool),
-        pod_sets: vec![PodSet {
-            name: "main".into(),
-            count,
-            containers: vec![Container {
-                name: "c".into(),
-                requests: requests
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                ..Container::default()
-            }],
-            ..PodSet::default()
-        }],
-    }
-}
+pub use model::examples::workload;
 
 pub fn submit(w: Workload) -> Event {
     Event::Submit { workload: w }
