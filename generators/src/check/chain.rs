@@ -26,7 +26,11 @@ pub enum Action {
     NodeJoin(usize),
     NodeLeave(usize),
     /// A free card changes family (MIG on/off) and the device manager restarts.
-    CardFamily { node: usize, card: usize, mig: bool },
+    CardFamily {
+        node: usize,
+        card: usize,
+        mig: bool,
+    },
     NamespaceCreate,
     NamespaceDelete,
     AwarenessFlip,
@@ -59,6 +63,7 @@ pub struct ChainModel {
     structures: Mutex<Vec<Arc<Structure>>>,
     holds: Mutex<Vec<Arc<Hold>>>,
     memo: Mutex<HashMap<u64, u32>>,
+    shape_memo: Mutex<HashMap<u64, bool>>,
 }
 
 impl ChainModel {
@@ -79,6 +84,7 @@ impl ChainModel {
             structures: Mutex::new(Vec::new()),
             holds: Mutex::new(Vec::new()),
             memo: Mutex::new(HashMap::new()),
+            shape_memo: Mutex::new(HashMap::new()),
         }
     }
 
@@ -163,16 +169,11 @@ impl ChainModel {
             }
             cluster.nodes.push(node);
         }
-        let mut reserved: BTreeMap<(String, String, String), i64> = BTreeMap::new();
+        let reserved = self.reserved_of(&s.workloads);
         let mut holds = BTreeMap::new();
         for (k, status) in s.workloads.iter().enumerate() {
             let Some(h) = status.hold() else { continue };
             let hold = self.hold(h);
-            for (flavor, resource, amount) in &hold.quota {
-                *reserved
-                    .entry((hold.queue.clone(), flavor.clone(), resource.clone()))
-                    .or_default() += amount;
-            }
             if let (Status::Admitted(_), Some(w)) = (status, self.templates.get(k)) {
                 holds.insert(workload_key(w), (*hold).clone());
             }
@@ -188,17 +189,42 @@ impl ChainModel {
         }
     }
 
+    /// Quota Kueue holds reserved for in-flight and admitted Workloads.
+    pub fn reserved_of(&self, workloads: &[Status]) -> BTreeMap<(String, String, String), i64> {
+        let mut reserved: BTreeMap<(String, String, String), i64> = BTreeMap::new();
+        for h in workloads.iter().filter_map(|st| st.hold()) {
+            let hold = self.hold(h);
+            for (flavor, resource, amount) in &hold.quota {
+                *reserved
+                    .entry((hold.queue.clone(), flavor.clone(), resource.clone()))
+                    .or_default() += amount;
+            }
+        }
+        reserved
+    }
+
     /// The state a world stands for, with the given Workload statuses and fault.
     fn state_of(&self, w: &World, workloads: Vec<Status>, fault: Fault) -> State {
+        self.state_with(w, workloads, fault, None)
+    }
+
+    /// [`Self::state_of`] with the structure id known when the step did not re-derive.
+    fn state_with(
+        &self,
+        w: &World,
+        workloads: Vec<Status>,
+        fault: Fault,
+        known: Option<u32>,
+    ) -> State {
         let cluster = w.cluster();
         let mut present = vec![false; self.nodes];
         let mut cards = vec![CardState::default(); self.nodes * self.cards];
-        for i in 0..self.nodes {
+        for (i, here) in present.iter_mut().enumerate() {
             let name = palette::node_name(i);
             let Some(node) = cluster.nodes.iter().find(|n| n.name == name) else {
                 continue;
             };
-            present[i] = true;
+            *here = true;
             let found = node
                 .devices
                 .iter()
@@ -222,13 +248,18 @@ impl ChainModel {
         }
         let mut held_nodes = 0u32;
         for h in workloads.iter().filter_map(|st| st.hold()) {
-            for (i, _) in (0..self.nodes).enumerate().filter(|(i, _)| self.on_node(h, *i)) {
+            for (i, _) in (0..self.nodes)
+                .enumerate()
+                .filter(|(i, _)| self.on_node(h, *i))
+            {
                 held_nodes |= 1 << i;
             }
         }
-        let structure = self.intern_structure(Structure {
-            derived: w.admission.derived.clone(),
-            authored: cluster.instance_types.clone(),
+        let structure = known.unwrap_or_else(|| {
+            self.intern_structure(Structure {
+                derived: w.admission.derived.clone(),
+                authored: cluster.instance_types.clone(),
+            })
         });
         let mut s = State {
             present,
@@ -261,7 +292,7 @@ impl ChainModel {
         let world_bits = match cached {
             Some(b) => b,
             None => {
-                let b = props::world_verdicts(w);
+                let b = props::world_verdicts(w) | self.shape_verdict(s, w);
                 self.memo
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -270,6 +301,31 @@ impl ChainModel {
             }
         };
         world_bits | props::status_verdicts(self, s, w)
+    }
+
+    /// The [M3] invariance / isolation / idempotence verdict, memoized per shape (structure,
+    /// nodes, card families, namespaces, awareness): those properties compare derivations of
+    /// one cluster under renamings and re-derivation, which do not depend on its ledgers.
+    fn shape_verdict(&self, s: &State, w: &World) -> u32 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let families: Vec<bool> = s.cards.iter().map(|c| c.mig).collect();
+        (&s.present, families, s.extra_ns, s.aware, s.structure).hash(&mut h);
+        let key = h.finish();
+        let cached = self
+            .shape_memo
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .copied();
+        let ok = cached.unwrap_or_else(|| {
+            let ok = props::m3_shape(w).is_ok();
+            self.shape_memo
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key, ok);
+            ok
+        });
+        u32::from(ok) << props::M3_SHAPE
     }
 
     pub fn initial_state(&self) -> State {
@@ -333,7 +389,10 @@ impl ChainModel {
                 if charge_cards(&mut scratch.admission, &hold.charges).is_err() {
                     fault = Fault::ChargeRefused;
                 }
-                scratch.admission.holds.insert(workload_key(t), (*hold).clone());
+                scratch
+                    .admission
+                    .holds
+                    .insert(workload_key(t), (*hold).clone());
             }
         }
         let outcome = scratch.admission.submit(template);
@@ -360,7 +419,7 @@ impl ChainModel {
             return None;
         }
         workloads[k] = next;
-        Some(self.state_of(&w, workloads, fault))
+        Some(self.state_with(&w, workloads, fault, Some(s.structure)))
     }
 
     /// Workload `k`'s Pods land: the cards gate 3 budgeted are charged (gates 4–5).
@@ -380,7 +439,7 @@ impl ChainModel {
             .insert(workload_key(template), (*hold).clone());
         let mut workloads = s.workloads.clone();
         workloads[k] = Status::Admitted(h);
-        Some(self.state_of(&w, workloads, fault))
+        Some(self.state_with(&w, workloads, fault, Some(s.structure)))
     }
 
     fn finish(&self, s: &State, k: usize) -> Option<State> {
@@ -398,7 +457,7 @@ impl ChainModel {
         }
         let mut workloads = s.workloads.clone();
         workloads[k] = Status::Idle;
-        Some(self.state_of(&w, workloads, s.fault))
+        Some(self.state_with(&w, workloads, s.fault, Some(s.structure)))
     }
 
     /// The model `Event` an action maps to in a replayable scenario (`None` for a ledger
@@ -513,13 +572,17 @@ impl Model for ChainModel {
     }
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
-        for i in 0..self.nodes {
-            if s.present[i] {
+        for (i, present) in s.present.iter().enumerate() {
+            if *present {
                 actions.push(Action::NodeLeave(i));
                 for c in 0..self.cards {
                     if !self.card_promised(s, i, c) {
                         let mig = !s.cards[i * self.cards + c].mig;
-                        actions.push(Action::CardFamily { node: i, card: c, mig });
+                        actions.push(Action::CardFamily {
+                            node: i,
+                            card: c,
+                            mig,
+                        });
                     }
                 }
             } else {

@@ -197,10 +197,9 @@ fn collect(config: &CheckConfig, checker: impl Checker<ChainModel>, start: Insta
                     p,
                     path.clone().into_vec(),
                 ))),
-                (Some(path), false) => Verdict::Reached(trace::steps(
-                    model,
-                    &path.clone().into_actions(),
-                )),
+                (Some(path), false) => {
+                    Verdict::Reached(trace::steps(model, &path.clone().into_actions()))
+                }
             };
             PropertyReport {
                 name: p.name,
@@ -210,8 +209,13 @@ fn collect(config: &CheckConfig, checker: impl Checker<ChainModel>, start: Insta
         })
         .collect::<Vec<_>>();
     let unique = checker.unique_state_count();
-    let stopped_early = config.max_states.is_some_and(|n| checker.state_count() >= n)
-        || (config.mutant.is_some() && properties.iter().any(|p| matches!(p.verdict, Verdict::Violated(_))));
+    let stopped_early = config
+        .max_states
+        .is_some_and(|n| checker.state_count() >= n)
+        || (config.mutant.is_some()
+            && properties
+                .iter()
+                .any(|p| matches!(p.verdict, Verdict::Violated(_))));
     CheckReport {
         config: config.clone(),
         states_generated: checker.state_count(),

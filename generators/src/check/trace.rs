@@ -19,7 +19,11 @@ pub fn steps(m: &ChainModel, actions: &[Action]) -> Vec<String> {
 }
 
 /// The counterexample a stateright path stands for.
-pub fn counterexample(m: &ChainModel, p: &Prop, path: Vec<(State, Option<Action>)>) -> Counterexample {
+pub fn counterexample(
+    m: &ChainModel,
+    p: &Prop,
+    path: Vec<(State, Option<Action>)>,
+) -> Counterexample {
     let actions: Vec<Action> = path.iter().filter_map(|(_, a)| a.clone()).collect();
     let states: Vec<&State> = path.iter().map(|(s, _)| s).collect();
     // States[0] is the initial one; states[i + 1] follows action i.
@@ -65,7 +69,10 @@ pub fn scenario(
         let _ = writeln!(description, "{}. {s}{mapped}", i + 1);
     }
     Scenario {
-        name: format!("check-{}", property.replace(|c: char| !c.is_alphanumeric(), "-")),
+        name: format!(
+            "check-{}",
+            property.replace(|c: char| !c.is_alphanumeric(), "-")
+        ),
         description,
         seed: None,
         cluster: m.initial_cluster(),
@@ -89,7 +96,9 @@ pub fn render(r: &CheckReport) -> String {
         c.workloads,
         c.search,
         if c.symmetry { ", symmetry" } else { "" },
-        c.mutant.map(|m| format!(", mutant {m}")).unwrap_or_default(),
+        c.mutant
+            .map(|m| format!(", mutant {m}"))
+            .unwrap_or_default(),
         c.threads.max(1)
     );
     let _ = writeln!(
@@ -100,7 +109,11 @@ pub fn render(r: &CheckReport) -> String {
         r.max_depth,
         r.wall,
         r.unique_per_second(),
-        if r.complete { "" } else { " — search incomplete" }
+        if r.complete {
+            ""
+        } else {
+            " — search incomplete"
+        }
     );
     for p in &r.properties {
         let verdict = match &p.verdict {
