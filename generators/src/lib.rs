@@ -7,6 +7,7 @@
 //! shrinks toward fewer nodes, fewer cards, fewer events and simpler values. The crate decides
 //! no rule of the operator: it only produces inputs for the model to judge.
 
+pub mod check;
 pub mod cluster;
 pub mod devices;
 pub mod events;
