@@ -18,6 +18,11 @@ pub enum Command {
     /// A failure is shrunk, written under the run directory, and its seed appended to the
     /// regression file, which every later run replays first. Exit 1 on a counterexample.
     Fuzz(FuzzArgs),
+    /// Exhaustive model checking of the chain's dynamics within a small scope (stateright).
+    /// Prints states generated/unique, depth, each property's verdict and wall time; a
+    /// violation is written as a scenario file. Exit 1 on a violated property.
+    #[command(after_help = generators::check::SEARCH_HELP)]
+    Check(CheckArgs),
     /// Re-run a scenario file (a case, a counterexample or a checkpoint) and check it.
     Replay {
         /// The scenario YAML file.
@@ -83,6 +88,37 @@ pub struct FuzzArgs {
     /// The regression seed file, replayed first and appended on failure.
     #[arg(long, default_value = ".verify/regressions.txt")]
     pub regressions: PathBuf,
+}
+
+/// `verify check` arguments.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    #[arg(long, default_value_t = 3)]
+    pub nodes: usize,
+    #[arg(long, default_value_t = 2)]
+    pub cards: usize,
+    #[arg(long, default_value_t = 4)]
+    pub workloads: usize,
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Breadth-first (default): shortest counterexample, no symmetry reduction.
+    #[arg(long, conflicts_with = "dfs")]
+    pub bfs: bool,
+    /// Depth-first: applies symmetry reduction with `--symmetry`.
+    #[arg(long)]
+    pub dfs: bool,
+    /// Symmetry reduction over interchangeable cards (DFS only).
+    #[arg(long)]
+    pub symmetry: bool,
+    /// Check a mutated model (see `verify mutants --list`).
+    #[arg(long)]
+    pub mutant: Option<model::mutants::Mutant>,
+    /// Stop after about this many states (verdicts then hold within the bound only).
+    #[arg(long)]
+    pub max_states: Option<usize>,
+    /// Where a counterexample's scenario file goes.
+    #[arg(long, default_value = "runs")]
+    pub run_dir: PathBuf,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::cli::{Command, Format, FuzzArgs};
+use crate::cli::{CheckArgs, Command, Format, FuzzArgs};
 
 /// Bad input or a missing required input: exit 2.
 #[derive(Debug, thiserror::Error)]
@@ -15,6 +15,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
     match command {
         Command::Fuzz(args) => fuzz(args),
         Command::Replay { file } => replay(&file),
+        Command::Check(args) => check(args),
         Command::Mutants { list, seeds, jobs } => mutants(list, seeds, jobs),
         Command::Conformance { dir } => conformance(&dir),
         Command::Derive { cluster, format } => derive(cluster.as_deref(), format),
@@ -208,4 +209,33 @@ fn mutants(list: bool, seeds: u64, jobs: usize) -> Result<i32> {
         survivors
     );
     Ok(if survivors == 0 { 0 } else { 1 })
+}
+
+/// `verify check`: explore the scope, print the report, write a counterexample scenario.
+fn check(args: CheckArgs) -> Result<i32> {
+    use generators::check::{run_check, CheckConfig, Search};
+    let config = CheckConfig {
+        nodes: args.nodes,
+        cards: args.cards,
+        workloads: args.workloads,
+        threads: args.threads,
+        search: if args.dfs { Search::Dfs } else { Search::Bfs },
+        symmetry: args.symmetry,
+        mutant: args.mutant,
+        max_states: args.max_states,
+        ..CheckConfig::default()
+    };
+    let report = run_check(&config);
+    print!("{}", report.render());
+    if let Some((property, cx)) = report.first_violation() {
+        let dir = scenario::RunDir::create_now(&args.run_dir).with_context(|| {
+            format!("creating a run directory under {}", args.run_dir.display())
+        })?;
+        let path = dir
+            .write_counterexample(0, property, &cx.scenario, &cx.steps.join("\n"))
+            .context("writing the counterexample scenario")?;
+        println!("counterexample scenario: {}", path.display());
+        return Ok(1);
+    }
+    Ok(0)
 }

@@ -234,3 +234,33 @@ fn the_readme_scenario_example_replays_and_holds() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("event 0: admitted"), "{text}");
 }
+
+#[test]
+fn check_prints_every_verdict_and_exits_by_them() {
+    let out = verify(&["check", "--nodes", "1", "--cards", "1", "--workloads", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("unique"), "{text}");
+    assert!(
+        text.contains("[always] no card overcommitted: held"),
+        "{text}"
+    );
+    let dir = scratch_dir("check-mutant");
+    let runs = dir.join("runs");
+    let out = verify(&[
+        "check",
+        "--nodes",
+        "1",
+        "--cards",
+        "1",
+        "--workloads",
+        "1",
+        "--mutant",
+        "cohort-set",
+        "--run-dir",
+        runs.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("counterexample scenario:"), "{text}");
+}
