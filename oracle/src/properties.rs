@@ -52,12 +52,14 @@ pub const PROPERTIES: [&str; 6] = [
 /// Runs every property on `s`; an empty list means all hold.
 pub fn check_all(s: &Scenario) -> Vec<Violation> {
     let base = derive(&s.cluster);
+    // One replay of the events serves the admission checks and the structure after them.
+    let (admitted, end) = admission_run(s);
     [
         invariance_from(s, &base, &derive_after),
         pool_isolation_from(s, &base),
-        structure_from(s, &base),
+        structure_initially_and_after(s, &base, &end),
         accounting_from(s, &base),
-        admission(s),
+        admitted,
         idempotence_from(s, &base, &derive_after),
     ]
     .into_iter()
@@ -417,12 +419,20 @@ pub fn structure(s: &Scenario) -> Result<(), Violation> {
 }
 
 fn structure_from(s: &Scenario, base: &Derived) -> Result<(), Violation> {
+    structure_initially_and_after(s, base, &replay(s))
+}
+
+/// Structure of the initial derivation and, when there were events, of the world after them.
+fn structure_initially_and_after(
+    s: &Scenario,
+    base: &Derived,
+    end: &World,
+) -> Result<(), Violation> {
     structure_of("initially", base, &s.cluster)?;
     if s.events.is_empty() {
         return Ok(());
     }
-    let w = replay(s);
-    structure_of("after the events", &w.observe(), w.cluster())
+    structure_of("after the events", &end.observe(), end.cluster())
 }
 
 /// The world after every event of `s`.
@@ -816,7 +826,27 @@ const MONOTONE_CHECKS: usize = 4;
 /// admitted on that world with another admitted workload finished first — unless the freed
 /// quota lets Kueue pick an earlier flavor (TryNextFlavor), where gate 3 may then say Retry.
 pub fn admission(s: &Scenario) -> Result<(), Violation> {
+    admission_run(s).0
+}
+
+/// [`admission`] and the world after every event of `s`.
+fn admission_run(s: &Scenario) -> (Result<(), Violation>, World) {
     let mut w = World::new(s.cluster.clone());
+    let result = match admission_events(s, &mut w) {
+        Ok(()) => Ok(()),
+        Err((applied, v)) => {
+            for e in s.events.iter().skip(applied) {
+                w.apply(e);
+            }
+            Err(v)
+        }
+    };
+    (result, w)
+}
+
+/// The admission checks while applying the events of `s` to `w`; a violation carries how many
+/// events were applied, so the caller can finish the replay.
+fn admission_events(s: &Scenario, w: &mut World) -> Result<(), (usize, Violation)> {
     let mut checks = 0;
     for (k, e) in s.events.iter().enumerate() {
         let before = (checks < MONOTONE_CHECKS
@@ -824,7 +854,7 @@ pub fn admission(s: &Scenario) -> Result<(), Violation> {
             && !w.admission.holds.is_empty())
         .then(|| w.clone());
         let effect = w.apply(e);
-        placeable(k, &effect)?;
+        placeable(k, &effect).map_err(|v| (k + 1, v))?;
         let (Some(before), Event::Submit { workload }) = (before, e) else {
             continue;
         };
@@ -844,8 +874,8 @@ pub fn admission(s: &Scenario) -> Result<(), Violation> {
             name: name.into(),
         });
         let again = freed.apply(e);
-        let excused = earlier_flavor_freed(&before, &w, &freed_key, &workload_key(workload));
-        monotone_verdict(k, &freed_key, &effect, &again, excused)?;
+        let excused = earlier_flavor_freed(&before, w, &freed_key, &workload_key(workload));
+        monotone_verdict(k, &freed_key, &effect, &again, excused).map_err(|v| (k + 1, v))?;
     }
     Ok(())
 }
