@@ -140,6 +140,9 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
             path.display()
         );
     }
+    if report.ran == 0 {
+        println!("NOTHING WAS VERIFIED: no seed was run");
+    }
     println!(
         "{} seeds, {} failing, in {:.2} s ({:.0} seeds/s, {} jobs)",
         report.ran,

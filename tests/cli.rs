@@ -264,3 +264,17 @@ fn check_prints_every_verdict_and_exits_by_them() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("counterexample scenario:"), "{text}");
 }
+
+#[test]
+fn a_run_of_no_seed_says_nothing_was_verified() {
+    let dir = scratch_dir("fuzz-none");
+    let out = verify(&[
+        "fuzz",
+        "--seeds",
+        "0",
+        "--regressions",
+        dir.join("r.txt").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("NOTHING WAS VERIFIED"));
+}
