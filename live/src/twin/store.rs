@@ -470,24 +470,44 @@ impl Store {
                 .filter(|q| value_at(&before, q) != value_at(&candidate, q))
                 .cloned()
                 .collect();
-            for q in lost {
-                conflicts.push((m.manager.clone(), render_path(&q)));
+            for q in &lost {
+                conflicts.push((m.manager.clone(), render_path(q)));
                 if force {
-                    m.paths.remove(&q);
+                    m.paths.remove(q);
+                }
+            }
+            if force && !lost.is_empty() {
+                if let Some(e) = m.entry.as_object_mut() {
+                    e.insert("fieldsV1".into(), fields_v1(&m.paths));
                 }
             }
         }
         if !conflicts.is_empty() && !force {
             return Err(Status::apply_conflict(kind, name, &conflicts));
         }
-        managers.retain(|m| !(m.manager == field_manager && m.subresource == subresource));
-        managers.retain(|m| !m.paths.is_empty());
-        managers.push(Managed {
+        // the manager's entry keeps its place and, when its fields are unchanged, its time
+        // (the apiserver ignores timestamp-only managedFields changes, so a no-op apply
+        // writes nothing)
+        let mine = |m: &Managed| m.manager == field_manager && m.subresource == subresource;
+        let entry = match managers.iter().find(|m| mine(m)) {
+            Some(m) if m.paths == paths => m.entry.clone(),
+            _ => managed_entry(kind, field_manager, subresource, &now, &paths),
+        };
+        let fresh = Managed {
             manager: field_manager.to_string(),
             subresource,
-            entry: managed_entry(kind, field_manager, subresource, &now, &paths),
+            entry,
             paths,
-        });
+        };
+        match managers.iter().position(|m| mine(m)) {
+            Some(i) => {
+                if let Some(slot) = managers.get_mut(i) {
+                    *slot = fresh;
+                }
+            }
+            None => managers.push(fresh),
+        }
+        managers.retain(|m| !m.paths.is_empty());
         let entries: Vec<Value> = managers.into_iter().map(|m| m.entry).collect();
         let mut candidate = into_object(candidate)?;
         if let Some(rv) = precondition {
@@ -1254,16 +1274,7 @@ fn managed_entry(
     time: &str,
     paths: &BTreeSet<FieldPath>,
 ) -> Value {
-    let mut fields = Value::Object(Object::new());
-    for path in paths {
-        let mut at = &mut fields;
-        for k in path {
-            let Some(m) = at.as_object_mut() else { break };
-            at = m
-                .entry(format!("f:{k}"))
-                .or_insert_with(|| Value::Object(Object::new()));
-        }
-    }
+    let fields = fields_v1(paths);
     let mut entry = serde_json::json!({
         "manager": manager,
         "operation": "Apply",
@@ -1278,6 +1289,21 @@ fn managed_entry(
         }
     }
     entry
+}
+
+/// Owned leaf paths in the `FieldsV1` encoding: `{"f:spec": {"f:os": {}}}`.
+fn fields_v1(paths: &BTreeSet<FieldPath>) -> Value {
+    let mut fields = Value::Object(Object::new());
+    for path in paths {
+        let mut at = &mut fields;
+        for k in path {
+            let Some(m) = at.as_object_mut() else { break };
+            at = m
+                .entry(format!("f:{k}"))
+                .or_insert_with(|| Value::Object(Object::new()));
+        }
+    }
+    fields
 }
 
 /// The `Apply` entries of an object's `managedFields`, with their leaf paths.
