@@ -53,21 +53,62 @@ pub struct StatusDetails {
     pub causes: Vec<Cause>,
 }
 
-/// A failed request, shaped exactly like `metav1.Status` with `status: Failure`.
-/// `code` is the HTTP status the server answers with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-#[serde(rename_all = "camelCase")]
+/// A failed request, serialised exactly like `metav1.Status` with `kind: Status`,
+/// `apiVersion: v1`, `metadata: {}`, `status: Failure`. `code` is the HTTP status the
+/// server answers with. (The constant fields are not stored, to keep errors small.)
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code} {reason}: {message}")]
 pub struct Status {
-    pub kind: String,
-    pub api_version: String,
-    pub metadata: serde_json::Map<String, Value>,
-    pub status: String,
     pub message: String,
     pub reason: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<StatusDetails>,
+    pub details: Option<Box<StatusDetails>>,
     pub code: u16,
+}
+
+/// The wire form of [`Status`].
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireStatus {
+    kind: String,
+    api_version: String,
+    #[serde(default)]
+    metadata: serde_json::Map<String, Value>,
+    status: String,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    details: Option<StatusDetails>,
+    code: u16,
+}
+
+impl Serialize for Status {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        WireStatus {
+            kind: "Status".to_string(),
+            api_version: "v1".to_string(),
+            metadata: serde_json::Map::new(),
+            status: "Failure".to_string(),
+            message: self.message.clone(),
+            reason: self.reason.clone(),
+            details: self.details.as_deref().cloned(),
+            code: self.code,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Status {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = WireStatus::deserialize(deserializer)?;
+        Ok(Status {
+            message: wire.message,
+            reason: wire.reason,
+            details: wire.details.map(Box::new),
+            code: wire.code,
+        })
+    }
 }
 
 impl Status {
@@ -79,13 +120,9 @@ impl Status {
         details: Option<StatusDetails>,
     ) -> Self {
         Status {
-            kind: "Status".to_string(),
-            api_version: "v1".to_string(),
-            metadata: serde_json::Map::new(),
-            status: "Failure".to_string(),
             message: message.into(),
             reason: reason.to_string(),
-            details,
+            details: details.map(Box::new),
             code,
         }
     }
@@ -312,7 +349,9 @@ mod tests {
             s.message,
             "Apply failed with 1 conflict: conflict with \"kubectl\": .spec.unschedulable"
         );
-        let d = s.details.unwrap_or_default();
+        let d = s.details.clone().unwrap_or_default();
         assert_eq!(d.causes[0].reason, "FieldManagerConflict");
+        let back: Result<Status, _> = serde_json::from_value(s.to_value());
+        assert_eq!(back.ok(), Some(s));
     }
 }

@@ -499,7 +499,7 @@ impl Store {
             entry,
             paths,
         };
-        match managers.iter().position(|m| mine(m)) {
+        match managers.iter().position(mine) {
             Some(i) => {
                 if let Some(slot) = managers.get_mut(i) {
                     *slot = fresh;
