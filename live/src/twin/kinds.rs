@@ -1,0 +1,263 @@
+//! The kind registry: group, version, plural and scope of every kind the chain uses
+//! (../shared/crds/README.md "Files" table; core v1 for Node, Namespace, Pod).
+
+/// What the store does with `status` on create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusOnCreate {
+    /// Keep what the client sent (Node: the kubelet registers with a status).
+    Keep,
+    /// Drop it (custom resources with a status subresource).
+    Clear,
+    /// Replace it by `{phase: <value>}` (Pod: `Pending`, Namespace: `Active`).
+    Phase(&'static str),
+}
+
+/// One served resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Kind {
+    /// API group; empty for core.
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+    pub namespaced: bool,
+    /// Has a `/status` subresource: status ignored on the main resource, spec on `/status`.
+    pub has_status: bool,
+}
+
+/// core/v1 Node (cluster-scoped, status subresource).
+pub const NODE: Kind = Kind {
+    group: "",
+    version: "v1",
+    kind: "Node",
+    plural: "nodes",
+    namespaced: false,
+    has_status: true,
+};
+/// core/v1 Namespace (cluster-scoped, status subresource).
+pub const NAMESPACE: Kind = Kind {
+    group: "",
+    version: "v1",
+    kind: "Namespace",
+    plural: "namespaces",
+    namespaced: false,
+    has_status: true,
+};
+/// core/v1 Pod (namespaced, status subresource).
+pub const POD: Kind = Kind {
+    group: "",
+    version: "v1",
+    kind: "Pod",
+    plural: "pods",
+    namespaced: true,
+    has_status: true,
+};
+/// nfd.k8s-sigs.io/v1alpha1 NodeFeature (namespaced, no status subresource).
+pub const NODE_FEATURE: Kind = Kind {
+    group: "nfd.k8s-sigs.io",
+    version: "v1alpha1",
+    kind: "NodeFeature",
+    plural: "nodefeatures",
+    namespaced: true,
+    has_status: false,
+};
+/// worker.gpustack.ai/v1alpha1 Devices (cluster-scoped, status subresource).
+pub const DEVICES: Kind = Kind {
+    group: "worker.gpustack.ai",
+    version: "v1alpha1",
+    kind: "Devices",
+    plural: "devices",
+    namespaced: false,
+    has_status: true,
+};
+/// worker.gpustack.ai/v1alpha1 InstanceType (cluster-scoped, status subresource).
+pub const INSTANCE_TYPE: Kind = Kind {
+    group: "worker.gpustack.ai",
+    version: "v1alpha1",
+    kind: "InstanceType",
+    plural: "instancetypes",
+    namespaced: false,
+    has_status: true,
+};
+/// kueue.x-k8s.io/v1beta2 ResourceFlavor (cluster-scoped, no status subresource).
+pub const RESOURCE_FLAVOR: Kind = Kind {
+    group: "kueue.x-k8s.io",
+    version: "v1beta2",
+    kind: "ResourceFlavor",
+    plural: "resourceflavors",
+    namespaced: false,
+    has_status: false,
+};
+/// kueue.x-k8s.io/v1beta2 ClusterQueue (cluster-scoped, status subresource).
+pub const CLUSTER_QUEUE: Kind = Kind {
+    group: "kueue.x-k8s.io",
+    version: "v1beta2",
+    kind: "ClusterQueue",
+    plural: "clusterqueues",
+    namespaced: false,
+    has_status: true,
+};
+/// kueue.x-k8s.io/v1beta2 LocalQueue (namespaced, status subresource).
+pub const LOCAL_QUEUE: Kind = Kind {
+    group: "kueue.x-k8s.io",
+    version: "v1beta2",
+    kind: "LocalQueue",
+    plural: "localqueues",
+    namespaced: true,
+    has_status: true,
+};
+/// kueue.x-k8s.io/v1beta2 AdmissionCheck (cluster-scoped, status subresource).
+pub const ADMISSION_CHECK: Kind = Kind {
+    group: "kueue.x-k8s.io",
+    version: "v1beta2",
+    kind: "AdmissionCheck",
+    plural: "admissionchecks",
+    namespaced: false,
+    has_status: true,
+};
+/// kueue.x-k8s.io/v1beta2 Workload (namespaced, status subresource).
+pub const WORKLOAD: Kind = Kind {
+    group: "kueue.x-k8s.io",
+    version: "v1beta2",
+    kind: "Workload",
+    plural: "workloads",
+    namespaced: true,
+    has_status: true,
+};
+
+/// Every kind the twin serves.
+pub const ALL: [Kind; 11] = [
+    NODE,
+    NAMESPACE,
+    POD,
+    NODE_FEATURE,
+    DEVICES,
+    INSTANCE_TYPE,
+    RESOURCE_FLAVOR,
+    CLUSTER_QUEUE,
+    LOCAL_QUEUE,
+    ADMISSION_CHECK,
+    WORKLOAD,
+];
+
+impl Kind {
+    /// `apiVersion` as written in objects: `v1` for core, else `group/version`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `plural.group` (or `plural` for core), as in NotFound/Conflict messages.
+    pub fn qualified_resource(&self) -> String {
+        qualify(self.plural, self.group)
+    }
+
+    /// `Kind.group` (or `Kind` for core), as in Invalid messages.
+    pub fn qualified_kind(&self) -> String {
+        qualify(self.kind, self.group)
+    }
+
+    /// Core kinds allow an update without `metadata.resourceVersion`; custom resources
+    /// do not (apiserver rest strategies' AllowUnconditionalUpdate).
+    pub fn allows_unconditional_update(&self) -> bool {
+        self.group.is_empty()
+    }
+
+    /// Custom resources are validated against a structural schema.
+    pub fn is_custom(&self) -> bool {
+        !self.group.is_empty()
+    }
+
+    /// What happens to `status` on create (apiserver PrepareForCreate per kind).
+    pub fn status_on_create(&self) -> StatusOnCreate {
+        match (self.group, self.kind) {
+            ("", "Node") => StatusOnCreate::Keep,
+            ("", "Pod") => StatusOnCreate::Phase("Pending"),
+            ("", "Namespace") => StatusOnCreate::Phase("Active"),
+            _ if self.has_status => StatusOnCreate::Clear,
+            _ => StatusOnCreate::Keep,
+        }
+    }
+}
+
+/// `name.group`, or `name` when the group is core.
+fn qualify(name: &str, group: &str) -> String {
+    if group.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}.{group}")
+    }
+}
+
+/// The kind served at `group`/`version` under `plural`.
+pub fn by_resource(group: &str, version: &str, plural: &str) -> Option<Kind> {
+    ALL.iter()
+        .find(|k| k.group == group && k.version == version && k.plural == plural)
+        .copied()
+}
+
+/// The kind named `kind` in `apiVersion` `api_version` (e.g. `worker.gpustack.ai/v1alpha1`).
+pub fn by_kind(api_version: &str, kind: &str) -> Option<Kind> {
+    ALL.iter()
+        .find(|k| k.kind == kind && k.api_version() == api_version)
+        .copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_match_the_crd_table() {
+        let cluster: Vec<&str> = ALL
+            .iter()
+            .filter(|k| !k.namespaced)
+            .map(|k| k.kind)
+            .collect();
+        assert_eq!(
+            cluster,
+            [
+                "Node",
+                "Namespace",
+                "Devices",
+                "InstanceType",
+                "ResourceFlavor",
+                "ClusterQueue",
+                "AdmissionCheck"
+            ]
+        );
+        let without_status: Vec<&str> = ALL
+            .iter()
+            .filter(|k| !k.has_status)
+            .map(|k| k.kind)
+            .collect();
+        assert_eq!(without_status, ["NodeFeature", "ResourceFlavor"]);
+    }
+
+    #[test]
+    fn lookups_by_resource_and_kind() {
+        assert_eq!(
+            by_resource("kueue.x-k8s.io", "v1beta2", "workloads"),
+            Some(WORKLOAD)
+        );
+        assert_eq!(by_resource("kueue.x-k8s.io", "v1beta1", "workloads"), None);
+        assert_eq!(by_kind("v1", "Node"), Some(NODE));
+        assert_eq!(
+            by_kind("worker.gpustack.ai/v1alpha1", "InstanceType"),
+            Some(INSTANCE_TYPE)
+        );
+        assert_eq!(NODE.api_version(), "v1");
+        assert_eq!(DEVICES.qualified_resource(), "devices.worker.gpustack.ai");
+    }
+
+    #[test]
+    fn status_on_create_per_kind() {
+        assert_eq!(NODE.status_on_create(), StatusOnCreate::Keep);
+        assert_eq!(POD.status_on_create(), StatusOnCreate::Phase("Pending"));
+        assert_eq!(INSTANCE_TYPE.status_on_create(), StatusOnCreate::Clear);
+        assert_eq!(NODE_FEATURE.status_on_create(), StatusOnCreate::Keep);
+    }
+}

@@ -1,0 +1,10 @@
+//! The embedded twin: an in-process stand-in for a Kubernetes apiserver serving the kinds the
+//! scheduling chain uses. This is its foundation: the object store with the API semantics
+//! ([`store`]), the kind registry ([`kinds`]), selectors ([`selector`]), `metav1.Status`
+//! errors ([`status`]) and structural-schema validation ([`structural`]). No HTTP yet.
+
+pub mod kinds;
+pub mod selector;
+pub mod status;
+pub mod store;
+pub mod structural;

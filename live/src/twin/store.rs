@@ -1,0 +1,1412 @@
+//! The twin's object store: the Kubernetes API semantics a real client relies on, in memory,
+//! with no I/O (the HTTP server is layered on top). Semantics follow the apiserver's generic
+//! registry (k8s.io/apiserver pkg/registry/generic/registry/store.go) and rest strategies.
+//!
+//! What the store manages in `metadata`: `uid` (injectable generator), `resourceVersion`
+//! (one global counter, as a string), `creationTimestamp` (injectable clock), `generation`
+//! (1 on create, +1 on every change outside `metadata`, and outside `status` for kinds with a
+//! status subresource, and when deletion starts), `deletionTimestamp` and finalizers, and
+//! `managedFields` for server-side apply.
+//!
+//! Server-side apply is simplified (see [`Store::apply`]): ownership is tracked for `Apply`
+//! managers only, at the granularity of leaf paths of the applied configuration, with every
+//! list atomic. Namespace deletion does not cascade and `propagationPolicy` does not cascade.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub use super::kinds::{Kind, StatusOnCreate};
+pub use super::selector::Selector;
+pub use super::status::{Cause, Status};
+
+/// Per-kind validation hook: returns the pruned object or the causes of rejection.
+pub type Validator = Box<dyn Fn(&Value) -> Result<Value, Vec<Cause>> + Send + Sync>;
+/// Produces the `uid` of the n-th created object (n starts at 1).
+pub type UidSource = Box<dyn FnMut(u64) -> String + Send>;
+/// Produces RFC 3339 timestamps for `creationTimestamp`, `deletionTimestamp` and managedFields.
+pub type Clock = Box<dyn FnMut() -> String + Send>;
+
+type Object = Map<String, Value>;
+
+/// Store construction options.
+pub struct StoreConfig {
+    /// How many watch events are kept; a watch from before them is 410 Gone.
+    pub history_limit: usize,
+    /// The kinds served.
+    pub kinds: Vec<Kind>,
+    pub uid: UidSource,
+    pub clock: Clock,
+    /// Reject namespaced creates in a namespace with no Namespace object (NamespaceLifecycle).
+    pub require_namespace: bool,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            history_limit: 1000,
+            kinds: super::kinds::ALL.to_vec(),
+            uid: Box::new(sequential_uid),
+            clock: step_clock(EPOCH_2025, 1),
+            require_namespace: true,
+        }
+    }
+}
+
+/// 2025-01-01T00:00:00Z in Unix seconds, the default clock's start.
+pub const EPOCH_2025: u64 = 1_735_689_600;
+
+/// A deterministic UUID-shaped uid for the n-th object.
+pub fn sequential_uid(n: u64) -> String {
+    format!("00000000-0000-4000-8000-{n:012x}")
+}
+
+/// A logical clock: `start`, then `start + step`, … seconds, as RFC 3339.
+pub fn step_clock(start: u64, step: u64) -> Clock {
+    let mut now = start;
+    Box::new(move || {
+        let t = rfc3339(now);
+        now = now.saturating_add(step);
+        t
+    })
+}
+
+/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC).
+pub fn rfc3339(unix_seconds: u64) -> String {
+    let days = unix_seconds / 86_400;
+    let secs = unix_seconds % 86_400;
+    // civil-from-days (Howard Hinnant's algorithm), shifted to start on 0000-03-01.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
+}
+
+/// Which part of a resource a write addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    /// The main resource: `status` is ignored for kinds with a status subresource.
+    Main,
+    /// `/status`: only `status` changes.
+    Status,
+}
+
+/// A patch body by content type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Patch {
+    /// `application/merge-patch+json` (RFC 7386).
+    Merge(Value),
+    /// `application/json-patch+json` (RFC 6902).
+    Json(Value),
+}
+
+/// Options of a delete.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeleteOptions {
+    /// `Orphan`, `Background` or `Foreground`: accepted, does not cascade.
+    pub propagation_policy: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `preconditions.uid`.
+    pub uid: Option<String>,
+}
+
+/// What a delete did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Deleted {
+    /// The object is gone; this is its last state.
+    Removed(Value),
+    /// The object has finalizers: it is now marked deleting (`deletionTimestamp` set).
+    Finalizing(Value),
+}
+
+impl Deleted {
+    /// The object in the response body.
+    pub fn object(&self) -> &Value {
+        match self {
+            Deleted::Removed(v) | Deleted::Finalizing(v) => v,
+        }
+    }
+}
+
+/// The type of a watch event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+    Bookmark,
+}
+
+/// One watch event, serialised as `{"type": "ADDED", "object": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatchEvent {
+    #[serde(rename = "type")]
+    pub event_type: EventType,
+    pub object: Value,
+}
+
+/// A watch from a resourceVersion older than the kept history: 410 Gone, reason Expired.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Gone(pub Status);
+
+impl From<Gone> for Status {
+    fn from(g: Gone) -> Self {
+        g.0
+    }
+}
+
+/// The answer to a list: the items and the store's resourceVersion at the time of the list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectList {
+    pub resource_version: u64,
+    pub items: Vec<Value>,
+}
+
+impl ObjectList {
+    /// The `<Kind>List` object a server returns.
+    pub fn to_value(&self, kind: &Kind) -> Value {
+        serde_json::json!({
+            "apiVersion": kind.api_version(),
+            "kind": format!("{}List", kind.kind),
+            "metadata": {"resourceVersion": self.resource_version.to_string()},
+            "items": self.items,
+        })
+    }
+}
+
+/// Where an object lives: kind, namespace ("" when cluster-scoped), name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    group: &'static str,
+    kind: &'static str,
+    namespace: String,
+    name: String,
+}
+
+/// One recorded write.
+#[derive(Debug, Clone)]
+struct Recorded {
+    resource_version: u64,
+    group: &'static str,
+    kind: &'static str,
+    namespace: String,
+    event_type: EventType,
+    object: Value,
+    previous: Option<Value>,
+}
+
+/// The in-memory object store.
+pub struct Store {
+    kinds: Vec<Kind>,
+    objects: BTreeMap<Key, Object>,
+    resource_version: u64,
+    created: u64,
+    history: VecDeque<Recorded>,
+    history_limit: usize,
+    /// The resourceVersion of the newest event dropped from the history (0: none dropped).
+    evicted_through: u64,
+    validators: HashMap<(&'static str, &'static str), Validator>,
+    uid: UidSource,
+    clock: Clock,
+    require_namespace: bool,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::new(StoreConfig::default())
+    }
+}
+
+impl Store {
+    /// An empty store.
+    pub fn new(config: StoreConfig) -> Self {
+        Store {
+            kinds: config.kinds,
+            objects: BTreeMap::new(),
+            resource_version: 0,
+            created: 0,
+            history: VecDeque::new(),
+            history_limit: config.history_limit.max(1),
+            evicted_through: 0,
+            validators: HashMap::new(),
+            uid: config.uid,
+            clock: config.clock,
+            require_namespace: config.require_namespace,
+        }
+    }
+
+    /// The kinds served.
+    pub fn kinds(&self) -> &[Kind] {
+        &self.kinds
+    }
+
+    /// The current (latest) resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.resource_version
+    }
+
+    /// Plugs a validator for `kind`, run on every write (see `structural::validator`).
+    pub fn set_validator(&mut self, kind: &Kind, validator: Validator) {
+        self.validators.insert((kind.group, kind.kind), validator);
+    }
+
+    /// Creates an object: 409 AlreadyExists, 422 Invalid when `metadata.name` is missing.
+    pub fn create(
+        &mut self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        object: Value,
+    ) -> Result<Value, Status> {
+        self.served(kind)?;
+        let object = into_object(object)?;
+        self.create_object(kind, namespace, object, None)
+    }
+
+    /// Reads one object: 404 NotFound.
+    pub fn get(&self, kind: &Kind, namespace: Option<&str>, name: &str) -> Result<Value, Status> {
+        self.served(kind)?;
+        let key = self.key(kind, namespace, name)?;
+        self.objects
+            .get(&key)
+            .map(|o| Value::Object(o.clone()))
+            .ok_or_else(|| Status::not_found(kind, name))
+    }
+
+    /// Lists the objects of `kind` (in `namespace`, or all) that `selector` selects,
+    /// ordered by namespace then name, with the list's resourceVersion.
+    pub fn list(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        selector: &Selector,
+    ) -> Result<ObjectList, Status> {
+        self.served(kind)?;
+        let items = self
+            .objects
+            .iter()
+            .filter(|(k, _)| k.group == kind.group && k.kind == kind.kind)
+            .filter(|(k, _)| namespace.is_none_or(|ns| ns.is_empty() || k.namespace == ns))
+            .map(|(_, o)| Value::Object(o.clone()))
+            .filter(|o| selector.matches(o))
+            .collect();
+        Ok(ObjectList {
+            resource_version: self.resource_version,
+            items,
+        })
+    }
+
+    /// Replaces the main resource: 409 Conflict on a stale `metadata.resourceVersion`
+    /// (custom resources must carry one: 422 otherwise); `status` is ignored for kinds
+    /// with a status subresource.
+    pub fn update(
+        &mut self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        object: Value,
+    ) -> Result<Value, Status> {
+        self.served(kind)?;
+        let object = into_object(object)?;
+        let key = self.key(kind, namespace, &name_of(&object))?;
+        self.write(kind, &key, object, Subresource::Main, true, None)
+    }
+
+    /// Replaces `status` only (`/status`): spec and metadata changes are ignored.
+    pub fn update_status(
+        &mut self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        object: Value,
+    ) -> Result<Value, Status> {
+        self.status_served(kind)?;
+        let object = into_object(object)?;
+        let key = self.key(kind, namespace, &name_of(&object))?;
+        self.write(kind, &key, object, Subresource::Status, true, None)
+    }
+
+    /// Patches the main resource or `/status` with a merge patch or a JSON patch. A
+    /// `metadata.resourceVersion` left in the patched object acts as a precondition.
+    pub fn patch(
+        &mut self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Subresource,
+        patch: &Patch,
+    ) -> Result<Value, Status> {
+        match subresource {
+            Subresource::Main => self.served(kind)?,
+            Subresource::Status => self.status_served(kind)?,
+        }
+        let key = self.key(kind, namespace, name)?;
+        let current = self
+            .objects
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| Status::not_found(kind, name))?;
+        let mut doc = Value::Object(current);
+        match patch {
+            Patch::Merge(body) => {
+                if !body.is_object() {
+                    return Err(Status::bad_request("a merge patch must be a JSON object"));
+                }
+                json_patch::merge(&mut doc, body);
+            }
+            Patch::Json(body) => {
+                let ops: json_patch::Patch = serde_json::from_value(body.clone())
+                    .map_err(|e| Status::bad_request(format!("invalid JSON patch: {e}")))?;
+                json_patch::patch(&mut doc, &ops).map_err(|e| {
+                    Status::failure(422, "Invalid", format!("the JSON patch failed: {e}"), None)
+                })?;
+            }
+        }
+        let patched = into_object(doc)?;
+        if name_of(&patched) != name {
+            return Err(Status::bad_request("a patch may not change metadata.name"));
+        }
+        self.write(kind, &key, patched, subresource, false, None)
+    }
+
+    /// Server-side apply of `config` by `field_manager` (creates the object if absent).
+    ///
+    /// Simplified but honest semantics: the manager owns the *leaf paths* of its applied
+    /// configuration (objects recurse; lists, scalars and empty objects are leaves, so every
+    /// list is atomic). The object is the current one with the manager's previously owned
+    /// paths it no longer applies (and nobody else owns) removed, deep-merged with `config`.
+    /// A path owned by another `Apply` manager whose value this changes is a conflict: 409
+    /// unless `force`, which takes the ownership away from the other manager. Writes by
+    /// update/patch do not take ownership (the real server records `Update` managers too).
+    /// Nulls in `config` are dropped. Ownership is stored in `metadata.managedFields` in
+    /// the real `FieldsV1` format.
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply(
+        &mut self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Subresource,
+        config: Value,
+        field_manager: &str,
+        force: bool,
+    ) -> Result<Value, Status> {
+        match subresource {
+            Subresource::Main => self.served(kind)?,
+            Subresource::Status => self.status_served(kind)?,
+        }
+        if field_manager.is_empty() {
+            return Err(Status::bad_request(
+                "PATCH, fieldManager is required for apply requests",
+            ));
+        }
+        let mut config = into_object(config)?;
+        check_type_meta(kind, &config)?;
+        let given_name = name_of(&config);
+        if !given_name.is_empty() && given_name != name {
+            return Err(Status::bad_request(
+                "the name of the object does not match the name in the URL",
+            ));
+        }
+        let precondition = config
+            .get("metadata")
+            .and_then(|m| m.get("resourceVersion"))
+            .cloned();
+        let applied = applied_part(kind, subresource, &mut config);
+        let paths = leaf_paths(&applied);
+        let key = self.key(kind, namespace, name)?;
+        let now = (self.clock)();
+        let Some(current) = self.objects.get(&key).cloned() else {
+            if subresource == Subresource::Status {
+                return Err(Status::not_found(kind, name));
+            }
+            let entry = managed_entry(kind, field_manager, subresource, &now, &paths);
+            let mut object = applied;
+            let mut meta = take_meta(&mut object);
+            meta.insert("name".into(), Value::String(name.to_string()));
+            object.insert("metadata".into(), Value::Object(meta));
+            return self.create_object(kind, namespace, object, Some(vec![entry]));
+        };
+        let mut managers = read_managed(&current);
+        let own_before: BTreeSet<FieldPath> = managers
+            .iter()
+            .filter(|m| m.manager == field_manager && m.subresource == subresource)
+            .flat_map(|m| m.paths.iter().cloned())
+            .collect();
+        let mut candidate = Value::Object(current.clone());
+        let others_own = |managers: &[Managed], p: &FieldPath| {
+            managers.iter().any(|m| {
+                !(m.manager == field_manager && m.subresource == subresource) && m.paths.contains(p)
+            })
+        };
+        for stale in own_before.difference(&paths) {
+            if !others_own(&managers, stale) {
+                remove_path(&mut candidate, stale);
+            }
+        }
+        merge_config(&mut candidate, &Value::Object(applied));
+        let before = Value::Object(current);
+        let mut conflicts = Vec::new();
+        for m in managers
+            .iter_mut()
+            .filter(|m| !(m.manager == field_manager && m.subresource == subresource))
+        {
+            let lost: Vec<FieldPath> = m
+                .paths
+                .iter()
+                .filter(|q| paths.iter().any(|p| overlaps(p, q)))
+                .filter(|q| value_at(&before, q) != value_at(&candidate, q))
+                .cloned()
+                .collect();
+            for q in &lost {
+                conflicts.push((m.manager.clone(), render_path(q)));
+                if force {
+                    m.paths.remove(q);
+                }
+            }
+            if force && !lost.is_empty() {
+                if let Some(e) = m.entry.as_object_mut() {
+                    e.insert("fieldsV1".into(), fields_v1(&m.paths));
+                }
+            }
+        }
+        if !conflicts.is_empty() && !force {
+            return Err(Status::apply_conflict(kind, name, &conflicts));
+        }
+        // the manager's entry keeps its place and, when its fields are unchanged, its time
+        // (the apiserver ignores timestamp-only managedFields changes, so a no-op apply
+        // writes nothing)
+        let mine = |m: &Managed| m.manager == field_manager && m.subresource == subresource;
+        let entry = match managers.iter().find(|m| mine(m)) {
+            Some(m) if m.paths == paths => m.entry.clone(),
+            _ => managed_entry(kind, field_manager, subresource, &now, &paths),
+        };
+        let fresh = Managed {
+            manager: field_manager.to_string(),
+            subresource,
+            entry,
+            paths,
+        };
+        match managers.iter().position(mine) {
+            Some(i) => {
+                if let Some(slot) = managers.get_mut(i) {
+                    *slot = fresh;
+                }
+            }
+            None => managers.push(fresh),
+        }
+        managers.retain(|m| !m.paths.is_empty());
+        let entries: Vec<Value> = managers.into_iter().map(|m| m.entry).collect();
+        let mut candidate = into_object(candidate)?;
+        if let Some(rv) = precondition {
+            let mut meta = take_meta(&mut candidate);
+            meta.insert("resourceVersion".into(), rv);
+            candidate.insert("metadata".into(), Value::Object(meta));
+        } else {
+            let mut meta = take_meta(&mut candidate);
+            meta.remove("resourceVersion");
+            candidate.insert("metadata".into(), Value::Object(meta));
+        }
+        self.write(kind, &key, candidate, subresource, false, Some(entries))
+    }
+
+    /// Deletes an object. With finalizers it is only marked deleting (`deletionTimestamp`,
+    /// generation + 1); it goes when its last finalizer is removed. `propagationPolicy`
+    /// is checked and accepted but nothing cascades.
+    pub fn delete(
+        &mut self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<Deleted, Status> {
+        self.served(kind)?;
+        if let Some(policy) = &options.propagation_policy {
+            if !matches!(policy.as_str(), "Orphan" | "Background" | "Foreground") {
+                return Err(Status::invalid(
+                    kind,
+                    name,
+                    vec![Cause::new(
+                        "propagationPolicy",
+                        "FieldValueNotSupported",
+                        format!(
+                            "Unsupported value: \"{policy}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
+                        ),
+                    )],
+                ));
+            }
+        }
+        let key = self.key(kind, namespace, name)?;
+        let current = self
+            .objects
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| Status::not_found(kind, name))?;
+        let meta = current.get("metadata").cloned().unwrap_or(Value::Null);
+        if let Some(rv) = &options.resource_version {
+            if meta.get("resourceVersion").and_then(Value::as_str) != Some(rv.as_str()) {
+                return Err(Status::conflict(
+                    kind,
+                    name,
+                    "the object has been modified; please apply your changes to the latest version and try again",
+                ));
+            }
+        }
+        if let Some(uid) = &options.uid {
+            let actual = meta.get("uid").and_then(Value::as_str).unwrap_or("");
+            if actual != uid {
+                return Err(Status::conflict(
+                    kind,
+                    name,
+                    &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"),
+                ));
+            }
+        }
+        if finalizers(&current).is_empty() {
+            let gone = self.commit(kind, &key, None, Some(current));
+            return Ok(Deleted::Removed(gone));
+        }
+        if meta.get("deletionTimestamp").is_some() {
+            return Ok(Deleted::Finalizing(Value::Object(current)));
+        }
+        let mut marked = current.clone();
+        let mut m = take_meta(&mut marked);
+        m.insert("deletionTimestamp".into(), Value::String((self.clock)()));
+        m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+        let generation = m.get("generation").and_then(Value::as_i64).unwrap_or(0);
+        m.insert("generation".into(), Value::from(generation + 1));
+        marked.insert("metadata".into(), Value::Object(m));
+        let stored = self.commit(kind, &key, Some(marked), Some(current));
+        Ok(Deleted::Finalizing(stored))
+    }
+
+    /// The events of `kind` (in `namespace`, or all) after `resource_version`, as a watch
+    /// sees them through `selector` (an object that stops matching is a DELETED of its
+    /// previous state, one that starts matching is ADDED). `resource_version` 0 means
+    /// "any": synthetic ADDED events for the current objects. 410 Gone (reason Expired)
+    /// when events after `resource_version` have left the history.
+    pub fn watch_since(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        selector: &Selector,
+        resource_version: u64,
+    ) -> Result<Vec<WatchEvent>, Gone> {
+        if resource_version == 0 {
+            let items = self
+                .list(kind, namespace, selector)
+                .map(|l| l.items)
+                .unwrap_or_default();
+            return Ok(items
+                .into_iter()
+                .map(|object| WatchEvent {
+                    event_type: EventType::Added,
+                    object,
+                })
+                .collect());
+        }
+        if resource_version < self.evicted_through {
+            return Err(Gone(Status::expired(
+                resource_version,
+                self.evicted_through + 1,
+            )));
+        }
+        let in_scope = |r: &&Recorded| {
+            r.group == kind.group
+                && r.kind == kind.kind
+                && r.resource_version > resource_version
+                && namespace.is_none_or(|ns| ns.is_empty() || r.namespace == ns)
+        };
+        Ok(self
+            .history
+            .iter()
+            .filter(in_scope)
+            .filter_map(|r| seen_through(r, selector))
+            .collect())
+    }
+
+    /// A BOOKMARK event carrying the current resourceVersion.
+    pub fn bookmark(&self, kind: &Kind) -> WatchEvent {
+        WatchEvent {
+            event_type: EventType::Bookmark,
+            object: serde_json::json!({
+                "apiVersion": kind.api_version(),
+                "kind": kind.kind,
+                "metadata": {"resourceVersion": self.resource_version.to_string()},
+            }),
+        }
+    }
+
+    // ---- internals ----
+
+    /// 404 unless the store serves `kind`.
+    fn served(&self, kind: &Kind) -> Result<(), Status> {
+        if self.kinds.contains(kind) {
+            Ok(())
+        } else {
+            Err(Status::no_such_resource(&kind.qualified_resource()))
+        }
+    }
+
+    /// 404 unless the store serves `kind` with a status subresource.
+    fn status_served(&self, kind: &Kind) -> Result<(), Status> {
+        self.served(kind)?;
+        if kind.has_status {
+            Ok(())
+        } else {
+            Err(Status::no_such_resource(&format!(
+                "{}/status",
+                kind.qualified_resource()
+            )))
+        }
+    }
+
+    /// The key of a named object, resolving its scope.
+    fn key(&self, kind: &Kind, namespace: Option<&str>, name: &str) -> Result<Key, Status> {
+        let namespace = match (kind.namespaced, namespace.filter(|ns| !ns.is_empty())) {
+            (false, _) => String::new(),
+            (true, Some(ns)) => ns.to_string(),
+            (true, None) => {
+                return Err(Status::bad_request(format!(
+                    "a namespace is required for the namespaced resource {}",
+                    kind.qualified_resource()
+                )))
+            }
+        };
+        Ok(Key {
+            group: kind.group,
+            kind: kind.kind,
+            namespace,
+            name: name.to_string(),
+        })
+    }
+
+    /// Create with server-managed metadata; `managed` replaces `managedFields` (apply).
+    fn create_object(
+        &mut self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        mut object: Object,
+        managed: Option<Vec<Value>>,
+    ) -> Result<Value, Status> {
+        check_type_meta(kind, &object)?;
+        let mut meta = take_meta(&mut object);
+        let body_ns = meta
+            .get("namespace")
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty())
+            .map(str::to_string);
+        let namespace = match (namespace.filter(|ns| !ns.is_empty()), body_ns) {
+            (Some(a), Some(b)) if kind.namespaced && a != b => {
+                return Err(Status::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ))
+            }
+            (Some(a), _) => Some(a.to_string()),
+            (None, b) => b,
+        };
+        let mut name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let generate = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if name.is_empty() && !generate.is_empty() {
+            name = format!("{generate}{}", name_suffix(self.created + 1));
+        }
+        if name.is_empty() {
+            return Err(Status::invalid(
+                kind,
+                "",
+                vec![Cause::new(
+                    "metadata.name",
+                    "FieldValueRequired",
+                    "Required value: name or generateName is required",
+                )],
+            ));
+        }
+        let key = self.key(kind, namespace.as_deref(), &name)?;
+        if kind.namespaced && self.require_namespace {
+            let ns_key = Key {
+                group: "",
+                kind: "Namespace",
+                namespace: String::new(),
+                name: key.namespace.clone(),
+            };
+            if !self.objects.contains_key(&ns_key) {
+                return Err(Status::not_found(&super::kinds::NAMESPACE, &key.namespace));
+            }
+        }
+        if self.objects.contains_key(&key) {
+            return Err(Status::already_exists(kind, &name));
+        }
+        for server_owned in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "generation",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "managedFields",
+        ] {
+            meta.remove(server_owned);
+        }
+        meta.insert("name".into(), Value::String(name.clone()));
+        if kind.namespaced {
+            meta.insert("namespace".into(), Value::String(key.namespace.clone()));
+        } else {
+            meta.remove("namespace");
+        }
+        self.created += 1;
+        meta.insert("uid".into(), Value::String((self.uid)(self.created)));
+        meta.insert("creationTimestamp".into(), Value::String((self.clock)()));
+        meta.insert("generation".into(), Value::from(1));
+        if let Some(entries) = managed {
+            meta.insert("managedFields".into(), Value::Array(entries));
+        }
+        match kind.status_on_create() {
+            StatusOnCreate::Keep => {}
+            StatusOnCreate::Clear => {
+                object.remove("status");
+            }
+            StatusOnCreate::Phase(phase) => {
+                object.insert("status".into(), serde_json::json!({ "phase": phase }));
+            }
+        }
+        set_type_meta(kind, &mut object);
+        object.insert("metadata".into(), Value::Object(meta));
+        let object = self.validated(kind, &name, object)?;
+        Ok(self.commit(kind, &key, Some(object), None))
+    }
+
+    /// Update of an existing object through `subresource`; `require_rv` enforces a
+    /// resourceVersion for kinds that disallow unconditional updates; `managed` replaces
+    /// `managedFields` (apply).
+    fn write(
+        &mut self,
+        kind: &Kind,
+        key: &Key,
+        mut incoming: Object,
+        subresource: Subresource,
+        require_rv: bool,
+        managed: Option<Vec<Value>>,
+    ) -> Result<Value, Status> {
+        check_type_meta(kind, &incoming)?;
+        let name = key.name.as_str();
+        let old = self
+            .objects
+            .get(key)
+            .cloned()
+            .ok_or_else(|| Status::not_found(kind, name))?;
+        let old_meta = old
+            .get("metadata")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let new_meta = take_meta(&mut incoming);
+        check_preconditions(kind, name, &old_meta, &new_meta, require_rv)?;
+        let mut candidate = match subresource {
+            Subresource::Main => {
+                let mut c = incoming;
+                if kind.has_status {
+                    match old.get("status") {
+                        Some(s) => c.insert("status".into(), s.clone()),
+                        None => c.remove("status"),
+                    };
+                }
+                c.insert(
+                    "metadata".into(),
+                    Value::Object(merged_meta(&old_meta, new_meta)),
+                );
+                c
+            }
+            Subresource::Status => {
+                let mut c = old.clone();
+                match incoming.remove("status") {
+                    Some(s) => c.insert("status".into(), s),
+                    None => c.remove("status"),
+                };
+                c
+            }
+        };
+        if let Some(entries) = managed {
+            let mut meta = take_meta(&mut candidate);
+            meta.insert("managedFields".into(), Value::Array(entries));
+            candidate.insert("metadata".into(), Value::Object(meta));
+        }
+        set_type_meta(kind, &mut candidate);
+        check_finalizers_while_deleting(kind, name, &old, &candidate)?;
+        let mut candidate = self.validated(kind, name, candidate)?;
+        if spec_part(kind, &candidate) != spec_part(kind, &old) {
+            let mut meta = take_meta(&mut candidate);
+            let generation = meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
+            meta.insert("generation".into(), Value::from(generation + 1));
+            candidate.insert("metadata".into(), Value::Object(meta));
+        }
+        if candidate == old {
+            return Ok(Value::Object(old));
+        }
+        let deleting = candidate
+            .get("metadata")
+            .and_then(|m| m.get("deletionTimestamp"))
+            .is_some();
+        if deleting && finalizers(&candidate).is_empty() {
+            return Ok(self.commit(kind, key, None, Some(candidate)));
+        }
+        Ok(self.commit(kind, key, Some(candidate), Some(old)))
+    }
+
+    /// Runs the kind's validator (if any) and keeps server-owned metadata.
+    fn validated(&self, kind: &Kind, name: &str, object: Object) -> Result<Object, Status> {
+        let Some(validator) = self.validators.get(&(kind.group, kind.kind)) else {
+            return Ok(object);
+        };
+        let value = Value::Object(object);
+        let pruned = validator(&value).map_err(|causes| Status::invalid(kind, name, causes))?;
+        let mut pruned = into_object(pruned)?;
+        if let Some(meta) = value.get("metadata") {
+            pruned.insert("metadata".into(), meta.clone());
+        }
+        set_type_meta(kind, &mut pruned);
+        Ok(pruned)
+    }
+
+    /// Stores `new` (or removes the object when `None`), bumps the resourceVersion and
+    /// records the event. Returns the object as stored (or as last seen, for a delete).
+    fn commit(
+        &mut self,
+        kind: &Kind,
+        key: &Key,
+        new: Option<Object>,
+        previous: Option<Object>,
+    ) -> Value {
+        self.resource_version += 1;
+        let rv = Value::String(self.resource_version.to_string());
+        let (event_type, mut object) = match (new, &previous) {
+            (Some(o), None) => (EventType::Added, o),
+            (Some(o), Some(_)) => (EventType::Modified, o),
+            (None, Some(p)) => (EventType::Deleted, p.clone()),
+            (None, None) => (EventType::Deleted, Object::new()),
+        };
+        let mut meta = take_meta(&mut object);
+        meta.insert("resourceVersion".into(), rv);
+        object.insert("metadata".into(), Value::Object(meta));
+        if event_type == EventType::Deleted {
+            self.objects.remove(key);
+        } else {
+            self.objects.insert(key.clone(), object.clone());
+        }
+        let object = Value::Object(object);
+        self.history.push_back(Recorded {
+            resource_version: self.resource_version,
+            group: kind.group,
+            kind: kind.kind,
+            namespace: key.namespace.clone(),
+            event_type,
+            object: object.clone(),
+            previous: previous.map(Value::Object),
+        });
+        while self.history.len() > self.history_limit {
+            if let Some(dropped) = self.history.pop_front() {
+                self.evicted_through = dropped.resource_version;
+            }
+        }
+        object
+    }
+}
+
+/// The event a watcher with `selector` sees for a recorded write, if any.
+fn seen_through(r: &Recorded, selector: &Selector) -> Option<WatchEvent> {
+    let now = selector.matches(&r.object);
+    let before = r.previous.as_ref().is_some_and(|p| selector.matches(p));
+    let event = |event_type, object: &Value| {
+        Some(WatchEvent {
+            event_type,
+            object: object.clone(),
+        })
+    };
+    match r.event_type {
+        EventType::Added if now => event(EventType::Added, &r.object),
+        EventType::Modified if now && before => event(EventType::Modified, &r.object),
+        EventType::Modified if now => event(EventType::Added, &r.object),
+        EventType::Modified if before => {
+            // no longer selected: the previous state, at the event's resourceVersion
+            let mut gone = r.previous.clone().unwrap_or(Value::Null);
+            if let Some(m) = gone.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.insert(
+                    "resourceVersion".into(),
+                    Value::String(r.resource_version.to_string()),
+                );
+            }
+            event(EventType::Deleted, &gone)
+        }
+        EventType::Deleted if before => event(EventType::Deleted, &r.object),
+        _ => None,
+    }
+}
+
+/// 400 unless the body is a JSON object.
+fn into_object(value: Value) -> Result<Object, Status> {
+    match value {
+        Value::Object(o) => Ok(o),
+        other => Err(Status::bad_request(format!(
+            "the body must be a JSON object, not {}",
+            match other {
+                Value::Array(_) => "an array",
+                Value::Null => "null",
+                _ => "a scalar",
+            }
+        ))),
+    }
+}
+
+/// 400 when the body's `apiVersion`/`kind` name another kind.
+fn check_type_meta(kind: &Kind, object: &Object) -> Result<(), Status> {
+    let api_version = object.get("apiVersion").and_then(Value::as_str);
+    let k = object.get("kind").and_then(Value::as_str);
+    if api_version.is_some_and(|a| a != kind.api_version()) || k.is_some_and(|k| k != kind.kind) {
+        return Err(Status::bad_request(format!(
+            "the body is a {}/{}, not a {}/{}",
+            api_version.unwrap_or(""),
+            k.unwrap_or(""),
+            kind.api_version(),
+            kind.kind
+        )));
+    }
+    Ok(())
+}
+
+fn set_type_meta(kind: &Kind, object: &mut Object) {
+    object.insert("apiVersion".into(), Value::String(kind.api_version()));
+    object.insert("kind".into(), Value::String(kind.kind.to_string()));
+}
+
+/// Removes and returns `metadata` (an empty map if absent or not an object).
+fn take_meta(object: &mut Object) -> Object {
+    match object.remove("metadata") {
+        Some(Value::Object(m)) => m,
+        _ => Object::new(),
+    }
+}
+
+fn name_of(object: &Object) -> String {
+    object
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+fn finalizers(object: &Object) -> Vec<Value> {
+    object
+        .get("metadata")
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A 5-character generateName suffix derived from the creation serial.
+fn name_suffix(serial: u64) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut n = serial.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (0..5)
+        .map(|_| {
+            let i = (n % ALPHABET.len() as u64) as usize;
+            n /= ALPHABET.len() as u64;
+            ALPHABET.get(i).map(|&b| b as char).unwrap_or('x')
+        })
+        .collect()
+}
+
+/// Stale resourceVersion → 409; missing one where required → 422; uid mismatch → 409.
+fn check_preconditions(
+    kind: &Kind,
+    name: &str,
+    old: &Object,
+    new: &Object,
+    require_rv: bool,
+) -> Result<(), Status> {
+    match new.get("resourceVersion") {
+        Some(rv) if rv.as_str() != old.get("resourceVersion").and_then(Value::as_str) => {
+            return Err(Status::conflict(
+                kind,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ));
+        }
+        None if require_rv && !kind.allows_unconditional_update() => {
+            return Err(Status::invalid(
+                kind,
+                name,
+                vec![Cause::new(
+                    "metadata.resourceVersion",
+                    "FieldValueInvalid",
+                    "Invalid value: 0x0: must be specified for an update",
+                )],
+            ));
+        }
+        _ => {}
+    }
+    if let Some(uid) = new.get("uid").and_then(Value::as_str) {
+        let actual = old.get("uid").and_then(Value::as_str).unwrap_or("");
+        if uid != actual {
+            return Err(Status::conflict(
+                kind,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The client's metadata with the server-owned fields taken from the stored object.
+fn merged_meta(old: &Object, mut new: Object) -> Object {
+    for server_owned in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "generation",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "managedFields",
+        "resourceVersion",
+    ] {
+        match old.get(server_owned) {
+            Some(v) => new.insert(server_owned.to_string(), v.clone()),
+            None => new.remove(server_owned),
+        };
+    }
+    new
+}
+
+/// 422 when a deleting object gains a finalizer (ObjectMeta validation).
+fn check_finalizers_while_deleting(
+    kind: &Kind,
+    name: &str,
+    old: &Object,
+    new: &Object,
+) -> Result<(), Status> {
+    let deleting = old
+        .get("metadata")
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some();
+    let before = finalizers(old);
+    if deleting && finalizers(new).iter().any(|f| !before.contains(f)) {
+        return Err(Status::invalid(
+            kind,
+            name,
+            vec![Cause::new(
+                "metadata.finalizers",
+                "FieldValueForbidden",
+                "Forbidden: no new finalizers can be added if the object is being deleted",
+            )],
+        ));
+    }
+    Ok(())
+}
+
+/// Everything whose change bumps `generation`: all but metadata (and status when it is a
+/// subresource).
+fn spec_part(kind: &Kind, object: &Object) -> Object {
+    object
+        .iter()
+        .filter(|(k, _)| k.as_str() != "metadata" && !(kind.has_status && k.as_str() == "status"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+// ---- server-side apply ----
+
+/// A field path: a sequence of object keys.
+type FieldPath = Vec<String>;
+
+/// One `managedFields` entry with its owned paths.
+struct Managed {
+    manager: String,
+    subresource: Subresource,
+    paths: BTreeSet<FieldPath>,
+    entry: Value,
+}
+
+/// The part of an apply configuration that is applied: no type meta, no server-owned
+/// metadata, no nulls; for a status-subresource kind only `status` via `/status` and
+/// never `status` via the main resource.
+fn applied_part(kind: &Kind, subresource: Subresource, config: &mut Object) -> Object {
+    let mut applied = Object::new();
+    for (key, value) in std::mem::take(config) {
+        let keep = match (key.as_str(), subresource) {
+            ("apiVersion" | "kind", _) => false,
+            ("metadata", Subresource::Main) => true,
+            ("status", Subresource::Main) => !kind.has_status,
+            ("status", Subresource::Status) => true,
+            (_, Subresource::Status) => false,
+            _ => true,
+        };
+        if keep {
+            applied.insert(key, without_nulls(value));
+        }
+    }
+    if let Some(Value::Object(meta)) = applied.get_mut("metadata") {
+        meta.retain(|k, _| {
+            matches!(
+                k.as_str(),
+                "labels" | "annotations" | "finalizers" | "ownerReferences"
+            )
+        });
+        if meta.is_empty() {
+            applied.remove("metadata");
+        }
+    }
+    applied
+}
+
+fn without_nulls(value: Value) -> Value {
+    match value {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, without_nulls(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// The leaf paths of a configuration: objects recurse; lists, scalars, empty objects are leaves.
+fn leaf_paths(config: &Object) -> BTreeSet<FieldPath> {
+    fn walk(value: &Value, prefix: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
+        match value {
+            Value::Object(m) if !m.is_empty() => {
+                for (k, v) in m {
+                    prefix.push(k.clone());
+                    walk(v, prefix, out);
+                    prefix.pop();
+                }
+            }
+            _ => {
+                out.insert(prefix.clone());
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    for (k, v) in config {
+        walk(v, &mut vec![k.clone()], &mut out);
+    }
+    out
+}
+
+/// One path is a prefix of the other.
+fn overlaps(a: &FieldPath, b: &FieldPath) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+fn value_at<'a>(value: &'a Value, path: &FieldPath) -> Option<&'a Value> {
+    path.iter().try_fold(value, |v, k| v.get(k))
+}
+
+fn remove_path(value: &mut Value, path: &FieldPath) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut at = value;
+    for k in parents {
+        match at.get_mut(k) {
+            Some(next) => at = next,
+            None => return,
+        }
+    }
+    if let Some(m) = at.as_object_mut() {
+        m.remove(last);
+    }
+}
+
+/// Deep merge: objects merge key by key, everything else is replaced.
+fn merge_config(target: &mut Value, config: &Value) {
+    match (target.as_object_mut(), config.as_object()) {
+        (Some(t), Some(c)) => {
+            for (k, v) in c {
+                match t.get_mut(k) {
+                    Some(existing) if existing.is_object() && v.is_object() => {
+                        merge_config(existing, v)
+                    }
+                    _ => {
+                        t.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        _ => *target = config.clone(),
+    }
+}
+
+/// `.spec.os` as the apiserver prints a conflicting field.
+fn render_path(path: &FieldPath) -> String {
+    path.iter().map(|k| format!(".{k}")).collect()
+}
+
+/// A `managedFields` entry in the real format (`FieldsV1`).
+fn managed_entry(
+    kind: &Kind,
+    manager: &str,
+    subresource: Subresource,
+    time: &str,
+    paths: &BTreeSet<FieldPath>,
+) -> Value {
+    let fields = fields_v1(paths);
+    let mut entry = serde_json::json!({
+        "manager": manager,
+        "operation": "Apply",
+        "apiVersion": kind.api_version(),
+        "time": time,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+    });
+    if subresource == Subresource::Status {
+        if let Some(m) = entry.as_object_mut() {
+            m.insert("subresource".into(), Value::String("status".into()));
+        }
+    }
+    entry
+}
+
+/// Owned leaf paths in the `FieldsV1` encoding: `{"f:spec": {"f:os": {}}}`.
+fn fields_v1(paths: &BTreeSet<FieldPath>) -> Value {
+    let mut fields = Value::Object(Object::new());
+    for path in paths {
+        let mut at = &mut fields;
+        for k in path {
+            let Some(m) = at.as_object_mut() else { break };
+            at = m
+                .entry(format!("f:{k}"))
+                .or_insert_with(|| Value::Object(Object::new()));
+        }
+    }
+    fields
+}
+
+/// The `Apply` entries of an object's `managedFields`, with their leaf paths.
+fn read_managed(object: &Object) -> Vec<Managed> {
+    fn walk(fields: &Value, prefix: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
+        let children: Vec<(&String, &Value)> = fields
+            .as_object()
+            .map(|m| m.iter().filter(|(k, _)| k.starts_with("f:")).collect())
+            .unwrap_or_default();
+        if children.is_empty() {
+            if !prefix.is_empty() {
+                out.insert(prefix.clone());
+            }
+            return;
+        }
+        for (k, v) in children {
+            prefix.push(k.trim_start_matches("f:").to_string());
+            walk(v, prefix, out);
+            prefix.pop();
+        }
+    }
+    object
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.get("operation").and_then(Value::as_str) == Some("Apply"))
+        .map(|e| {
+            let mut paths = BTreeSet::new();
+            walk(
+                e.get("fieldsV1").unwrap_or(&Value::Null),
+                &mut Vec::new(),
+                &mut paths,
+            );
+            Managed {
+                manager: e
+                    .get("manager")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                subresource: if e.get("subresource").and_then(Value::as_str) == Some("status") {
+                    Subresource::Status
+                } else {
+                    Subresource::Main
+                },
+                paths,
+                entry: e.clone(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rfc3339_known_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(EPOCH_2025), "2025-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400 + 3661), "2000-02-29T01:01:01Z");
+    }
+
+    #[test]
+    fn leaf_paths_and_fields_v1_round_trip() {
+        let config =
+            json!({"spec": {"a": 1, "b": {"c": [1]}, "e": {}}, "metadata": {"labels": {"x": "y"}}});
+        let Value::Object(config) = config else {
+            return;
+        };
+        let paths = leaf_paths(&config);
+        let rendered: Vec<String> = paths.iter().map(render_path).collect();
+        assert_eq!(
+            rendered,
+            [".metadata.labels.x", ".spec.a", ".spec.b.c", ".spec.e"]
+        );
+        let entry = managed_entry(
+            &super::super::kinds::NODE,
+            "m",
+            Subresource::Main,
+            "t",
+            &paths,
+        );
+        assert_eq!(entry["fieldsV1"]["f:spec"]["f:b"]["f:c"], json!({}));
+        let mut obj = Object::new();
+        obj.insert("metadata".into(), json!({"managedFields": [entry]}));
+        let back = read_managed(&obj);
+        assert_eq!(back.len(), 1);
+        assert_eq!(back.first().map(|m| m.paths.clone()), Some(paths));
+    }
+
+    #[test]
+    fn merge_config_replaces_lists_and_merges_objects() {
+        let mut t = json!({"a": {"x": 1, "l": [1, 2]}, "b": 2});
+        merge_config(&mut t, &json!({"a": {"y": 2, "l": [3]}}));
+        assert_eq!(t, json!({"a": {"x": 1, "y": 2, "l": [3]}, "b": 2}));
+    }
+
+    #[test]
+    fn generate_name_suffixes_differ() {
+        assert_ne!(name_suffix(1), name_suffix(2));
+        assert_eq!(name_suffix(1).len(), 5);
+    }
+}

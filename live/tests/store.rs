@@ -1,0 +1,1095 @@
+//! The twin store's API semantics, verb by verb, through the public API only.
+
+use live::twin::kinds::{self, CLUSTER_QUEUE, INSTANCE_TYPE, LOCAL_QUEUE, NAMESPACE, NODE, POD};
+use live::twin::selector::Selector;
+use live::twin::store::{
+    DeleteOptions, Deleted, EventType, Patch, Store, StoreConfig, Subresource, WatchEvent,
+};
+use serde_json::{json, Value};
+
+fn rv(o: &Value) -> u64 {
+    o.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+fn generation(o: &Value) -> i64 {
+    o.pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+fn code<T: std::fmt::Debug>(r: Result<T, live::twin::status::Status>) -> u16 {
+    match r {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(s) => s.code,
+    }
+}
+
+fn it(name: &str) -> Value {
+    json!({
+        "apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "InstanceType",
+        "metadata": {"name": name, "labels": {"pool": "a"}},
+        "spec": {"acceleratable": true, "os": "linux", "arch": "amd64",
+                 "unitResources": {"cpu": "4", "ram": "16Gi"}, "localStorage": "100Gi"},
+        "status": {"phase": "Active"}
+    })
+}
+
+fn store() -> Store {
+    Store::default()
+}
+
+fn ok<T, E: std::fmt::Debug>(r: Result<T, E>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("unexpected error: {e:?}"),
+    }
+}
+
+#[test]
+fn create_sets_server_metadata_and_get_returns_it() {
+    let mut s = store();
+    let created = ok(s.create(&INSTANCE_TYPE, None, it("a10")));
+    assert_eq!(
+        created["metadata"]["uid"],
+        "00000000-0000-4000-8000-000000000001"
+    );
+    assert_eq!(
+        created["metadata"]["creationTimestamp"],
+        "2025-01-01T00:00:00Z"
+    );
+    assert_eq!(created["metadata"]["resourceVersion"], "1");
+    assert_eq!(generation(&created), 1);
+    assert_eq!(created["apiVersion"], "worker.gpustack.ai/v1alpha1");
+    // status is dropped on create for a status-subresource custom resource
+    assert!(created.get("status").is_none());
+    assert_eq!(ok(s.get(&INSTANCE_TYPE, None, "a10")), created);
+}
+
+#[test]
+fn injected_uid_and_clock_are_used() {
+    let mut s = Store::new(StoreConfig {
+        uid: Box::new(|n| format!("uid-{n}")),
+        clock: Box::new(|| "2030-06-01T12:00:00Z".to_string()),
+        ..StoreConfig::default()
+    });
+    let a = ok(s.create(&NODE, None, json!({"metadata": {"name": "n1"}})));
+    let b = ok(s.create(&NODE, None, json!({"metadata": {"name": "n2"}})));
+    assert_eq!(a["metadata"]["uid"], "uid-1");
+    assert_eq!(b["metadata"]["uid"], "uid-2");
+    assert_eq!(b["metadata"]["creationTimestamp"], "2030-06-01T12:00:00Z");
+}
+
+#[test]
+fn create_errors() {
+    let mut s = store();
+    ok(s.create(&NODE, None, json!({"metadata": {"name": "n1"}})));
+    let dup = s.create(&NODE, None, json!({"metadata": {"name": "n1"}}));
+    let dup = dup.err().map(|e| (e.code, e.reason, e.message));
+    assert_eq!(
+        dup,
+        Some((
+            409,
+            "AlreadyExists".into(),
+            "nodes \"n1\" already exists".into()
+        ))
+    );
+    let unnamed = s.create(&NODE, None, json!({"metadata": {}})).err();
+    assert_eq!(unnamed.as_ref().map(|e| e.code), Some(422));
+    let cause = unnamed.and_then(|e| e.details).map(|d| d.causes);
+    assert_eq!(
+        cause.and_then(|c| c.first().map(|c| c.field.clone())),
+        Some("metadata.name".to_string())
+    );
+    assert_eq!(code(s.create(&NODE, None, json!([1]))), 400);
+    assert_eq!(
+        code(s.create(
+            &NODE,
+            None,
+            json!({"kind": "Pod", "metadata": {"name": "x"}})
+        )),
+        400
+    );
+    // namespaced kinds need an existing namespace
+    let lq = json!({"metadata": {"name": "q"}, "spec": {"clusterQueue": "cq"}});
+    let missing_ns = s.create(&LOCAL_QUEUE, Some("team"), lq.clone()).err();
+    assert_eq!(
+        missing_ns.map(|e| (e.code, e.message)),
+        Some((404, "namespaces \"team\" not found".to_string()))
+    );
+    assert_eq!(code(s.create(&LOCAL_QUEUE, None, lq.clone())), 400);
+    ok(s.create(&NAMESPACE, None, json!({"metadata": {"name": "team"}})));
+    let created = ok(s.create(&LOCAL_QUEUE, Some("team"), lq.clone()));
+    assert_eq!(created["metadata"]["namespace"], "team");
+    let mismatch = json!({"metadata": {"name": "q2", "namespace": "other"}});
+    assert_eq!(code(s.create(&LOCAL_QUEUE, Some("team"), mismatch)), 400);
+}
+
+#[test]
+fn generate_name_and_status_on_create_per_kind() {
+    let mut s = store();
+    let ns = ok(s.create(
+        &NAMESPACE,
+        None,
+        json!({"metadata": {"generateName": "ns-"}}),
+    ));
+    let name = ns["metadata"]["name"].as_str().unwrap_or("").to_string();
+    assert!(name.starts_with("ns-") && name.len() == 8, "{name}");
+    assert_eq!(ns["status"], json!({"phase": "Active"}));
+    let pod = ok(s.create(
+        &POD,
+        Some(&name),
+        json!({"metadata": {"name": "p"}, "status": {"phase": "Running"}}),
+    ));
+    assert_eq!(pod["status"], json!({"phase": "Pending"}));
+    let node = ok(s.create(
+        &NODE,
+        None,
+        json!({"metadata": {"name": "n"}, "status": {"capacity": {"cpu": "8"}}}),
+    ));
+    assert_eq!(node["status"]["capacity"]["cpu"], "8");
+}
+
+#[test]
+fn get_and_unknown_kinds_are_not_found() {
+    let mut s = Store::new(StoreConfig {
+        kinds: vec![NODE],
+        ..StoreConfig::default()
+    });
+    let e = s.get(&NODE, None, "nope").err();
+    assert_eq!(
+        e.map(|e| (e.code, e.reason, e.details.map(|d| d.kind))),
+        Some((404, "NotFound".to_string(), Some("nodes".to_string())))
+    );
+    assert_eq!(code(s.create(&INSTANCE_TYPE, None, it("x"))), 404);
+    assert_eq!(code(s.get(&INSTANCE_TYPE, None, "x")), 404);
+    // NodeFeature has no status subresource
+    let mut s = store();
+    assert_eq!(
+        code(s.update_status(
+            &kinds::NODE_FEATURE,
+            Some("default"),
+            json!({"metadata": {"name": "x"}})
+        )),
+        404
+    );
+}
+
+#[test]
+fn list_filters_by_selectors_and_namespace_and_reports_its_resource_version() {
+    let mut s = store();
+    for ns in ["a", "b"] {
+        ok(s.create(&NAMESPACE, None, json!({"metadata": {"name": ns}})));
+    }
+    for (ns, name, tier) in [
+        ("a", "q1", "gold"),
+        ("a", "q2", "silver"),
+        ("b", "q1", "gold"),
+        ("b", "q3", ""),
+    ] {
+        let mut labels = json!({"app": "kueue"});
+        if !tier.is_empty() {
+            labels["tier"] = json!(tier);
+        }
+        ok(s.create(
+            &LOCAL_QUEUE,
+            Some(ns),
+            json!({"metadata": {"name": name, "labels": labels}}),
+        ));
+    }
+    let names = |ns: Option<&str>, l: &str, f: &str| -> Vec<String> {
+        let sel = ok(Selector::parse(l, f));
+        ok(s.list(&LOCAL_QUEUE, ns, &sel))
+            .items
+            .iter()
+            .map(|o| {
+                format!(
+                    "{}/{}",
+                    o["metadata"]["namespace"].as_str().unwrap_or(""),
+                    o["metadata"]["name"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    };
+    assert_eq!(names(None, "", ""), ["a/q1", "a/q2", "b/q1", "b/q3"]);
+    assert_eq!(names(Some("a"), "", ""), ["a/q1", "a/q2"]);
+    assert_eq!(names(None, "tier=gold", ""), ["a/q1", "b/q1"]);
+    assert_eq!(names(None, "tier==gold", ""), ["a/q1", "b/q1"]);
+    assert_eq!(names(None, "tier!=gold", ""), ["a/q2", "b/q3"]);
+    assert_eq!(names(None, "tier in (silver, bronze)", ""), ["a/q2"]);
+    assert_eq!(names(None, "tier notin (gold)", ""), ["a/q2", "b/q3"]);
+    assert_eq!(names(None, "tier", ""), ["a/q1", "a/q2", "b/q1"]);
+    assert_eq!(names(None, "!tier", ""), ["b/q3"]);
+    assert_eq!(names(None, "app=kueue,!tier", ""), ["b/q3"]);
+    assert_eq!(names(None, "", "metadata.name=q1"), ["a/q1", "b/q1"]);
+    assert_eq!(
+        names(None, "", "metadata.namespace=b,metadata.name!=q1"),
+        ["b/q3"]
+    );
+    assert_eq!(names(None, "tier=gold", "metadata.namespace=a"), ["a/q1"]);
+    let list = ok(s.list(&LOCAL_QUEUE, None, &Selector::everything()));
+    assert_eq!(list.resource_version, s.resource_version());
+    let v = list.to_value(&LOCAL_QUEUE);
+    assert_eq!(v["kind"], "LocalQueueList");
+    assert_eq!(
+        v["metadata"]["resourceVersion"],
+        s.resource_version().to_string()
+    );
+}
+
+#[test]
+fn resource_versions_increase_across_kinds_and_writes() {
+    let mut s = store();
+    let mut seen = vec![];
+    let n = ok(s.create(&NODE, None, json!({"metadata": {"name": "n"}})));
+    seen.push(rv(&n));
+    let c = ok(s.create(&INSTANCE_TYPE, None, it("t")));
+    seen.push(rv(&c));
+    let mut t = c.clone();
+    t["spec"]["os"] = json!("windows");
+    let u = ok(s.update(&INSTANCE_TYPE, None, t));
+    seen.push(rv(&u));
+    let p = ok(s.patch(
+        &NODE,
+        None,
+        "n",
+        Subresource::Main,
+        &Patch::Merge(json!({"metadata": {"labels": {"x": "1"}}})),
+    ));
+    seen.push(rv(&p));
+    let d = ok(s.delete(&NODE, None, "n", &DeleteOptions::default()));
+    seen.push(rv(d.object()));
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+    assert_eq!(s.resource_version(), *seen.last().unwrap_or(&0));
+}
+
+#[test]
+fn update_bumps_generation_only_for_spec_changes() {
+    let mut s = store();
+    let c = ok(s.create(&INSTANCE_TYPE, None, it("t")));
+    // metadata-only change: new resourceVersion, same generation
+    let mut m = c.clone();
+    m["metadata"]["labels"]["extra"] = json!("1");
+    let m = ok(s.update(&INSTANCE_TYPE, None, m));
+    assert_eq!(generation(&m), 1);
+    assert!(rv(&m) > rv(&c));
+    // spec change: generation 2
+    let mut sp = m.clone();
+    sp["spec"]["arch"] = json!("arm64");
+    let sp = ok(s.update(&INSTANCE_TYPE, None, sp));
+    assert_eq!(generation(&sp), 2);
+    // status via update_status: generation unchanged
+    let mut st = sp.clone();
+    st["status"] = json!({"phase": "Active"});
+    let st = ok(s.update_status(&INSTANCE_TYPE, None, st));
+    assert_eq!(generation(&st), 2);
+    // a no-op update keeps the resourceVersion and records nothing
+    let again = ok(s.update(&INSTANCE_TYPE, None, st.clone()));
+    assert_eq!(rv(&again), rv(&st));
+    // a kind without status subresource: a status change is a spec change
+    ok(s.create(&NAMESPACE, None, json!({"metadata": {"name": "d"}})));
+    let nf = ok(s.create(
+        &kinds::NODE_FEATURE,
+        Some("d"),
+        json!({"metadata": {"name": "f"}, "spec": {}}),
+    ));
+    let mut nf2 = nf.clone();
+    nf2["status"] = json!({"x": 1});
+    assert_eq!(
+        generation(&ok(s.update(&kinds::NODE_FEATURE, Some("d"), nf2))),
+        2
+    );
+}
+
+#[test]
+fn optimistic_concurrency() {
+    let mut s = store();
+    let c = ok(s.create(&INSTANCE_TYPE, None, it("t")));
+    let mut first = c.clone();
+    first["spec"]["os"] = json!("windows");
+    ok(s.update(&INSTANCE_TYPE, None, first));
+    let mut stale = c.clone();
+    stale["spec"]["arch"] = json!("arm64");
+    let e = s.update(&INSTANCE_TYPE, None, stale).err();
+    assert_eq!(
+        e.map(|e| (e.code, e.reason, e.message)),
+        Some((
+            409,
+            "Conflict".to_string(),
+            "Operation cannot be fulfilled on instancetypes.worker.gpustack.ai \"t\": the object has been modified; please apply your changes to the latest version and try again".to_string()
+        ))
+    );
+    // custom resources require a resourceVersion on update; core kinds do not
+    let mut unconditional = c.clone();
+    if let Some(m) = unconditional["metadata"].as_object_mut() {
+        m.remove("resourceVersion");
+    }
+    assert_eq!(code(s.update(&INSTANCE_TYPE, None, unconditional)), 422);
+    ok(s.create(&NODE, None, json!({"metadata": {"name": "n"}})));
+    let n = ok(s.update(
+        &NODE,
+        None,
+        json!({"metadata": {"name": "n", "labels": {"a": "b"}}}),
+    ));
+    assert_eq!(n["metadata"]["labels"]["a"], "b");
+    // stale status update too
+    assert_eq!(code(s.update_status(&INSTANCE_TYPE, None, c.clone())), 409);
+    // missing object
+    assert_eq!(
+        code(s.update(&NODE, None, json!({"metadata": {"name": "zz"}}))),
+        404
+    );
+    // a merge patch carrying a stale resourceVersion is a conflict
+    let stale_patch =
+        Patch::Merge(json!({"metadata": {"resourceVersion": "1"}, "spec": {"os": "x"}}));
+    assert_eq!(
+        code(s.patch(&INSTANCE_TYPE, None, "t", Subresource::Main, &stale_patch)),
+        409
+    );
+    // a wrong uid is a precondition conflict
+    let cur = ok(s.get(&INSTANCE_TYPE, None, "t"));
+    let mut wrong_uid = cur.clone();
+    wrong_uid["metadata"]["uid"] = json!("other");
+    assert_eq!(code(s.update(&INSTANCE_TYPE, None, wrong_uid)), 409);
+}
+
+#[test]
+fn status_subresource_separation() {
+    let mut s = store();
+    let c = ok(s.create(&INSTANCE_TYPE, None, it("t")));
+    // status on the main resource is ignored
+    let mut main = c.clone();
+    main["status"] = json!({"phase": "Broken"});
+    main["spec"]["os"] = json!("windows");
+    let main = ok(s.update(&INSTANCE_TYPE, None, main));
+    assert!(main.get("status").is_none());
+    assert_eq!(main["spec"]["os"], "windows");
+    // spec and metadata on /status are ignored
+    let mut st = main.clone();
+    st["status"] = json!({"phase": "Active"});
+    st["spec"]["os"] = json!("plan9");
+    st["metadata"]["labels"]["sneaky"] = json!("1");
+    let st = ok(s.update_status(&INSTANCE_TYPE, None, st));
+    assert_eq!(st["status"]["phase"], "Active");
+    assert_eq!(st["spec"]["os"], "windows");
+    assert!(st["metadata"]["labels"].get("sneaky").is_none());
+    // a later main update keeps the status
+    let mut again = st.clone();
+    again["spec"]["arch"] = json!("arm64");
+    again["status"] = json!(null);
+    let again = ok(s.update(&INSTANCE_TYPE, None, again));
+    assert_eq!(again["status"]["phase"], "Active");
+    // the same through patches
+    let p = ok(s.patch(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Main,
+        &Patch::Merge(json!({"status": {"phase": "X"}})),
+    ));
+    assert_eq!(p["status"]["phase"], "Active");
+    let p = ok(s.patch(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Status,
+        &Patch::Merge(json!({"status": {"phaseMessage": "ok"}, "spec": {"os": "y"}})),
+    ));
+    assert_eq!(
+        p["status"],
+        json!({"phase": "Active", "phaseMessage": "ok"})
+    );
+    assert_eq!(p["spec"]["os"], "windows");
+}
+
+#[test]
+fn merge_and_json_patches() {
+    let mut s = store();
+    ok(s.create(&INSTANCE_TYPE, None, it("t")));
+    let merged = ok(s.patch(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Main,
+        &Patch::Merge(
+            json!({"metadata": {"labels": {"pool": null, "new": "1"}}, "spec": {"inactive": true}}),
+        ),
+    ));
+    assert_eq!(merged["metadata"]["labels"], json!({"new": "1"}));
+    assert_eq!(merged["spec"]["inactive"], true);
+    assert_eq!(generation(&merged), 2);
+    let jp = ok(s.patch(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Main,
+        &Patch::Json(json!([
+            {"op": "test", "path": "/spec/os", "value": "linux"},
+            {"op": "replace", "path": "/spec/os", "value": "windows"},
+            {"op": "remove", "path": "/spec/inactive"}
+        ])),
+    ));
+    assert_eq!(jp["spec"]["os"], "windows");
+    assert!(jp["spec"].get("inactive").is_none());
+    let status = ok(s.patch(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Status,
+        &Patch::Json(json!([
+            {"op": "add", "path": "/status", "value": {"phase": "Active"}}
+        ])),
+    ));
+    assert_eq!(status["status"]["phase"], "Active");
+    // a failing test op leaves the object unchanged: 422
+    let before = ok(s.get(&INSTANCE_TYPE, None, "t"));
+    let failed = s.patch(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Main,
+        &Patch::Json(json!([
+            {"op": "replace", "path": "/spec/os", "value": "x"},
+            {"op": "test", "path": "/spec/arch", "value": "sparc"}
+        ])),
+    );
+    assert_eq!(code(failed), 422);
+    assert_eq!(ok(s.get(&INSTANCE_TYPE, None, "t")), before);
+    // malformed patch bodies are 400; a missing object 404; renaming 400
+    assert_eq!(
+        code(s.patch(
+            &INSTANCE_TYPE,
+            None,
+            "t",
+            Subresource::Main,
+            &Patch::Json(json!({"op": "add"}))
+        )),
+        400
+    );
+    assert_eq!(
+        code(s.patch(
+            &INSTANCE_TYPE,
+            None,
+            "t",
+            Subresource::Main,
+            &Patch::Merge(json!([1]))
+        )),
+        400
+    );
+    assert_eq!(
+        code(s.patch(
+            &INSTANCE_TYPE,
+            None,
+            "nope",
+            Subresource::Main,
+            &Patch::Merge(json!({}))
+        )),
+        404
+    );
+    assert_eq!(
+        code(s.patch(
+            &INSTANCE_TYPE,
+            None,
+            "t",
+            Subresource::Main,
+            &Patch::Merge(json!({"metadata": {"name": "u"}}))
+        )),
+        400
+    );
+}
+
+#[test]
+fn finalizers_hold_deletion_until_the_last_is_removed() {
+    let mut s = store();
+    ok(s.create(
+        &CLUSTER_QUEUE,
+        None,
+        json!({"metadata": {"name": "cq", "finalizers": ["a", "b"]}, "spec": {}}),
+    ));
+    let d = ok(s.delete(
+        &CLUSTER_QUEUE,
+        None,
+        "cq",
+        &DeleteOptions {
+            propagation_policy: Some("Foreground".into()),
+            ..DeleteOptions::default()
+        },
+    ));
+    let Deleted::Finalizing(marked) = d else {
+        panic!("expected Finalizing, got {d:?}")
+    };
+    assert_eq!(
+        marked["metadata"]["deletionTimestamp"],
+        "2025-01-01T00:00:01Z"
+    );
+    assert_eq!(generation(&marked), 2);
+    // deleting again is a no-op
+    let again = ok(s.delete(&CLUSTER_QUEUE, None, "cq", &DeleteOptions::default()));
+    assert_eq!(again, Deleted::Finalizing(marked.clone()));
+    // the deletion mark cannot be removed by an update, nor a finalizer added
+    let mut add = marked.clone();
+    add["metadata"]["finalizers"] = json!(["a", "b", "c"]);
+    assert_eq!(code(s.update(&CLUSTER_QUEUE, None, add)), 422);
+    let mut one = marked.clone();
+    one["metadata"]["finalizers"] = json!(["b"]);
+    if let Some(m) = one["metadata"].as_object_mut() {
+        m.remove("deletionTimestamp");
+    }
+    let one = ok(s.update(&CLUSTER_QUEUE, None, one));
+    assert!(one["metadata"].get("deletionTimestamp").is_some());
+    // removing the last finalizer removes the object
+    let last = ok(s.patch(
+        &CLUSTER_QUEUE,
+        None,
+        "cq",
+        Subresource::Main,
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    ));
+    assert!(rv(&last) > rv(&one));
+    assert_eq!(code(s.get(&CLUSTER_QUEUE, None, "cq")), 404);
+    let events = ok(s.watch_since(&CLUSTER_QUEUE, None, &Selector::everything(), rv(&one)));
+    assert_eq!(
+        events.iter().map(|e| e.event_type).collect::<Vec<_>>(),
+        [EventType::Deleted]
+    );
+}
+
+#[test]
+fn delete_errors_and_preconditions() {
+    let mut s = store();
+    assert_eq!(
+        code(s.delete(&NODE, None, "n", &DeleteOptions::default())),
+        404
+    );
+    let n = ok(s.create(&NODE, None, json!({"metadata": {"name": "n"}})));
+    let bad_policy = DeleteOptions {
+        propagation_policy: Some("Sideways".into()),
+        ..DeleteOptions::default()
+    };
+    assert_eq!(code(s.delete(&NODE, None, "n", &bad_policy)), 422);
+    let stale = DeleteOptions {
+        resource_version: Some("999".into()),
+        ..DeleteOptions::default()
+    };
+    assert_eq!(code(s.delete(&NODE, None, "n", &stale)), 409);
+    let wrong_uid = DeleteOptions {
+        uid: Some("x".into()),
+        ..DeleteOptions::default()
+    };
+    assert_eq!(code(s.delete(&NODE, None, "n", &wrong_uid)), 409);
+    let fine = DeleteOptions {
+        resource_version: Some(rv(&n).to_string()),
+        propagation_policy: Some("Background".into()),
+        ..DeleteOptions::default()
+    };
+    assert!(matches!(
+        ok(s.delete(&NODE, None, "n", &fine)),
+        Deleted::Removed(_)
+    ));
+    assert_eq!(code(s.get(&NODE, None, "n")), 404);
+}
+
+fn types(events: &[WatchEvent]) -> Vec<(EventType, String)> {
+    events
+        .iter()
+        .map(|e| {
+            (
+                e.event_type,
+                e.object["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn watch_returns_events_after_a_resource_version() {
+    let mut s = store();
+    ok(s.create(&NAMESPACE, None, json!({"metadata": {"name": "unrelated"}})));
+    let start = s.resource_version();
+    ok(s.create(
+        &NODE,
+        None,
+        json!({"metadata": {"name": "n1", "labels": {"gpu": "yes"}}}),
+    ));
+    let mid = s.resource_version();
+    ok(s.create(&NODE, None, json!({"metadata": {"name": "n2"}})));
+    ok(s.patch(
+        &NODE,
+        None,
+        "n1",
+        Subresource::Main,
+        &Patch::Merge(json!({"spec": {"unschedulable": true}})),
+    ));
+    ok(s.create(&INSTANCE_TYPE, None, it("other-kind")));
+    ok(s.delete(&NODE, None, "n2", &DeleteOptions::default()));
+    let all = ok(s.watch_since(&NODE, None, &Selector::everything(), start));
+    assert_eq!(
+        types(&all),
+        [
+            (EventType::Added, "n1".to_string()),
+            (EventType::Added, "n2".to_string()),
+            (EventType::Modified, "n1".to_string()),
+            (EventType::Deleted, "n2".to_string()),
+        ]
+    );
+    let rvs: Vec<u64> = all.iter().map(|e| rv(&e.object)).collect();
+    assert!(rvs.windows(2).all(|w| w[0] < w[1]));
+    let later = ok(s.watch_since(&NODE, None, &Selector::everything(), mid));
+    assert_eq!(later.len(), 3);
+    let none = ok(s.watch_since(&NODE, None, &Selector::everything(), s.resource_version()));
+    assert!(none.is_empty());
+    // rv 0: synthetic ADDED of the current state
+    let synthetic = ok(s.watch_since(&NODE, None, &Selector::everything(), 0));
+    assert_eq!(types(&synthetic), [(EventType::Added, "n1".to_string())]);
+    // serialised as the wire format
+    let wire = serde_json::to_value(&all[0]).unwrap_or(Value::Null);
+    assert_eq!(wire["type"], "ADDED");
+    // bookmark
+    let b = s.bookmark(&NODE);
+    assert_eq!(b.event_type, EventType::Bookmark);
+    assert_eq!(
+        b.object["metadata"]["resourceVersion"],
+        s.resource_version().to_string()
+    );
+    assert_eq!(
+        serde_json::to_value(&b).unwrap_or(Value::Null)["type"],
+        "BOOKMARK"
+    );
+}
+
+#[test]
+fn watch_through_a_selector_sees_objects_enter_and_leave() {
+    let mut s = store();
+    ok(s.create(&NAMESPACE, None, json!({"metadata": {"name": "unrelated"}})));
+    let start = s.resource_version();
+    ok(s.create(
+        &NODE,
+        None,
+        json!({"metadata": {"name": "n", "labels": {"gpu": "no"}}}),
+    ));
+    ok(s.patch(
+        &NODE,
+        None,
+        "n",
+        Subresource::Main,
+        &Patch::Merge(json!({"metadata": {"labels": {"gpu": "yes"}}})),
+    ));
+    ok(s.patch(
+        &NODE,
+        None,
+        "n",
+        Subresource::Main,
+        &Patch::Merge(json!({"metadata": {"annotations": {"a": "1"}}})),
+    ));
+    let left = ok(s.patch(
+        &NODE,
+        None,
+        "n",
+        Subresource::Main,
+        &Patch::Merge(json!({"metadata": {"labels": {"gpu": "no"}}})),
+    ));
+    ok(s.delete(&NODE, None, "n", &DeleteOptions::default()));
+    let sel = ok(Selector::parse("gpu=yes", ""));
+    let seen = ok(s.watch_since(&NODE, None, &sel, start));
+    assert_eq!(
+        seen.iter().map(|e| e.event_type).collect::<Vec<_>>(),
+        [EventType::Added, EventType::Modified, EventType::Deleted]
+    );
+    // the DELETED of an object leaving the selection is its last selected state
+    let gone = &seen[2].object;
+    assert_eq!(gone["metadata"]["labels"]["gpu"], "yes");
+    assert_eq!(rv(gone), rv(&left));
+    // namespace scoping of watches
+    ok(s.create(&NAMESPACE, None, json!({"metadata": {"name": "a"}})));
+    ok(s.create(&NAMESPACE, None, json!({"metadata": {"name": "b"}})));
+    let here = s.resource_version();
+    ok(s.create(&LOCAL_QUEUE, Some("a"), json!({"metadata": {"name": "q"}})));
+    ok(s.create(&LOCAL_QUEUE, Some("b"), json!({"metadata": {"name": "q"}})));
+    assert_eq!(
+        ok(s.watch_since(&LOCAL_QUEUE, Some("b"), &Selector::everything(), here)).len(),
+        1
+    );
+    assert_eq!(
+        ok(s.watch_since(&LOCAL_QUEUE, None, &Selector::everything(), here)).len(),
+        2
+    );
+}
+
+#[test]
+fn watch_from_before_the_history_window_is_gone() {
+    let mut s = Store::new(StoreConfig {
+        history_limit: 3,
+        ..StoreConfig::default()
+    });
+    for i in 0..5 {
+        ok(s.create(&NODE, None, json!({"metadata": {"name": format!("n{i}")}})));
+    }
+    // events 3, 4, 5 are kept; watching from 2 needs only those
+    assert_eq!(
+        ok(s.watch_since(&NODE, None, &Selector::everything(), 2)).len(),
+        3
+    );
+    let gone = s.watch_since(&NODE, None, &Selector::everything(), 1).err();
+    let status = gone.map(|g| g.0);
+    assert_eq!(
+        status
+            .as_ref()
+            .map(|s| (s.code, s.reason.as_str(), s.message.as_str())),
+        Some((410, "Expired", "too old resource version: 1 (3)"))
+    );
+    let body = status.map(|s| s.to_value()).unwrap_or(Value::Null);
+    assert_eq!(body["kind"], "Status");
+    assert_eq!(body["status"], "Failure");
+    // rv 0 still works (a fresh list-watch)
+    assert_eq!(
+        ok(s.watch_since(&NODE, None, &Selector::everything(), 0)).len(),
+        5
+    );
+}
+
+#[test]
+fn server_side_apply_creates_merges_and_records_managers() {
+    let mut s = store();
+    let cfg = json!({"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "InstanceType",
+                     "metadata": {"name": "t", "labels": {"pool": "a"}},
+                     "spec": {"os": "linux", "arch": "amd64"}, "status": {"phase": "ignored"}});
+    let created = ok(s.apply(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Main,
+        cfg,
+        "alice",
+        false,
+    ));
+    assert_eq!(created["spec"], json!({"os": "linux", "arch": "amd64"}));
+    assert!(created.get("status").is_none());
+    assert_eq!(generation(&created), 1);
+    let mf = &created["metadata"]["managedFields"][0];
+    assert_eq!(mf["manager"], "alice");
+    assert_eq!(mf["operation"], "Apply");
+    assert_eq!(mf["fieldsType"], "FieldsV1");
+    assert_eq!(
+        mf["fieldsV1"],
+        json!({"f:metadata": {"f:labels": {"f:pool": {}}}, "f:spec": {"f:arch": {}, "f:os": {}}})
+    );
+    // bob applies a disjoint field: no conflict, both are managers
+    let bob = ok(s.apply(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Main,
+        json!({"spec": {"inactive": true}}),
+        "bob",
+        false,
+    ));
+    assert_eq!(
+        bob["spec"],
+        json!({"os": "linux", "arch": "amd64", "inactive": true})
+    );
+    assert_eq!(generation(&bob), 2);
+    assert_eq!(
+        bob["metadata"]["managedFields"].as_array().map(Vec::len),
+        Some(2)
+    );
+    // bob applying alice's field with the same value is shared, not a conflict
+    ok(s.apply(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Main,
+        json!({"spec": {"inactive": true, "os": "linux"}}),
+        "bob",
+        false,
+    ));
+    // alice stops applying arch: it is removed; re-applying is idempotent (no new rv)
+    let less = ok(s.apply(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Main,
+        json!({"metadata": {"labels": {"pool": "a"}}, "spec": {"os": "linux"}}),
+        "alice",
+        false,
+    ));
+    assert!(less["spec"].get("arch").is_none());
+    let same = ok(s.apply(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Main,
+        json!({"metadata": {"labels": {"pool": "a"}}, "spec": {"os": "linux"}}),
+        "alice",
+        false,
+    ));
+    assert_eq!(same, less);
+    assert_eq!(rv(&same), rv(&less));
+    // os stays while bob still owns it, even when alice stops applying it
+    let alice_drops_os = ok(s.apply(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Main,
+        json!({"metadata": {"labels": {"pool": "a"}}}),
+        "alice",
+        false,
+    ));
+    assert_eq!(alice_drops_os["spec"]["os"], "linux");
+}
+
+#[test]
+fn server_side_apply_conflicts_and_force() {
+    let mut s = store();
+    ok(s.apply(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Main,
+        json!({"spec": {"os": "linux", "arch": "amd64"}}),
+        "alice",
+        false,
+    ));
+    let e = s
+        .apply(
+            &INSTANCE_TYPE,
+            None,
+            "t",
+            Subresource::Main,
+            json!({"spec": {"os": "windows", "arch": "arm64"}}),
+            "bob",
+            false,
+        )
+        .err();
+    assert_eq!(e.as_ref().map(|e| e.code), Some(409));
+    assert_eq!(
+        e.as_ref().map(|e| e.message.as_str()),
+        Some("Apply failed with 2 conflicts: conflict with \"alice\": .spec.arch, conflict with \"alice\": .spec.os")
+    );
+    let fields: Vec<String> = e
+        .and_then(|e| e.details)
+        .map(|d| d.causes.into_iter().map(|c| c.field).collect())
+        .unwrap_or_default();
+    assert_eq!(fields, [".spec.arch", ".spec.os"]);
+    // unchanged after the conflict
+    assert_eq!(ok(s.get(&INSTANCE_TYPE, None, "t"))["spec"]["os"], "linux");
+    // replacing a whole owned subtree conflicts too
+    assert_eq!(
+        code(s.apply(
+            &INSTANCE_TYPE,
+            None,
+            "t",
+            Subresource::Main,
+            json!({"spec": "flat"}),
+            "carol",
+            false
+        )),
+        409
+    );
+    // force takes ownership
+    let forced = ok(s.apply(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Main,
+        json!({"spec": {"os": "windows"}}),
+        "bob",
+        true,
+    ));
+    assert_eq!(forced["spec"]["os"], "windows");
+    let managers: Vec<(String, Value)> = forced["metadata"]["managedFields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| {
+            (
+                m["manager"].as_str().unwrap_or("").to_string(),
+                m["fieldsV1"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        managers,
+        [
+            ("alice".to_string(), json!({"f:spec": {"f:arch": {}}})),
+            ("bob".to_string(), json!({"f:spec": {"f:os": {}}})),
+        ]
+    );
+    // alice now conflicts with bob on os
+    assert_eq!(
+        code(s.apply(
+            &INSTANCE_TYPE,
+            None,
+            "t",
+            Subresource::Main,
+            json!({"spec": {"os": "linux", "arch": "amd64"}}),
+            "alice",
+            false
+        )),
+        409
+    );
+}
+
+#[test]
+fn server_side_apply_on_status_and_errors() {
+    let mut s = store();
+    assert_eq!(
+        code(s.apply(
+            &INSTANCE_TYPE,
+            None,
+            "t",
+            Subresource::Status,
+            json!({"status": {"phase": "A"}}),
+            "ctl",
+            false
+        )),
+        404
+    );
+    ok(s.apply(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Main,
+        json!({"spec": {"os": "linux"}}),
+        "admin",
+        false,
+    ));
+    let st = ok(s.apply(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Status,
+        json!({"spec": {"os": "x"}, "status": {"phase": "Active"}}),
+        "ctl",
+        false,
+    ));
+    assert_eq!(st["status"]["phase"], "Active");
+    assert_eq!(st["spec"]["os"], "linux");
+    assert_eq!(generation(&st), 1);
+    let entry = st["metadata"]["managedFields"]
+        .as_array()
+        .and_then(|a| a.iter().find(|m| m["manager"] == "ctl"))
+        .cloned();
+    assert_eq!(
+        entry.map(|e| e["subresource"].clone()),
+        Some(json!("status"))
+    );
+    assert_eq!(
+        code(s.apply(
+            &INSTANCE_TYPE,
+            None,
+            "t",
+            Subresource::Main,
+            json!({}),
+            "",
+            false
+        )),
+        400
+    );
+    assert_eq!(
+        code(s.apply(
+            &INSTANCE_TYPE,
+            None,
+            "t",
+            Subresource::Main,
+            json!({"metadata": {"name": "u"}}),
+            "m",
+            false
+        )),
+        400
+    );
+    assert_eq!(
+        code(s.apply(
+            &INSTANCE_TYPE,
+            None,
+            "t",
+            Subresource::Main,
+            json!({"kind": "Node"}),
+            "m",
+            false
+        )),
+        400
+    );
+    // a stale resourceVersion in an apply is a conflict
+    assert_eq!(
+        code(s.apply(
+            &INSTANCE_TYPE,
+            None,
+            "t",
+            Subresource::Main,
+            json!({"metadata": {"resourceVersion": "1"}, "spec": {"arch": "x"}}),
+            "m",
+            false
+        )),
+        409
+    );
+}
+
+#[test]
+fn validators_prune_and_reject() {
+    let mut s = store();
+    let schema = json!({"type": "object", "properties": {
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "required": ["os"], "properties": {"os": {"type": "string"}}},
+        "status": {"type": "object", "properties": {"phase": {"type": "string"}}}
+    }});
+    s.set_validator(&INSTANCE_TYPE, live::twin::structural::validator(schema));
+    let c = ok(s.create(
+        &INSTANCE_TYPE,
+        None,
+        json!({"metadata": {"name": "t"}, "spec": {"os": "linux", "junk": 1}}),
+    ));
+    assert_eq!(c["spec"], json!({"os": "linux"}));
+    assert_eq!(c["metadata"]["uid"], "00000000-0000-4000-8000-000000000001");
+    let bad = s
+        .create(
+            &INSTANCE_TYPE,
+            None,
+            json!({"metadata": {"name": "u"}, "spec": {"os": 1}}),
+        )
+        .err();
+    assert_eq!(bad.as_ref().map(|e| e.code), Some(422));
+    assert_eq!(
+        bad.map(|e| e.message),
+        Some("InstanceType.worker.gpustack.ai \"u\" is invalid: spec.os: Invalid value: \"integer\": spec.os in body must be of type string: \"integer\"".to_string())
+    );
+    let missing = s
+        .patch(
+            &INSTANCE_TYPE,
+            None,
+            "t",
+            Subresource::Main,
+            &Patch::Json(json!([{"op": "remove", "path": "/spec/os"}])),
+        )
+        .err();
+    assert_eq!(
+        missing.and_then(|e| e.details).map(|d| d
+            .causes
+            .into_iter()
+            .map(|c| (c.field, c.reason))
+            .collect::<Vec<_>>()),
+        Some(vec![(
+            "spec.os".to_string(),
+            "FieldValueRequired".to_string()
+        )])
+    );
+    // pruning an unknown field is not a spec change
+    let mut same = c.clone();
+    same["spec"]["other"] = json!(true);
+    let same = ok(s.update(&INSTANCE_TYPE, None, same));
+    assert_eq!(rv(&same), rv(&c));
+    assert_eq!(generation(&same), 1);
+    let st = ok(s.patch(
+        &INSTANCE_TYPE,
+        None,
+        "t",
+        Subresource::Status,
+        &Patch::Merge(json!({"status": {"phase": "A", "junk": 2}})),
+    ));
+    assert_eq!(st["status"], json!({"phase": "A"}));
+}
