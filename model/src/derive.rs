@@ -487,10 +487,9 @@ fn queue_world(selected: &[&ResourceFlavor], nodes: &NodeTable<'_>) -> QueueWorl
         .iter()
         .map(|(_, d)| PoolNode {
             name: d.name.clone(),
-            labels: d
-                .labels
+            labels: keys
                 .iter()
-                .filter(|(k, _)| keys.contains(k.as_str()))
+                .filter_map(|&k| d.labels.get_key_value(k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
         })

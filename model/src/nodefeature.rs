@@ -370,45 +370,41 @@ pub fn memory_label(mib: u64) -> String {
 }
 
 /// The labels of one device group with at least one card (`applyAcceleratorLabels`,
-/// chain.md §2.2; pkg/nodefeature/helper.go). The aKey uses the group's `id` as given.
+/// chain.md §2.2; pkg/nodefeature/helper.go). The aKey uses the group's `id` as given; every
+/// value is sanitized as it is written.
 fn group_labels(group: &DeviceGroup) -> Labels {
     let mut out = Labels::new();
     if group.cards.is_empty() {
         return out;
     }
+    let mut put = |k: String, v: &str| {
+        out.insert(k, sanitize_label_value(v));
+    };
     let manu_key = accelerator_feature_key(&group.manufacturer);
-    out.insert(ACCELERATABLE.to_string(), "true".into());
-    out.insert(manu_key.clone(), "true".into());
+    put(ACCELERATABLE.to_string(), "true");
     if !group.driver_version.is_empty() {
-        out.insert(
-            format!("{manu_key}.driver-version"),
-            group.driver_version.clone(),
-        );
+        put(format!("{manu_key}.driver-version"), &group.driver_version);
     }
     if !group.runtime_version.is_empty() {
-        out.insert(
+        put(
             format!("{manu_key}.runtime-version"),
-            group.runtime_version.clone(),
+            &group.runtime_version,
         );
     }
     let key = format!("{manu_key}-{}", group.id);
-    out.insert(format!("{key}.product"), group.name.clone());
-    out.insert(format!("{key}.memory"), memory_label(group.memory_mib));
-    out.insert(format!("{key}.cores"), group.cores.to_string());
-    out.insert(format!("{key}.count"), group.cards.len().to_string());
+    put(format!("{key}.product"), &group.name);
+    put(format!("{key}.memory"), &memory_label(group.memory_mib));
+    put(format!("{key}.cores"), &group.cores.to_string());
+    put(format!("{key}.count"), &group.cards.len().to_string());
     if !group.family.is_empty() {
-        out.insert(format!("{key}.family"), group.family.clone());
+        put(format!("{key}.family"), &group.family);
     }
     if !group.compute_capability.is_empty() {
-        out.insert(format!("{key}.comcap"), group.compute_capability.clone());
+        put(format!("{key}.comcap"), &group.compute_capability);
     }
-    out.insert(key, "true".into());
-    out.into_iter()
-        .map(|(k, v)| {
-            let clean = sanitize_label_value(&v);
-            (k, clean)
-        })
-        .collect()
+    put(key, "true");
+    put(manu_key, "true");
+    out
 }
 
 /// `ConstructAcceleratableNodeLabels`: the Device Manager's node labels for every group with
