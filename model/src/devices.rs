@@ -332,4 +332,24 @@ mod tests {
         assert!(!c.is_logically_sliceable());
         assert!(!c.is_whole_card_capable());
     }
+
+    #[test]
+    fn has_accelerator_key_matches_the_built_key_only() {
+        let group = DeviceGroup {
+            manufacturer: "nvidia".into(),
+            id: "a10".into(),
+            ..DeviceGroup::default()
+        };
+        assert!(group.has_accelerator_key(&group.accelerator_key()));
+        for other in [
+            "nvidia-a100",
+            "nvidia-a1",
+            "nvidia",
+            "nvidiaa10",
+            "amd-a10",
+            "",
+        ] {
+            assert!(!group.has_accelerator_key(other), "{other}");
+        }
+    }
 }

@@ -1213,4 +1213,52 @@ mod tests {
         );
         assert_eq!(CpuDetail::default().note_json(false), r#"{"cache":{}}"#);
     }
+
+    /// The merged-in labels never touch gKey's inputs: the effective labels give the same key,
+    /// and the `*_with_key(s)` variants agree with the functions that compute the keys.
+    #[test]
+    fn keyed_variants_agree_with_the_key_computing_ones() {
+        let settings = Settings::default();
+        for node in crate::examples::walkthrough().nodes {
+            let g_key = general_key(&node.labels, &node.annotations);
+            let labels = effective_node_labels(&node, &settings);
+            assert_eq!(general_key(&labels, &node.annotations), g_key);
+            assert_eq!(
+                effective_node_labels_with_key(&node, &settings, &g_key),
+                labels
+            );
+            assert_eq!(
+                worker_node_labels_with_key(&node.labels, &g_key, node.cpu_millis, false),
+                worker_node_labels(&node.labels, &node.annotations, node.cpu_millis, false)
+            );
+            assert_eq!(
+                node_flavors_with_keys(
+                    &labels,
+                    &node.annotations,
+                    &settings,
+                    &g_key,
+                    &accelerator_keys(&labels)
+                ),
+                node_flavors(&labels, &node.annotations, &settings)
+            );
+        }
+    }
+
+    #[test]
+    fn general_key_inputs_decide_the_key() {
+        let a = GeneralKeyInputs {
+            vendor: Some("AMD"),
+            name: Some("AMD EPYC 7R13 Processor"),
+            ..GeneralKeyInputs::default()
+        };
+        assert_eq!(general_key_of(&a), "amd-epyc-7r13");
+        let unresolved = GeneralKeyInputs {
+            name: Some("@cpu.model.name"),
+            family: Some("25"),
+            id: Some("1"),
+            ..a
+        };
+        assert_eq!(general_key_of(&unresolved), "amd-25-1");
+        assert_eq!(general_key_of(&GeneralKeyInputs::default()), GENERIC);
+    }
 }
