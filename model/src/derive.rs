@@ -199,10 +199,11 @@ pub fn derive(cluster: &Cluster) -> Derived {
 /// namespace path (chain.md §11, §17 rule 16).
 pub fn derive_after(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
     let settings = &cluster.settings;
+    let mut general_keys = GeneralKeys::default();
     let nodes: Vec<DerivedNode> = cluster
         .nodes
         .iter()
-        .map(|n| derive_node(n, settings))
+        .map(|n| derive_node(n, general_keys.of(n), settings))
         .collect();
     let contributions: Vec<Contribution<'_>> = cluster
         .nodes
@@ -245,22 +246,37 @@ pub fn derive_after(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
     }
 }
 
-/// Rules 1–8 and 18 for one node.
-fn derive_node(node: &Node, settings: &Settings) -> DerivedNode {
-    let labels = nodefeature::effective_node_labels(node, settings);
+/// Rule 2's gKey, computed once per distinct CPU identity of the cluster (nodes of one model
+/// share it; chain.md §3.1).
+#[derive(Default)]
+struct GeneralKeys<'a> {
+    known: HashMap<nodefeature::GeneralKeyInputs<'a>, String>,
+}
+
+impl<'a> GeneralKeys<'a> {
+    /// The gKey of `node`, from its own labels and annotations.
+    fn of(&mut self, node: &'a Node) -> &str {
+        let inputs = nodefeature::GeneralKeyInputs::of(&node.labels, &node.annotations);
+        self.known
+            .entry(inputs)
+            .or_insert_with(|| nodefeature::general_key_of(&inputs))
+    }
+}
+
+/// Rules 1–8 and 18 for one node whose gKey is `g_key`.
+fn derive_node(node: &Node, g_key: &str, settings: &Settings) -> DerivedNode {
+    let labels = nodefeature::effective_node_labels_with_key(node, settings, g_key);
     let eligible = nodefeature::node_is_eligible(&labels, settings);
+    let a_keys = nodefeature::accelerator_keys(&labels);
     let flavors = if eligible {
-        nodefeature::node_flavors(&labels, &node.annotations, settings)
+        nodefeature::node_flavors_with_keys(&labels, &node.annotations, settings, g_key, &a_keys)
     } else {
         Vec::new()
     };
-    let devices_labels = node.devices.as_ref().map(|_| {
-        pool::devices_labels(
-            &labels,
-            &nodefeature::general_key(&labels, &node.annotations),
-            &nodefeature::accelerator_keys(&labels),
-        )
-    });
+    let devices_labels = node
+        .devices
+        .as_ref()
+        .map(|_| pool::devices_labels(&labels, g_key, &a_keys));
     DerivedNode {
         name: node.name.clone(),
         labels,
@@ -471,10 +487,9 @@ fn queue_world(selected: &[&ResourceFlavor], nodes: &NodeTable<'_>) -> QueueWorl
         .iter()
         .map(|(_, d)| PoolNode {
             name: d.name.clone(),
-            labels: d
-                .labels
+            labels: keys
                 .iter()
-                .filter(|(k, _)| keys.contains(k.as_str()))
+                .filter_map(|&k| d.labels.get_key_value(k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
         })

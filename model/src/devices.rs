@@ -266,6 +266,14 @@ impl DeviceGroup {
     pub fn accelerator_key(&self) -> String {
         format!("{}-{}", self.manufacturer, self.id)
     }
+
+    /// Whether [`accelerator_key`](Self::accelerator_key) is `a_key` (no key is built).
+    pub fn has_accelerator_key(&self, a_key: &str) -> bool {
+        a_key
+            .strip_prefix(self.manufacturer.as_str())
+            .and_then(|rest| rest.strip_prefix('-'))
+            == Some(self.id.as_str())
+    }
 }
 
 /// The per-node `Devices` object (named after the node).
@@ -280,7 +288,7 @@ impl Devices {
     pub fn groups_of<'a>(&'a self, a_key: &'a str) -> impl Iterator<Item = &'a DeviceGroup> + 'a {
         self.groups
             .iter()
-            .filter(move |g| g.accelerator_key() == a_key)
+            .filter(move |g| g.has_accelerator_key(a_key))
     }
 }
 
@@ -323,5 +331,25 @@ mod tests {
         assert!(c.is_partitioned());
         assert!(!c.is_logically_sliceable());
         assert!(!c.is_whole_card_capable());
+    }
+
+    #[test]
+    fn has_accelerator_key_matches_the_built_key_only() {
+        let group = DeviceGroup {
+            manufacturer: "nvidia".into(),
+            id: "a10".into(),
+            ..DeviceGroup::default()
+        };
+        assert!(group.has_accelerator_key(&group.accelerator_key()));
+        for other in [
+            "nvidia-a100",
+            "nvidia-a1",
+            "nvidia",
+            "nvidiaa10",
+            "amd-a10",
+            "",
+        ] {
+            assert!(!group.has_accelerator_key(other), "{other}");
+        }
     }
 }

@@ -6,8 +6,8 @@ use crate::cluster::{Era, Node, Settings};
 use crate::devices::{DeviceGroup, Devices};
 use crate::labels::{
     accelerator_feature_key, general_feature_key, is_known_manufacturer, Labels, ACCELERATABLE,
-    ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY, CPU_ID, CPU_ONLY, CPU_VENDOR,
-    CREDITS_PREFIX, HOSTNAME, MANAGED, OS, TOPOLOGY_PROFILE,
+    ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY, CPU_ID, CPU_NAME_ANNOTATION,
+    CPU_ONLY, CPU_VENDOR, CREDITS_PREFIX, HOSTNAME, MANAGED, OS, TOPOLOGY_PROFILE,
 };
 use crate::objects::NodeFlavor;
 
@@ -201,26 +201,60 @@ pub fn cpu_annotation(annotations: &Labels, attr: &str) -> String {
 /// gManu: the lower-cased NFD vendor id, `generic` when empty or `vendorunknown`
 /// (chain.md §17 rule 1; pkg/nodefeature/helper.go).
 pub fn cpu_manufacturer(labels: &Labels) -> String {
-    let manu = labels
-        .get(CPU_VENDOR)
-        .map(|v| v.to_lowercase())
-        .unwrap_or_default();
-    if manu.is_empty() || manu == "vendorunknown" {
-        GENERIC.to_string()
-    } else {
-        manu
+    GeneralKeyInputs {
+        vendor: labels.get(CPU_VENDOR).map(String::as_str),
+        ..GeneralKeyInputs::default()
+    }
+    .manufacturer()
+}
+
+/// Everything gKey is computed from: the NFD vendor, family and id labels and the `cpu-name`
+/// annotation. Two nodes with equal inputs have equal gKeys, so a caller deriving many nodes
+/// may compute the key once per distinct input (chain.md §3.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct GeneralKeyInputs<'a> {
+    pub vendor: Option<&'a str>,
+    pub family: Option<&'a str>,
+    pub id: Option<&'a str>,
+    pub name: Option<&'a str>,
+}
+
+impl<'a> GeneralKeyInputs<'a> {
+    /// Reads the inputs of gKey from a node's labels and annotations.
+    pub fn of(labels: &'a Labels, annotations: &'a Labels) -> Self {
+        GeneralKeyInputs {
+            vendor: labels.get(CPU_VENDOR).map(String::as_str),
+            family: labels.get(CPU_FAMILY).map(String::as_str),
+            id: labels.get(CPU_ID).map(String::as_str),
+            name: annotations.get(CPU_NAME_ANNOTATION).map(String::as_str),
+        }
+    }
+
+    /// gManu of these inputs (see [`cpu_manufacturer`]).
+    fn manufacturer(&self) -> String {
+        let manu = self.vendor.map(str::to_lowercase).unwrap_or_default();
+        if manu.is_empty() || manu == "vendorunknown" {
+            GENERIC.to_string()
+        } else {
+            manu
+        }
+    }
+
+    /// The `cpu-name` annotation as [`cpu_annotation`] reads it (`@…` reads as empty).
+    fn cpu_name(&self) -> &'a str {
+        self.name.filter(|v| !v.starts_with('@')).unwrap_or("")
     }
 }
 
 /// The id part of gKey: the normalized cpu-name, else `<family>-<id>` from NFD, else empty
 /// (chain.md §3.1 steps 2–3).
-fn general_key_id(labels: &Labels, annotations: &Labels, manu: &str) -> String {
-    let name = cpu_annotation(annotations, "name");
+fn general_key_id(inputs: &GeneralKeyInputs<'_>, manu: &str) -> String {
+    let name = inputs.cpu_name();
     if !name.is_empty() {
         let budget = LABEL_VALUE_MAX.saturating_sub(manu.len() + 1);
-        return normalize_name(&name, manu, budget, true);
+        return normalize_name(name, manu, budget, true);
     }
-    match (labels.get(CPU_FAMILY), labels.get(CPU_ID)) {
+    match (inputs.family, inputs.id) {
         (Some(family), Some(id)) if !family.is_empty() && !id.is_empty() => {
             format!("{family}-{id}")
         }
@@ -228,15 +262,20 @@ fn general_key_id(labels: &Labels, annotations: &Labels, manu: &str) -> String {
     }
 }
 
-/// gKey = `manu[-id]` (`ExtractGeneralNodeKey`, chain.md §3.1, §17 rule 2).
-pub fn general_key(labels: &Labels, annotations: &Labels) -> String {
-    let manu = cpu_manufacturer(labels);
-    let id = general_key_id(labels, annotations, &manu);
+/// gKey = `manu[-id]` from its inputs (`ExtractGeneralNodeKey`, chain.md §3.1, §17 rule 2).
+pub fn general_key_of(inputs: &GeneralKeyInputs<'_>) -> String {
+    let manu = inputs.manufacturer();
+    let id = general_key_id(inputs, &manu);
     if id.is_empty() {
         manu
     } else {
         format!("{manu}-{id}")
     }
+}
+
+/// gKey = `manu[-id]` (`ExtractGeneralNodeKey`, chain.md §3.1, §17 rule 2).
+pub fn general_key(labels: &Labels, annotations: &Labels) -> String {
+    general_key_of(&GeneralKeyInputs::of(labels, annotations))
 }
 
 /// The manufacturer part of a key: everything before its first `-`.
@@ -331,45 +370,41 @@ pub fn memory_label(mib: u64) -> String {
 }
 
 /// The labels of one device group with at least one card (`applyAcceleratorLabels`,
-/// chain.md §2.2; pkg/nodefeature/helper.go). The aKey uses the group's `id` as given.
+/// chain.md §2.2; pkg/nodefeature/helper.go). The aKey uses the group's `id` as given; every
+/// value is sanitized as it is written.
 fn group_labels(group: &DeviceGroup) -> Labels {
     let mut out = Labels::new();
     if group.cards.is_empty() {
         return out;
     }
+    let mut put = |k: String, v: &str| {
+        out.insert(k, sanitize_label_value(v));
+    };
     let manu_key = accelerator_feature_key(&group.manufacturer);
-    out.insert(ACCELERATABLE.to_string(), "true".into());
-    out.insert(manu_key.clone(), "true".into());
+    put(ACCELERATABLE.to_string(), "true");
     if !group.driver_version.is_empty() {
-        out.insert(
-            format!("{manu_key}.driver-version"),
-            group.driver_version.clone(),
-        );
+        put(format!("{manu_key}.driver-version"), &group.driver_version);
     }
     if !group.runtime_version.is_empty() {
-        out.insert(
+        put(
             format!("{manu_key}.runtime-version"),
-            group.runtime_version.clone(),
+            &group.runtime_version,
         );
     }
     let key = format!("{manu_key}-{}", group.id);
-    out.insert(format!("{key}.product"), group.name.clone());
-    out.insert(format!("{key}.memory"), memory_label(group.memory_mib));
-    out.insert(format!("{key}.cores"), group.cores.to_string());
-    out.insert(format!("{key}.count"), group.cards.len().to_string());
+    put(format!("{key}.product"), &group.name);
+    put(format!("{key}.memory"), &memory_label(group.memory_mib));
+    put(format!("{key}.cores"), &group.cores.to_string());
+    put(format!("{key}.count"), &group.cards.len().to_string());
     if !group.family.is_empty() {
-        out.insert(format!("{key}.family"), group.family.clone());
+        put(format!("{key}.family"), &group.family);
     }
     if !group.compute_capability.is_empty() {
-        out.insert(format!("{key}.comcap"), group.compute_capability.clone());
+        put(format!("{key}.comcap"), &group.compute_capability);
     }
-    out.insert(key, "true".into());
-    out.into_iter()
-        .map(|(k, v)| {
-            let clean = sanitize_label_value(&v);
-            (k, clean)
-        })
-        .collect()
+    put(key, "true");
+    put(manu_key, "true");
+    out
 }
 
 /// `ConstructAcceleratableNodeLabels`: the Device Manager's node labels for every group with
@@ -401,23 +436,31 @@ pub fn worker_node_labels(
     cpu_millis: u64,
     manual: bool,
 ) -> Labels {
+    let g_key = general_key(labels, annotations);
+    worker_node_labels_with_key(labels, &g_key, cpu_millis, manual)
+}
+
+/// [`worker_node_labels`] for a node whose gKey is already known.
+pub fn worker_node_labels_with_key(
+    labels: &Labels,
+    g_key: &str,
+    cpu_millis: u64,
+    manual: bool,
+) -> Labels {
     let mut out = Labels::new();
     if let Some(v) = managed_value(labels, manual) {
         out.insert(MANAGED.to_string(), v);
     }
-    let g_key = general_key(labels, annotations);
     out.insert(
-        general_feature_key(key_manufacturer(&g_key)),
+        general_feature_key(key_manufacturer(g_key)),
         "true".to_string(),
     );
-    out.insert(general_feature_key(&g_key), "true".to_string());
+    let feature = general_feature_key(g_key);
     let cores = cpu_cores(cpu_millis);
     if cores > 0 {
-        out.insert(
-            format!("{}.count", general_feature_key(&g_key)),
-            cores.to_string(),
-        );
+        out.insert(format!("{feature}.count"), cores.to_string());
     }
+    out.insert(feature, "true".to_string());
     out
 }
 
@@ -434,13 +477,21 @@ pub fn node_is_accelerated(labels: &Labels) -> bool {
 /// detected accelerator also carries `feature.gpustack.ai/cpu-only=true`, the label the E3 CPU
 /// flavors pin; the writing code was not found.
 pub fn effective_node_labels(node: &Node, settings: &Settings) -> Labels {
+    let g_key = general_key(&node.labels, &node.annotations);
+    effective_node_labels_with_key(node, settings, &g_key)
+}
+
+/// [`effective_node_labels`] for a node whose gKey (read from its own labels and annotations)
+/// is already known. The labels merged in never touch gKey's inputs, so the gKey of the
+/// effective labels is the same key.
+pub fn effective_node_labels_with_key(node: &Node, settings: &Settings, g_key: &str) -> Labels {
     let mut out = node.labels.clone();
     if let Some(devices) = &node.devices {
         out.extend(accelerator_node_labels(devices));
     }
-    out.extend(worker_node_labels(
+    out.extend(worker_node_labels_with_key(
         &node.labels,
-        &node.annotations,
+        g_key,
         node.cpu_millis,
         settings.manual_node_management,
     ));
@@ -527,14 +578,18 @@ pub fn mixing_drops_cpu_flavor(labels: &Labels, settings: &Settings) -> bool {
 }
 
 /// The node's CPU flavor, when its gKey `.count` is positive (chain.md §6.1–6.3).
-fn cpu_flavor(labels: &Labels, annotations: &Labels, settings: &Settings) -> Option<NodeFlavor> {
-    let g_key = general_key(labels, annotations);
-    let count_key = format!("{}.count", general_feature_key(&g_key));
+fn cpu_flavor(
+    labels: &Labels,
+    annotations: &Labels,
+    g_key: &str,
+    settings: &Settings,
+) -> Option<NodeFlavor> {
+    let count_key = format!("{}.count", general_feature_key(g_key));
     let count = positive_count(labels, &count_key)?;
     let os = labels.get(OS).cloned().unwrap_or_default();
     let arch = labels.get(ARCH).cloned().unwrap_or_default();
     let profile = flavor_profile(labels, settings);
-    let mut node_labels = base_node_labels(&os, &arch, &g_key, &profile);
+    let mut node_labels = base_node_labels(&os, &arch, g_key, &profile);
     node_labels.insert(count_key, count.to_string());
     if !settings.mixed_on_node {
         // E3 pins the CPU-only mark; E2 (@ee282a6) pinned acceleratable=false instead.
@@ -544,9 +599,9 @@ fn cpu_flavor(labels: &Labels, annotations: &Labels, settings: &Settings) -> Opt
         };
     }
     Some(NodeFlavor {
-        name: flavor_name(&g_key, "", &os, &arch, count, &profile),
-        manufacturer: key_manufacturer(&g_key).to_string(),
-        general_key: g_key,
+        name: flavor_name(g_key, "", &os, &arch, count, &profile),
+        manufacturer: key_manufacturer(g_key).to_string(),
+        general_key: g_key.to_string(),
         accelerator_key: String::new(),
         os,
         arch,
@@ -605,15 +660,32 @@ fn device_flavor(
 /// first, then one device flavor per aKey, sorted (chain.md §6.1–6.3, §17 rule 8). Eligibility
 /// (managed, profiled) is [`node_is_eligible`]'s decision, not this function's.
 pub fn node_flavors(labels: &Labels, annotations: &Labels, settings: &Settings) -> Vec<NodeFlavor> {
+    let g_key = general_key(labels, annotations);
+    node_flavors_with_keys(
+        labels,
+        annotations,
+        settings,
+        &g_key,
+        &accelerator_keys(labels),
+    )
+}
+
+/// [`node_flavors`] for a node whose gKey and aKeys (read from `labels`) are already known.
+pub fn node_flavors_with_keys(
+    labels: &Labels,
+    annotations: &Labels,
+    settings: &Settings,
+    g_key: &str,
+    a_keys: &[String],
+) -> Vec<NodeFlavor> {
     let cpu = if mixing_drops_cpu_flavor(labels, settings) {
         None
     } else {
-        cpu_flavor(labels, annotations, settings)
+        cpu_flavor(labels, annotations, g_key, settings)
     };
-    let g_key = general_key(labels, annotations);
-    let devices = accelerator_keys(labels)
-        .into_iter()
-        .filter_map(|a_key| device_flavor(labels, &g_key, &a_key, settings));
+    let devices = a_keys
+        .iter()
+        .filter_map(|a_key| device_flavor(labels, g_key, a_key, settings));
     cpu.into_iter().chain(devices).collect()
 }
 
@@ -1140,5 +1212,53 @@ mod tests {
             r#"{"manufacturer":"amd","product":"AMD EPYC 7R13 Processor","physicalCores":"8","cache":{"l2":"512 \"KiB\""}}"#
         );
         assert_eq!(CpuDetail::default().note_json(false), r#"{"cache":{}}"#);
+    }
+
+    /// The merged-in labels never touch gKey's inputs: the effective labels give the same key,
+    /// and the `*_with_key(s)` variants agree with the functions that compute the keys.
+    #[test]
+    fn keyed_variants_agree_with_the_key_computing_ones() {
+        let settings = Settings::default();
+        for node in crate::examples::walkthrough().nodes {
+            let g_key = general_key(&node.labels, &node.annotations);
+            let labels = effective_node_labels(&node, &settings);
+            assert_eq!(general_key(&labels, &node.annotations), g_key);
+            assert_eq!(
+                effective_node_labels_with_key(&node, &settings, &g_key),
+                labels
+            );
+            assert_eq!(
+                worker_node_labels_with_key(&node.labels, &g_key, node.cpu_millis, false),
+                worker_node_labels(&node.labels, &node.annotations, node.cpu_millis, false)
+            );
+            assert_eq!(
+                node_flavors_with_keys(
+                    &labels,
+                    &node.annotations,
+                    &settings,
+                    &g_key,
+                    &accelerator_keys(&labels)
+                ),
+                node_flavors(&labels, &node.annotations, &settings)
+            );
+        }
+    }
+
+    #[test]
+    fn general_key_inputs_decide_the_key() {
+        let a = GeneralKeyInputs {
+            vendor: Some("AMD"),
+            name: Some("AMD EPYC 7R13 Processor"),
+            ..GeneralKeyInputs::default()
+        };
+        assert_eq!(general_key_of(&a), "amd-epyc-7r13");
+        let unresolved = GeneralKeyInputs {
+            name: Some("@cpu.model.name"),
+            family: Some("25"),
+            id: Some("1"),
+            ..a
+        };
+        assert_eq!(general_key_of(&unresolved), "amd-25-1");
+        assert_eq!(general_key_of(&GeneralKeyInputs::default()), GENERIC);
     }
 }

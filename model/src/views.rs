@@ -123,9 +123,11 @@ fn pool_cards<'a>(devices: &'a Devices, pool_key: &'a str) -> impl Iterator<Item
 /// capability); chain.md §9.1; instance_type.go @01712e2.
 pub fn node_tally(devices: &Devices, pool_key: &str, rule: SharedOnceMax) -> NodeTally {
     let mut tally = NodeTally::default();
+    let no_capability = Capability::default();
     for card in pool_cards(devices, pool_key) {
         if let Some(ledger) = &card.ledger {
-            tally_card(&mut tally, &card.capability_or_default(), ledger, rule);
+            let capability = card.capability.as_ref().unwrap_or(&no_capability);
+            tally_card(&mut tally, capability, ledger, rule);
         }
     }
     tally
@@ -208,10 +210,8 @@ impl PartitionTally {
     fn add_profiles(&mut self, capability: &Capability, ledger: Option<&Ledger>) {
         let ready = ledger.filter(|l| l.partition_ready());
         for p in &capability.physical_profiles {
-            let entry = self.remaining_profiles.entry(p.name.clone()).or_insert(0);
-            if ready.is_none() {
-                *entry = entry.saturating_add(p.count);
-            }
+            let by = if ready.is_none() { p.count } else { 0 };
+            add_count(&mut self.remaining_profiles, &p.name, by);
         }
         let Some(l) = ready else { return };
         add_counts(&mut self.allocated, &l.allocated_profiles);
@@ -234,8 +234,18 @@ impl PartitionTally {
 /// Sums a `{name, count}` list into a name-keyed map.
 fn add_counts(into: &mut BTreeMap<String, u32>, list: &[ProfileCount]) {
     for p in list {
-        let entry = into.entry(p.name.clone()).or_insert(0);
-        *entry = entry.saturating_add(p.count);
+        add_count(into, &p.name, p.count);
+    }
+}
+
+/// Adds `by` to `name`'s count, creating the entry (at `by`) if absent; the name is only
+/// copied for a new entry.
+fn add_count(into: &mut BTreeMap<String, u32>, name: &str, by: u32) {
+    match into.get_mut(name) {
+        Some(count) => *count = count.saturating_add(by),
+        None => {
+            into.insert(name.to_string(), by);
+        }
     }
 }
 

@@ -243,41 +243,67 @@ pub fn topology_complete(flavors: &[&PoolFlavor], world: &QueueWorld) -> bool {
     })
 }
 
-/// How many of the flavors select each pool node.
-fn selection_counts(flavors: &[&PoolFlavor], world: &QueueWorld) -> Vec<usize> {
-    world
-        .nodes
-        .iter()
-        .map(|n| {
-            flavors
-                .iter()
-                .filter_map(|f| world.placements.get(&f.name))
-                .filter(|p| selects(&p.node_labels, n))
-                .count()
-        })
-        .collect()
+/// Which pool nodes the flavors' selectors pick, counted in one pass over the nodes.
+struct Selection {
+    /// How many of the flavors (those with a placement) select each pool node.
+    per_node: Vec<usize>,
+    /// How many pool nodes each flavor selects; `None` for a flavor without a placement.
+    per_flavor: Vec<Option<u64>>,
+}
+
+impl Selection {
+    /// Matches every flavor's `nodeLabels` against every pool node once.
+    fn of(flavors: &[&PoolFlavor], world: &QueueWorld) -> Self {
+        let placements: Vec<Option<&FlavorPlacement>> = flavors
+            .iter()
+            .map(|f| world.placements.get(&f.name))
+            .collect();
+        let mut per_flavor: Vec<Option<u64>> = placements.iter().map(|p| p.map(|_| 0)).collect();
+        let per_node = world
+            .nodes
+            .iter()
+            .map(|n| {
+                let mut count = 0;
+                for (p, tally) in placements.iter().zip(per_flavor.iter_mut()) {
+                    if let (Some(p), Some(tally)) = (p, tally) {
+                        if selects(&p.node_labels, n) {
+                            count += 1;
+                            *tally += 1;
+                        }
+                    }
+                }
+                count
+            })
+            .collect();
+        Selection {
+            per_node,
+            per_flavor,
+        }
+    }
+
+    /// No node is selected twice.
+    fn disjoint(&self) -> bool {
+        self.per_node.iter().all(|&c| c <= 1)
+    }
+
+    /// Every flavor is placed with capacity = selected nodes × count, and every node selected.
+    fn conserves(&self, flavors: &[&PoolFlavor]) -> bool {
+        let each = flavors.iter().zip(&self.per_flavor).all(|(f, selected)| {
+            selected.is_some_and(|n| n.saturating_mul(f.per_node_count) == f.capacity)
+        });
+        each && self.per_node.iter().all(|&c| c >= 1)
+    }
 }
 
 /// No node is selected by two flavors. chain.md §10.2.
 pub fn selectors_disjoint(flavors: &[&PoolFlavor], world: &QueueWorld) -> bool {
-    selection_counts(flavors, world).iter().all(|&c| c <= 1)
+    Selection::of(flavors, world).disjoint()
 }
 
 /// Each flavor's capacity = (#nodes it selects) × count, and every pool node is selected.
 /// chain.md §10.2; node_queue_test.go `PoolConservationCountsOnlyContributingNodes`.
 pub fn quota_conserved(flavors: &[&PoolFlavor], world: &QueueWorld) -> bool {
-    let each = flavors.iter().all(|f| {
-        let Some(p) = world.placements.get(&f.name) else {
-            return false;
-        };
-        let selected = world
-            .nodes
-            .iter()
-            .filter(|n| selects(&p.node_labels, n))
-            .count() as u64;
-        selected.saturating_mul(f.per_node_count) == f.capacity
-    });
-    each && selection_counts(flavors, world).iter().all(|&c| c >= 1)
+    Selection::of(flavors, world).conserves(flavors)
 }
 
 /// The E3 validation, in the order of corrections.md 3 (InvalidMigrationState last).
@@ -298,10 +324,12 @@ pub fn validate_queue_plan(
     if !topology_complete(live, world) {
         return Err(QueueRefusal::MissingTopology);
     }
-    if !selectors_disjoint(live, world) {
+    // One matching pass serves both selector checks.
+    let selection = Selection::of(live, world);
+    if !selection.disjoint() {
         return Err(QueueRefusal::OverlappingSelectors);
     }
-    if !quota_conserved(live, world) {
+    if !selection.conserves(live) {
         return Err(QueueRefusal::NonConservedQuota);
     }
     state.migration().map(|_| ())

@@ -101,13 +101,15 @@ pub fn settle_pool_queue(
     let mut topology_ready = None;
     let mut converged = false;
     for _ in 0..MAX_TURNS {
-        let before = (state.clone(), inactive);
+        let before_inactive = inactive;
         let step = reconcile_node_queue(&state, flavors, world, settings);
-        state = step.state;
         topology_ready = step.topology_ready.or(topology_ready);
-        sync_inactive_on(&mut state, &mut inactive);
-        kueue_observes(&mut state);
-        if (state.clone(), inactive) == before {
+        let mut next = step.state;
+        sync_inactive_on(&mut next, &mut inactive);
+        kueue_observes(&mut next);
+        let unchanged = next == state && inactive == before_inactive;
+        state = next;
+        if unchanged {
             converged = true;
             break;
         }
