@@ -908,6 +908,18 @@ fn kubectl_works_against_the_twin_when_installed() {
         }
     };
     let manifest = manifest.to_string_lossy().to_string();
+    let node_file = dir.join("node.json");
+    let _ = std::fs::write(
+        &node_file,
+        serde_json::to_vec(&node("n1", "east")).unwrap_or_default(),
+    );
+    let node_file = node_file.to_string_lossy().to_string();
+    let moved_file = dir.join("moved.json");
+    let _ = std::fs::write(
+        &moved_file,
+        serde_json::to_vec(&node("n1", "west")).unwrap_or_default(),
+    );
+    let moved_file = moved_file.to_string_lossy().to_string();
     let steps: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["create", "--validate=false", "-f", &manifest],
@@ -965,6 +977,20 @@ fn kubectl_works_against_the_twin_when_installed() {
             "Active",
         ),
         (vec!["get", "nodes"], "No resources found"),
+        (
+            vec!["apply", "--validate=false", "-f", &node_file],
+            "created",
+        ),
+        (vec!["label", "node", "n1", "tier=gold"], "labeled"),
+        (
+            vec!["apply", "--validate=false", "-f", &moved_file],
+            "configured",
+        ),
+        (
+            vec!["get", "nodes", "-l", "tier=gold,zone=west", "-o", "name"],
+            "node/n1",
+        ),
+        (vec!["delete", "node", "n1"], "deleted"),
         (vec!["delete", "instancetype", "a10"], "deleted"),
     ];
     for (args, expect) in steps {
