@@ -1,10 +1,15 @@
 //! The embedded twin: an in-process stand-in for a Kubernetes apiserver serving the kinds the
 //! scheduling chain uses. This is its foundation: the object store with the API semantics
 //! ([`store`]), the kind registry ([`kinds`]), selectors ([`selector`]), `metav1.Status`
-//! errors ([`status`]) and structural-schema validation ([`structural`]). No HTTP yet.
+//! errors ([`status`]) and structural-schema validation ([`structural`]); and the HTTP API server
+//! on loopback over it ([`server`], [`routes`], [`discovery`], [`kubeconfig`]).
 
+pub mod discovery;
 pub mod kinds;
+pub mod kubeconfig;
+pub mod routes;
 pub mod selector;
+pub mod server;
 pub mod status;
 pub mod store;
 pub mod structural;

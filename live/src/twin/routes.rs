@@ -1,0 +1,671 @@
+//! The REST mapping of the Kubernetes API onto the store: which path addresses what
+//! (k8s.io/apiserver pkg/endpoints/installer.go), which verb a method and query make, how a
+//! PATCH's Content-Type picks the patch type (pkg/endpoints/handlers/patch.go), and the
+//! response code of each verb. Pure: no sockets; the server feeds it one request at a time
+//! and streams the [`WatchRequest`]s it returns.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::discovery;
+use super::kinds::Kind;
+use super::selector::Selector;
+use super::status::Status;
+use super::store::{DeleteOptions, Deleted, Patch, Store, Subresource};
+
+/// The default (and the longest) watch a client gets when it sends no `timeoutSeconds`.
+pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What a request path addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `/version`
+    Version,
+    /// `/api`
+    ApiVersions,
+    /// `/apis`
+    GroupList,
+    /// `/apis/{group}`
+    Group(String),
+    /// `/api/v1`, `/apis/{group}/{version}`
+    ResourceList { group: String, version: String },
+    /// A collection, an object or an object's `/status`.
+    Resource(ResourcePath),
+}
+
+/// A resource path: kind, namespace (from `/namespaces/{ns}/`), name, and `/status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourcePath {
+    pub kind: Kind,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub status: bool,
+}
+
+/// One request as the router sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct ApiRequest<'a> {
+    /// `GET`, `POST`, `PUT`, `PATCH`, `DELETE`, …
+    pub method: &'a str,
+    /// The path, not yet percent-decoded.
+    pub path: &'a str,
+    /// The raw query string (no `?`).
+    pub query: &'a str,
+    /// The `Content-Type` header ("" when absent).
+    pub content_type: &'a str,
+    /// The `Host` header, echoed in `/api`'s `serverAddressByClientCIDRs`.
+    pub host: &'a str,
+    pub body: &'a [u8],
+}
+
+/// A watch to stream: what to watch and from where.
+#[derive(Debug, Clone)]
+pub struct WatchRequest {
+    pub kind: Kind,
+    pub namespace: Option<String>,
+    pub selector: Selector,
+    /// 0: from "now", starting with synthetic ADDED events for the current objects.
+    pub resource_version: u64,
+    pub allow_bookmarks: bool,
+    /// `sendInitialEvents=true`: ADDED for the current objects, then a BOOKMARK annotated
+    /// `k8s.io/initial-events-end`.
+    pub send_initial_events: bool,
+    pub timeout: Duration,
+}
+
+/// The router's answer.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// An HTTP code and a JSON body.
+    Json(u16, Value),
+    /// A watch stream (HTTP 200, chunked JSON lines).
+    Watch(Box<WatchRequest>),
+}
+
+impl Reply {
+    fn ok(code: u16, v: Value) -> Self {
+        Reply::Json(code, v)
+    }
+}
+
+impl From<Status> for Reply {
+    fn from(s: Status) -> Self {
+        Reply::Json(s.http_code(), s.to_value())
+    }
+}
+
+/// The query parameters of a request, percent-decoded.
+#[derive(Debug, Clone, Default)]
+pub struct Query(Vec<(String, String)>);
+
+impl Query {
+    /// Parses `a=b&c=d` (form-urlencoded, as Go's `url.ParseQuery`).
+    pub fn parse(raw: &str) -> Self {
+        Query(
+            form_urlencoded::parse(raw.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    /// The first value of `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A boolean parameter: `true`/`1` (Go's strconv.ParseBool also takes `t`, `T`, `TRUE`).
+    pub fn flag(&self, name: &str) -> bool {
+        matches!(
+            self.get(name),
+            Some("1" | "t" | "T" | "true" | "TRUE" | "True")
+        )
+    }
+}
+
+/// 404 for a path the server does not serve.
+fn not_served(path: &str) -> Status {
+    Status::no_such_resource(&format!("get {path}"))
+}
+
+/// 405 MethodNotAllowed for a verb the resource does not allow.
+pub fn method_not_allowed() -> Status {
+    Status::failure(
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+        None,
+    )
+}
+
+/// Decodes one percent-encoded path segment.
+fn decode_segment(s: &str) -> String {
+    form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+/// What `path` addresses among `kinds` (installer.go's routes).
+pub fn parse_path(kinds: &[Kind], path: &str) -> Result<Target, Status> {
+    let segments: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(decode_segment)
+        .collect();
+    let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+    match segs.as_slice() {
+        ["version"] => Ok(Target::Version),
+        ["api"] => Ok(Target::ApiVersions),
+        ["apis"] => Ok(Target::GroupList),
+        ["api", version] => Ok(Target::ResourceList {
+            group: String::new(),
+            version: version.to_string(),
+        }),
+        ["apis", group] => Ok(Target::Group(group.to_string())),
+        ["apis", group, version] => Ok(Target::ResourceList {
+            group: group.to_string(),
+            version: version.to_string(),
+        }),
+        ["api", version, rest @ ..] => resource_path(kinds, "", version, rest, path),
+        ["apis", group, version, rest @ ..] => resource_path(kinds, group, version, rest, path),
+        _ => Err(not_served(path)),
+    }
+}
+
+/// The resource addressed by the segments after the group version.
+fn resource_path(
+    kinds: &[Kind],
+    group: &str,
+    version: &str,
+    rest: &[&str],
+    path: &str,
+) -> Result<Target, Status> {
+    // `/namespaces/{ns}/{plural}…` is namespaced unless it is the Namespace's own `/status`.
+    let (namespace, rest) = match rest {
+        ["namespaces", ns, plural, tail @ ..] if *plural != "status" => {
+            (Some(ns.to_string()), [&[*plural][..], tail].concat())
+        }
+        other => (None, other.to_vec()),
+    };
+    let (plural, name, status) = match rest.as_slice() {
+        [plural] => (*plural, None, false),
+        [plural, name] => (*plural, Some(name.to_string()), false),
+        [plural, name, "status"] => (*plural, Some(name.to_string()), true),
+        _ => return Err(not_served(path)),
+    };
+    let kind = kinds
+        .iter()
+        .find(|k| k.group == group && k.version == version && k.plural == plural)
+        .copied()
+        .ok_or_else(|| not_served(path))?;
+    // a cluster-scoped kind has no namespaced path, a namespaced kind has only the
+    // cross-namespace collection without one
+    if (namespace.is_some() && !kind.namespaced)
+        || (namespace.is_none() && kind.namespaced && name.is_some())
+    {
+        return Err(not_served(path));
+    }
+    if status && !kind.has_status {
+        return Err(not_served(path));
+    }
+    Ok(Target::Resource(ResourcePath {
+        kind,
+        namespace,
+        name,
+        status,
+    }))
+}
+
+/// Answers one request against `store`.
+pub fn handle(store: &mut Store, req: &ApiRequest) -> Reply {
+    let target = match parse_path(store.kinds(), req.path) {
+        Ok(t) => t,
+        Err(s) => return s.into(),
+    };
+    let discovery = |doc: Option<Value>| match (req.method, doc) {
+        ("GET", Some(v)) => Reply::ok(200, v),
+        ("GET", None) => not_served(req.path).into(),
+        _ => method_not_allowed().into(),
+    };
+    match target {
+        Target::Version => discovery(Some(discovery::version_info())),
+        Target::ApiVersions => {
+            let host = if req.host.is_empty() {
+                "127.0.0.1"
+            } else {
+                req.host
+            };
+            discovery(Some(discovery::api_versions(host)))
+        }
+        Target::GroupList => discovery(Some(discovery::api_group_list(store.kinds()))),
+        Target::Group(g) => discovery(discovery::api_group(store.kinds(), &g)),
+        Target::ResourceList { group, version } => discovery(discovery::api_resource_list(
+            store.kinds(),
+            &group,
+            &version,
+        )),
+        Target::Resource(r) => match resource(store, &r, req) {
+            Ok(reply) => reply,
+            Err(s) => s.into(),
+        },
+    }
+}
+
+/// The verb on a resource path.
+fn resource(store: &mut Store, r: &ResourcePath, req: &ApiRequest) -> Result<Reply, Status> {
+    let query = Query::parse(req.query);
+    let ns = r.namespace.as_deref();
+    let kind = &r.kind;
+    if query.get("dryRun").is_some_and(|d| !d.is_empty()) {
+        return Err(Status::bad_request("dryRun is not supported by the twin"));
+    }
+    let sub = if r.status {
+        Subresource::Status
+    } else {
+        Subresource::Main
+    };
+    match (req.method, r.name.as_deref()) {
+        ("GET", None) if query.flag("watch") => {
+            Ok(Reply::Watch(Box::new(watch_request(kind, ns, &query)?)))
+        }
+        ("GET", None) => {
+            let selector = selector_of(&query)?;
+            let list = store.list(kind, ns, &selector)?;
+            Ok(Reply::ok(200, list.to_value(kind)))
+        }
+        ("POST", None) if kind.namespaced && ns.is_none() => Err(method_not_allowed()),
+        ("POST", None) => {
+            let body = decode_body(req)?;
+            Ok(Reply::ok(201, store.create(kind, ns, body)?))
+        }
+        ("GET", Some(name)) => Ok(Reply::ok(200, store.get(kind, ns, name)?)),
+        ("PUT", Some(name)) => {
+            let body = decode_body(req)?;
+            check_body_names(kind, ns, name, &body)?;
+            let updated = match sub {
+                Subresource::Main => store.update(kind, ns, body)?,
+                Subresource::Status => store.update_status(kind, ns, body)?,
+            };
+            Ok(Reply::ok(200, updated))
+        }
+        ("PATCH", Some(name)) => patch(store, kind, ns, name, sub, &query, req),
+        ("DELETE", Some(name)) if !r.status => {
+            let options = delete_options(&query, req.body)?;
+            let code = 200;
+            match store.delete(kind, ns, name, &options)? {
+                Deleted::Removed(last) if returns_status_on_delete(kind) => {
+                    Ok(Reply::ok(code, delete_success(kind, name, &last)))
+                }
+                done => Ok(Reply::ok(code, done.object().clone())),
+            }
+        }
+        _ => Err(method_not_allowed()),
+    }
+}
+
+/// The label and field selectors of a list or watch.
+fn selector_of(query: &Query) -> Result<Selector, Status> {
+    Selector::parse(
+        query.get("labelSelector").unwrap_or(""),
+        query.get("fieldSelector").unwrap_or(""),
+    )
+}
+
+/// A `resourceVersion` query parameter: "" and "0" mean "any" (0).
+fn resource_version_of(query: &Query) -> Result<u64, Status> {
+    match query.get("resourceVersion").unwrap_or("") {
+        "" => Ok(0),
+        rv => rv
+            .parse()
+            .map_err(|_| Status::bad_request(format!("invalid resource version: {rv:?}"))),
+    }
+}
+
+/// The watch a `?watch=true` list asks for.
+fn watch_request(kind: &Kind, ns: Option<&str>, query: &Query) -> Result<WatchRequest, Status> {
+    let timeout = match query.get("timeoutSeconds") {
+        None | Some("") => DEFAULT_WATCH_TIMEOUT,
+        Some(t) => t
+            .parse::<u64>()
+            .map(Duration::from_secs)
+            .map_err(|_| Status::bad_request(format!("invalid timeoutSeconds: {t:?}")))?
+            .min(DEFAULT_WATCH_TIMEOUT),
+    };
+    Ok(WatchRequest {
+        kind: *kind,
+        namespace: ns.map(str::to_string),
+        selector: selector_of(query)?,
+        resource_version: resource_version_of(query)?,
+        allow_bookmarks: query.flag("allowWatchBookmarks"),
+        send_initial_events: query.flag("sendInitialEvents"),
+        timeout,
+    })
+}
+
+/// The request body as JSON (YAML for `application/yaml`): 400 when it does not parse.
+fn decode_body(req: &ApiRequest) -> Result<Value, Status> {
+    match media_type(req.content_type) {
+        "application/yaml" | "application/apply-patch+yaml" => decode_yaml(req.body),
+        _ => serde_json::from_slice(req.body)
+            .map_err(|e| Status::bad_request(format!("the request body is not valid JSON: {e}"))),
+    }
+}
+
+/// YAML (of which JSON is a subset) as a JSON value.
+fn decode_yaml(body: &[u8]) -> Result<Value, Status> {
+    serde_norway::from_slice(body)
+        .map_err(|e| Status::bad_request(format!("the request body is not valid YAML: {e}")))
+}
+
+/// The media type of a Content-Type header, without parameters (`; charset=utf-8`).
+fn media_type(content_type: &str) -> &str {
+    content_type.split(';').next().unwrap_or("").trim()
+}
+
+/// 400 when an update's body names another object than its URL (handlers/update.go).
+fn check_body_names(kind: &Kind, ns: Option<&str>, name: &str, body: &Value) -> Result<(), Status> {
+    let meta = body.get("metadata");
+    let body_name = meta.and_then(|m| m.get("name")).and_then(Value::as_str);
+    if body_name != Some(name) {
+        return Err(Status::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            body_name.unwrap_or("")
+        )));
+    }
+    let body_ns = meta
+        .and_then(|m| m.get("namespace"))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
+    if kind.namespaced && body_ns.is_some_and(|b| Some(b) != ns) {
+        return Err(Status::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    Ok(())
+}
+
+/// The patch types a kind accepts, as the 415 message lists them.
+fn accepted_patch_types(kind: &Kind) -> &'static str {
+    if kind.is_custom() {
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    } else {
+        "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+    }
+}
+
+/// 415 UnsupportedMediaType for a patch type the kind does not accept (patch.go).
+fn unsupported_patch(kind: &Kind, content_type: &str) -> Status {
+    Status::failure(
+        415,
+        "UnsupportedMediaType",
+        format!(
+            "the body of the request was in an unknown format - accepted media types include: {}{}",
+            accepted_patch_types(kind),
+            if media_type(content_type) == "application/strategic-merge-patch+json" {
+                " (strategic merge patch is not supported for custom resources)"
+            } else {
+                ""
+            }
+        ),
+        None,
+    )
+}
+
+/// Drops the directives of a strategic merge patch (`$patch`, `$setElementOrder/…`,
+/// `$retainKeys`, `$deleteFromPrimitiveList/…`): the twin applies the rest as a merge patch.
+fn strip_directives(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            o.retain(|k, _| !k.starts_with('$'));
+            o.values_mut().for_each(strip_directives);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_directives),
+        _ => {}
+    }
+}
+
+/// PATCH by Content-Type: merge, JSON, apply (SSA), strategic (core kinds only, as merge).
+fn patch(
+    store: &mut Store,
+    kind: &Kind,
+    ns: Option<&str>,
+    name: &str,
+    sub: Subresource,
+    query: &Query,
+    req: &ApiRequest,
+) -> Result<Reply, Status> {
+    let media = media_type(req.content_type);
+    if media != "application/apply-patch+yaml" && query.get("force").is_some() {
+        return Err(Status::failure(
+            422,
+            "Invalid",
+            "force: Forbidden: may not be specified for non-apply patch",
+            None,
+        ));
+    }
+    let json_body = || {
+        serde_json::from_slice::<Value>(req.body)
+            .map_err(|e| Status::bad_request(format!("the patch is not valid JSON: {e}")))
+    };
+    let patched = match media {
+        "application/merge-patch+json" => {
+            store.patch(kind, ns, name, sub, &Patch::Merge(json_body()?))?
+        }
+        "application/json-patch+json" => {
+            store.patch(kind, ns, name, sub, &Patch::Json(json_body()?))?
+        }
+        "application/strategic-merge-patch+json" if !kind.is_custom() => {
+            let mut body = json_body()?;
+            strip_directives(&mut body);
+            store.patch(kind, ns, name, sub, &Patch::Merge(body))?
+        }
+        "application/apply-patch+yaml" => {
+            let config = decode_yaml(req.body)?;
+            let manager = query.get("fieldManager").unwrap_or("");
+            let existed = store.get(kind, ns, name).is_ok();
+            let applied = store.apply(kind, ns, name, sub, config, manager, query.flag("force"))?;
+            return Ok(Reply::ok(if existed { 200 } else { 201 }, applied));
+        }
+        _ => return Err(unsupported_patch(kind, req.content_type)),
+    };
+    Ok(Reply::ok(200, patched))
+}
+
+/// Kinds whose immediate delete answers a `Status` `Success` rather than the object: the
+/// generic registry's default (`ReturnDeletedObject` false); pods, namespaces and custom
+/// resources return the object.
+fn returns_status_on_delete(kind: &Kind) -> bool {
+    !kind.is_custom() && kind.kind == "Node"
+}
+
+/// The `Status` `Success` of an immediate delete (registry/store.go Delete).
+fn delete_success(kind: &Kind, name: &str, last: &Value) -> Value {
+    let uid = last
+        .pointer("/metadata/uid")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let mut details = json!({"name": name, "kind": kind.plural, "uid": uid});
+    if let (false, Some(d)) = (kind.group.is_empty(), details.as_object_mut()) {
+        d.insert("group".into(), json!(kind.group));
+    }
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    })
+}
+
+/// `DeleteOptions` from the body (if any) and the query (`propagationPolicy`).
+fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, Status> {
+    let body: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| Status::bad_request(format!("invalid DeleteOptions: {e}")))?
+    };
+    if body
+        .get("dryRun")
+        .and_then(Value::as_array)
+        .is_some_and(|d| !d.is_empty())
+    {
+        return Err(Status::bad_request("dryRun is not supported by the twin"));
+    }
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    let orphan_dependents = body.get("orphanDependents").and_then(Value::as_bool);
+    let propagation_policy = text(body.get("propagationPolicy"))
+        .or_else(|| query.get("propagationPolicy").map(str::to_string))
+        .or_else(|| orphan_dependents.map(|o| if o { "Orphan" } else { "Background" }.to_string()));
+    Ok(DeleteOptions {
+        propagation_policy,
+        resource_version: text(body.pointer("/preconditions/resourceVersion")),
+        uid: text(body.pointer("/preconditions/uid")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::twin::kinds::{ALL, DEVICES, NAMESPACE, NODE, WORKLOAD};
+
+    fn target(path: &str) -> Result<Target, u16> {
+        parse_path(&ALL, path).map_err(|s| s.code)
+    }
+
+    fn res(kind: Kind, ns: Option<&str>, name: Option<&str>, status: bool) -> Result<Target, u16> {
+        Ok(Target::Resource(ResourcePath {
+            kind,
+            namespace: ns.map(str::to_string),
+            name: name.map(str::to_string),
+            status,
+        }))
+    }
+
+    #[test]
+    fn paths_resolve_scope_and_subresource() {
+        assert_eq!(target("/api/v1/nodes"), res(NODE, None, None, false));
+        assert_eq!(
+            target("/api/v1/nodes/n1/status"),
+            res(NODE, None, Some("n1"), true)
+        );
+        assert_eq!(
+            target("/api/v1/namespaces/team"),
+            res(NAMESPACE, None, Some("team"), false)
+        );
+        assert_eq!(
+            target("/api/v1/namespaces/team/status"),
+            res(NAMESPACE, None, Some("team"), true)
+        );
+        assert_eq!(
+            target("/apis/kueue.x-k8s.io/v1beta2/namespaces/team/workloads/w/status"),
+            res(WORKLOAD, Some("team"), Some("w"), true)
+        );
+        assert_eq!(
+            target("/apis/kueue.x-k8s.io/v1beta2/workloads"),
+            res(WORKLOAD, None, None, false)
+        );
+        assert_eq!(
+            target("/apis/worker.gpustack.ai/v1alpha1/devices/n%2D1"),
+            res(DEVICES, None, Some("n-1"), false)
+        );
+    }
+
+    #[test]
+    fn wrong_scope_unknown_kinds_and_status_less_kinds_are_404() {
+        assert_eq!(target("/apis/kueue.x-k8s.io/v1beta2/workloads/w"), Err(404));
+        assert_eq!(
+            target("/apis/worker.gpustack.ai/v1alpha1/namespaces/a/devices"),
+            Err(404)
+        );
+        assert_eq!(target("/apis/apps/v1/deployments"), Err(404));
+        assert_eq!(
+            target("/apis/kueue.x-k8s.io/v1beta2/resourceflavors/f/status"),
+            Err(404)
+        );
+        assert_eq!(target("/api/v1/nodes/n/proxy"), Err(404));
+        assert_eq!(target("/healthz/x"), Err(404));
+    }
+
+    #[test]
+    fn query_flags_and_decoding() {
+        let q = Query::parse("watch=1&labelSelector=a%3Db%2Cc&force=true");
+        assert!(q.flag("watch"));
+        assert!(q.flag("force"));
+        assert!(!q.flag("allowWatchBookmarks"));
+        assert_eq!(q.get("labelSelector"), Some("a=b,c"));
+    }
+
+    #[test]
+    fn strategic_merge_is_refused_for_custom_resources_only() {
+        let mut store = Store::default();
+        let req =
+            |path: &'static str, method: &'static str, ct: &'static str, body: &'static [u8]| {
+                ApiRequest {
+                    method,
+                    path,
+                    query: "",
+                    content_type: ct,
+                    host: "",
+                    body,
+                }
+            };
+        let r = handle(
+            &mut store,
+            &req(
+                "/api/v1/nodes",
+                "POST",
+                "application/json",
+                br#"{"metadata":{"name":"n"}}"#,
+            ),
+        );
+        assert!(matches!(r, Reply::Json(201, _)));
+        let smp = "application/strategic-merge-patch+json";
+        let r = handle(
+            &mut store,
+            &req(
+                "/api/v1/nodes/n",
+                "PATCH",
+                smp,
+                br#"{"metadata":{"labels":{"a":"b"},"$setElementOrder/x":[]}}"#,
+            ),
+        );
+        match r {
+            Reply::Json(200, v) => assert_eq!(v["metadata"]["labels"]["a"], "b"),
+            other => panic!("{other:?}"),
+        }
+        let r = handle(
+            &mut store,
+            &req(
+                "/apis/worker.gpustack.ai/v1alpha1/devices/n",
+                "PATCH",
+                smp,
+                b"{}",
+            ),
+        );
+        match r {
+            Reply::Json(415, v) => assert_eq!(v["reason"], "UnsupportedMediaType"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn delete_options_from_body_and_query() {
+        let o = delete_options(
+            &Query::parse("propagationPolicy=Orphan"),
+            br#"{"preconditions":{"uid":"u1"}}"#,
+        );
+        let o = o.unwrap_or_default();
+        assert_eq!(o.propagation_policy.as_deref(), Some("Orphan"));
+        assert_eq!(o.uid.as_deref(), Some("u1"));
+        assert!(delete_options(&Query::default(), b"{").is_err());
+        assert_eq!(
+            delete_options(&Query::default(), b"").unwrap_or_default(),
+            DeleteOptions::default()
+        );
+    }
+}

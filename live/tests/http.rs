@@ -1,0 +1,1001 @@
+//! The twin's HTTP API, end to end on 127.0.0.1 (port 0) through a plain hyper client:
+//! discovery shapes, the verbs and their codes, patch types, server-side apply, finalizers,
+//! watch streams (events after the watch started, 410 as an ERROR event), errors as
+//! `metav1.Status`, and — when `kubectl` is installed — a real third-party client.
+//! No assertion depends on timing: waits on events are bounded, never sleeps.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use live::twin::kubeconfig::kubeconfig_yaml;
+use live::twin::server::{spawn_on_loopback, spawn_with_store, TwinHandle};
+use live::twin::store::{Store, StoreConfig};
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+
+/// The longest wait for one watch event before the test fails.
+const EVENT_WAIT: Duration = Duration::from_secs(10);
+
+const IT: &str = "/apis/worker.gpustack.ai/v1alpha1/instancetypes";
+const NODES: &str = "/api/v1/nodes";
+
+fn runtime() -> tokio::runtime::Runtime {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => panic!("no runtime: {e}"),
+    }
+}
+
+fn twin() -> TwinHandle {
+    match spawn_on_loopback(None) {
+        Ok(t) => t,
+        Err(e) => panic!("the twin did not start: {e}"),
+    }
+}
+
+/// Sends one request on a fresh connection and returns the response (body unread).
+async fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> Response<Incoming> {
+    let stream = match TcpStream::connect(addr).await {
+        Ok(s) => s,
+        Err(e) => panic!("connect {addr}: {e}"),
+    };
+    let (mut sender, conn) = match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await
+    {
+        Ok(x) => x,
+        Err(e) => panic!("handshake: {e}"),
+    };
+    tokio::spawn(conn);
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string())
+        .header("accept", "application/json");
+    if !content_type.is_empty() {
+        builder = builder.header("content-type", content_type);
+    }
+    let request = match builder.body(Full::new(Bytes::from(body))) {
+        Ok(r) => r,
+        Err(e) => panic!("request: {e}"),
+    };
+    match sender.send_request(request).await {
+        Ok(r) => r,
+        Err(e) => panic!("{method} {path}: {e}"),
+    }
+}
+
+/// One request; the status code and the JSON body (checked to be `application/json`).
+async fn call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &Value,
+) -> (u16, Value) {
+    let bytes = if body.is_null() {
+        Vec::new()
+    } else {
+        serde_json::to_vec(body).unwrap_or_default()
+    };
+    let response = send(addr, method, path, content_type, bytes).await;
+    let code = response.status().as_u16();
+    assert_eq!(
+        response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("application/json"),
+        "{method} {path}"
+    );
+    let bytes = match response.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => panic!("body of {method} {path}: {e}"),
+    };
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (code, value)
+}
+
+async fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
+    call(addr, "GET", path, "", &Value::Null).await
+}
+
+async fn post(addr: SocketAddr, path: &str, body: Value) -> (u16, Value) {
+    call(addr, "POST", path, "application/json", &body).await
+}
+
+async fn put(addr: SocketAddr, path: &str, body: Value) -> (u16, Value) {
+    call(addr, "PUT", path, "application/json", &body).await
+}
+
+async fn patch(addr: SocketAddr, path: &str, content_type: &str, body: Value) -> (u16, Value) {
+    call(addr, "PATCH", path, content_type, &body).await
+}
+
+/// A server-side apply with a YAML body.
+async fn apply_yaml(addr: SocketAddr, path: &str, yaml: &str) -> (u16, Value) {
+    let response = send(
+        addr,
+        "PATCH",
+        path,
+        "application/apply-patch+yaml",
+        yaml.as_bytes().to_vec(),
+    )
+    .await;
+    let code = response.status().as_u16();
+    let bytes = match response.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => panic!("body: {e}"),
+    };
+    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+fn instance_type(name: &str) -> Value {
+    json!({
+        "apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "InstanceType",
+        "metadata": {"name": name, "labels": {"pool": "a"}},
+        "spec": {"acceleratable": true, "os": "linux", "arch": "amd64",
+                 "unitResources": {"cpu": "4", "ram": "16Gi"}, "localStorage": "100Gi"},
+    })
+}
+
+fn node(name: &str, zone: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": name, "labels": {"zone": zone}}})
+}
+
+fn rv(o: &Value) -> String {
+    o.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i.pointer("/metadata/name").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Asserts a `metav1.Status` failure with `code` and `reason`.
+fn assert_status(got: &(u16, Value), code: u16, reason: &str) {
+    assert_eq!(got.0, code, "{}", got.1);
+    assert_eq!(got.1["kind"], "Status", "{}", got.1);
+    assert_eq!(got.1["apiVersion"], "v1");
+    assert_eq!(got.1["status"], "Failure");
+    assert_eq!(got.1["code"], code);
+    assert_eq!(got.1["reason"], reason, "{}", got.1);
+}
+
+#[test]
+fn discovery_documents_have_the_apiserver_shapes() {
+    let twin = twin();
+    let addr = twin.addr();
+    runtime().block_on(async {
+        let (code, api) = get(addr, "/api").await;
+        assert_eq!(code, 200);
+        assert_eq!(api["kind"], "APIVersions");
+        assert_eq!(api["versions"], json!(["v1"]));
+        assert_eq!(
+            api["serverAddressByClientCIDRs"][0]["serverAddress"],
+            addr.to_string()
+        );
+
+        let (_, core) = get(addr, "/api/v1").await;
+        assert_eq!(core["kind"], "APIResourceList");
+        assert_eq!(core["groupVersion"], "v1");
+        let pods_status = core["resources"]
+            .as_array()
+            .and_then(|rs| rs.iter().find(|r| r["name"] == "pods/status"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(pods_status["namespaced"], true);
+        assert_eq!(pods_status["kind"], "Pod");
+
+        let (_, groups) = get(addr, "/apis").await;
+        assert_eq!(groups["kind"], "APIGroupList");
+        assert_eq!(groups["apiVersion"], "v1");
+        let served: Vec<String> = groups["groups"]
+            .as_array()
+            .map(|gs| {
+                gs.iter()
+                    .filter_map(|g| g["preferredVersion"]["groupVersion"].as_str())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(
+            served,
+            [
+                "nfd.k8s-sigs.io/v1alpha1",
+                "worker.gpustack.ai/v1alpha1",
+                "kueue.x-k8s.io/v1beta2"
+            ]
+        );
+
+        let (_, kueue) = get(addr, "/apis/kueue.x-k8s.io/v1beta2").await;
+        assert_eq!(kueue["groupVersion"], "kueue.x-k8s.io/v1beta2");
+        let workloads = kueue["resources"]
+            .as_array()
+            .and_then(|rs| rs.iter().find(|r| r["name"] == "workloads"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(workloads["singularName"], "workload");
+        assert_eq!(workloads["kind"], "Workload");
+        assert_eq!(workloads["namespaced"], true);
+        for verb in [
+            "get", "list", "watch", "create", "update", "patch", "delete",
+        ] {
+            assert!(
+                workloads["verbs"]
+                    .as_array()
+                    .is_some_and(|v| v.contains(&json!(verb))),
+                "{verb}"
+            );
+        }
+        let (_, group) = get(addr, "/apis/worker.gpustack.ai").await;
+        assert_eq!(group["kind"], "APIGroup");
+        assert_eq!(group["preferredVersion"]["version"], "v1alpha1");
+
+        let (code, version) = get(addr, "/version").await;
+        assert_eq!(code, 200);
+        assert_eq!(version["major"], "1");
+        assert!(version["gitVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("v1.")));
+
+        assert_status(&get(addr, "/openapi/v2").await, 404, "NotFound");
+        assert_status(&get(addr, "/apis/apps/v1").await, 404, "NotFound");
+        assert_status(
+            &call(addr, "POST", "/apis", "application/json", &json!({})).await,
+            405,
+            "MethodNotAllowed",
+        );
+    });
+}
+
+#[test]
+fn create_get_list_with_selectors_and_optimistic_concurrency() {
+    let twin = twin();
+    let addr = twin.addr();
+    runtime().block_on(async {
+        let (code, a) = post(addr, NODES, node("a", "east")).await;
+        assert_eq!(code, 201);
+        assert_eq!(a["metadata"]["uid"], "00000000-0000-4000-8000-000000000001");
+        assert_eq!(post(addr, NODES, node("b", "west")).await.0, 201);
+        assert_eq!(post(addr, NODES, node("c", "east")).await.0, 201);
+        assert_status(
+            &post(addr, NODES, node("a", "east")).await,
+            409,
+            "AlreadyExists",
+        );
+
+        let (code, got) = get(addr, "/api/v1/nodes/a").await;
+        assert_eq!(code, 200);
+        assert_eq!(got, a);
+
+        let (code, list) = get(addr, "/api/v1/nodes?labelSelector=zone%3Deast").await;
+        assert_eq!(code, 200);
+        assert_eq!(list["kind"], "NodeList");
+        assert_eq!(list["metadata"]["resourceVersion"], "3");
+        assert_eq!(names(&list), ["a", "c"]);
+        let (_, list) = get(addr, "/api/v1/nodes?fieldSelector=metadata.name%3Db").await;
+        assert_eq!(names(&list), ["b"]);
+        let (_, list) = get(addr, "/api/v1/nodes?labelSelector=zone+notin+(east)").await;
+        assert_eq!(names(&list), ["b"]);
+        assert_status(
+            &get(addr, "/api/v1/nodes?labelSelector=zone%3D%3D%3D").await,
+            400,
+            "BadRequest",
+        );
+
+        // update with the current resourceVersion, then again with the now stale one
+        let mut changed = a.clone();
+        changed["metadata"]["labels"]["zone"] = json!("north");
+        let (code, updated) = put(addr, "/api/v1/nodes/a", changed.clone()).await;
+        assert_eq!(code, 200);
+        assert_eq!(updated["metadata"]["labels"]["zone"], "north");
+        assert_ne!(rv(&updated), rv(&a));
+        assert_status(
+            &put(addr, "/api/v1/nodes/a", changed).await,
+            409,
+            "Conflict",
+        );
+        // the name in the body must be the URL's
+        assert_status(
+            &put(addr, "/api/v1/nodes/b", updated).await,
+            400,
+            "BadRequest",
+        );
+
+        // namespaced kinds: the namespace must exist; the cross-namespace list sees all
+        let wl = |name: &str| {
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                   "metadata": {"name": name}, "spec": {"queueName": "q"}})
+        };
+        let team = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team/workloads";
+        assert_status(&post(addr, team, wl("w1")).await, 404, "NotFound");
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}});
+        let (code, ns) = post(addr, "/api/v1/namespaces", ns).await;
+        assert_eq!(code, 201);
+        assert_eq!(ns["status"]["phase"], "Active");
+        assert_eq!(post(addr, team, wl("w1")).await.0, 201);
+        let (_, all) = get(addr, "/apis/kueue.x-k8s.io/v1beta2/workloads").await;
+        assert_eq!(names(&all), ["w1"]);
+        assert_eq!(all["items"][0]["metadata"]["namespace"], "team");
+        assert_status(
+            &post(addr, "/apis/kueue.x-k8s.io/v1beta2/workloads", wl("w2")).await,
+            405,
+            "MethodNotAllowed",
+        );
+    });
+}
+
+#[test]
+fn status_subresource_separates_spec_and_status() {
+    let twin = twin();
+    let addr = twin.addr();
+    runtime().block_on(async {
+        let (code, created) = post(addr, IT, instance_type("a10")).await;
+        assert_eq!(code, 201);
+        assert!(created.get("status").is_none());
+        let item = format!("{IT}/a10");
+
+        // status sent to the main resource is ignored
+        let mut with_status = created.clone();
+        with_status["status"] = json!({"phase": "Active"});
+        with_status["spec"]["os"] = json!("windows");
+        let (code, main) = put(addr, &item, with_status.clone()).await;
+        assert_eq!(code, 200);
+        assert_eq!(main["spec"]["os"], "windows");
+        assert!(main.get("status").is_none());
+        assert_eq!(main["metadata"]["generation"], 2);
+
+        // spec sent to /status is ignored, status is taken; generation does not move
+        let mut on_status = main.clone();
+        on_status["status"] = json!({"phase": "Active"});
+        on_status["spec"]["os"] = json!("linux");
+        let (code, st) = put(addr, &format!("{item}/status"), on_status).await;
+        assert_eq!(code, 200);
+        assert_eq!(st["status"]["phase"], "Active");
+        assert_eq!(st["spec"]["os"], "windows");
+        assert_eq!(st["metadata"]["generation"], 2);
+
+        // a merge patch on /status
+        let (code, st) = patch(
+            addr,
+            &format!("{item}/status"),
+            "application/merge-patch+json",
+            json!({"status": {"phase": "Inactive"}, "spec": {"os": "linux"}}),
+        )
+        .await;
+        assert_eq!(code, 200);
+        assert_eq!(st["status"]["phase"], "Inactive");
+        assert_eq!(st["spec"]["os"], "windows");
+        assert_eq!(get(addr, &format!("{item}/status")).await.1, st);
+
+        // ResourceFlavor has no /status
+        assert_status(
+            &get(
+                addr,
+                "/apis/kueue.x-k8s.io/v1beta2/resourceflavors/f/status",
+            )
+            .await,
+            404,
+            "NotFound",
+        );
+    });
+}
+
+#[test]
+fn merge_json_and_unsupported_patches() {
+    let twin = twin();
+    let addr = twin.addr();
+    runtime().block_on(async {
+        post(addr, IT, instance_type("a10")).await;
+        let item = format!("{IT}/a10");
+        let (code, merged) = patch(
+            addr,
+            &item,
+            "application/merge-patch+json",
+            json!({"metadata": {"labels": {"pool": null, "tier": "gold"}}}),
+        )
+        .await;
+        assert_eq!(code, 200);
+        assert_eq!(merged["metadata"]["labels"], json!({"tier": "gold"}));
+
+        let (code, patched) = patch(
+            addr,
+            &item,
+            "application/json-patch+json",
+            json!([{"op": "test", "path": "/spec/os", "value": "linux"},
+                   {"op": "replace", "path": "/spec/arch", "value": "arm64"}]),
+        )
+        .await;
+        assert_eq!(code, 200);
+        assert_eq!(patched["spec"]["arch"], "arm64");
+        assert_status(
+            &patch(
+                addr,
+                &item,
+                "application/json-patch+json",
+                json!([{"op": "test", "path": "/spec/os", "value": "plan9"}]),
+            )
+            .await,
+            422,
+            "Invalid",
+        );
+
+        // strategic merge: refused for custom resources, a merge patch for core kinds
+        let smp = "application/strategic-merge-patch+json";
+        let refused = patch(addr, &item, smp, json!({"spec": {"os": "x"}})).await;
+        assert_status(&refused, 415, "UnsupportedMediaType");
+        assert!(refused.1["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("not supported for custom resources")));
+        post(addr, NODES, node("n", "east")).await;
+        let (code, n) = patch(
+            addr,
+            "/api/v1/nodes/n",
+            smp,
+            json!({"spec": {"unschedulable": true}}),
+        )
+        .await;
+        assert_eq!(code, 200);
+        assert_eq!(n["spec"]["unschedulable"], true);
+        assert_status(
+            &patch(addr, &item, "text/plain", json!({})).await,
+            415,
+            "UnsupportedMediaType",
+        );
+        assert_status(
+            &patch(
+                addr,
+                &format!("{IT}/missing"),
+                "application/merge-patch+json",
+                json!({}),
+            )
+            .await,
+            404,
+            "NotFound",
+        );
+        assert_status(
+            &patch(
+                addr,
+                &format!("{item}?force=true"),
+                "application/merge-patch+json",
+                json!({}),
+            )
+            .await,
+            422,
+            "Invalid",
+        );
+    });
+}
+
+#[test]
+fn server_side_apply_conflicts_until_forced() {
+    let twin = twin();
+    let addr = twin.addr();
+    runtime().block_on(async {
+        let base = format!("{IT}/a10");
+        let yaml = |os: &str| {
+            format!(
+                "apiVersion: worker.gpustack.ai/v1alpha1\nkind: InstanceType\nmetadata:\n  name: a10\nspec:\n  os: {os}\n  arch: amd64\n"
+            )
+        };
+        let (code, created) =
+            apply_yaml(addr, &format!("{base}?fieldManager=alice"), &yaml("linux")).await;
+        assert_eq!(code, 201, "{created}");
+        assert_eq!(created["metadata"]["managedFields"][0]["manager"], "alice");
+        assert_eq!(created["metadata"]["managedFields"][0]["operation"], "Apply");
+
+        // JSON is YAML: the same configuration as JSON is a no-op for the same manager
+        let (code, again) = call(
+            addr,
+            "PATCH",
+            &format!("{base}?fieldManager=alice"),
+            "application/apply-patch+yaml",
+            &json!({"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "InstanceType",
+                    "metadata": {"name": "a10"}, "spec": {"os": "linux", "arch": "amd64"}}),
+        )
+        .await;
+        assert_eq!(code, 200);
+        assert_eq!(rv(&again), rv(&created));
+
+        let conflict = apply_yaml(addr, &format!("{base}?fieldManager=bob"), &yaml("windows")).await;
+        assert_status(&conflict, 409, "Conflict");
+        let causes = conflict.1["details"]["causes"].clone();
+        assert_eq!(causes[0]["field"], ".spec.os");
+        assert_eq!(causes[0]["reason"], "FieldManagerConflict");
+
+        let (code, forced) = apply_yaml(
+            addr,
+            &format!("{base}?fieldManager=bob&force=true"),
+            &yaml("windows"),
+        )
+        .await;
+        assert_eq!(code, 200, "{forced}");
+        assert_eq!(forced["spec"]["os"], "windows");
+        let managers: Vec<&str> = forced["metadata"]["managedFields"]
+            .as_array()
+            .map(|m| m.iter().filter_map(|e| e["manager"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(managers, ["alice", "bob"]);
+
+        assert_status(
+            &apply_yaml(addr, &base, &yaml("linux")).await,
+            400,
+            "BadRequest",
+        );
+        assert_status(
+            &apply_yaml(addr, &format!("{base}?fieldManager=x"), "spec: [unclosed").await,
+            400,
+            "BadRequest",
+        );
+    });
+}
+
+#[test]
+fn delete_waits_for_finalizers() {
+    let twin = twin();
+    let addr = twin.addr();
+    runtime().block_on(async {
+        let mut it = instance_type("a10");
+        it["metadata"]["finalizers"] = json!(["gpustack.ai/keep"]);
+        post(addr, IT, it).await;
+        let item = format!("{IT}/a10");
+        let (code, deleting) = call(
+            addr,
+            "DELETE",
+            &item,
+            "application/json",
+            &json!({"kind": "DeleteOptions", "apiVersion": "v1",
+                    "propagationPolicy": "Background"}),
+        )
+        .await;
+        assert_eq!(code, 200);
+        assert!(deleting["metadata"]["deletionTimestamp"].is_string());
+        assert_eq!(get(addr, &item).await.0, 200);
+
+        let (code, gone) = patch(
+            addr,
+            &item,
+            "application/merge-patch+json",
+            json!({"metadata": {"finalizers": null}}),
+        )
+        .await;
+        assert_eq!(code, 200);
+        assert_eq!(gone["metadata"]["name"], "a10");
+        assert_status(&get(addr, &item).await, 404, "NotFound");
+        assert_status(
+            &call(addr, "DELETE", &item, "", &Value::Null).await,
+            404,
+            "NotFound",
+        );
+
+        // a Node's immediate delete answers a Status Success; a precondition is checked
+        let (_, n) = post(addr, NODES, node("n", "east")).await;
+        assert_status(
+            &call(
+                addr,
+                "DELETE",
+                "/api/v1/nodes/n",
+                "application/json",
+                &json!({"preconditions": {"uid": "not-it"}}),
+            )
+            .await,
+            409,
+            "Conflict",
+        );
+        let (code, done) = call(
+            addr,
+            "DELETE",
+            "/api/v1/nodes/n?propagationPolicy=Foreground",
+            "",
+            &Value::Null,
+        )
+        .await;
+        assert_eq!(code, 200);
+        assert_eq!(done["kind"], "Status");
+        assert_eq!(done["status"], "Success");
+        assert_eq!(done["details"]["uid"], n["metadata"]["uid"]);
+        assert_status(
+            &call(addr, "DELETE", NODES, "", &Value::Null).await,
+            405,
+            "MethodNotAllowed",
+        );
+    });
+}
+
+#[test]
+fn unknown_resources_and_bad_bodies_are_status_errors() {
+    let twin = twin();
+    let addr = twin.addr();
+    runtime().block_on(async {
+        let missing = get(addr, "/apis/worker.gpustack.ai/v1alpha1/gadgets").await;
+        assert_status(&missing, 404, "NotFound");
+        assert_status(&get(addr, "/api/v1/nodes/nope").await, 404, "NotFound");
+        assert_eq!(
+            get(addr, "/api/v1/nodes/nope").await.1["message"],
+            "nodes \"nope\" not found"
+        );
+        assert_status(
+            &get(
+                addr,
+                "/apis/worker.gpustack.ai/v1alpha1/namespaces/a/devices",
+            )
+            .await,
+            404,
+            "NotFound",
+        );
+        let broken = send(addr, "POST", NODES, "application/json", b"{".to_vec()).await;
+        assert_eq!(broken.status().as_u16(), 400);
+        assert_status(
+            &post(addr, NODES, json!({"kind": "Node", "apiVersion": "v1"})).await,
+            422,
+            "Invalid",
+        );
+        assert_status(
+            &post(
+                addr,
+                NODES,
+                json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "x"}}),
+            )
+            .await,
+            400,
+            "BadRequest",
+        );
+        assert_status(
+            &call(
+                addr,
+                "POST",
+                "/api/v1/nodes/x",
+                "application/json",
+                &json!({}),
+            )
+            .await,
+            405,
+            "MethodNotAllowed",
+        );
+        assert_status(
+            &post(addr, &format!("{NODES}?dryRun=All"), node("d", "e")).await,
+            400,
+            "BadRequest",
+        );
+    });
+}
+
+/// Reads watch lines from a streaming body, each within [`EVENT_WAIT`].
+struct Lines {
+    body: Incoming,
+    buffer: Vec<u8>,
+}
+
+impl Lines {
+    async fn next(&mut self) -> Value {
+        loop {
+            if let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buffer.drain(..=end).collect();
+                return serde_json::from_slice(&line).unwrap_or(Value::Null);
+            }
+            let frame = match tokio::time::timeout(EVENT_WAIT, self.body.frame()).await {
+                Ok(Some(Ok(f))) => f,
+                Ok(Some(Err(e))) => panic!("watch stream failed: {e}"),
+                Ok(None) => return Value::Null,
+                Err(_) => panic!("no watch event within {EVENT_WAIT:?}"),
+            };
+            if let Some(data) = frame.data_ref() {
+                self.buffer.extend_from_slice(data);
+            }
+        }
+    }
+}
+
+async fn watch(addr: SocketAddr, path: &str) -> Lines {
+    let response = send(addr, "GET", path, "", Vec::new()).await;
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(
+        response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("application/json")
+    );
+    Lines {
+        body: response.into_body(),
+        buffer: Vec::new(),
+    }
+}
+
+#[test]
+fn watch_streams_events_written_after_it_started() {
+    let twin = twin();
+    let addr = twin.addr();
+    runtime().block_on(async {
+        post(addr, NODES, node("before", "east")).await;
+        let (_, list) = get(addr, NODES).await;
+        let from = list["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let mut events = watch(
+            addr,
+            &format!("{NODES}?watch=true&resourceVersion={from}&labelSelector=zone%3Deast&timeoutSeconds=60"),
+        )
+        .await;
+        // the watch is open (headers received): write now
+        let (_, created) = post(addr, NODES, node("n1", "east")).await;
+        post(addr, NODES, node("ignored", "west")).await;
+        patch(
+            addr,
+            "/api/v1/nodes/n1",
+            "application/merge-patch+json",
+            json!({"metadata": {"annotations": {"a": "b"}}}),
+        )
+        .await;
+        let added = events.next().await;
+        assert_eq!(added["type"], "ADDED");
+        assert_eq!(added["object"], created);
+        let modified = events.next().await;
+        assert_eq!(modified["type"], "MODIFIED");
+        assert_eq!(modified["object"]["metadata"]["annotations"]["a"], "b");
+        // a label change out of the selector is a DELETED for this watch
+        patch(
+            addr,
+            "/api/v1/nodes/n1",
+            "application/merge-patch+json",
+            json!({"metadata": {"labels": {"zone": "west"}}}),
+        )
+        .await;
+        let left = events.next().await;
+        assert_eq!(left["type"], "DELETED");
+        assert_eq!(left["object"]["metadata"]["name"], "n1");
+
+        // writes made straight on the store (no notification) reach watchers too
+        let store = twin.store().inner();
+        let direct = match store.lock() {
+            Ok(mut s) => s.create(&live::twin::kinds::NODE, None, node("direct", "east")),
+            Err(e) => panic!("lock: {e}"),
+        };
+        assert!(direct.is_ok());
+        let added = events.next().await;
+        assert_eq!(added["object"]["metadata"]["name"], "direct");
+
+        // resourceVersion 0: the current objects as ADDED first
+        let mut from_zero = watch(addr, &format!("{NODES}?watch=1&resourceVersion=0")).await;
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let e = from_zero.next().await;
+            assert_eq!(e["type"], "ADDED");
+            seen.push(e["object"]["metadata"]["name"].as_str().unwrap_or("").to_string());
+        }
+        assert_eq!(seen, ["before", "direct", "ignored", "n1"]);
+
+        // sendInitialEvents: ADDED for the current objects, then the end bookmark
+        let mut initial = watch(
+            addr,
+            &format!("{NODES}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&fieldSelector=metadata.name%3Dbefore"),
+        )
+        .await;
+        assert_eq!(initial.next().await["type"], "ADDED");
+        let end = initial.next().await;
+        assert_eq!(end["type"], "BOOKMARK");
+        assert_eq!(
+            end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+            "true"
+        );
+
+        // timeoutSeconds=0 ends the stream
+        let mut ended = watch(
+            addr,
+            &format!("{NODES}?watch=true&resourceVersion={}&timeoutSeconds=0", rv(&created)),
+        )
+        .await;
+        let mut rest = Vec::new();
+        loop {
+            let e = ended.next().await;
+            if e.is_null() {
+                break;
+            }
+            rest.push(e);
+        }
+        assert!(rest.len() <= 5);
+    });
+}
+
+#[test]
+fn watch_from_a_too_old_resource_version_is_an_error_event_410() {
+    let store = Store::new(StoreConfig {
+        history_limit: 2,
+        ..StoreConfig::default()
+    });
+    let twin = match spawn_with_store(None, store) {
+        Ok(t) => t,
+        Err(e) => panic!("the twin did not start: {e}"),
+    };
+    let addr = twin.addr();
+    runtime().block_on(async {
+        for i in 0..5 {
+            post(addr, NODES, node(&format!("n{i}"), "east")).await;
+        }
+        let mut events = watch(addr, &format!("{NODES}?watch=true&resourceVersion=1")).await;
+        let error = events.next().await;
+        assert_eq!(error["type"], "ERROR");
+        assert_eq!(error["object"]["kind"], "Status");
+        assert_eq!(error["object"]["code"], 410);
+        assert_eq!(error["object"]["reason"], "Expired");
+        assert!(
+            events.next().await.is_null(),
+            "the stream ends after the 410"
+        );
+        // a recent resourceVersion still works
+        let mut fine = watch(addr, &format!("{NODES}?watch=true&resourceVersion=4")).await;
+        assert_eq!(fine.next().await["object"]["metadata"]["name"], "n4");
+        assert_status(
+            &get(addr, &format!("{NODES}?watch=true&resourceVersion=abc")).await,
+            400,
+            "BadRequest",
+        );
+    });
+}
+
+#[test]
+fn shutdown_stops_serving() {
+    let twin = twin();
+    let addr = twin.addr();
+    assert!(twin.url().starts_with("http://127.0.0.1:"));
+    assert!(addr.ip().is_loopback());
+    assert!(twin.shutdown().is_ok());
+    assert!(std::net::TcpStream::connect(addr).is_err());
+}
+
+/// kubectl, when installed, works through the kubeconfig the twin writes.
+#[test]
+fn kubectl_works_against_the_twin_when_installed() {
+    let found = std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        println!("skipped: kubectl is not installed");
+        return;
+    }
+    let twin = twin();
+    let dir = std::env::temp_dir().join(format!("verify-twin-kubectl-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let config = dir.join("kubeconfig");
+    if let Err(e) = std::fs::write(&config, kubeconfig_yaml(twin.url(), "verify-twin")) {
+        panic!("writing {}: {e}", config.display());
+    }
+    let manifest = dir.join("it.json");
+    let it = instance_type("a10");
+    let _ = std::fs::write(&manifest, serde_json::to_vec(&it).unwrap_or_default());
+    let kubectl = |args: &[&str]| {
+        let out = std::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&config)
+            .arg("--cache-dir")
+            .arg(dir.join("cache"))
+            .args(args)
+            .output();
+        match out {
+            Ok(o) => (
+                o.status.success(),
+                String::from_utf8_lossy(&o.stdout).to_string()
+                    + &String::from_utf8_lossy(&o.stderr),
+            ),
+            Err(e) => (false, e.to_string()),
+        }
+    };
+    let manifest = manifest.to_string_lossy().to_string();
+    let node_file = dir.join("node.json");
+    let _ = std::fs::write(
+        &node_file,
+        serde_json::to_vec(&node("n1", "east")).unwrap_or_default(),
+    );
+    let node_file = node_file.to_string_lossy().to_string();
+    let moved_file = dir.join("moved.json");
+    let _ = std::fs::write(
+        &moved_file,
+        serde_json::to_vec(&node("n1", "west")).unwrap_or_default(),
+    );
+    let moved_file = moved_file.to_string_lossy().to_string();
+    let steps: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["create", "--validate=false", "-f", &manifest],
+            "created",
+        ),
+        (
+            vec!["get", "instancetypes", "-o", "name"],
+            "instancetype.worker.gpustack.ai/a10",
+        ),
+        (
+            vec!["get", "instype", "a10", "-o", "jsonpath={.spec.os}"],
+            "linux",
+        ),
+        (
+            vec![
+                "apply",
+                "--server-side",
+                "--validate=false",
+                "-f",
+                &manifest,
+            ],
+            "serverside-applied",
+        ),
+        (
+            vec![
+                "patch",
+                "instancetype",
+                "a10",
+                "--type=merge",
+                "-p",
+                r#"{"spec":{"arch":"arm64"}}"#,
+            ],
+            "patched",
+        ),
+        (
+            vec![
+                "patch",
+                "instancetype",
+                "a10",
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                r#"{"status":{"phase":"Active"}}"#,
+            ],
+            "patched",
+        ),
+        (
+            vec![
+                "get",
+                "instancetype",
+                "a10",
+                "-o",
+                "jsonpath={.status.phase}",
+            ],
+            "Active",
+        ),
+        (vec!["get", "nodes"], "No resources found"),
+        (
+            vec!["apply", "--validate=false", "-f", &node_file],
+            "created",
+        ),
+        (vec!["label", "node", "n1", "tier=gold"], "labeled"),
+        (
+            vec!["apply", "--validate=false", "-f", &moved_file],
+            "configured",
+        ),
+        (
+            vec!["get", "nodes", "-l", "tier=gold,zone=west", "-o", "name"],
+            "node/n1",
+        ),
+        (vec!["delete", "node", "n1"], "deleted"),
+        (vec!["delete", "instancetype", "a10"], "deleted"),
+    ];
+    for (args, expect) in steps {
+        let (ok, text) = kubectl(&args);
+        assert!(ok && text.contains(expect), "kubectl {args:?}: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
