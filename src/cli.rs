@@ -23,6 +23,9 @@ pub enum Command {
     /// violation is written as a scenario file. Exit 1 on a violated property.
     #[command(after_help = generators::check::SEARCH_HELP)]
     Check(CheckArgs),
+    /// The embedded twin: a Kubernetes API server on 127.0.0.1 for kubectl and kube-rs.
+    #[command(subcommand)]
+    Twin(TwinCommand),
     /// Re-run a scenario file (a case, a counterexample or a checkpoint) and check it.
     Replay {
         /// The scenario YAML file.
@@ -88,6 +91,19 @@ pub struct FuzzArgs {
     /// The regression seed file, replayed first and appended on failure.
     #[arg(long, default_value = ".verify/regressions.txt")]
     pub regressions: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TwinCommand {
+    /// Serve the twin until interrupted; prints its URL and writes a kubeconfig for it.
+    Serve {
+        /// Port on 127.0.0.1 (default: any free port).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Write a kubeconfig (context `verify-twin`) here.
+        #[arg(long)]
+        kubeconfig_out: Option<PathBuf>,
+    },
 }
 
 /// `verify check` arguments.

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::cli::{CheckArgs, Command, Format, FuzzArgs};
+use crate::cli::{CheckArgs, Command, Format, FuzzArgs, TwinCommand};
 
 /// Bad input or a missing required input: exit 2.
 #[derive(Debug, thiserror::Error)]
@@ -16,6 +16,10 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Fuzz(args) => fuzz(args),
         Command::Replay { file } => replay(&file),
         Command::Check(args) => check(args),
+        Command::Twin(TwinCommand::Serve {
+            port,
+            kubeconfig_out,
+        }) => twin_serve(port, kubeconfig_out.as_deref()),
         Command::Mutants { list, seeds, jobs } => mutants(list, seeds, jobs),
         Command::Conformance { dir } => conformance(&dir),
         Command::Derive { cluster, format } => derive(cluster.as_deref(), format),
@@ -240,5 +244,23 @@ fn check(args: CheckArgs) -> Result<i32> {
         println!("counterexample scenario: {}", path.display());
         return Ok(1);
     }
+    Ok(0)
+}
+
+/// `verify twin serve`: the twin on loopback until interrupted.
+fn twin_serve(port: Option<u16>, kubeconfig_out: Option<&Path>) -> Result<i32> {
+    let handle = live::twin::server::spawn_on_loopback(port)
+        .map_err(|e| UsageError(format!("cannot serve the twin on 127.0.0.1: {e}")))?;
+    println!("twin: serving the Kubernetes API on {}", handle.url());
+    if let Some(path) = kubeconfig_out {
+        std::fs::write(
+            path,
+            live::twin::kubeconfig::kubeconfig_yaml(handle.url(), "verify-twin"),
+        )
+        .with_context(|| format!("writing the kubeconfig to {}", path.display()))?;
+        println!("kubeconfig: {} (context verify-twin)", path.display());
+    }
+    println!("stop with Ctrl-C");
+    handle.wait().context("the twin stopped")?;
     Ok(0)
 }

@@ -278,3 +278,41 @@ fn a_run_of_no_seed_says_nothing_was_verified() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("NOTHING WAS VERIFIED"));
 }
+
+#[test]
+fn twin_serve_answers_discovery_on_loopback_and_writes_a_kubeconfig() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dir = scratch_dir("twin");
+    let kubeconfig = dir.join("kubeconfig");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args([
+            "twin",
+            "serve",
+            "--kubeconfig-out",
+            kubeconfig.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the twin");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let url = first.rsplit(' ').next().unwrap().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{first}");
+    let second = lines.next().unwrap().unwrap();
+    assert!(second.starts_with("kubeconfig:"), "{second}");
+    let addr = url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET /api HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("APIVersions"), "{response}");
+    let config = std::fs::read_to_string(&kubeconfig).unwrap();
+    assert!(config.contains(&url), "{config}");
+}

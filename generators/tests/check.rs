@@ -51,3 +51,16 @@ fn dfs_with_symmetry_agrees_with_bfs() {
     assert_eq!(bfs.violated(), dfs.violated());
     assert!(dfs.unique_states <= bfs.unique_states);
 }
+
+#[test]
+fn bfs_reports_the_shortest_counterexample() {
+    // The cohort is wrong from the start: the shortest path to it is the initial state.
+    let r = run_check(&CheckConfig {
+        mutant: Some(Mutant::CohortSet),
+        threads: 1,
+        ..small()
+    });
+    let (_, cx) = r.first_violation().expect("cohort-set is caught");
+    assert!(cx.steps.is_empty(), "{}", r.render());
+    assert_eq!(cx.first_failing, None);
+}

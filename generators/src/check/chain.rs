@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use model::cluster::{Cluster, ExistingInstanceType, Namespace};
@@ -64,6 +65,8 @@ pub struct ChainModel {
     holds: Mutex<Vec<Arc<Hold>>>,
     memo: Mutex<HashMap<u64, u32>>,
     shape_memo: Mutex<HashMap<u64, bool>>,
+    /// Properties already discovered (see [`first_discovery`]).
+    discovered: [AtomicBool; props::ALL.len()],
 }
 
 impl ChainModel {
@@ -85,6 +88,7 @@ impl ChainModel {
             holds: Mutex::new(Vec::new()),
             memo: Mutex::new(HashMap::new()),
             shape_memo: Mutex::new(HashMap::new()),
+            discovered: std::array::from_fn(|_| AtomicBool::new(false)),
         }
     }
 
@@ -644,13 +648,43 @@ impl Model for ChainModel {
     fn properties(&self) -> Vec<Property<Self>> {
         props::ALL
             .iter()
-            .map(|p| match p.kind {
-                props::Kind::Always => Property::always(p.name, p.holds),
-                props::Kind::Sometimes => Property::sometimes(p.name, p.holds),
+            .zip(FIRST_DISCOVERY)
+            .map(|(p, check)| match p.kind {
+                props::Kind::Always => Property::always(p.name, check),
+                props::Kind::Sometimes => Property::sometimes(p.name, check),
             })
             .collect()
     }
 }
+
+/// Stateright 0.31 records a property's discovery again for every state that shows it, so the
+/// last one found wins; a property that reports nothing new once discovered keeps the first,
+/// which single-threaded BFS visits at the least depth: the shortest counterexample.
+fn first_discovery<const I: usize>(m: &ChainModel, s: &State) -> bool {
+    let p = &props::ALL[I];
+    let shows = (p.holds)(m, s) != (p.kind == props::Kind::Always);
+    if shows && m.discovered[I].swap(true, Ordering::Relaxed) {
+        // Already discovered: answer as if this state did not show it.
+        return p.kind == props::Kind::Always;
+    }
+    !shows == (p.kind == props::Kind::Always)
+}
+
+/// One [`first_discovery`] per property of [`props::ALL`], in order.
+const FIRST_DISCOVERY: [fn(&ChainModel, &State) -> bool; 12] = [
+    first_discovery::<0>,
+    first_discovery::<1>,
+    first_discovery::<2>,
+    first_discovery::<3>,
+    first_discovery::<4>,
+    first_discovery::<5>,
+    first_discovery::<6>,
+    first_discovery::<7>,
+    first_discovery::<8>,
+    first_discovery::<9>,
+    first_discovery::<10>,
+    first_discovery::<11>,
+];
 
 /// Symmetry: the cards of a node that no Workload holds or was promised are interchangeable
 /// (nothing names them), so a state's representative lists those nodes' card slots sorted.
