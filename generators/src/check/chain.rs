@@ -662,12 +662,15 @@ impl Model for ChainModel {
 /// which single-threaded BFS visits at the least depth: the shortest counterexample.
 fn first_discovery<const I: usize>(m: &ChainModel, s: &State) -> bool {
     let p = &props::ALL[I];
-    let shows = (p.holds)(m, s) != (p.kind == props::Kind::Always);
+    let always = p.kind == props::Kind::Always;
+    let holds = (p.holds)(m, s);
+    // An always-property shows when it fails, a sometimes-property when it holds.
+    let shows = holds != always;
     if shows && m.discovered[I].swap(true, Ordering::Relaxed) {
         // Already discovered: answer as if this state did not show it.
-        return p.kind == props::Kind::Always;
+        return always;
     }
-    !shows == (p.kind == props::Kind::Always)
+    holds
 }
 
 /// One [`first_discovery`] per property of [`props::ALL`], in order.
