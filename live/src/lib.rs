@@ -1,2 +1,2 @@
-//! The live tier. For now it holds the embedded twin's object store.
+//! The live tier. Today: the embedded twin — its object store and its Kubernetes API server on loopback.
 pub mod twin;
