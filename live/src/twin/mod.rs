@@ -7,6 +7,9 @@
 pub mod discovery;
 pub mod kinds;
 pub mod kubeconfig;
+pub mod operator;
+pub mod read;
+pub mod render;
 pub mod routes;
 pub mod selector;
 pub mod server;

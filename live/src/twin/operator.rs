@@ -1,0 +1,322 @@
+//! The twin's reference operator: reads the cluster from the store ([`read_cluster`]), derives
+//! every object with the model (`model::derive::derive_after`), renders them ([`render`]) and
+//! applies the difference to the store. It re-implements no rule of the chain; what it decides
+//! is only *how* to write: create what is missing, update what changed (status through
+//! `/status`), delete the operator's objects the derivation dropped, and apply the Worker's
+//! Node labels with its own field manager.
+
+use std::collections::BTreeSet;
+
+use model::cluster::Settings;
+use model::derive::{derive_after, Derived};
+use model::labels::{
+    Labels, QUEUE_ANNOTATION, RESOURCE_TYPE, RESOURCE_TYPE_INSTANCETYPES, RESOURCE_TYPE_NODES,
+};
+use serde_json::{json, Map, Value};
+
+pub use super::read::{mock_objects, read_cluster, ReadError, FIELD_MANAGER};
+pub use super::render::render;
+
+use super::kinds::{self, Kind};
+use super::selector::Selector;
+use super::store::{DeleteOptions, Status, Store, Subresource};
+
+/// Why a reconcile stopped: the input could not be read, or the store refused a write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OperatorError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("{verb} {kind} {name}: {status}")]
+    Write {
+        verb: &'static str,
+        kind: &'static str,
+        name: String,
+        status: Status,
+    },
+}
+
+/// What one reconcile wrote (empty when the store already matched the derivation).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Writes {
+    /// `(verb, kind, namespace/name)` per write, in order.
+    pub done: Vec<(&'static str, &'static str, String)>,
+}
+
+/// Reads, derives after `previous`, renders and applies (chain.md §17; the caller keeps the
+/// returned derivation as the next `previous`).
+pub fn reconcile(
+    store: &mut Store,
+    settings: &Settings,
+    previous: Option<&Derived>,
+) -> Result<Derived, OperatorError> {
+    reconcile_logged(store, settings, previous).map(|(d, _)| d)
+}
+
+/// [`reconcile`], also returning the writes it made.
+pub fn reconcile_logged(
+    store: &mut Store,
+    settings: &Settings,
+    previous: Option<&Derived>,
+) -> Result<(Derived, Writes), OperatorError> {
+    let cluster = read_cluster(store, settings)?;
+    let derived = derive_after(&cluster, previous);
+    let mut writes = Writes::default();
+    let input_labels = |name: &str| {
+        cluster
+            .nodes
+            .iter()
+            .find(|n| n.name == name)
+            .map(|n| n.labels.clone())
+            .unwrap_or_default()
+    };
+    let rendered = render(&derived);
+    for (kind, namespace, object) in &rendered {
+        let ns = namespace.as_deref();
+        if *kind == kinds::NODE {
+            let name = super::read::name_of(object);
+            apply_node_labels(
+                store,
+                &name,
+                &worker_labels(object, &input_labels(&name)),
+                &mut writes,
+            )?;
+        } else {
+            ensure(store, kind, ns, object, &mut writes)?;
+        }
+    }
+    prune(store, &rendered, &mut writes)?;
+    delete_orphan_devices(store, &cluster, &mut writes)?;
+    Ok((derived, writes))
+}
+
+/// The labels the Worker/DM add on top of the node's own: derived labels the input lacks or
+/// has with another value.
+fn worker_labels(object: &Value, input: &Labels) -> Labels {
+    object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .filter(|(k, v)| input.get(k) != Some(v))
+        .collect()
+}
+
+fn write_err(verb: &'static str, kind: &Kind, name: &str) -> impl FnOnce(Status) -> OperatorError {
+    let kind = kind.kind;
+    let name = name.to_string();
+    move |status| OperatorError::Write {
+        verb,
+        kind,
+        name,
+        status,
+    }
+}
+
+/// Server-side apply of the Worker's labels on one Node (force: the Worker owns them). A
+/// no-op apply writes nothing; labels it no longer applies are removed by the apply itself.
+fn apply_node_labels(
+    store: &mut Store,
+    name: &str,
+    labels: &Labels,
+    writes: &mut Writes,
+) -> Result<(), OperatorError> {
+    let before = store.resource_version();
+    let config =
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}});
+    store
+        .apply(
+            &kinds::NODE,
+            None,
+            name,
+            Subresource::Main,
+            config,
+            FIELD_MANAGER,
+            true,
+        )
+        .map_err(write_err("apply", &kinds::NODE, name))?;
+    if store.resource_version() != before {
+        writes.done.push(("apply", "Node", name.to_string()));
+    }
+    Ok(())
+}
+
+fn string_map(o: &Value, pointer: &str) -> Map<String, Value> {
+    o.pointer(pointer)
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Creates `desired` if absent; otherwise updates what differs. InstanceTypes are create-only
+/// in spec (chain.md §8.4: derived ones are never updated; admin ones are the admin's), so only
+/// their labels (merged) and status are written. Status goes through `/status` for kinds with
+/// a status subresource.
+fn ensure(
+    store: &mut Store,
+    kind: &Kind,
+    ns: Option<&str>,
+    desired: &Value,
+    writes: &mut Writes,
+) -> Result<(), OperatorError> {
+    let name = super::read::name_of(desired);
+    let key = match ns {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.clone(),
+    };
+    let current = match store.get(kind, ns, &name) {
+        Ok(c) => Some(c),
+        Err(s) if s.code == 404 => None,
+        Err(s) => return Err(write_err("get", kind, &name)(s)),
+    };
+    let mut current = match current {
+        Some(c) => c,
+        None => {
+            let created = store
+                .create(kind, ns, desired.clone())
+                .map_err(write_err("create", kind, &name))?;
+            writes.done.push(("create", kind.kind, key.clone()));
+            created
+        }
+    };
+    let create_only_spec = *kind == kinds::INSTANCE_TYPE;
+    let mut next = current.clone();
+    let mut labels = string_map(&current, "/metadata/labels");
+    labels.extend(string_map(desired, "/metadata/labels"));
+    if !create_only_spec {
+        labels = string_map(desired, "/metadata/labels");
+        next["metadata"]["annotations"] =
+            Value::Object(string_map(desired, "/metadata/annotations"));
+        next["spec"] = desired.get("spec").cloned().unwrap_or(Value::Null);
+    }
+    next["metadata"]["labels"] = Value::Object(labels);
+    if !kind.has_status {
+        if let Some(s) = desired.get("status") {
+            next["status"] = s.clone();
+        }
+    }
+    if differs(&current, &next) {
+        current = store
+            .update(kind, ns, next)
+            .map_err(write_err("update", kind, &name))?;
+        writes.done.push(("update", kind.kind, key.clone()));
+    }
+    if kind.has_status {
+        if let Some(status) = desired.get("status") {
+            if current.get("status") != Some(status) {
+                let mut next = current;
+                next["status"] = status.clone();
+                store.update_status(kind, ns, next).map_err(write_err(
+                    "update status",
+                    kind,
+                    &name,
+                ))?;
+                writes.done.push(("update status", kind.kind, key));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether labels, annotations, spec or status differ (an absent map equals an empty one).
+fn differs(current: &Value, next: &Value) -> bool {
+    let maps = ["/metadata/labels", "/metadata/annotations"];
+    maps.iter()
+        .any(|p| string_map(current, p) != string_map(next, p))
+        || ["spec", "status"].iter().any(|k| {
+            let a = current.get(*k).filter(|v| !v.is_null());
+            let b = next.get(*k).filter(|v| !v.is_null());
+            a != b
+        })
+}
+
+/// Whether an object of `kind` is one the operator writes and so may delete: ResourceFlavors
+/// labelled `resource.gpustack.ai/type=nodes`, ClusterQueues labelled `=instancetypes`,
+/// LocalQueues annotated `schedule.gpustack.ai/queue` (chain.md §6.3, §10.1, §11). InstanceTypes
+/// never: derived ones are create-only (§8.4) and the rest are the administrator's.
+fn operator_owned(kind: &Kind, o: &Value) -> bool {
+    let label = |k: &str| {
+        o.pointer("/metadata/labels")
+            .and_then(|l| l.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    if *kind == kinds::RESOURCE_FLAVOR {
+        label(RESOURCE_TYPE).as_deref() == Some(RESOURCE_TYPE_NODES)
+    } else if *kind == kinds::CLUSTER_QUEUE {
+        label(RESOURCE_TYPE).as_deref() == Some(RESOURCE_TYPE_INSTANCETYPES)
+    } else if *kind == kinds::LOCAL_QUEUE {
+        o.pointer("/metadata/annotations")
+            .and_then(|a| a.get(QUEUE_ANNOTATION))
+            .is_some()
+    } else {
+        false
+    }
+}
+
+/// Deletes the operator's objects the derivation no longer has, dependents first.
+fn prune(
+    store: &mut Store,
+    rendered: &[super::render::Rendered],
+    writes: &mut Writes,
+) -> Result<(), OperatorError> {
+    for kind in [
+        kinds::LOCAL_QUEUE,
+        kinds::CLUSTER_QUEUE,
+        kinds::RESOURCE_FLAVOR,
+    ] {
+        let wanted: BTreeSet<(Option<String>, String)> = rendered
+            .iter()
+            .filter(|(k, _, _)| *k == kind)
+            .map(|(_, ns, o)| (ns.clone(), super::read::name_of(o)))
+            .collect();
+        let existing = store
+            .list(&kind, None, &Selector::everything())
+            .map_err(write_err("list", &kind, ""))?
+            .items;
+        for o in existing.iter().filter(|o| operator_owned(&kind, o)) {
+            let name = super::read::name_of(o);
+            let ns = o
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string);
+            if wanted.contains(&(ns.clone(), name.clone()))
+                || o.pointer("/metadata/deletionTimestamp").is_some()
+            {
+                continue;
+            }
+            store
+                .delete(&kind, ns.as_deref(), &name, &DeleteOptions::default())
+                .map_err(write_err("delete", &kind, &name))?;
+            let key = ns.map_or(name.clone(), |ns| format!("{ns}/{name}"));
+            writes.done.push(("delete", kind.kind, key));
+        }
+    }
+    Ok(())
+}
+
+/// The Worker deletes a node's Devices once its Node is gone (NodeDevicesReconciler,
+/// pkg/worker/controllers/worker/node_devices.go; research/devices.md §1.1).
+fn delete_orphan_devices(
+    store: &mut Store,
+    cluster: &model::cluster::Cluster,
+    writes: &mut Writes,
+) -> Result<(), OperatorError> {
+    let kind = kinds::DEVICES;
+    let orphans: Vec<String> = store
+        .list(&kind, None, &Selector::everything())
+        .map_err(write_err("list", &kind, ""))?
+        .items
+        .iter()
+        .map(super::read::name_of)
+        .filter(|n| !cluster.nodes.iter().any(|node| &node.name == n))
+        .collect();
+    for name in orphans {
+        store
+            .delete(&kind, None, &name, &DeleteOptions::default())
+            .map_err(write_err("delete", &kind, &name))?;
+        writes.done.push(("delete", "Devices", name));
+    }
+    Ok(())
+}

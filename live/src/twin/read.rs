@@ -1,0 +1,570 @@
+//! The reference operator's input side: a model [`Cluster`] read from the twin's store (Nodes,
+//! their `Devices`, Namespaces, existing InstanceTypes), and its inverse [`mock_objects`], which
+//! writes a model cluster as the objects a mock kubelet, NFD and Device Manager would leave.
+//! Field names follow the CRDs in shared/crds and research/devices.md §1.
+
+use std::collections::BTreeMap;
+
+use model::cluster::{Cluster, ExistingInstanceType, Namespace, Node, Settings};
+use model::credits::parse_quantity;
+use model::devices::{
+    Capability, Card, DeviceGroup, Devices, Ledger, Mode, PartitionProfile, Placement, ProfileCount,
+};
+use model::labels::{Labels, DERIVED_FROM_NODE};
+use model::objects::InstanceTypeSpec;
+use model::units::UNITS_PER_CARD;
+use serde_json::{json, Map, Value};
+
+use super::kinds::{self, Kind};
+use super::selector::Selector;
+use super::store::Store;
+
+/// The field manager the reference operator applies Node labels with; labels it owns are its
+/// own output, so [`read_cluster`] leaves them out of the input.
+pub const FIELD_MANAGER: &str = "gpustack-worker";
+
+/// An object that cannot be read into the model, naming the object and the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    #[error("{kind} {name}: {field}: {message}")]
+    Field {
+        kind: &'static str,
+        name: String,
+        field: String,
+        message: String,
+    },
+    #[error("listing {kind}: {message}")]
+    List { kind: &'static str, message: String },
+}
+
+impl ReadError {
+    fn field(kind: &Kind, name: &str, field: &str, message: impl Into<String>) -> Self {
+        ReadError::Field {
+            kind: kind.kind,
+            name: name.to_string(),
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Reads the cluster shape from the store (research/chain.md §17 inputs). Nodes and Namespaces
+/// come in the store's (name) order; `settings` are the operator's flags.
+pub fn read_cluster(store: &Store, settings: &Settings) -> Result<Cluster, ReadError> {
+    let devices: BTreeMap<String, Value> = list(store, &kinds::DEVICES)?
+        .into_iter()
+        .map(|o| (name_of(&o), o))
+        .collect();
+    let nodes = list(store, &kinds::NODE)?
+        .iter()
+        .map(|o| read_node(o, devices.get(&name_of(o))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let namespaces = list(store, &kinds::NAMESPACE)?
+        .iter()
+        .map(read_namespace)
+        .collect();
+    let instance_types = list(store, &kinds::INSTANCE_TYPE)?
+        .iter()
+        .map(read_instance_type)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Cluster {
+        nodes,
+        namespaces,
+        settings: settings.clone(),
+        instance_types,
+    })
+}
+
+fn list(store: &Store, kind: &Kind) -> Result<Vec<Value>, ReadError> {
+    store
+        .list(kind, None, &Selector::everything())
+        .map(|l| l.items)
+        .map_err(|s| ReadError::List {
+            kind: kind.kind,
+            message: s.message,
+        })
+}
+
+pub(crate) fn name_of(o: &Value) -> String {
+    o.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A string map at `pointer` (absent = empty); a non-string value is an error naming it.
+fn string_map(kind: &Kind, o: &Value, pointer: &str, field: &str) -> Result<Labels, ReadError> {
+    let Some(v) = o.pointer(pointer) else {
+        return Ok(Labels::new());
+    };
+    if v.is_null() {
+        return Ok(Labels::new());
+    }
+    let map = v
+        .as_object()
+        .ok_or_else(|| ReadError::field(kind, &name_of(o), field, "expected an object"))?;
+    map.iter()
+        .map(|(k, v)| {
+            v.as_str()
+                .map(|s| (k.clone(), s.to_string()))
+                .ok_or_else(|| {
+                    ReadError::field(
+                        kind,
+                        &name_of(o),
+                        &format!("{field}.{k}"),
+                        "expected a string",
+                    )
+                })
+        })
+        .collect()
+}
+
+/// Label keys whose `Apply` ownership belongs to [`FIELD_MANAGER`] (`f:metadata.f:labels`).
+fn worker_owned_labels(o: &Value) -> Vec<String> {
+    o.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|m| m.get("manager").and_then(Value::as_str) == Some(FIELD_MANAGER))
+        .filter_map(|m| m.pointer("/fieldsV1/f:metadata/f:labels"))
+        .filter_map(Value::as_object)
+        .flat_map(|labels| labels.keys())
+        .filter_map(|k| k.strip_prefix("f:"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A Node: NFD/kubelet labels (the worker's own left out), annotations, `status.capacity.cpu`
+/// in millicores (absent = 0, not reported yet), deletionTimestamp → deleting.
+fn read_node(o: &Value, devices: Option<&Value>) -> Result<Node, ReadError> {
+    let kind = &kinds::NODE;
+    let name = name_of(o);
+    let mut labels = string_map(kind, o, "/metadata/labels", "metadata.labels")?;
+    for k in worker_owned_labels(o) {
+        labels.remove(&k);
+    }
+    let annotations = string_map(kind, o, "/metadata/annotations", "metadata.annotations")?;
+    let cpu_millis = match o.pointer("/status/capacity/cpu") {
+        None | Some(Value::Null) => 0,
+        Some(v) => {
+            cpu_millis(v).map_err(|m| ReadError::field(kind, &name, "status.capacity.cpu", m))?
+        }
+    };
+    let devices = devices.map(read_devices).transpose()?;
+    Ok(Node {
+        name,
+        labels,
+        annotations,
+        cpu_millis,
+        deleting: o
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|v| !v.is_null()),
+        devices,
+    })
+}
+
+fn cpu_millis(v: &Value) -> Result<u64, String> {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return Err("expected a quantity".into()),
+    };
+    let q = parse_quantity(&text).map_err(|e| e.to_string())?;
+    u64::try_from(q.micro() / 1000).map_err(|_| format!("`{text}` is not a non-negative cpu count"))
+}
+
+fn read_namespace(o: &Value) -> Namespace {
+    let terminating = o
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
+        || o.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating");
+    Namespace {
+        name: name_of(o),
+        terminating,
+    }
+}
+
+/// An existing InstanceType: derived ones carry `schedule.gpustack.ai/derived-from-node=true`
+/// (node_flavor.go @187ec70, chain.md §8.4); the rest are the administrator's.
+fn read_instance_type(o: &Value) -> Result<ExistingInstanceType, ReadError> {
+    let kind = &kinds::INSTANCE_TYPE;
+    let name = name_of(o);
+    let spec: InstanceTypeSpec = match o.get("spec") {
+        None | Some(Value::Null) => InstanceTypeSpec::default(),
+        Some(s) => serde_json::from_value(s.clone())
+            .map_err(|e| ReadError::field(kind, &name, "spec", e.to_string()))?,
+    };
+    let labels = string_map(kind, o, "/metadata/labels", "metadata.labels")?;
+    Ok(ExistingInstanceType {
+        name,
+        spec,
+        derived_from_node: labels.get(DERIVED_FROM_NODE).map(String::as_str) == Some("true"),
+    })
+}
+
+/// Typed reads inside one Devices object, errors naming the field path.
+struct At<'a> {
+    name: &'a str,
+}
+
+impl At<'_> {
+    fn err(&self, field: &str, message: &str) -> ReadError {
+        ReadError::field(&kinds::DEVICES, self.name, field, message)
+    }
+
+    fn str(&self, o: &Value, key: &str, at: &str) -> Result<String, ReadError> {
+        match o.get(key) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(_) => Err(self.err(&format!("{at}.{key}"), "expected a string")),
+        }
+    }
+
+    fn uint(&self, o: &Value, key: &str, at: &str) -> Result<u64, ReadError> {
+        match o.get(key) {
+            None | Some(Value::Null) => Ok(0),
+            Some(v) => v
+                .as_u64()
+                .ok_or_else(|| self.err(&format!("{at}.{key}"), "expected a non-negative integer")),
+        }
+    }
+
+    fn u32(&self, o: &Value, key: &str, at: &str) -> Result<u32, ReadError> {
+        u32::try_from(self.uint(o, key, at)?)
+            .map_err(|_| self.err(&format!("{at}.{key}"), "does not fit a uint32"))
+    }
+
+    fn int(&self, o: &Value, key: &str, at: &str) -> Result<i64, ReadError> {
+        match o.get(key) {
+            None | Some(Value::Null) => Ok(0),
+            Some(v) => v
+                .as_i64()
+                .ok_or_else(|| self.err(&format!("{at}.{key}"), "expected an integer")),
+        }
+    }
+
+    fn bool(&self, o: &Value, key: &str, at: &str) -> Result<bool, ReadError> {
+        match o.get(key) {
+            None | Some(Value::Null) => Ok(false),
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| self.err(&format!("{at}.{key}"), "expected a boolean")),
+        }
+    }
+
+    fn items<'v>(&self, o: &'v Value, key: &str, at: &str) -> Result<&'v [Value], ReadError> {
+        match o.get(key) {
+            None | Some(Value::Null) => Ok(&[]),
+            Some(Value::Array(a)) => Ok(a.as_slice()),
+            Some(_) => Err(self.err(&format!("{at}.{key}"), "expected a list")),
+        }
+    }
+
+    fn profile_counts(
+        &self,
+        o: &Value,
+        key: &str,
+        at: &str,
+    ) -> Result<Vec<ProfileCount>, ReadError> {
+        self.items(o, key, at)?
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let at = format!("{at}.{key}[{i}]");
+                Ok(ProfileCount {
+                    name: self.str(p, "name", &at)?,
+                    count: self.u32(p, "count", &at)?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// A `Devices` object: `spec.groups[].accelerators[].status` → capability, `status.groups[]`
+/// `.accelerators[]` → ledger, joined by group `(id, manufacturer)` and card id
+/// (research/devices.md §1.2). A status-only group or card is kept without the missing side.
+/// `remaining` is `omitempty` on the wire, so an absent one reads as 0; `allocatedSlices` is in
+/// no CRD revision (devices.md Open questions) and reads as 0.
+fn read_devices(o: &Value) -> Result<Devices, ReadError> {
+    let name = name_of(o);
+    let at = At { name: &name };
+    let spec = o.get("spec").unwrap_or(&Value::Null);
+    let mut groups = Vec::new();
+    for (g, wire) in at.items(spec, "groups", "spec")?.iter().enumerate() {
+        let path = format!("spec.groups[{g}]");
+        let mut cards = Vec::new();
+        for (c, acc) in at.items(wire, "accelerators", &path)?.iter().enumerate() {
+            let path = format!("{path}.accelerators[{c}]");
+            cards.push(Card {
+                id: at.str(acc, "id", &path)?,
+                index: at.u32(acc, "index", &path)?,
+                capability: Some(read_capability(
+                    &at,
+                    acc.get("status").unwrap_or(&Value::Null),
+                    &format!("{path}.status"),
+                )?),
+                ledger: None,
+            });
+        }
+        groups.push(DeviceGroup {
+            manufacturer: at.str(wire, "manufacturer", &path)?,
+            id: at.str(wire, "id", &path)?,
+            name: at.str(wire, "name", &path)?,
+            memory_mib: at.uint(wire, "memory", &path)?,
+            cores: at.u32(wire, "cores", &path)?,
+            driver_version: at.str(wire, "driverVersion", &path)?,
+            runtime_version: at.str(wire, "runtimeVersion", &path)?,
+            compute_capability: at.str(wire, "computeCapability", &path)?,
+            family: at.str(wire, "family", &path)?,
+            cards,
+        });
+    }
+    let status = o.get("status").unwrap_or(&Value::Null);
+    for (g, wire) in at.items(status, "groups", "status")?.iter().enumerate() {
+        let path = format!("status.groups[{g}]");
+        let id = at.str(wire, "id", &path)?;
+        let manufacturer = at.str(wire, "manufacturer", &path)?;
+        let gi = match groups
+            .iter()
+            .position(|x| x.id == id && x.manufacturer == manufacturer)
+        {
+            Some(i) => i,
+            None => {
+                groups.push(DeviceGroup {
+                    manufacturer,
+                    id,
+                    ..DeviceGroup::default()
+                });
+                groups.len() - 1
+            }
+        };
+        for (c, row) in at.items(wire, "accelerators", &path)?.iter().enumerate() {
+            let path = format!("{path}.accelerators[{c}]");
+            let card_id = at.str(row, "id", &path)?;
+            let ledger = read_ledger(&at, row, &path)?;
+            let index = at.u32(row, "index", &path)?;
+            let Some(group) = groups.get_mut(gi) else {
+                continue;
+            };
+            match group.cards.iter_mut().find(|k| k.id == card_id) {
+                Some(card) => card.ledger = Some(ledger),
+                None => group.cards.push(Card {
+                    id: card_id,
+                    index,
+                    capability: None,
+                    ledger: Some(ledger),
+                }),
+            }
+        }
+    }
+    Ok(Devices { groups })
+}
+
+fn read_capability(at: &At<'_>, status: &Value, path: &str) -> Result<Capability, ReadError> {
+    let logical = status.get("logicalSliced").unwrap_or(&Value::Null);
+    let physical = status.get("physicalSliced").unwrap_or(&Value::Null);
+    let lpath = format!("{path}.logicalSliced");
+    let ppath = format!("{path}.physicalSliced");
+    let mut profiles = Vec::new();
+    for (i, p) in at.items(physical, "profiles", &ppath)?.iter().enumerate() {
+        let path = format!("{ppath}.profiles[{i}]");
+        let mut placements = Vec::new();
+        for (j, pl) in at.items(p, "placements", &path)?.iter().enumerate() {
+            let path = format!("{path}.placements[{j}]");
+            placements.push(Placement {
+                start: at.u32(pl, "start", &path)?,
+                length: at.u32(pl, "length", &path)?,
+            });
+        }
+        let memory = at.uint(p, "memoryMib", &path)?;
+        profiles.push(PartitionProfile {
+            name: at.str(p, "name", &path)?,
+            count: at.u32(p, "count", &path)?,
+            // memoryMib is required on the wire; 0 stands for "not known" in the model
+            memory_mib: (memory > 0).then_some(memory),
+            placements,
+        });
+    }
+    Ok(Capability {
+        logical_sliced_count: at.u32(logical, "count", &lpath)?,
+        cores_percentage_overcommit: at.bool(logical, "coresPercentageOvercommit", &lpath)?,
+        physical_sliced_count: at.u32(physical, "count", &ppath)?,
+        physical_profiles: profiles,
+        unhealthy: at.bool(status, "unhealthy", path)?,
+    })
+}
+
+fn read_ledger(at: &At<'_>, row: &Value, path: &str) -> Result<Ledger, ReadError> {
+    let mode = Mode::from_wire(at.uint(row, "mode", path)?)
+        .map_err(|e| at.err(&format!("{path}.mode"), &e.to_string()))?;
+    Ok(Ledger {
+        mode,
+        remaining_units: at.int(row, "remaining", path)?,
+        remaining_profiles: at.profile_counts(row, "remainingProfiles", path)?,
+        allocated_profiles: at.profile_counts(row, "allocatedProfiles", path)?,
+        allocated_slices: 0,
+    })
+}
+
+/// The objects a mock kubelet/NFD/Device Manager would leave for `cluster` — the inverse of
+/// [`read_cluster`]: a Node per node (labels, annotations, `status.capacity.cpu`), its Devices,
+/// a Namespace each, and each existing InstanceType. A deleting node or namespace is written
+/// with a `deletionTimestamp` and a finalizer (the store keeps it until the finalizer goes).
+pub fn mock_objects(cluster: &Cluster) -> Vec<(Kind, Option<String>, Value)> {
+    let mut out = Vec::new();
+    for ns in &cluster.namespaces {
+        let mut o = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns.name}});
+        if ns.terminating {
+            mark_deleting(&mut o);
+        }
+        out.push((kinds::NAMESPACE, None, o));
+    }
+    for node in &cluster.nodes {
+        let mut o = json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": node.name, "labels": node.labels, "annotations": node.annotations},
+            "status": {"capacity": {"cpu": format!("{}m", node.cpu_millis)}},
+        });
+        if node.cpu_millis % 1000 == 0 {
+            o["status"]["capacity"]["cpu"] = json!((node.cpu_millis / 1000).to_string());
+        }
+        if node.deleting {
+            mark_deleting(&mut o);
+        }
+        out.push((kinds::NODE, None, o));
+        if let Some(devices) = &node.devices {
+            out.push((kinds::DEVICES, None, devices_object(&node.name, devices)));
+        }
+    }
+    for it in &cluster.instance_types {
+        let mut labels = Map::new();
+        if it.derived_from_node {
+            labels.insert(DERIVED_FROM_NODE.into(), json!("true"));
+        }
+        out.push((
+            kinds::INSTANCE_TYPE,
+            None,
+            json!({
+                "apiVersion": kinds::INSTANCE_TYPE.api_version(), "kind": "InstanceType",
+                "metadata": {"name": it.name, "labels": labels},
+                "spec": it.spec,
+            }),
+        ));
+    }
+    out
+}
+
+fn mark_deleting(o: &mut Value) {
+    o["metadata"]["deletionTimestamp"] = json!("2025-01-01T00:00:00Z");
+    o["metadata"]["finalizers"] = json!(["verify.gpustack.ai/mock"]);
+}
+
+/// One `Devices` object as the Device Manager writes it (research/devices.md §1.2): topology
+/// fields the model does not carry are written empty.
+pub fn devices_object(node: &str, devices: &Devices) -> Value {
+    let spec_groups: Vec<Value> = devices
+        .groups
+        .iter()
+        .map(|g| {
+            let accelerators: Vec<Value> = g
+                .cards
+                .iter()
+                .filter_map(|c| c.capability.as_ref().map(|cap| spec_card(c, cap)))
+                .collect();
+            let mut o = json!({
+                "id": g.id, "manufacturer": g.manufacturer, "name": g.name, "memory": g.memory_mib,
+                "accelerators": accelerators,
+            });
+            for (key, value) in [
+                ("driverVersion", &g.driver_version),
+                ("runtimeVersion", &g.runtime_version),
+                ("computeCapability", &g.compute_capability),
+                ("family", &g.family),
+            ] {
+                if !value.is_empty() {
+                    o[key] = json!(value);
+                }
+            }
+            if g.cores > 0 {
+                o["cores"] = json!(g.cores);
+            }
+            o
+        })
+        .collect();
+    let status_groups: Vec<Value> = devices
+        .groups
+        .iter()
+        .map(|g| {
+            let rows: Vec<Value> = g
+                .cards
+                .iter()
+                .filter_map(|c| c.ledger.as_ref().map(|l| ledger_row(c, l)))
+                .collect();
+            json!({"id": g.id, "manufacturer": g.manufacturer, "accelerators": rows})
+        })
+        .collect();
+    json!({
+        "apiVersion": kinds::DEVICES.api_version(), "kind": "Devices",
+        "metadata": {"name": node},
+        "spec": {"groups": spec_groups},
+        "status": {"groups": status_groups},
+    })
+}
+
+fn spec_card(card: &Card, cap: &Capability) -> Value {
+    let profiles: Vec<Value> = cap
+        .physical_profiles
+        .iter()
+        .map(|p| {
+            let mut o = json!({
+                "name": p.name, "count": p.count, "memoryMib": p.memory_mib.unwrap_or(0),
+                // not modelled: the mock derives them from the profile's own name and placements
+                "computeSlices": compute_slices(&p.name),
+                "memorySlices": p.placements.first().map_or(0, |pl| pl.length),
+            });
+            if !p.placements.is_empty() {
+                o["placements"] = json!(p
+                    .placements
+                    .iter()
+                    .map(|pl| json!({"start": pl.start, "length": pl.length}))
+                    .collect::<Vec<_>>());
+            }
+            o
+        })
+        .collect();
+    json!({
+        "id": card.id, "index": card.index, "physicalIndexes": [card.index],
+        "topology": {"pciBusId": "", "pciRootId": "", "pciClass": "0302", "numaAffinity": "", "cpuAffinity": ""},
+        "status": {
+            "unhealthy": cap.unhealthy,
+            "logicalSliced": {"count": cap.logical_sliced_count, "coresPercentageOvercommit": cap.cores_percentage_overcommit},
+            "physicalSliced": {"count": cap.physical_sliced_count, "profiles": profiles},
+        },
+    })
+}
+
+/// `<n>g.…` → n (NVIDIA profile names); 0 when the name does not say.
+fn compute_slices(profile: &str) -> u32 {
+    profile
+        .split_once('g')
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn ledger_row(card: &Card, l: &Ledger) -> Value {
+    let mut o = json!({"id": card.id, "index": card.index, "mode": l.mode.wire()});
+    let allocated = UNITS_PER_CARD - l.remaining_units;
+    if allocated != 0 {
+        o["allocated"] = json!(allocated);
+    }
+    if l.remaining_units != 0 {
+        o["remaining"] = json!(l.remaining_units);
+    }
+    if !l.allocated_profiles.is_empty() {
+        o["allocatedProfiles"] = json!(l.allocated_profiles);
+    }
+    if !l.remaining_profiles.is_empty() {
+        o["remainingProfiles"] = json!(l.remaining_profiles);
+    }
+    o
+}

@@ -1,0 +1,257 @@
+//! The reference operator's output side: a model [`Derived`] rendered as the Kubernetes JSON the
+//! real operator writes, field names exactly as the CRDs in shared/crds (research/chain.md §6.3,
+//! §8–§11). No rule is decided here: every value comes from the derivation.
+
+use model::credits::Quantity;
+use model::derive::{Derived, DerivedNode};
+use model::detail::{ACCELERATOR_CPU_FIELDS, CPU_CACHE_FIELDS, CPU_FIELDS};
+use model::labels::Labels;
+use model::objects::{
+    ClusterQueue, Detail, InstanceType, LocalQueue, PartitionView, Phase, ResourceFlavor,
+    ResourceView,
+};
+use serde_json::{json, Map, Value};
+
+use super::kinds::{self, Kind};
+
+/// One rendered object: its kind, namespace (namespaced kinds only) and body.
+pub type Rendered = (Kind, Option<String>, Value);
+
+/// Every object of `derived`: Node label sets first, then ResourceFlavors, InstanceTypes,
+/// ClusterQueues and LocalQueues (the order the chain creates them in).
+pub fn render(derived: &Derived) -> Vec<Rendered> {
+    let mut out: Vec<Rendered> = derived
+        .nodes
+        .iter()
+        .map(|n| (kinds::NODE, None, node_labels(n)))
+        .collect();
+    out.extend(
+        derived
+            .resource_flavors
+            .iter()
+            .map(|rf| (kinds::RESOURCE_FLAVOR, None, resource_flavor(rf))),
+    );
+    out.extend(
+        derived
+            .instance_types
+            .iter()
+            .map(|it| (kinds::INSTANCE_TYPE, None, instance_type(it))),
+    );
+    out.extend(
+        derived
+            .cluster_queues
+            .iter()
+            .map(|cq| (kinds::CLUSTER_QUEUE, None, cluster_queue(cq))),
+    );
+    out.extend(derived.local_queues.iter().map(|lq| {
+        (
+            kinds::LOCAL_QUEUE,
+            Some(lq.namespace.clone()),
+            local_queue(lq),
+        )
+    }));
+    out
+}
+
+fn meta(name: &str, labels: &Labels, annotations: &Labels) -> Value {
+    let mut m = json!({"name": name});
+    if !labels.is_empty() {
+        m["labels"] = json!(labels);
+    }
+    if !annotations.is_empty() {
+        m["annotations"] = json!(annotations);
+    }
+    m
+}
+
+/// The Node with the labels the Worker and Device Manager merge onto it (chain.md §2, rule 6).
+pub fn node_labels(node: &DerivedNode) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": node.name, "labels": node.labels},
+    })
+}
+
+/// A Kueue ResourceFlavor (chain.md §6.3): nodeLabels, tolerations, topologyName (E3).
+pub fn resource_flavor(rf: &ResourceFlavor) -> Value {
+    let mut spec = json!({"nodeLabels": rf.node_labels, "tolerations": rf.tolerations});
+    if let Some(t) = &rf.topology_name {
+        spec["topologyName"] = json!(t);
+    }
+    json!({
+        "apiVersion": kinds::RESOURCE_FLAVOR.api_version(), "kind": "ResourceFlavor",
+        "metadata": meta(&rf.name, &rf.labels, &rf.annotations),
+        "spec": spec,
+    })
+}
+
+/// A canonical quantity (`resource.Quantity` marshals as its `String()`).
+fn quantity(n: i64) -> Value {
+    json!(Quantity::from_int(n).to_string())
+}
+
+fn view(v: &ResourceView) -> Value {
+    json!({
+        "onceMaxRequest": quantity(v.once_max_request),
+        "remaining": quantity(v.remaining),
+        "capacity": quantity(v.capacity),
+    })
+}
+
+fn partition_view(p: &PartitionView) -> Value {
+    let mut o = view(&p.view);
+    o["allocatedProfiles"] = json!(p.allocated_profiles);
+    o["remainingProfiles"] = json!(p.remaining_profiles);
+    o
+}
+
+fn phase(p: Phase) -> &'static str {
+    match p {
+        Phase::Active => "Active",
+        Phase::Inactive => "Inactive",
+        Phase::Draining => "Draining",
+        Phase::Transitioning => "Transitioning",
+    }
+}
+
+/// `InstanceTypeDetail` (chain.md §9.5). The CPU note's fields go into `detail.cpu` on an
+/// accelerated pool and inline into `detail` on a CPU pool (model::detail `foldDetailCPU`);
+/// `cache.<f>` keys become the nested `cache` object.
+fn detail(d: &Detail, acceleratable: bool) -> Value {
+    let mut o = json!({
+        "manufacturer": d.manufacturer, "product": d.product, "family": d.family,
+        "memory": d.memory, "cores": d.cores,
+        "runtimeVersion": d.runtime_version, "runtimeVersions": d.runtime_versions,
+        "slicedDetail": {
+            "logical": {
+                "count": d.sliced_detail.logical.count,
+                "coresPercentageOvercommit": d.sliced_detail.logical.cores_percentage_overcommit,
+            },
+            "physical": {
+                "count": d.sliced_detail.physical.count,
+                "profiles": d.sliced_detail.physical.profiles.iter().map(|p| {
+                    let mut o = json!({"name": p.name, "count": p.count});
+                    if let Some(m) = p.memory_mib {
+                        o["memoryMib"] = json!(m);
+                    }
+                    o
+                }).collect::<Vec<_>>(),
+            },
+        },
+    });
+    let cpu = cpu_fields(&d.cpu, acceleratable);
+    if acceleratable {
+        if !cpu.is_empty() {
+            o["cpu"] = Value::Object(cpu);
+        }
+    } else if let Some(obj) = o.as_object_mut() {
+        obj.extend(cpu);
+    }
+    o
+}
+
+fn cpu_fields(cpu: &Labels, acceleratable: bool) -> Map<String, Value> {
+    let identity: &[&str] = if acceleratable {
+        &ACCELERATOR_CPU_FIELDS
+    } else {
+        &[]
+    };
+    let mut out = Map::new();
+    for key in identity.iter().chain(CPU_FIELDS.iter()) {
+        if let Some(v) = cpu.get(*key) {
+            out.insert((*key).to_string(), json!(v));
+        }
+    }
+    let cache: Map<String, Value> = CPU_CACHE_FIELDS
+        .iter()
+        .filter_map(|f| {
+            cpu.get(&format!("cache.{f}"))
+                .map(|v| ((*f).to_string(), json!(v)))
+        })
+        .collect();
+    if !cache.is_empty() {
+        out.insert("cache".into(), Value::Object(cache));
+    }
+    out
+}
+
+/// An InstanceType: spec as authored, status as computed (instance_type.go @01712e2;
+/// chain.md §9). Views are quantities.
+pub fn instance_type(it: &InstanceType) -> Value {
+    let s = &it.status;
+    json!({
+        "apiVersion": kinds::INSTANCE_TYPE.api_version(), "kind": "InstanceType",
+        "metadata": meta(&it.name, &it.labels, &Labels::new()),
+        "spec": it.spec,
+        "status": {
+            "detail": detail(&s.detail, it.spec.acceleratable),
+            "entrance": s.entrance,
+            "phase": phase(s.phase),
+            "accelerator": view(&s.views.exclusive),
+            "acceleratorShared": view(&s.views.shared),
+            "acceleratorSliced": view(&s.views.sliced),
+            "acceleratorPartitioned": partition_view(&s.views.partitioned),
+            "cpu": view(&s.cpu),
+        },
+    })
+}
+
+/// A ClusterQueue (chain.md §10.1–10.2): isolated (no cohortName), all namespaces, the fixed
+/// fungibility and preemption, one resource group, checks through `admissionChecksStrategy`
+/// (Kueue v1beta2 has no plain `admissionChecks` list).
+pub fn cluster_queue(cq: &ClusterQueue) -> Value {
+    let groups: Vec<Value> = cq
+        .resource_groups
+        .iter()
+        .map(|g| {
+            let flavors: Vec<Value> = g
+                .flavors
+                .iter()
+                .map(|f| {
+                    let resources: Vec<Value> = g
+                        .covered_resources
+                        .iter()
+                        .map(|r| json!({"name": r, "nominalQuota": quantity(f.nominal_quota)}))
+                        .collect();
+                    json!({"name": f.flavor, "resources": resources})
+                })
+                .collect();
+            json!({"coveredResources": g.covered_resources, "flavors": flavors})
+        })
+        .collect();
+    let mut spec = json!({
+        "namespaceSelector": {},
+        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "MayStopSearch"},
+        "preemption": {
+            "reclaimWithinCohort": "Never",
+            "borrowWithinCohort": {"policy": "Never"},
+            "withinClusterQueue": "LowerPriority",
+        },
+        "stopPolicy": cq.stop_policy.name(),
+        "resourceGroups": groups,
+    });
+    if !cq.cohort.is_empty() {
+        spec["cohortName"] = json!(cq.cohort);
+    }
+    if !cq.admission_checks.is_empty() {
+        spec["admissionChecksStrategy"] = json!({
+            "admissionChecks": cq.admission_checks.iter().map(|n| json!({"name": n})).collect::<Vec<_>>(),
+        });
+    }
+    json!({
+        "apiVersion": kinds::CLUSTER_QUEUE.api_version(), "kind": "ClusterQueue",
+        "metadata": meta(&cq.name, &cq.labels, &cq.annotations),
+        "spec": spec,
+    })
+}
+
+/// A LocalQueue (chain.md §11): the pool's entrance in one namespace.
+pub fn local_queue(lq: &LocalQueue) -> Value {
+    let mut m = meta(&lq.name, &Labels::new(), &lq.annotations);
+    m["namespace"] = json!(lq.namespace);
+    json!({
+        "apiVersion": kinds::LOCAL_QUEUE.api_version(), "kind": "LocalQueue",
+        "metadata": m,
+        "spec": {"clusterQueue": lq.cluster_queue},
+    })
+}
