@@ -14,7 +14,7 @@ use model::labels::{
 };
 use serde_json::{json, Map, Value};
 
-pub use super::read::{mock_objects, read_cluster, ReadError, FIELD_MANAGER};
+pub use super::read::{mock_objects, read_cluster, write_mock, ReadError, FIELD_MANAGER};
 pub use super::render::render;
 
 use super::kinds::{self, Kind};

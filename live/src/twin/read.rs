@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 
 use super::kinds::{self, Kind};
 use super::selector::Selector;
-use super::store::Store;
+use super::store::{DeleteOptions, Status, Store};
 
 /// The field manager the reference operator applies Node labels with; labels it owns are its
 /// own output, so [`read_cluster`] leaves them out of the input.
@@ -452,6 +452,28 @@ pub fn mock_objects(cluster: &Cluster) -> Vec<(Kind, Option<String>, Value)> {
         ));
     }
     out
+}
+
+/// Writes [`mock_objects`] into `store` the way their writers would: each object created, a
+/// status the create drops (kinds with a status subresource) written through `/status`, and a
+/// deleting object deleted after its create (the apiserver ignores a `deletionTimestamp` sent on
+/// create; the mock finalizer keeps the object, marked deleting).
+pub fn write_mock(store: &mut Store, cluster: &Cluster) -> Result<(), Status> {
+    for (kind, ns, o) in mock_objects(cluster) {
+        let ns = ns.as_deref();
+        let mut created = store.create(&kind, ns, o.clone())?;
+        let status = o.get("status").filter(|s| !s.is_null());
+        if let Some(status) = status.filter(|s| created.get("status") != Some(*s)) {
+            if kind.has_status && kind != kinds::NAMESPACE {
+                created["status"] = status.clone();
+                store.update_status(&kind, ns, created)?;
+            }
+        }
+        if o.pointer("/metadata/deletionTimestamp").is_some() {
+            store.delete(&kind, ns, &name_of(&o), &DeleteOptions::default())?;
+        }
+    }
+    Ok(())
 }
 
 fn mark_deleting(o: &mut Value) {

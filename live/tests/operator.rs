@@ -1,0 +1,383 @@
+//! The twin's reference operator end to end: the walkthrough cluster (research/chain.md §15)
+//! written as mock objects, reconciled, and compared with the model's own derivation.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use live::twin::kinds::{self, Kind};
+use live::twin::operator::{
+    mock_objects, read_cluster, reconcile, reconcile_logged, render, write_mock,
+};
+use live::twin::store::{DeleteOptions, Selector, Store};
+use live::twin::structural::{crd_schema, validate};
+use model::cluster::{Cluster, Node, Settings};
+use model::derive::derive;
+use model::devices::{Card, DeviceGroup, Devices, Ledger, Mode, ProfileCount};
+use model::events::{Event, World};
+use model::examples::walkthrough;
+use serde_json::{json, Value};
+
+fn store_with(cluster: &Cluster) -> Store {
+    let mut store = Store::default();
+    let written = write_mock(&mut store, cluster);
+    assert_eq!(written, Ok(()));
+    store
+}
+
+/// The cluster in the store's order (nodes and namespaces by name).
+fn canonical(mut c: Cluster) -> Cluster {
+    c.nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    c.namespaces.sort_by(|a, b| a.name.cmp(&b.name));
+    c.instance_types.sort_by(|a, b| a.name.cmp(&b.name));
+    c
+}
+
+fn items(store: &Store, kind: &Kind) -> Vec<Value> {
+    store
+        .list(kind, None, &Selector::everything())
+        .map(|l| l.items)
+        .unwrap_or_default()
+}
+
+fn by_name(items: &[Value]) -> BTreeMap<String, Value> {
+    items
+        .iter()
+        .map(|o| {
+            let ns = o["metadata"]["namespace"].as_str().unwrap_or_default();
+            let name = o["metadata"]["name"].as_str().unwrap_or_default();
+            let key = if ns.is_empty() {
+                name.to_string()
+            } else {
+                format!("{ns}/{name}")
+            };
+            (key, o.clone())
+        })
+        .collect()
+}
+
+fn quotas(cq: &Value) -> Vec<(String, String)> {
+    cq["spec"]["resourceGroups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["flavors"].as_array().cloned().unwrap_or_default())
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap_or_default().to_string(),
+                f["resources"][0]["nominalQuota"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+fn q(n: i64) -> String {
+    model::credits::Quantity::from_int(n).to_string()
+}
+
+#[test]
+fn round_trip_of_the_walkthrough() {
+    let c = walkthrough();
+    let store = store_with(&c);
+    assert_eq!(read_cluster(&store, &c.settings), Ok(canonical(c)));
+}
+
+fn mig_node() -> Node {
+    let mut node = model::examples::nfd_node("node-mig", "AMD", "AMD EPYC 7763", 64);
+    let capability = model::ledger::catalogs::a100_40gb();
+    let ledger = Ledger {
+        mode: Mode::Partitioned,
+        remaining_units: 1_600_000 - 2 * 228_571,
+        remaining_profiles: vec![ProfileCount {
+            name: "1g.5gb".into(),
+            count: 5,
+        }],
+        allocated_profiles: vec![ProfileCount {
+            name: "1g.5gb".into(),
+            count: 2,
+        }],
+        allocated_slices: 0,
+    };
+    node.devices = Some(Devices {
+        groups: vec![DeviceGroup {
+            manufacturer: "nvidia".into(),
+            id: "a100-sxm4-40gb".into(),
+            name: "NVIDIA A100-SXM4-40GB".into(),
+            memory_mib: 40960,
+            runtime_version: "12.4".into(),
+            cards: vec![
+                Card {
+                    id: "GPU-mig-0".into(),
+                    index: 0,
+                    capability: Some(capability.clone()),
+                    ledger: Some(ledger),
+                },
+                Card {
+                    id: "GPU-mig-1".into(),
+                    index: 1,
+                    capability: Some(capability),
+                    ledger: None,
+                },
+            ],
+            ..DeviceGroup::default()
+        }],
+    });
+    node
+}
+
+#[test]
+fn round_trip_of_a_mig_card_with_carved_instances() {
+    let mut c = walkthrough();
+    c.nodes.push(mig_node());
+    c.nodes[0].deleting = true;
+    c.namespaces[1].terminating = true;
+    let store = store_with(&c);
+    assert_eq!(read_cluster(&store, &c.settings), Ok(canonical(c)));
+}
+
+#[test]
+fn a_malformed_devices_field_is_an_error_naming_it() {
+    let c = walkthrough();
+    let mut store = store_with(&c);
+    let mut d = store
+        .get(&kinds::DEVICES, None, "node-t4-b")
+        .unwrap_or_default();
+    d["status"]["groups"][0]["accelerators"][1]["mode"] = json!(9);
+    assert!(store.update_status(&kinds::DEVICES, None, d).is_ok());
+    let err = read_cluster(&store, &c.settings)
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("Devices node-t4-b: status.groups[0].accelerators[1].mode"),
+        "{err}"
+    );
+    let mut n = store
+        .get(&kinds::NODE, None, "node-cpu")
+        .unwrap_or_default();
+    n["status"]["capacity"]["cpu"] = json!("lots");
+    assert!(store.update_status(&kinds::NODE, None, n).is_ok());
+    let err = read_cluster(&store, &c.settings)
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("Node node-cpu: status.capacity.cpu"), "{err}");
+}
+
+#[test]
+fn reconcile_writes_the_models_objects() {
+    let c = walkthrough();
+    let mut store = store_with(&c);
+    let derived = reconcile(&mut store, &Settings::default(), None);
+    assert!(derived.is_ok(), "{derived:?}");
+    let model = derive(&c);
+
+    let rfs = by_name(&items(&store, &kinds::RESOURCE_FLAVOR));
+    let want: Vec<&String> = model.resource_flavors.iter().map(|r| &r.name).collect();
+    assert_eq!(rfs.keys().collect::<Vec<_>>(), {
+        let mut w = want.clone();
+        w.sort();
+        w
+    });
+    for rf in &model.resource_flavors {
+        let o = &rfs[&rf.name];
+        assert_eq!(o["spec"]["nodeLabels"], json!(rf.node_labels));
+        assert_eq!(o["spec"]["topologyName"], json!(rf.topology_name));
+        assert_eq!(o["metadata"]["labels"], json!(rf.labels));
+    }
+
+    let its = by_name(&items(&store, &kinds::INSTANCE_TYPE));
+    assert_eq!(its.len(), model.instance_types.len());
+    for it in &model.instance_types {
+        let o = &its[&it.name];
+        assert_eq!(
+            o["status"]["entrance"],
+            json!(it.status.entrance),
+            "{}",
+            it.name
+        );
+        assert_eq!(o["spec"], json!(it.spec));
+        let v = &it.status.views;
+        assert_eq!(
+            o["status"]["accelerator"],
+            json!({"onceMaxRequest": q(v.exclusive.once_max_request), "remaining": q(v.exclusive.remaining), "capacity": q(v.exclusive.capacity)})
+        );
+        assert_eq!(
+            o["status"]["acceleratorShared"]["capacity"],
+            json!(q(v.shared.capacity))
+        );
+        assert_eq!(
+            o["status"]["acceleratorSliced"]["remaining"],
+            json!(q(v.sliced.remaining))
+        );
+        assert_eq!(
+            o["status"]["cpu"]["capacity"],
+            json!(q(it.status.cpu.capacity))
+        );
+    }
+    // the walkthrough's numbers (chain.md §15): the A10G pool has one card, the CPU pool 72 cores
+    let a10g = &its["gpustack--nvidia-a10g-linux-amd64"];
+    assert_eq!(a10g["status"]["accelerator"]["capacity"], json!("1"));
+    assert_eq!(a10g["status"]["acceleratorShared"]["capacity"], json!("10"));
+
+    let cqs = by_name(&items(&store, &kinds::CLUSTER_QUEUE));
+    assert_eq!(cqs.len(), model.cluster_queues.len());
+    for cq in &model.cluster_queues {
+        let got = quotas(&cqs[&cq.name]);
+        let want: Vec<(String, String)> = cq
+            .resource_groups
+            .iter()
+            .flat_map(|g| {
+                g.flavors
+                    .iter()
+                    .map(|f| (f.flavor.clone(), q(f.nominal_quota)))
+            })
+            .collect();
+        assert_eq!(got, want, "{}", cq.name);
+        assert_eq!(
+            cqs[&cq.name]["spec"]["stopPolicy"],
+            json!(cq.stop_policy.name())
+        );
+    }
+    assert_eq!(
+        quotas(&cqs["gpustack--nvidia-a10g-linux-amd64"])
+            .iter()
+            .map(|(_, n)| n.as_str())
+            .collect::<Vec<_>>(),
+        ["1600k"]
+    );
+
+    let lqs = by_name(&items(&store, &kinds::LOCAL_QUEUE));
+    let want: Vec<String> = model
+        .local_queues
+        .iter()
+        .map(|l| format!("{}/{}", l.namespace, l.name))
+        .collect();
+    let mut sorted = want.clone();
+    sorted.sort();
+    assert_eq!(lqs.keys().cloned().collect::<Vec<_>>(), sorted);
+    for lq in &model.local_queues {
+        let o = &lqs[&format!("{}/{}", lq.namespace, lq.name)];
+        assert_eq!(o["spec"]["clusterQueue"], json!(lq.cluster_queue));
+    }
+
+    // the Nodes carry the merged labels
+    let nodes = by_name(&items(&store, &kinds::NODE));
+    for n in &model.nodes {
+        assert_eq!(
+            nodes[&n.name]["metadata"]["labels"],
+            json!(n.labels),
+            "{}",
+            n.name
+        );
+    }
+}
+
+#[test]
+fn a_second_reconcile_writes_nothing() {
+    let c = walkthrough();
+    let mut store = store_with(&c);
+    let first = reconcile(&mut store, &c.settings, None);
+    assert!(first.is_ok(), "{first:?}");
+    let rv = store.resource_version();
+    let again = reconcile_logged(&mut store, &c.settings, first.as_ref().ok());
+    let (derived, writes) = again.unwrap_or_default();
+    assert_eq!(writes.done, []);
+    assert_eq!(store.resource_version(), rv);
+    // reading back the store derives what the model derived (objects, not just names)
+    assert_eq!(
+        Some(derived.cluster_queues),
+        first.ok().map(|d| d.cluster_queues)
+    );
+}
+
+#[test]
+fn a_node_leaving_shrinks_the_cpu_pool_and_keeps_the_a10g_instance_type() {
+    let c = walkthrough();
+    let mut store = store_with(&c);
+    let first = reconcile(&mut store, &c.settings, None).ok();
+    let deleted = store.delete(&kinds::NODE, None, "node-a10g", &DeleteOptions::default());
+    assert!(deleted.is_ok());
+    let after = reconcile(&mut store, &c.settings, first.as_ref());
+    assert!(after.is_ok(), "{after:?}");
+
+    let mut world = World::new(c.clone());
+    world.apply(&Event::NodeLeave {
+        name: "node-a10g".into(),
+    });
+    let expected = world.observe();
+
+    let cqs = by_name(&items(&store, &kinds::CLUSTER_QUEUE));
+    for cq in &expected.cluster_queues {
+        let want: Vec<(String, String)> = cq
+            .resource_groups
+            .iter()
+            .flat_map(|g| {
+                g.flavors
+                    .iter()
+                    .map(|f| (f.flavor.clone(), q(f.nominal_quota)))
+            })
+            .collect();
+        assert_eq!(quotas(&cqs[&cq.name]), want, "{}", cq.name);
+    }
+    let total = |cq: &Value| -> i64 {
+        quotas(cq)
+            .iter()
+            .filter_map(|(_, n)| n.parse::<i64>().ok())
+            .sum()
+    };
+    assert_eq!(total(&cqs["gpustack--generic-linux-amd64"]), 68);
+    assert_eq!(quotas(&cqs["gpustack--nvidia-a10g-linux-amd64"]), []);
+
+    let its = by_name(&items(&store, &kinds::INSTANCE_TYPE));
+    let a10g = &its["gpustack--nvidia-a10g-linux-amd64"];
+    assert_eq!(a10g["status"]["accelerator"]["capacity"], json!("0"));
+    assert_eq!(its.len(), expected.instance_types.len());
+    for it in &expected.instance_types {
+        assert_eq!(
+            its[&it.name]["status"]["phase"],
+            json!(format!("{:?}", it.status.phase))
+        );
+    }
+    // the A10G flavor is gone, and so is the node's Devices
+    let rfs = by_name(&items(&store, &kinds::RESOURCE_FLAVOR));
+    assert_eq!(rfs.len(), expected.resource_flavors.len());
+    assert!(store.get(&kinds::DEVICES, None, "node-a10g").is_err());
+}
+
+/// `$VERIFY_CRDS_DIR`, else `<workspace>/../shared/crds`.
+fn crds_dir() -> PathBuf {
+    std::env::var_os("VERIFY_CRDS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/crds"))
+}
+
+fn schema(kind: &Kind) -> Option<Value> {
+    let path = crds_dir().join(format!("{}_{}.yaml", kind.group, kind.plural));
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| eprintln!("skipped: cannot read {}: {e}", path.display()))
+        .ok()?;
+    let crd: Value = serde_norway::from_str(&text).ok()?;
+    crd_schema(&crd, None).cloned()
+}
+
+#[test]
+fn every_rendered_object_exists_in_its_crd_unpruned() {
+    let mut c = walkthrough();
+    c.nodes.push(mig_node());
+    let derived = derive(&c);
+    let mut objects = render(&derived);
+    objects.extend(mock_objects(&c));
+    let mut checked = 0;
+    for (kind, _, o) in objects.iter().filter(|(k, _, _)| k.is_custom()) {
+        let Some(s) = schema(kind) else {
+            return;
+        };
+        let name = o["metadata"]["name"].clone();
+        assert_eq!(validate(&s, o).as_ref(), Ok(o), "{} {name}", kind.kind);
+        checked += 1;
+    }
+    assert!(checked > 10, "{checked}");
+}
