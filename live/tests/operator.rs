@@ -381,3 +381,28 @@ fn every_rendered_object_exists_in_its_crd_unpruned() {
     }
     assert!(checked > 10, "{checked}");
 }
+
+#[test]
+fn the_served_twin_reconciles_after_a_write() {
+    use live::twin::operator::spawn_twin_with_operator;
+    let c = walkthrough();
+    let spawned = spawn_twin_with_operator(None, Store::default(), c.settings.clone());
+    let Ok((twin, operator)) = spawned else {
+        panic!("spawn: {:?}", spawned.err());
+    };
+    let shared = twin.store();
+    assert_eq!(shared.write(|s| write_mock(s, &c)), Ok(()));
+    let want = derive(&c).cluster_queues.len();
+    let mut got = 0;
+    for _ in 0..250 {
+        got = shared.read(|s| items(s, &kinds::CLUSTER_QUEUE).len());
+        if got == want && matches!(operator.last(), Some(Ok(_))) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(got, want);
+    assert!(matches!(operator.last(), Some(Ok(_))));
+    operator.stop();
+    assert!(twin.shutdown().is_ok());
+}

@@ -6,6 +6,10 @@
 //! Node labels with its own field manager.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
 
 use model::cluster::Settings;
 use model::derive::{derive_after, Derived};
@@ -19,6 +23,7 @@ pub use super::render::render;
 
 use super::kinds::{self, Kind};
 use super::selector::Selector;
+use super::server::{spawn_with_store, SharedStore, TwinHandle};
 use super::store::{DeleteOptions, Status, Store, Subresource};
 
 /// Why a reconcile stopped: the input could not be read, or the store refused a write.
@@ -319,4 +324,93 @@ fn delete_orphan_devices(
         writes.done.push(("delete", "Devices", name));
     }
     Ok(())
+}
+
+/// The reference operator running beside a served twin: a background thread that reconciles
+/// after every write it sees (the store's resourceVersion moved since its own last reconcile).
+/// It polls every [`OPERATOR_POLL`] through [`SharedStore`]; stopping (or dropping) the handle
+/// ends the thread.
+pub struct OperatorHandle {
+    stop: Arc<AtomicBool>,
+    last: Arc<Mutex<Option<Result<Derived, OperatorError>>>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+/// How often the operator thread looks for a write.
+pub const OPERATOR_POLL: Duration = Duration::from_millis(20);
+
+impl OperatorHandle {
+    /// The outcome of the latest reconcile (`None` before the first).
+    pub fn last(&self) -> Option<Result<Derived, OperatorError>> {
+        self.last
+            .lock()
+            .map(|g| g.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// Stops the thread and waits for it.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for OperatorHandle {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Runs [`reconcile`] on `shared` after every write, until the handle stops. A failed reconcile
+/// is kept in [`OperatorHandle::last`] and retried on the next write.
+pub fn run_operator(shared: SharedStore, settings: Settings) -> std::io::Result<OperatorHandle> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let last = Arc::new(Mutex::new(None));
+    let (stop_flag, last_out) = (Arc::clone(&stop), Arc::clone(&last));
+    let thread = thread::Builder::new()
+        .name("verify-twin-operator".into())
+        .spawn(move || {
+            let mut previous: Option<Derived> = None;
+            let mut seen: Option<u64> = None;
+            while !stop_flag.load(Ordering::SeqCst) {
+                let rv = shared.read(Store::resource_version);
+                if seen != Some(rv) {
+                    let (outcome, after) = shared.write(|s| {
+                        let outcome = reconcile(s, &settings, previous.as_ref());
+                        (outcome, s.resource_version())
+                    });
+                    if let Ok(d) = &outcome {
+                        previous = Some(d.clone());
+                    }
+                    if let Ok(mut slot) = last_out.lock() {
+                        *slot = Some(outcome);
+                    }
+                    seen = Some(after);
+                }
+                thread::sleep(OPERATOR_POLL);
+            }
+        })?;
+    Ok(OperatorHandle {
+        stop,
+        last,
+        thread: Some(thread),
+    })
+}
+
+/// A twin on loopback serving `store`, with the reference operator reconciling after every
+/// write (see [`run_operator`]).
+pub fn spawn_twin_with_operator(
+    port: Option<u16>,
+    store: Store,
+    settings: Settings,
+) -> std::io::Result<(TwinHandle, OperatorHandle)> {
+    let twin = spawn_with_store(port, store)?;
+    let operator = run_operator(twin.store(), settings)?;
+    Ok((twin, operator))
 }
