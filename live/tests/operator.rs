@@ -406,3 +406,61 @@ fn the_served_twin_reconciles_after_a_write() {
     operator.stop();
     assert!(twin.shutdown().is_ok());
 }
+
+#[test]
+fn the_workers_labels_are_output_not_input_and_stale_ones_go() {
+    let c = walkthrough();
+    let mut store = store_with(&c);
+    let first = reconcile(&mut store, &c.settings, None);
+    assert!(first.is_ok(), "{first:?}");
+    let read = read_cluster(&store, &c.settings).unwrap_or_default();
+    let mut expected = canonical(c.clone());
+    expected.instance_types = read.instance_types.clone();
+    assert_eq!(read, expected);
+    assert!(read.instance_types.iter().all(|it| it.derived_from_node));
+
+    // the A10G card goes away: the node's accelerator labels are the worker's, so they go too
+    let mut bare = c.clone();
+    bare.nodes[1].devices = None;
+    assert_ne!(derive(&bare).nodes[1].labels, derive(&c).nodes[1].labels);
+    let gone = store.delete(
+        &kinds::DEVICES,
+        None,
+        "node-a10g",
+        &DeleteOptions::default(),
+    );
+    assert!(gone.is_ok());
+    let mid = reconcile(&mut store, &c.settings, first.as_ref().ok());
+    assert!(mid.is_ok(), "{mid:?}");
+    let nodes = by_name(&items(&store, &kinds::NODE));
+    for n in derive(&bare).nodes {
+        assert_eq!(
+            nodes[&n.name]["metadata"]["labels"],
+            json!(n.labels),
+            "{}",
+            n.name
+        );
+    }
+    // and come back with it
+    let devices = mock_objects(&c)
+        .into_iter()
+        .find(|(k, _, o)| *k == kinds::DEVICES && o["metadata"]["name"] == "node-a10g");
+    let back = devices.map(|(_, _, o)| o).unwrap_or_default();
+    assert!(store.create(&kinds::DEVICES, None, back.clone()).is_ok());
+    let mut cur = store
+        .get(&kinds::DEVICES, None, "node-a10g")
+        .unwrap_or_default();
+    cur["status"] = back["status"].clone();
+    assert!(store.update_status(&kinds::DEVICES, None, cur).is_ok());
+    let last = reconcile(&mut store, &c.settings, mid.as_ref().ok());
+    assert!(last.is_ok());
+    let nodes = by_name(&items(&store, &kinds::NODE));
+    for n in derive(&c).nodes {
+        assert_eq!(
+            nodes[&n.name]["metadata"]["labels"],
+            json!(n.labels),
+            "{}",
+            n.name
+        );
+    }
+}

@@ -414,3 +414,44 @@ pub fn spawn_twin_with_operator(
     let operator = run_operator(twin.store(), settings)?;
     Ok((twin, operator))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_labels_are_the_derived_ones_the_input_lacks() {
+        let node = json!({"metadata": {"labels": {"a": "1", "b": "2", "c": "3"}}});
+        let input: Labels = [
+            ("a".to_string(), "1".to_string()),
+            ("b".to_string(), "0".to_string()),
+        ]
+        .into();
+        let got: Vec<String> = worker_labels(&node, &input).into_keys().collect();
+        assert_eq!(got, ["b", "c"]);
+    }
+
+    #[test]
+    fn only_marked_queues_and_flavors_are_the_operators() {
+        let rf = json!({"metadata": {"labels": {RESOURCE_TYPE: RESOURCE_TYPE_NODES}}});
+        assert!(operator_owned(&kinds::RESOURCE_FLAVOR, &rf));
+        assert!(!operator_owned(&kinds::CLUSTER_QUEUE, &rf));
+        let cq = json!({"metadata": {"labels": {RESOURCE_TYPE: RESOURCE_TYPE_INSTANCETYPES}}});
+        assert!(operator_owned(&kinds::CLUSTER_QUEUE, &cq));
+        let lq = json!({"metadata": {"annotations": {QUEUE_ANNOTATION: "q"}}});
+        assert!(operator_owned(&kinds::LOCAL_QUEUE, &lq));
+        assert!(!operator_owned(
+            &kinds::LOCAL_QUEUE,
+            &json!({"metadata": {}})
+        ));
+        assert!(!operator_owned(&kinds::INSTANCE_TYPE, &cq));
+    }
+
+    #[test]
+    fn an_absent_map_equals_an_empty_one() {
+        let a = json!({"metadata": {"labels": {}}, "spec": {"x": 1}});
+        let b = json!({"metadata": {}, "spec": {"x": 1}, "status": null});
+        assert!(!differs(&a, &b));
+        assert!(differs(&a, &json!({"metadata": {}, "spec": {"x": 2}})));
+    }
+}

@@ -590,3 +590,68 @@ fn ledger_row(card: &Card, l: &Ledger) -> Value {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_capacity_reads_as_millicores() {
+        assert_eq!(cpu_millis(&json!("16")), Ok(16_000));
+        assert_eq!(cpu_millis(&json!("1500m")), Ok(1_500));
+        assert_eq!(cpu_millis(&json!(4)), Ok(4_000));
+        assert!(cpu_millis(&json!("-1")).is_err());
+        assert!(cpu_millis(&json!("many")).is_err());
+        assert!(cpu_millis(&json!(true)).is_err());
+    }
+
+    #[test]
+    fn only_the_workers_applied_labels_are_its_own() {
+        let node = json!({"metadata": {"name": "n", "managedFields": [
+            {"manager": FIELD_MANAGER, "operation": "Apply",
+             "fieldsV1": {"f:metadata": {"f:labels": {"f:gpustack.ai/managed": {}, "f:x/y": {}}}}},
+            {"manager": "kubelet", "operation": "Apply",
+             "fieldsV1": {"f:metadata": {"f:labels": {"f:kubernetes.io/os": {}}}}},
+        ]}});
+        assert_eq!(worker_owned_labels(&node), ["gpustack.ai/managed", "x/y"]);
+        assert!(worker_owned_labels(&json!({"metadata": {}})).is_empty());
+    }
+
+    #[test]
+    fn a_ledger_row_round_trips_and_an_unknown_mode_is_refused() {
+        let card = Card {
+            id: "GPU-0".into(),
+            ..Card::default()
+        };
+        let ledger = Ledger {
+            mode: Mode::Shared,
+            remaining_units: 7 * 160_000,
+            ..Ledger::default()
+        };
+        let row = ledger_row(&card, &ledger);
+        assert_eq!(row["mode"], json!(2));
+        assert_eq!(row["allocated"], json!(3 * 160_000));
+        let at = At { name: "n" };
+        assert_eq!(read_ledger(&at, &row, "r"), Ok(ledger));
+        let bad = json!({"id": "GPU-0", "index": 0, "mode": 7});
+        let err = read_ledger(&at, &bad, "status.groups[0].accelerators[0]");
+        assert_eq!(
+            err.err()
+                .map(|e| e.to_string().contains("accelerators[0].mode")),
+            Some(true)
+        );
+        // remaining is omitempty: a fully used card has none on the wire
+        let used = json!({"id": "GPU-0", "index": 0, "mode": 1, "allocated": 1_600_000});
+        assert_eq!(
+            read_ledger(&at, &used, "r").map(|l| l.remaining_units),
+            Ok(0)
+        );
+    }
+
+    #[test]
+    fn compute_slices_come_from_the_profile_name() {
+        assert_eq!(compute_slices("3g.20gb"), 3);
+        assert_eq!(compute_slices("4g48gb"), 4);
+        assert_eq!(compute_slices("big"), 0);
+    }
+}

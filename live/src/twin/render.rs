@@ -255,3 +255,68 @@ pub fn local_queue(lq: &LocalQueue) -> Value {
         "spec": {"clusterQueue": lq.cluster_queue},
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::objects::{FlavorQuota, ResourceGroup, StopPolicy};
+
+    #[test]
+    fn quantities_are_canonical() {
+        assert_eq!(quantity(1_600_000), json!("1600k"));
+        assert_eq!(quantity(48), json!("48"));
+        assert_eq!(quantity(0), json!("0"));
+    }
+
+    #[test]
+    fn a_queue_without_checks_has_no_strategy_and_each_covered_resource_a_quota() {
+        let cq = ClusterQueue {
+            name: "q".into(),
+            stop_policy: StopPolicy::Hold,
+            resource_groups: vec![ResourceGroup {
+                covered_resources: vec!["cpu".into()],
+                flavors: vec![FlavorQuota {
+                    flavor: "f".into(),
+                    nominal_quota: 16,
+                }],
+            }],
+            ..ClusterQueue::default()
+        };
+        let o = cluster_queue(&cq);
+        assert!(o["spec"].get("admissionChecksStrategy").is_none());
+        assert!(o["spec"].get("cohortName").is_none());
+        assert_eq!(o["spec"]["stopPolicy"], json!("Hold"));
+        assert_eq!(
+            o["spec"]["resourceGroups"][0]["flavors"][0]["resources"],
+            json!([{"name": "cpu", "nominalQuota": "16"}])
+        );
+        let checked = ClusterQueue {
+            admission_checks: vec!["gpustack-node-devices".into()],
+            ..cq
+        };
+        assert_eq!(
+            cluster_queue(&checked)["spec"]["admissionChecksStrategy"],
+            json!({"admissionChecks": [{"name": "gpustack-node-devices"}]})
+        );
+    }
+
+    #[test]
+    fn cpu_detail_nests_on_accelerated_pools_and_inlines_on_cpu_pools() {
+        let mut d = Detail::default();
+        d.cpu.insert("physicalCores".into(), "32".into());
+        d.cpu.insert("manufacturer".into(), "amd".into());
+        d.cpu.insert("cache.l2".into(), "1MiB".into());
+        d.cpu.insert("bogus".into(), "x".into());
+        let acc = detail(&d, true);
+        assert_eq!(
+            acc["cpu"],
+            json!({"manufacturer": "amd", "physicalCores": "32", "cache": {"l2": "1MiB"}})
+        );
+        let cpu = detail(&d, false);
+        assert!(cpu.get("cpu").is_none());
+        assert_eq!(cpu["physicalCores"], json!("32"));
+        assert_eq!(cpu["cache"], json!({"l2": "1MiB"}));
+        // the identity stays the pool's own on a CPU pool
+        assert_eq!(cpu["manufacturer"], json!(""));
+    }
+}
