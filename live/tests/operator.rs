@@ -464,3 +464,28 @@ fn the_workers_labels_are_output_not_input_and_stale_ones_go() {
         );
     }
 }
+
+#[test]
+fn reconcile_through_crd_validators_is_idempotent() {
+    let mut store = Store::default();
+    for kind in kinds::ALL.iter().filter(|k| k.is_custom()) {
+        let Some(s) = schema(kind) else {
+            return;
+        };
+        store.set_validator(kind, live::twin::structural::validator(s));
+    }
+    let mut c = walkthrough();
+    c.nodes.push(mig_node());
+    assert_eq!(write_mock(&mut store, &c), Ok(()));
+    assert_eq!(read_cluster(&store, &c.settings), Ok(canonical(c.clone())));
+    let first = reconcile(&mut store, &c.settings, None);
+    assert!(first.is_ok(), "{first:?}");
+    let rv = store.resource_version();
+    let again = reconcile_logged(&mut store, &c.settings, first.as_ref().ok());
+    assert_eq!(again.map(|(_, w)| w.done), Ok(vec![]));
+    assert_eq!(store.resource_version(), rv);
+    assert_eq!(
+        items(&store, &kinds::INSTANCE_TYPE).len(),
+        derive(&c).instance_types.len()
+    );
+}
