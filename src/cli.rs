@@ -103,6 +103,10 @@ pub enum TwinCommand {
         /// Write a kubeconfig (context `verify-twin`) here.
         #[arg(long)]
         kubeconfig_out: Option<PathBuf>,
+        /// Start with the mocked Nodes, Namespaces and Devices of the walkthrough cluster
+        /// (research/chain.md §15); the reference operator derives the rest.
+        #[arg(long)]
+        walkthrough: bool,
     },
 }
 

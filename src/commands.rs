@@ -19,7 +19,8 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Twin(TwinCommand::Serve {
             port,
             kubeconfig_out,
-        }) => twin_serve(port, kubeconfig_out.as_deref()),
+            walkthrough,
+        }) => twin_serve(port, kubeconfig_out.as_deref(), walkthrough),
         Command::Mutants { list, seeds, jobs } => mutants(list, seeds, jobs),
         Command::Conformance { dir } => conformance(&dir),
         Command::Derive { cluster, format } => derive(cluster.as_deref(), format),
@@ -247,10 +248,17 @@ fn check(args: CheckArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `verify twin serve`: the twin on loopback until interrupted.
-fn twin_serve(port: Option<u16>, kubeconfig_out: Option<&Path>) -> Result<i32> {
-    let handle = live::twin::server::spawn_on_loopback(port)
-        .map_err(|e| UsageError(format!("cannot serve the twin on 127.0.0.1: {e}")))?;
+/// `verify twin serve`: the twin on loopback, with its reference operator reconciling after
+/// every write, until interrupted.
+fn twin_serve(port: Option<u16>, kubeconfig_out: Option<&Path>, walkthrough: bool) -> Result<i32> {
+    let mut store = live::twin::store::Store::default();
+    if walkthrough {
+        live::twin::read::write_mock(&mut store, &model::examples::walkthrough())
+            .map_err(|e| anyhow::anyhow!("mocking the walkthrough cluster: {}", e.message))?;
+    }
+    let (handle, _operator) =
+        live::twin::operator::spawn_twin_with_operator(port, store, model::Settings::default())
+            .map_err(|e| UsageError(format!("cannot serve the twin on 127.0.0.1: {e}")))?;
     println!("twin: serving the Kubernetes API on {}", handle.url());
     if let Some(path) = kubeconfig_out {
         std::fs::write(

@@ -281,7 +281,7 @@ fn a_run_of_no_seed_says_nothing_was_verified() {
 
 #[test]
 fn twin_serve_answers_discovery_on_loopback_and_writes_a_kubeconfig() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{BufRead, BufReader};
     let dir = scratch_dir("twin");
     let kubeconfig = dir.join("kubeconfig");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_verify"))
@@ -300,19 +300,64 @@ fn twin_serve_answers_discovery_on_loopback_and_writes_a_kubeconfig() {
     assert!(url.starts_with("http://127.0.0.1:"), "{first}");
     let second = lines.next().unwrap().unwrap();
     assert!(second.starts_with("kubeconfig:"), "{second}");
-    let addr = url.trim_start_matches("http://");
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET /api HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    let response = http_get(url.trim_start_matches("http://"), "/api");
     let _ = child.kill();
     let _ = child.wait();
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.contains("APIVersions"), "{response}");
     let config = std::fs::read_to_string(&kubeconfig).unwrap();
     assert!(config.contains(&url), "{config}");
+}
+
+/// One HTTP GET on the twin; the response text.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn twin_serve_with_the_walkthrough_derives_its_three_queues() {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(["twin", "serve", "--walkthrough"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the twin");
+    let first = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .next()
+        .unwrap()
+        .unwrap();
+    let addr = first
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_string();
+    // The operator reconciles right after start; wait for it, bounded.
+    let mut body = String::new();
+    for _ in 0..200 {
+        body = http_get(&addr, "/apis/kueue.x-k8s.io/v1beta2/clusterqueues");
+        if body.matches("\"gpustack--").count() >= 3 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    for q in [
+        "gpustack--generic-linux-amd64",
+        "gpustack--nvidia-a10g-linux-amd64",
+        "gpustack--nvidia-tesla-t4-linux-amd64",
+    ] {
+        assert!(body.contains(q), "{q} missing: {body}");
+    }
 }
