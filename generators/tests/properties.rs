@@ -13,7 +13,19 @@ use model::nodefeature::local_queue_name;
 use model::units::UNITS_PER_CARD;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-use proptest::test_runner::{Config, TestError, TestRunner};
+use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
+
+/// A runner whose random source is fixed, so a shrink test sees the same cases every run.
+fn deterministic_runner(cases: u32) -> TestRunner {
+    TestRunner::new_with_rng(
+        Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        },
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    )
+}
 
 /// Every ledger row is one the device manager could write for its card's capability.
 fn check_ledgers(cluster: &Cluster) -> Result<(), String> {
@@ -168,11 +180,7 @@ fn submitted_workloads_name_pools_of_the_initial_cluster() {
 
 #[test]
 fn a_failing_node_count_shrinks_to_two_bare_nodes() {
-    let mut runner = TestRunner::new(Config {
-        cases: 512,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let mut runner = deterministic_runner(512);
     let result = runner.run(&arb_cluster(&ShapeConfig::default()), |c| {
         prop_assert!(c.nodes.len() <= 1);
         Ok(())
@@ -196,11 +204,9 @@ fn a_failing_node_count_shrinks_to_two_bare_nodes() {
 
 #[test]
 fn a_failing_card_count_shrinks_to_one_node_with_two_cards() {
-    let mut runner = TestRunner::new(Config {
-        cases: 512,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    // The predicate's minimum is two cards on one node (in one group, or one card in each of
+    // two groups: both are minimal, shrinking may stop at either).
+    let mut runner = deterministic_runner(512);
     let result = runner.run(&arb_cluster(&ShapeConfig::default()), |c| {
         let cards: usize = c
             .nodes
@@ -215,18 +221,14 @@ fn a_failing_card_count_shrinks_to_one_node_with_two_cards() {
     match result {
         Err(TestError::Fail(_, c)) => {
             assert_eq!(c.nodes.len(), 1, "{c:#?}");
-            let groups: Vec<_> = c
+            let cards: usize = c
                 .nodes
                 .iter()
                 .filter_map(|n| n.devices.as_ref())
                 .flat_map(|d| &d.groups)
-                .collect();
-            assert_eq!(groups.len(), 1, "{c:#?}");
-            assert_eq!(groups[0].cards.len(), 2, "{c:#?}");
-            assert_eq!(
-                groups[0].name, "NVIDIA A10",
-                "the product shrinks to the first"
-            );
+                .map(|g| g.cards.len())
+                .sum();
+            assert_eq!(cards, 2, "{c:#?}");
         }
         other => panic!("expected a shrunk failure, got {other:?}"),
     }
