@@ -251,7 +251,10 @@ fn check(args: CheckArgs) -> Result<i32> {
 /// `verify twin serve`: the twin on loopback, with its reference operator reconciling after
 /// every write, until interrupted.
 fn twin_serve(port: Option<u16>, kubeconfig_out: Option<&Path>, walkthrough: bool) -> Result<i32> {
-    let mut store = live::twin::store::Store::default();
+    let mut store = live::twin::store::Store::new(live::twin::store::StoreConfig {
+        clock: live::twin::store::wall_clock(),
+        ..live::twin::store::StoreConfig::default()
+    });
     if walkthrough {
         live::twin::read::write_mock(&mut store, &model::examples::walkthrough())
             .map_err(|e| anyhow::anyhow!("mocking the walkthrough cluster: {}", e.message))?;

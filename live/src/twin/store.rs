@@ -72,6 +72,17 @@ pub fn step_clock(start: u64, step: u64) -> Clock {
     })
 }
 
+/// The machine's clock (what `verify twin serve` uses; tests keep the deterministic
+/// [`step_clock`]).
+pub fn wall_clock() -> Clock {
+    Box::new(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(EPOCH_2025, |d| d.as_secs());
+        rfc3339(now)
+    })
+}
+
 /// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC).
 pub fn rfc3339(unix_seconds: u64) -> String {
     let days = unix_seconds / 86_400;
