@@ -15,6 +15,16 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
 
+/// Cards across every node and group of a cluster.
+fn total_cards(c: &Cluster) -> usize {
+    c.nodes
+        .iter()
+        .filter_map(|n| n.devices.as_ref())
+        .flat_map(|d| &d.groups)
+        .map(|g| g.cards.len())
+        .sum()
+}
+
 /// A runner whose random source is fixed, so a shrink test sees the same cases every run.
 fn deterministic_runner(cases: u32) -> TestRunner {
     TestRunner::new_with_rng(
@@ -188,13 +198,7 @@ fn a_failing_node_count_shrinks_to_two_bare_nodes() {
     match result {
         Err(TestError::Fail(_, c)) => {
             assert_eq!(c.nodes.len(), 2, "{c:#?}");
-            let cards: usize = c
-                .nodes
-                .iter()
-                .filter_map(|n| n.devices.as_ref())
-                .flat_map(|d| &d.groups)
-                .map(|g| g.cards.len())
-                .sum();
+            let cards: usize = total_cards(&c);
             assert_eq!(cards, 0, "{c:#?}");
             assert_eq!(c.namespaces.len(), 1, "{c:#?}");
         }
@@ -208,26 +212,14 @@ fn a_failing_card_count_shrinks_to_one_node_with_two_cards() {
     // two groups: both are minimal, shrinking may stop at either).
     let mut runner = deterministic_runner(512);
     let result = runner.run(&arb_cluster(&ShapeConfig::default()), |c| {
-        let cards: usize = c
-            .nodes
-            .iter()
-            .filter_map(|n| n.devices.as_ref())
-            .flat_map(|d| &d.groups)
-            .map(|g| g.cards.len())
-            .sum();
+        let cards: usize = total_cards(&c);
         prop_assert!(cards <= 1);
         Ok(())
     });
     match result {
         Err(TestError::Fail(_, c)) => {
             assert_eq!(c.nodes.len(), 1, "{c:#?}");
-            let cards: usize = c
-                .nodes
-                .iter()
-                .filter_map(|n| n.devices.as_ref())
-                .flat_map(|d| &d.groups)
-                .map(|g| g.cards.len())
-                .sum();
+            let cards: usize = total_cards(&c);
             assert_eq!(cards, 2, "{c:#?}");
         }
         other => panic!("expected a shrunk failure, got {other:?}"),

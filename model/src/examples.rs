@@ -54,6 +54,18 @@ pub fn nvidia_group(id: &str, product: &str, memory_mib: u64, n: u32) -> DeviceG
     }
 }
 
+/// The walkthrough's seven ResourceFlavor names as the recorded run shows them (chain.md §15),
+/// before the E3 `-<profile>` suffix; name-sorted.
+pub const WALKTHROUGH_FLAVORS: [&str; 7] = [
+    "gpustack--amd-epyc-7r13-linux-amd64-16c",
+    "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d",
+    "gpustack--amd-epyc-7r32-linux-amd64-4c",
+    "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-1d",
+    "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-4d",
+    "gpustack--intel-xeon-platinum-8259cl-linux-amd64-48c",
+    "gpustack--intel-xeon-platinum-8259cl-linux-amd64-4c",
+];
+
 /// The walkthrough cluster (chain.md §15): a 16-core CPU node, an A10G node and two T4 nodes,
 /// all linux/amd64, in namespaces `default` and `team-a` plus the two reserved ones.
 pub fn walkthrough() -> Cluster {

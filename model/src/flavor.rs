@@ -210,18 +210,7 @@ mod tests {
             .iter()
             .map(|n| n.strip_suffix(suffix.as_str()).unwrap_or("MISSING SUFFIX"))
             .collect();
-        assert_eq!(
-            bare,
-            vec![
-                "gpustack--amd-epyc-7r13-linux-amd64-16c",
-                "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d",
-                "gpustack--amd-epyc-7r32-linux-amd64-4c",
-                "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-1d",
-                "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-4d",
-                "gpustack--intel-xeon-platinum-8259cl-linux-amd64-48c",
-                "gpustack--intel-xeon-platinum-8259cl-linux-amd64-4c",
-            ]
-        );
+        assert_eq!(bare, crate::examples::WALKTHROUGH_FLAVORS.to_vec());
         for rf in &rfs {
             assert_eq!(
                 rf.topology_name.as_deref(),

@@ -1093,18 +1093,7 @@ mod tests {
             );
         }
         names.sort();
-        assert_eq!(
-            names,
-            vec![
-                "gpustack--amd-epyc-7r13-linux-amd64-16c",
-                "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d",
-                "gpustack--amd-epyc-7r32-linux-amd64-4c",
-                "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-1d",
-                "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-4d",
-                "gpustack--intel-xeon-platinum-8259cl-linux-amd64-48c",
-                "gpustack--intel-xeon-platinum-8259cl-linux-amd64-4c",
-            ]
-        );
+        assert_eq!(names, crate::examples::WALKTHROUGH_FLAVORS.to_vec());
         let e3 = Settings::default();
         let node = &walkthrough()[1];
         let eff = effective_node_labels(node, &e3);

@@ -26,18 +26,10 @@ const PROFILE: &str = "-fnv64-87bf574bea2a4f23";
 fn seven_flavors_three_pools_with_their_quota_and_entrances() {
     let d = derive(&examples::walkthrough());
     let flavors: Vec<&str> = d.resource_flavors.iter().map(|f| f.name.as_str()).collect();
-    let expected: Vec<String> = [
-        "gpustack--amd-epyc-7r13-linux-amd64-16c",
-        "gpustack--amd-epyc-7r32--nvidia-a10g-linux-amd64-1d",
-        "gpustack--amd-epyc-7r32-linux-amd64-4c",
-        "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-1d",
-        "gpustack--intel-xeon-platinum-8259cl--nvidia-tesla-t4-linux-amd64-4d",
-        "gpustack--intel-xeon-platinum-8259cl-linux-amd64-48c",
-        "gpustack--intel-xeon-platinum-8259cl-linux-amd64-4c",
-    ]
-    .iter()
-    .map(|n| format!("{n}{PROFILE}"))
-    .collect();
+    let expected: Vec<String> = examples::WALKTHROUGH_FLAVORS
+        .iter()
+        .map(|n| format!("{n}{PROFILE}"))
+        .collect();
     assert_eq!(flavors, expected);
 
     let names: Vec<&str> = d.instance_types.iter().map(|i| i.name.as_str()).collect();
