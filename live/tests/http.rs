@@ -12,8 +12,12 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+use live::twin::counters::{Counts, COUNTERS_PATH};
+use live::twin::faults::{Fault, FaultConfig};
 use live::twin::kubeconfig::kubeconfig_yaml;
-use live::twin::server::{spawn_on_loopback, spawn_with_store, TwinHandle};
+use live::twin::server::{
+    spawn_configured, spawn_on_loopback, spawn_with_store, ServeConfig, TwinHandle,
+};
 use live::twin::store::{Store, StoreConfig};
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
@@ -867,6 +871,186 @@ fn shutdown_stops_serving() {
     assert!(addr.ip().is_loopback());
     assert!(twin.shutdown().is_ok());
     assert!(std::net::TcpStream::connect(addr).is_err());
+}
+
+fn faulty_twin(faults: FaultConfig) -> TwinHandle {
+    let config = ServeConfig {
+        faults: Some(faults),
+    };
+    match spawn_configured(None, Store::default(), config) {
+        Ok(t) => t,
+        Err(e) => panic!("the twin did not start: {e}"),
+    }
+}
+
+/// Every request fails with the one fault whose share is 1; writes still reach the store
+/// through creates (never conflicted) and discovery is never faulted.
+#[test]
+fn each_failure_fault_is_a_well_formed_status() {
+    for (fault, code, reason) in [
+        (Fault::Conflict, 409, "Conflict"),
+        (Fault::Throttle, 429, "TooManyRequests"),
+        (Fault::Error, 500, "InternalError"),
+    ] {
+        let mut config = FaultConfig::none(11);
+        match fault {
+            Fault::Conflict => config.conflict_share = 1.0,
+            Fault::Throttle => config.throttle_share = 1.0,
+            _ => config.error_share = 1.0,
+        }
+        config.retry_after_seconds = 2;
+        let twin = faulty_twin(config);
+        let addr = twin.addr();
+        runtime().block_on(async {
+            let (code_api, _) = get(addr, "/api").await;
+            assert_eq!(code_api, 200, "discovery is never faulted");
+            let target = format!("{NODES}/n1");
+            let got = match fault {
+                Fault::Conflict => {
+                    assert_eq!(post(addr, NODES, node("n1", "east")).await.0, 201);
+                    patch(
+                        addr,
+                        &target,
+                        "application/merge-patch+json",
+                        json!({"metadata": {"labels": {"a": "b"}}}),
+                    )
+                    .await
+                }
+                _ => {
+                    let response = send(addr, "GET", &target, "", Vec::new()).await;
+                    let retry_after = response
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string);
+                    assert_eq!(
+                        retry_after.as_deref(),
+                        (fault == Fault::Throttle).then_some("2"),
+                        "Retry-After only on a 429"
+                    );
+                    get(addr, &target).await
+                }
+            };
+            assert_status(&got, code, reason);
+            match fault {
+                Fault::Conflict => {
+                    assert_eq!(got.1["details"]["name"], "n1");
+                    assert_eq!(got.1["details"]["kind"], "nodes");
+                }
+                Fault::Throttle => assert_eq!(got.1["details"]["retryAfterSeconds"], 2),
+                _ => assert!(got.1["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("Internal error occurred"))),
+            }
+        });
+        assert!(twin.counters().faults(fault) >= 1, "{fault:?}");
+    }
+}
+
+/// A cut watch sends its first batch, then its chunked stream ends.
+#[test]
+fn a_cut_watch_ends_after_its_first_batch() {
+    let twin = faulty_twin(FaultConfig {
+        watch_cut_share: 1.0,
+        ..FaultConfig::none(5)
+    });
+    let addr = twin.addr();
+    runtime().block_on(async {
+        assert_eq!(post(addr, NODES, node("n1", "east")).await.0, 201);
+        let mut lines = watch(addr, &format!("{NODES}?watch=true")).await;
+        let first = lines.next().await;
+        assert_eq!(first["type"], "ADDED");
+        assert_eq!(first["object"]["metadata"]["name"], "n1");
+        assert_eq!(lines.next().await, Value::Null, "the stream ended");
+    });
+    assert_eq!(twin.counters().faults(Fault::WatchCut), 1);
+}
+
+/// The codes a fixed sequence of requests gets from a twin with default shares.
+fn codes_under_faults(seed: u64) -> (Vec<u16>, Counts) {
+    let twin = faulty_twin(FaultConfig {
+        slow_share: 0.2,
+        delay: Duration::from_millis(1),
+        ..FaultConfig::with_seed(seed)
+    });
+    let addr = twin.addr();
+    let codes = runtime().block_on(async {
+        let mut codes = Vec::new();
+        for i in 0..40 {
+            let name = format!("n{}", i % 4);
+            let path = format!("{NODES}/{name}");
+            codes.push(post(addr, NODES, node(&name, "east")).await.0);
+            codes.push(get(addr, &path).await.0);
+            let label = json!({"metadata": {"labels": {"i": i.to_string()}}});
+            codes.push(
+                patch(addr, &path, "application/merge-patch+json", label)
+                    .await
+                    .0,
+            );
+        }
+        codes
+    });
+    (codes, twin.counters())
+}
+
+#[test]
+fn the_same_seed_replays_the_same_faults() {
+    let (a, counts_a) = codes_under_faults(42);
+    let (b, counts_b) = codes_under_faults(42);
+    assert_eq!(a, b);
+    assert_eq!(counts_a, counts_b);
+    for fault in [Fault::Conflict, Fault::Throttle, Fault::Error, Fault::Slow] {
+        assert!(
+            counts_a.faults(fault) > 0,
+            "{fault:?} never happened: {counts_a:?}"
+        );
+    }
+    let (c, _) = codes_under_faults(43);
+    assert_ne!(a, c, "another seed, another sequence");
+}
+
+/// The counters count a known sequence per verb and resource, on the handle and at the
+/// debug endpoint alike (which does not count itself).
+#[test]
+fn counters_count_requests_per_verb_and_resource() {
+    let twin = twin();
+    let addr = twin.addr();
+    let served = runtime().block_on(async {
+        get(addr, "/api").await;
+        post(addr, NODES, node("a", "east")).await;
+        post(addr, NODES, node("b", "east")).await;
+        post(addr, IT, instance_type("t4")).await;
+        get(addr, &format!("{NODES}/a")).await;
+        get(addr, NODES).await;
+        get(addr, &format!("{NODES}?labelSelector=zone%3Deast")).await;
+        patch(
+            addr,
+            &format!("{NODES}/b"),
+            "application/merge-patch+json",
+            json!({"metadata": {"labels": {"x": "y"}}}),
+        )
+        .await;
+        let (_, it) = get(addr, &format!("{IT}/t4")).await;
+        put(addr, &format!("{IT}/t4/status"), it).await;
+        call(addr, "DELETE", &format!("{NODES}/a"), "", &Value::Null).await;
+        let (code, served) = get(addr, COUNTERS_PATH).await;
+        assert_eq!(code, 200);
+        served
+    });
+    let counts = twin.counters();
+    assert_eq!(counts.requests("create", "nodes"), 2);
+    assert_eq!(counts.requests("create", "instancetypes"), 1);
+    assert_eq!(counts.requests("get", "nodes"), 1);
+    assert_eq!(counts.requests("list", "nodes"), 2);
+    assert_eq!(counts.requests("patch", "nodes"), 1);
+    assert_eq!(counts.requests("get", "instancetypes"), 1);
+    assert_eq!(counts.requests("update", "instancetypes/status"), 1);
+    assert_eq!(counts.requests("delete", "nodes"), 1);
+    assert_eq!(counts.requests("get", "/api"), 1);
+    assert_eq!(counts.total_requests(), 11);
+    assert!(counts.faults.is_empty());
+    let served: Counts = serde_json::from_value(served).unwrap_or_default();
+    assert_eq!(served, counts);
 }
 
 /// kubectl, when installed, works through the kubeconfig the twin writes.

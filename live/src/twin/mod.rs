@@ -2,9 +2,12 @@
 //! scheduling chain uses. This is its foundation: the object store with the API semantics
 //! ([`store`]), the kind registry ([`kinds`]), selectors ([`selector`]), `metav1.Status`
 //! errors ([`status`]) and structural-schema validation ([`structural`]); and the HTTP API server
-//! on loopback over it ([`server`], [`routes`], [`discovery`], [`kubeconfig`]).
+//! on loopback over it ([`server`], [`routes`], [`discovery`], [`kubeconfig`]), with seeded
+//! fault injection ([`faults`]) and request counters ([`counters`]).
 
+pub mod counters;
 pub mod discovery;
+pub mod faults;
 pub mod kinds;
 pub mod kubeconfig;
 pub mod operator;

@@ -220,6 +220,36 @@ fn resource_path(
     }))
 }
 
+/// The Kubernetes verb of a request and the resource it counts against (the plural,
+/// `plural/status` for the subresource; the path itself for discovery), as the apiserver's
+/// request info names them (k8s.io/apiserver pkg/endpoints/request/requestinfo.go).
+pub fn request_verb(
+    method: &str,
+    target: &Target,
+    query: &Query,
+    path: &str,
+) -> (&'static str, String) {
+    let Target::Resource(r) = target else {
+        return ("get", path.to_string());
+    };
+    let verb = match (method, r.name.is_some()) {
+        ("GET", false) if query.flag("watch") => "watch",
+        ("GET", false) => "list",
+        ("GET", true) => "get",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", _) => "delete",
+        _ => "other",
+    };
+    let resource = if r.status {
+        format!("{}/status", r.kind.plural)
+    } else {
+        r.kind.plural.to_string()
+    };
+    (verb, resource)
+}
+
 /// Answers one request against `store`.
 pub fn handle(store: &mut Store, req: &ApiRequest) -> Reply {
     let target = match parse_path(store.kinds(), req.path) {

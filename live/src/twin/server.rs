@@ -28,7 +28,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
-use super::routes::{self, ApiRequest, Reply, WatchRequest};
+use super::counters::{Counters, Counts, COUNTERS_PATH};
+use super::faults::{fault_status, Decision, Eligible, FaultConfig, Faults};
+use super::routes::{self, ApiRequest, Query, Reply, Target, WatchRequest};
 use super::status::Status;
 use super::store::{Store, WatchEvent};
 
@@ -124,6 +126,20 @@ impl http_body::Body for Body {
     }
 }
 
+/// How a twin serves: the faults it injects into client requests (none by default).
+#[derive(Debug, Clone, Default)]
+pub struct ServeConfig {
+    pub faults: Option<FaultConfig>,
+}
+
+/// What every connection of one server shares: the store, the fault source, the counters.
+#[derive(Clone)]
+struct Served {
+    store: SharedStore,
+    faults: Option<Arc<Faults>>,
+    counters: Arc<Counters>,
+}
+
 /// Serves the Kubernetes API over `store` on `listener` until the task is dropped.
 /// Refuses a listener not bound to a loopback address.
 pub async fn serve(listener: TcpListener, store: Arc<Mutex<Store>>) -> std::io::Result<()> {
@@ -136,6 +152,29 @@ pub async fn serve_until(
     store: SharedStore,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    serve_configured(
+        listener,
+        store,
+        &ServeConfig::default(),
+        Arc::new(Counters::default()),
+        shutdown,
+    )
+    .await
+}
+
+/// [`serve_until`] with faults from `config`, counting requests in `counters`.
+pub async fn serve_configured(
+    listener: TcpListener,
+    store: SharedStore,
+    config: &ServeConfig,
+    counters: Arc<Counters>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let served = Served {
+        store,
+        faults: config.faults.clone().map(|f| Arc::new(Faults::new(f))),
+        counters,
+    };
     let local = listener.local_addr()?;
     if !local.ip().is_loopback() {
         return Err(std::io::Error::new(
@@ -154,9 +193,9 @@ pub async fn serve_until(
             },
         };
         let _ = stream.set_nodelay(true);
-        let store = store.clone();
+        let served = served.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req| respond(store.clone(), req));
+            let service = service_fn(move |req| respond(served.clone(), req));
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
@@ -206,13 +245,76 @@ fn json_response(code: u16, body: &Value) -> Response<Body> {
     response
 }
 
+/// Counts a request and draws its faults (resource requests only; discovery and the
+/// counters endpoint are never faulted).
+fn count_and_decide(served: &Served, method: &str, path: &str, query: &str) -> Decision {
+    let target = served.store.read(|s| routes::parse_path(s.kinds(), path));
+    let query = Query::parse(query);
+    let Ok(target) = target else {
+        served.counters.request("get", path);
+        return Decision::default();
+    };
+    let (verb, resource) = routes::request_verb(method, &target, &query, path);
+    served.counters.request(verb, &resource);
+    let (Some(faults), Target::Resource(r)) = (&served.faults, &target) else {
+        return Decision::default();
+    };
+    let decision = faults.decide(Eligible {
+        write_to_object: r.name.is_some() && matches!(verb, "update" | "patch" | "delete"),
+        watch: verb == "watch",
+    });
+    served.counters.faults(&decision.faults());
+    decision
+}
+
+/// The response of a failure fault: its Status, and `Retry-After` on a 429.
+fn fault_response(served: &Served, decision: &Decision, path: &str) -> Option<Response<Body>> {
+    let fault = decision.fail?;
+    let faults = served.faults.as_ref()?;
+    let target = served
+        .store
+        .read(|s| routes::parse_path(s.kinds(), path))
+        .ok()?;
+    let Target::Resource(r) = target else {
+        return None;
+    };
+    let retry_after = faults.retry_after_seconds();
+    let body = fault_status(fault, &r.kind, r.name.as_deref().unwrap_or(""), retry_after);
+    let code = body.get("code").and_then(Value::as_u64).unwrap_or(500) as u16;
+    let mut response = json_response(code, &body);
+    if fault == super::faults::Fault::Throttle {
+        response
+            .headers_mut()
+            .insert(hyper::header::RETRY_AFTER, HeaderValue::from(retry_after));
+    }
+    Some(response)
+}
+
 /// Answers one HTTP request.
-async fn respond(store: SharedStore, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+async fn respond(served: Served, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let (parts, body) = req.into_parts();
     let body = match read_body(body).await {
         Ok(b) => b,
         Err(s) => return Ok(json_response(s.http_code(), &s.to_value())),
     };
+    let path = parts.uri.path();
+    if path == COUNTERS_PATH {
+        let counts = serde_json::to_value(served.counters.snapshot()).unwrap_or(Value::Null);
+        return Ok(json_response(200, &counts));
+    }
+    let decision = count_and_decide(
+        &served,
+        parts.method.as_str(),
+        path,
+        parts.uri.query().unwrap_or(""),
+    );
+    if let Some(delay) = decision.delay {
+        tokio::time::sleep(delay).await;
+    }
+    if let Some(response) = fault_response(&served, &decision, path) {
+        return Ok(response);
+    }
+    let store = served.store;
     let header = |name| {
         parts
             .headers
@@ -233,7 +335,7 @@ async fn respond(store: SharedStore, req: Request<Incoming>) -> Result<Response<
         Reply::Json(code, v) => json_response(code, &v),
         Reply::Watch(w) => {
             let (tx, rx) = mpsc::channel(256);
-            tokio::spawn(stream_watch(store, *w, tx));
+            tokio::spawn(stream_watch(store, *w, tx, decision.cut_watch));
             let mut response = Response::new(Body::Stream(rx));
             response
                 .headers_mut()
@@ -310,8 +412,9 @@ async fn send_all(tx: &mpsc::Sender<Bytes>, lines: Vec<Bytes>) -> bool {
 }
 
 /// Streams a watch: the history after its resourceVersion, then new events as they are
-/// written, until its timeout, a 410, or the client's disconnect.
-async fn stream_watch(store: SharedStore, w: WatchRequest, tx: mpsc::Sender<Bytes>) {
+/// written, until its timeout, a 410, or the client's disconnect; a `cut` watch ends after
+/// its first batch (an injected fault: the client sees the stream end and re-watches).
+async fn stream_watch(store: SharedStore, w: WatchRequest, tx: mpsc::Sender<Bytes>, cut: bool) {
     let deadline = Instant::now() + w.timeout;
     let mut changed = store.changed.subscribe();
     let mut since = if w.send_initial_events {
@@ -326,7 +429,7 @@ async fn stream_watch(store: SharedStore, w: WatchRequest, tx: mpsc::Sender<Byte
         }
         batch
     });
-    if !send_all(&tx, first.lines).await || first.gone {
+    if !send_all(&tx, first.lines).await || first.gone || cut {
         return;
     }
     let mut poll = tokio::time::interval(POLL_INTERVAL);
@@ -365,6 +468,7 @@ pub struct TwinHandle {
     url: String,
     addr: SocketAddr,
     store: SharedStore,
+    counters: Arc<Counters>,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<thread::JoinHandle<std::io::Result<()>>>,
 }
@@ -383,6 +487,11 @@ impl TwinHandle {
     /// The served store (write through it to wake watchers at once).
     pub fn store(&self) -> SharedStore {
         self.store.clone()
+    }
+
+    /// The requests served so far per verb and resource, and the faults injected.
+    pub fn counters(&self) -> Counts {
+        self.counters.snapshot()
     }
 
     /// Blocks until the server stops (it stops only on [`TwinHandle::shutdown`] or drop, so
@@ -426,6 +535,15 @@ pub fn spawn_on_loopback(port: Option<u16>) -> std::io::Result<TwinHandle> {
 
 /// As [`spawn_on_loopback`], serving `store`.
 pub fn spawn_with_store(port: Option<u16>, store: Store) -> std::io::Result<TwinHandle> {
+    spawn_configured(port, store, ServeConfig::default())
+}
+
+/// As [`spawn_with_store`], with faults from `config`.
+pub fn spawn_configured(
+    port: Option<u16>,
+    store: Store,
+    config: ServeConfig,
+) -> std::io::Result<TwinHandle> {
     let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port.unwrap_or(0)))?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
@@ -437,12 +555,14 @@ pub fn spawn_with_store(port: Option<u16>, store: Store) -> std::io::Result<Twin
         .build()?;
     let (tx, rx) = oneshot::channel::<()>();
     let served = shared.clone();
+    let counters = Arc::new(Counters::default());
+    let counted = Arc::clone(&counters);
     let thread = thread::Builder::new()
         .name("verify-twin".into())
         .spawn(move || {
             runtime.block_on(async move {
                 let listener = TcpListener::from_std(listener)?;
-                serve_until(listener, served, async {
+                serve_configured(listener, served, &config, counted, async {
                     let _ = rx.await;
                 })
                 .await
@@ -452,6 +572,7 @@ pub fn spawn_with_store(port: Option<u16>, store: Store) -> std::io::Result<Twin
         url: format!("http://{addr}"),
         addr,
         store: shared,
+        counters,
         shutdown: Some(tx),
         thread: Some(thread),
     })
