@@ -107,6 +107,16 @@ pub enum TwinCommand {
         /// (research/chain.md §15); the reference operator derives the rest.
         #[arg(long)]
         walkthrough: bool,
+        /// Inject faults into client requests, replayable from a seed:
+        /// `SEED[:conflict=0.05,throttle=0.05,error=0.05,watch-cut=0.2,slow=0.05,delay-ms=20,retry-after=1]`.
+        #[arg(long, value_name = "SEED[:SPEC]")]
+        faults: Option<String>,
+        /// Run the reference operator with this mutated rule (`verify mutants --list`).
+        #[arg(long)]
+        mutant: Option<String>,
+        /// Milliseconds the reference operator waits after a write before reconciling.
+        #[arg(long, default_value_t = 0)]
+        lag_ms: u64,
     },
 }
 

@@ -20,7 +20,19 @@ pub fn dispatch(command: Command) -> Result<i32> {
             port,
             kubeconfig_out,
             walkthrough,
-        }) => twin_serve(port, kubeconfig_out.as_deref(), walkthrough),
+            faults,
+            mutant,
+            lag_ms,
+        }) => twin_serve(
+            port,
+            kubeconfig_out.as_deref(),
+            walkthrough,
+            &TwinRun {
+                faults,
+                mutant,
+                lag_ms,
+            },
+        ),
         Command::Mutants { list, seeds, jobs } => mutants(list, seeds, jobs),
         Command::Conformance { dir } => conformance(&dir),
         Command::Derive { cluster, format } => derive(cluster.as_deref(), format),
@@ -248,9 +260,40 @@ fn check(args: CheckArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// How `verify twin serve` runs: faults, mutant, reconcile lag (as given on the command line).
+struct TwinRun {
+    faults: Option<String>,
+    mutant: Option<String>,
+    lag_ms: u64,
+}
+
 /// `verify twin serve`: the twin on loopback, with its reference operator reconciling after
 /// every write, until interrupted.
-fn twin_serve(port: Option<u16>, kubeconfig_out: Option<&Path>, walkthrough: bool) -> Result<i32> {
+fn twin_serve(
+    port: Option<u16>,
+    kubeconfig_out: Option<&Path>,
+    walkthrough: bool,
+    run: &TwinRun,
+) -> Result<i32> {
+    let faults = run
+        .faults
+        .as_deref()
+        .map(live::twin::faults::FaultConfig::parse)
+        .transpose()
+        .map_err(|e| UsageError(format!("--faults: {e}")))?;
+    let mutant = run
+        .mutant
+        .as_deref()
+        .map(str::parse::<model::mutants::Mutant>)
+        .transpose()
+        .map_err(|e| UsageError(format!("--mutant: {e}")))?;
+    let operator = live::twin::operator::OperatorConfig {
+        settings: model::Settings {
+            mutant,
+            ..model::Settings::default()
+        },
+        lag: std::time::Duration::from_millis(run.lag_ms),
+    };
     let mut store = live::twin::store::Store::new(live::twin::store::StoreConfig {
         clock: live::twin::store::wall_clock(),
         ..live::twin::store::StoreConfig::default()
@@ -259,10 +302,29 @@ fn twin_serve(port: Option<u16>, kubeconfig_out: Option<&Path>, walkthrough: boo
         live::twin::read::write_mock(&mut store, &model::examples::walkthrough())
             .map_err(|e| anyhow::anyhow!("mocking the walkthrough cluster: {}", e.message))?;
     }
-    let (handle, _operator) =
-        live::twin::operator::spawn_twin_with_operator(port, store, model::Settings::default())
-            .map_err(|e| UsageError(format!("cannot serve the twin on 127.0.0.1: {e}")))?;
+    let serve = live::twin::server::ServeConfig {
+        faults: faults.clone(),
+    };
+    let (handle, _operator) = live::twin::operator::spawn_twin(port, store, serve, operator)
+        .map_err(|e| UsageError(format!("cannot serve the twin on 127.0.0.1: {e}")))?;
     println!("twin: serving the Kubernetes API on {}", handle.url());
+    if let Some(f) = &faults {
+        println!(
+            "faults: seed {} (conflict {}, throttle {}, error {}, watch-cut {}, slow {} by {} ms); counters at {}{}",
+            f.seed,
+            f.conflict_share,
+            f.throttle_share,
+            f.error_share,
+            f.watch_cut_share,
+            f.slow_share,
+            f.delay.as_millis(),
+            handle.url(),
+            live::twin::counters::COUNTERS_PATH
+        );
+    }
+    if let Some(m) = mutant {
+        println!("mutant: {m} ({})", m.describe());
+    }
     if let Some(path) = kubeconfig_out {
         std::fs::write(
             path,

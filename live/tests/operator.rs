@@ -489,3 +489,75 @@ fn reconcile_through_crd_validators_is_idempotent() {
         derive(&c).instance_types.len()
     );
 }
+
+/// Polls `shared` until `done` holds (bounded; the wait is on the store's state, never on time).
+fn wait_until(shared: &live::twin::server::SharedStore, done: impl Fn(&Store) -> bool) -> bool {
+    for _ in 0..1000 {
+        if shared.read(&done) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
+}
+
+/// With a reconcile lag and a mutant, the served operator still reaches the mutated model's
+/// objects: here `quota-off-by-one` gives every flavor one card less than the model.
+#[test]
+fn a_lagging_operator_runs_the_mutated_rule() {
+    use live::twin::operator::{spawn_twin_with_operator, OperatorConfig};
+    use model::mutants::Mutant;
+    let c = walkthrough();
+    let mut mutated = c.clone();
+    mutated.settings.mutant = Some(Mutant::QuotaOffByOne);
+    let config = OperatorConfig {
+        settings: mutated.settings.clone(),
+        lag: std::time::Duration::from_millis(150),
+    };
+    let spawned = spawn_twin_with_operator(None, Store::default(), config);
+    let Ok((twin, operator)) = spawned else {
+        panic!("spawn: {:?}", spawned.err());
+    };
+    let shared = twin.store();
+    assert_eq!(shared.write(|s| write_mock(s, &c)), Ok(()));
+    let want: BTreeMap<String, Vec<(String, String)>> = derive(&mutated)
+        .cluster_queues
+        .iter()
+        .map(|cq| {
+            let quotas = cq
+                .resource_groups
+                .iter()
+                .flat_map(|g| &g.flavors)
+                .map(|f| (f.flavor.clone(), q(f.nominal_quota)))
+                .collect();
+            (cq.name.clone(), quotas)
+        })
+        .collect();
+    let got = |s: &Store| -> BTreeMap<String, Vec<(String, String)>> {
+        by_name(&items(s, &kinds::CLUSTER_QUEUE))
+            .into_iter()
+            .map(|(k, v)| (k, quotas(&v)))
+            .collect()
+    };
+    assert!(
+        wait_until(&shared, |s| got(s) == want),
+        "{:?}",
+        shared.read(got)
+    );
+    let unmutated: Vec<i64> = derive(&c)
+        .cluster_queues
+        .iter()
+        .flat_map(|cq| cq.resource_groups.iter().flat_map(|g| &g.flavors))
+        .map(|f| f.nominal_quota)
+        .collect();
+    let mutant: Vec<i64> = derive(&mutated)
+        .cluster_queues
+        .iter()
+        .flat_map(|cq| cq.resource_groups.iter().flat_map(|g| &g.flavors))
+        .map(|f| f.nominal_quota)
+        .collect();
+    assert_ne!(unmutated, mutant, "the mutant changes a quota");
+    assert!(operator.reconciles() >= 1);
+    operator.stop();
+    assert!(twin.shutdown().is_ok());
+}

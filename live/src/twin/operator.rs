@@ -6,7 +6,7 @@
 //! Node labels with its own field manager.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
@@ -23,7 +23,7 @@ pub use super::render::render;
 
 use super::kinds::{self, Kind};
 use super::selector::Selector;
-use super::server::{spawn_with_store, SharedStore, TwinHandle};
+use super::server::{spawn_configured, ServeConfig, SharedStore, TwinHandle};
 use super::store::{DeleteOptions, Status, Store, Subresource};
 
 /// Why a reconcile stopped: the input could not be read, or the store refused a write.
@@ -326,6 +326,25 @@ fn delete_orphan_devices(
     Ok(())
 }
 
+/// How the reference operator runs: the operator's settings (with `settings.mutant`, the
+/// mutated rule of `model::mutants` it runs instead of the documented one) and how long it
+/// waits after noticing a write before it reconciles (writes landing meanwhile are taken in
+/// the same reconcile), so a client's quiescence detection meets a real delay.
+#[derive(Debug, Clone, Default)]
+pub struct OperatorConfig {
+    pub settings: Settings,
+    pub lag: Duration,
+}
+
+impl From<Settings> for OperatorConfig {
+    fn from(settings: Settings) -> Self {
+        OperatorConfig {
+            settings,
+            lag: Duration::ZERO,
+        }
+    }
+}
+
 /// The reference operator running beside a served twin: a background thread that reconciles
 /// after every write it sees (the store's resourceVersion moved since its own last reconcile).
 /// It polls every [`OPERATOR_POLL`] through [`SharedStore`]; stopping (or dropping) the handle
@@ -333,6 +352,7 @@ fn delete_orphan_devices(
 pub struct OperatorHandle {
     stop: Arc<AtomicBool>,
     last: Arc<Mutex<Option<Result<Derived, OperatorError>>>>,
+    reconciles: Arc<AtomicU64>,
     thread: Option<thread::JoinHandle<()>>,
 }
 
@@ -346,6 +366,11 @@ impl OperatorHandle {
             .lock()
             .map(|g| g.clone())
             .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// How many reconciles ran so far.
+    pub fn reconciles(&self) -> u64 {
+        self.reconciles.load(Ordering::SeqCst)
     }
 
     /// Stops the thread and waits for it.
@@ -367,12 +392,36 @@ impl Drop for OperatorHandle {
     }
 }
 
-/// Runs [`reconcile`] on `shared` after every write, until the handle stops. A failed reconcile
-/// is kept in [`OperatorHandle::last`] and retried on the next write.
-pub fn run_operator(shared: SharedStore, settings: Settings) -> std::io::Result<OperatorHandle> {
+/// Sleeps `lag` in [`OPERATOR_POLL`] steps; false when asked to stop meanwhile.
+fn wait_lag(lag: Duration, stop: &AtomicBool) -> bool {
+    let mut left = lag;
+    while !left.is_zero() {
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        let step = left.min(OPERATOR_POLL);
+        thread::sleep(step);
+        left -= step;
+    }
+    !stop.load(Ordering::SeqCst)
+}
+
+/// Runs [`reconcile`] on `shared` after every write (once `config.lag` has passed), until the
+/// handle stops. A failed reconcile is kept in [`OperatorHandle::last`] and retried on the
+/// next write. `config` may be plain [`Settings`] (no lag).
+pub fn run_operator(
+    shared: SharedStore,
+    config: impl Into<OperatorConfig>,
+) -> std::io::Result<OperatorHandle> {
+    let OperatorConfig { settings, lag } = config.into();
     let stop = Arc::new(AtomicBool::new(false));
     let last = Arc::new(Mutex::new(None));
-    let (stop_flag, last_out) = (Arc::clone(&stop), Arc::clone(&last));
+    let reconciles = Arc::new(AtomicU64::new(0));
+    let (stop_flag, last_out, count) = (
+        Arc::clone(&stop),
+        Arc::clone(&last),
+        Arc::clone(&reconciles),
+    );
     let thread = thread::Builder::new()
         .name("verify-twin-operator".into())
         .spawn(move || {
@@ -381,17 +430,22 @@ pub fn run_operator(shared: SharedStore, settings: Settings) -> std::io::Result<
             while !stop_flag.load(Ordering::SeqCst) {
                 let rv = shared.read(Store::resource_version);
                 if seen != Some(rv) {
-                    let (outcome, after) = shared.write(|s| {
+                    if !wait_lag(lag, &stop_flag) {
+                        return;
+                    }
+                    // the outcome is published before the store's lock is released, so
+                    // whoever sees the reconciled state also sees its outcome and count
+                    seen = Some(shared.write(|s| {
                         let outcome = reconcile(s, &settings, previous.as_ref());
-                        (outcome, s.resource_version())
-                    });
-                    if let Ok(d) = &outcome {
-                        previous = Some(d.clone());
-                    }
-                    if let Ok(mut slot) = last_out.lock() {
-                        *slot = Some(outcome);
-                    }
-                    seen = Some(after);
+                        if let Ok(d) = &outcome {
+                            previous = Some(d.clone());
+                        }
+                        if let Ok(mut slot) = last_out.lock() {
+                            *slot = Some(outcome);
+                        }
+                        count.fetch_add(1, Ordering::SeqCst);
+                        s.resource_version()
+                    }));
                 }
                 thread::sleep(OPERATOR_POLL);
             }
@@ -399,19 +453,30 @@ pub fn run_operator(shared: SharedStore, settings: Settings) -> std::io::Result<
     Ok(OperatorHandle {
         stop,
         last,
+        reconciles,
         thread: Some(thread),
     })
 }
 
 /// A twin on loopback serving `store`, with the reference operator reconciling after every
-/// write (see [`run_operator`]).
+/// write (see [`run_operator`]; `config` may be plain [`Settings`]).
 pub fn spawn_twin_with_operator(
     port: Option<u16>,
     store: Store,
-    settings: Settings,
+    config: impl Into<OperatorConfig>,
 ) -> std::io::Result<(TwinHandle, OperatorHandle)> {
-    let twin = spawn_with_store(port, store)?;
-    let operator = run_operator(twin.store(), settings)?;
+    spawn_twin(port, store, ServeConfig::default(), config)
+}
+
+/// [`spawn_twin_with_operator`] with the server's faults from `serve`.
+pub fn spawn_twin(
+    port: Option<u16>,
+    store: Store,
+    serve: ServeConfig,
+    config: impl Into<OperatorConfig>,
+) -> std::io::Result<(TwinHandle, OperatorHandle)> {
+    let twin = spawn_configured(port, store, serve)?;
+    let operator = run_operator(twin.store(), config)?;
     Ok((twin, operator))
 }
 
