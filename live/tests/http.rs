@@ -4,14 +4,14 @@
 //! `metav1.Status`, and — when `kubectl` is installed — a real third-party client.
 //! No assertion depends on timing: waits on events are bounded, never sleeps.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use common::{apply_yaml, call, get, patch, post, put, runtime, send};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use live::twin::counters::{Counts, COUNTERS_PATH};
 use live::twin::faults::{Fault, FaultConfig};
 use live::twin::kubeconfig::kubeconfig_yaml;
@@ -20,7 +20,6 @@ use live::twin::server::{
 };
 use live::twin::store::{Store, StoreConfig};
 use serde_json::{json, Value};
-use tokio::net::TcpStream;
 
 /// The longest wait for one watch event before the test fails.
 const EVENT_WAIT: Duration = Duration::from_secs(10);
@@ -28,122 +27,11 @@ const EVENT_WAIT: Duration = Duration::from_secs(10);
 const IT: &str = "/apis/worker.gpustack.ai/v1alpha1/instancetypes";
 const NODES: &str = "/api/v1/nodes";
 
-fn runtime() -> tokio::runtime::Runtime {
-    match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => panic!("no runtime: {e}"),
-    }
-}
-
 fn twin() -> TwinHandle {
     match spawn_on_loopback(None) {
         Ok(t) => t,
         Err(e) => panic!("the twin did not start: {e}"),
     }
-}
-
-/// Sends one request on a fresh connection and returns the response (body unread).
-async fn send(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    content_type: &str,
-    body: Vec<u8>,
-) -> Response<Incoming> {
-    let stream = match TcpStream::connect(addr).await {
-        Ok(s) => s,
-        Err(e) => panic!("connect {addr}: {e}"),
-    };
-    let (mut sender, conn) = match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await
-    {
-        Ok(x) => x,
-        Err(e) => panic!("handshake: {e}"),
-    };
-    tokio::spawn(conn);
-    let mut builder = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", addr.to_string())
-        .header("accept", "application/json");
-    if !content_type.is_empty() {
-        builder = builder.header("content-type", content_type);
-    }
-    let request = match builder.body(Full::new(Bytes::from(body))) {
-        Ok(r) => r,
-        Err(e) => panic!("request: {e}"),
-    };
-    match sender.send_request(request).await {
-        Ok(r) => r,
-        Err(e) => panic!("{method} {path}: {e}"),
-    }
-}
-
-/// One request; the status code and the JSON body (checked to be `application/json`).
-async fn call(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    content_type: &str,
-    body: &Value,
-) -> (u16, Value) {
-    let bytes = if body.is_null() {
-        Vec::new()
-    } else {
-        serde_json::to_vec(body).unwrap_or_default()
-    };
-    let response = send(addr, method, path, content_type, bytes).await;
-    let code = response.status().as_u16();
-    assert_eq!(
-        response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok()),
-        Some("application/json"),
-        "{method} {path}"
-    );
-    let bytes = match response.into_body().collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => panic!("body of {method} {path}: {e}"),
-    };
-    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (code, value)
-}
-
-async fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
-    call(addr, "GET", path, "", &Value::Null).await
-}
-
-async fn post(addr: SocketAddr, path: &str, body: Value) -> (u16, Value) {
-    call(addr, "POST", path, "application/json", &body).await
-}
-
-async fn put(addr: SocketAddr, path: &str, body: Value) -> (u16, Value) {
-    call(addr, "PUT", path, "application/json", &body).await
-}
-
-async fn patch(addr: SocketAddr, path: &str, content_type: &str, body: Value) -> (u16, Value) {
-    call(addr, "PATCH", path, content_type, &body).await
-}
-
-/// A server-side apply with a YAML body.
-async fn apply_yaml(addr: SocketAddr, path: &str, yaml: &str) -> (u16, Value) {
-    let response = send(
-        addr,
-        "PATCH",
-        path,
-        "application/apply-patch+yaml",
-        yaml.as_bytes().to_vec(),
-    )
-    .await;
-    let code = response.status().as_u16();
-    let bytes = match response.into_body().collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => panic!("body: {e}"),
-    };
-    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
 fn instance_type(name: &str) -> Value {

@@ -561,3 +561,53 @@ fn a_lagging_operator_runs_the_mutated_rule() {
     operator.stop();
     assert!(twin.shutdown().is_ok());
 }
+
+/// The Workloads a client submits and the verdicts and AdmissionCheck the operator writes fit
+/// the real Kueue CRDs unpruned (skipped with a printed reason when ../shared/crds is absent).
+#[test]
+fn workloads_verdicts_and_the_admission_check_fit_their_crds_unpruned() {
+    use live::twin::workload::workload_object;
+    use model::examples::workload;
+    let (Some(wl_schema), Some(ac_schema)) =
+        (schema(&kinds::WORKLOAD), schema(&kinds::ADMISSION_CHECK))
+    else {
+        return;
+    };
+    let c = walkthrough();
+    let mut store = store_with(&c);
+    let submitted = [
+        workload(
+            "whole",
+            "gpustack--nvidia-tesla-t4-linux-amd64",
+            2,
+            &[("nvidia.com/gpu", "1")],
+        ),
+        workload("bad", "no-such-queue", 1, &[("cpu", "1")]),
+    ];
+    for w in &submitted {
+        let o = workload_object(w);
+        assert_eq!(validate(&wl_schema, &o).as_ref(), Ok(&o), "{}", w.name);
+        assert!(store.create(&kinds::WORKLOAD, Some("default"), o).is_ok());
+    }
+    let done = reconcile(&mut store, &c.settings, None);
+    assert!(done.is_ok(), "{done:?}");
+    let judged = items(&store, &kinds::WORKLOAD);
+    assert_eq!(judged.len(), submitted.len());
+    for o in judged {
+        assert!(
+            o["status"]["admissionChecks"][0]["state"].is_string(),
+            "{o}"
+        );
+        assert_eq!(validate(&wl_schema, &o).as_ref(), Ok(&o));
+    }
+    let again = reconcile_logged(&mut store, &c.settings, done.as_ref().ok());
+    assert_eq!(
+        again.map(|(_, w)| w.done),
+        Ok(vec![]),
+        "verdicts are written once"
+    );
+    let check = items(&store, &kinds::ADMISSION_CHECK);
+    assert_eq!(check.len(), 1);
+    assert_eq!(check[0]["status"]["conditions"][0]["reason"], "Ready");
+    assert_eq!(validate(&ac_schema, &check[0]).as_ref(), Ok(&check[0]));
+}

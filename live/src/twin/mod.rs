@@ -5,6 +5,7 @@
 //! on loopback over it ([`server`], [`routes`], [`discovery`], [`kubeconfig`]), with seeded
 //! fault injection ([`faults`]) and request counters ([`counters`]).
 
+pub mod admission;
 pub mod counters;
 pub mod discovery;
 pub mod faults;
@@ -19,3 +20,4 @@ pub mod server;
 pub mod status;
 pub mod store;
 pub mod structural;
+pub mod workload;

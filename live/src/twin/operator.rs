@@ -74,7 +74,12 @@ pub fn reconcile_logged(
             .map(|n| n.labels.clone())
             .unwrap_or_default()
     };
-    let rendered = render(&derived);
+    // the node-devices check and the Workloads' verdicts (gates 1–5 by the model); views
+    // follow the cards admitted Workloads hold, as `model::events::World::observe`
+    super::admission::ensure_admission_check(store, settings, &mut writes)?;
+    let published = super::admission::judge_workloads(store, &cluster, &derived, &mut writes)?
+        .map(|state| state.observe());
+    let rendered = render(published.as_ref().unwrap_or(&derived));
     for (kind, namespace, object) in &rendered {
         let ns = namespace.as_deref();
         if *kind == kinds::NODE {
@@ -107,7 +112,11 @@ fn worker_labels(object: &Value, input: &Labels) -> Labels {
         .collect()
 }
 
-fn write_err(verb: &'static str, kind: &Kind, name: &str) -> impl FnOnce(Status) -> OperatorError {
+pub(crate) fn write_err(
+    verb: &'static str,
+    kind: &Kind,
+    name: &str,
+) -> impl FnOnce(Status) -> OperatorError {
     let kind = kind.kind;
     let name = name.to_string();
     move |status| OperatorError::Write {

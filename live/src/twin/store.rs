@@ -271,6 +271,12 @@ impl Store {
         self.resource_version
     }
 
+    /// The store's clock now, RFC 3339 (what it stamps creations with), for writers that set
+    /// a timestamp field themselves (`lastTransitionTime`).
+    pub fn now(&mut self) -> String {
+        (self.clock)()
+    }
+
     /// Plugs a validator for `kind`, run on every write (see `structural::validator`).
     pub fn set_validator(&mut self, kind: &Kind, validator: Validator) {
         self.validators.insert((kind.group, kind.kind), validator);

@@ -1,0 +1,189 @@
+//! The reference operator's `gpustack-node-devices` AdmissionCheck: the AdmissionCheck object
+//! the Worker applies at start-up and marks Active (research/admission.md §6.1), and each
+//! Workload's verdict in `status.admissionChecks[]`, decided by the model's lifecycle
+//! (`model::lifecycle::AdmissionState::submit`: gates 1–3, then the charge of gates 4–5). The
+//! twin plays Kueue's part too (it has no Kueue): gate 2's quota is the model's.
+//!
+//! Workloads are judged in creation order (`creationTimestamp`, then uid: the order of Kueue's
+//! FIFO queues), each once, like `model::events::World` judges a `Submit`: a written verdict is
+//! never revised. Admitted (Ready) Workloads are re-submitted on every reconcile to rebuild
+//! what they hold, so a later Workload is judged against the cards they took; a deleted
+//! Workload holds nothing.
+
+use model::admission::verdict::{admission_check_conditions, Condition, CONTROLLER_NAME};
+use model::admission::{CheckState, Verdict};
+use model::cluster::{Cluster, Settings};
+use model::derive::Derived;
+use model::labels::NODE_DEVICES_CHECK;
+use model::lifecycle::AdmissionState;
+use serde_json::{json, Value};
+
+use super::kinds;
+use super::operator::{write_err, OperatorError, Writes};
+use super::read::name_of;
+use super::selector::Selector;
+use super::store::Store;
+use super::workload::{read_check, read_workload, verdict_of, with_check};
+
+/// The AdmissionCheck object as the Worker's `Prepare()` applies it (status is written by its
+/// reconciler through `/status`).
+pub fn admission_check_object() -> Value {
+    json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": NODE_DEVICES_CHECK},
+        "spec": {"controllerName": CONTROLLER_NAME},
+    })
+}
+
+/// The model's view of the object's `status.conditions`.
+fn conditions_of(o: &Value) -> Vec<Condition> {
+    o.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let text = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default();
+            Condition {
+                kind: text("type").to_string(),
+                status: text("status") == "True",
+                reason: text("reason").to_string(),
+                message: text("message").to_string(),
+            }
+        })
+        .collect()
+}
+
+/// Creates the AdmissionCheck if missing and, while the check is active
+/// (`Settings::node_devices_check_active`), writes the conditions the model's
+/// `admission_check_conditions` gives (a condition already there keeps its transition time).
+pub fn ensure_admission_check(
+    store: &mut Store,
+    settings: &Settings,
+    writes: &mut Writes,
+) -> Result<(), OperatorError> {
+    let kind = kinds::ADMISSION_CHECK;
+    let name = NODE_DEVICES_CHECK;
+    let current = match store.get(&kind, None, name) {
+        Ok(c) => c,
+        Err(s) if s.code == 404 => {
+            let created = store
+                .create(&kind, None, admission_check_object())
+                .map_err(write_err("create", &kind, name))?;
+            writes.done.push(("create", kind.kind, name.to_string()));
+            created
+        }
+        Err(s) => return Err(write_err("get", &kind, name)(s)),
+    };
+    if !settings.node_devices_check_active {
+        return Ok(());
+    }
+    let now_conditions = conditions_of(&current);
+    let wanted = admission_check_conditions(CONTROLLER_NAME, &now_conditions);
+    if wanted == now_conditions {
+        return Ok(());
+    }
+    let now = store.now();
+    let previous: Vec<Value> = current
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let conditions: Vec<Value> = wanted
+        .iter()
+        .map(|c| {
+            let kept = previous
+                .iter()
+                .find(|p| p.get("type").and_then(Value::as_str) == Some(c.kind.as_str()))
+                .and_then(|p| p.get("lastTransitionTime"))
+                .filter(|_| now_conditions.contains(c))
+                .cloned()
+                .unwrap_or_else(|| json!(now));
+            json!({
+                "type": c.kind,
+                "status": if c.status { "True" } else { "False" },
+                "reason": c.reason,
+                "message": c.message,
+                "lastTransitionTime": kept,
+            })
+        })
+        .collect();
+    let mut next = current;
+    next["status"] = json!({"conditions": conditions});
+    store
+        .update_status(&kind, None, next)
+        .map_err(write_err("update status", &kind, name))?;
+    writes
+        .done
+        .push(("update status", kind.kind, name.to_string()));
+    Ok(())
+}
+
+/// `(creationTimestamp, uid)`: the order Workloads are judged in.
+fn creation_order(o: &Value) -> (String, String) {
+    let text = |p: &str| {
+        o.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    (text("/metadata/creationTimestamp"), text("/metadata/uid"))
+}
+
+/// Judges every Workload not judged yet and writes its verdict; returns the admission state
+/// after all live Workloads (admitted ones hold their charges), or `None` without Workloads.
+pub fn judge_workloads(
+    store: &mut Store,
+    cluster: &Cluster,
+    derived: &Derived,
+    writes: &mut Writes,
+) -> Result<Option<AdmissionState>, OperatorError> {
+    let kind = kinds::WORKLOAD;
+    let mut listed = store
+        .list(&kind, None, &Selector::everything())
+        .map_err(write_err("list", &kind, ""))?
+        .items;
+    if listed.is_empty() {
+        return Ok(None);
+    }
+    listed.sort_by_key(creation_order);
+    let mut state = AdmissionState::new(cluster.clone());
+    state.derived = derived.clone();
+    for o in listed
+        .iter()
+        .filter(|o| o.pointer("/metadata/deletionTimestamp").is_none())
+    {
+        let read = read_workload(o);
+        match read_check(o).map(|v| v.state) {
+            Some(CheckState::Ready) => {
+                if let Ok(w) = &read {
+                    state.submit(w);
+                }
+            }
+            Some(_) => {}
+            None => {
+                let verdict = match &read {
+                    Ok(w) => verdict_of(&state.submit(w)),
+                    Err(e) => Verdict {
+                        state: CheckState::Rejected,
+                        message: e.to_string(),
+                    },
+                };
+                let name = name_of(o);
+                let ns = o
+                    .pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let now = store.now();
+                store
+                    .update_status(&kind, Some(&ns), with_check(o, &verdict, &now))
+                    .map_err(write_err("update status", &kind, &name))?;
+                writes
+                    .done
+                    .push(("update status", kind.kind, format!("{ns}/{name}")));
+            }
+        }
+    }
+    Ok(Some(state))
+}

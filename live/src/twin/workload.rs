@@ -1,0 +1,416 @@
+//! Kueue `Workload`s (kueue.x-k8s.io/v1beta2) on the wire and the model's [`Workload`]: the one
+//! place both directions live, for the twin's reference operator and for clients that submit
+//! Workloads and read their verdicts. Also the `gpustack-node-devices` entry of
+//! `status.admissionChecks[]` and how a model [`Outcome`] is written there and read back.
+//! Field names follow kueue.x-k8s.io_workloads.yaml (v1beta2) in shared/crds.
+
+use model::admission::{CheckState, Verdict};
+use model::labels::NODE_DEVICES_CHECK;
+use model::lifecycle::Outcome;
+use model::workload::{Container, PodSet, ResourceList, Workload};
+use serde_json::{json, Map, Value};
+
+use super::kinds;
+use super::read::ReadError;
+
+/// `apiVersion` of the Workloads the twin serves.
+pub const WORKLOAD_API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
+
+/// The message prefix that marks [`Outcome::Unplaceable`] in a `Retry` entry (the operator has
+/// no state for "gate 3 said Ready but the cards could not be charged"; the twin reports it as
+/// a Retry so Kueue would requeue it, and the prefix keeps it apart from gate 3's own Retry).
+pub const UNPLACEABLE_PREFIX: &str = "unplaceable after a Ready verdict: ";
+
+fn field_error(name: &str, field: &str, message: impl Into<String>) -> ReadError {
+    ReadError::Field {
+        kind: kinds::WORKLOAD.kind,
+        name: name.to_string(),
+        field: field.to_string(),
+        message: message.into(),
+    }
+}
+
+fn container_object(c: &Container) -> Value {
+    let mut resources = Map::new();
+    if !c.requests.is_empty() {
+        resources.insert("requests".into(), json!(c.requests));
+    }
+    if !c.limits.is_empty() {
+        resources.insert("limits".into(), json!(c.limits));
+    }
+    json!({"name": c.name, "resources": resources})
+}
+
+/// The Workload object a client creates for `w` in `w.namespace`: `spec.queueName` and one
+/// `spec.podSets[]` entry per pod set (`count`, pod template labels, init and app containers
+/// with their requests and limits). What Kueue assigns (`PodSet::flavor`, `PodSet::node`) is
+/// status, not spec, and is not written.
+pub fn workload_object(w: &Workload) -> Value {
+    let pod_sets: Vec<Value> = w
+        .pod_sets
+        .iter()
+        .map(|ps| {
+            let of = |init: bool| -> Vec<Value> {
+                ps.containers
+                    .iter()
+                    .filter(|c| c.init == init)
+                    .map(container_object)
+                    .collect()
+            };
+            let mut spec = Map::new();
+            spec.insert("containers".into(), Value::Array(of(false)));
+            let init = of(true);
+            if !init.is_empty() {
+                spec.insert("initContainers".into(), Value::Array(init));
+            }
+            let mut template = json!({"spec": spec});
+            if !ps.labels.is_empty() {
+                template["metadata"] = json!({"labels": ps.labels});
+            }
+            json!({"name": ps.name, "count": ps.count, "template": template})
+        })
+        .collect();
+    json!({
+        "apiVersion": WORKLOAD_API_VERSION,
+        "kind": "Workload",
+        "metadata": {"name": w.name, "namespace": w.namespace},
+        "spec": {"queueName": w.queue, "podSets": pod_sets},
+    })
+}
+
+/// A string map at `v[key]` (absent = empty).
+fn resource_list(v: &Value, key: &str, name: &str, path: &str) -> Result<ResourceList, ReadError> {
+    let Some(map) = v.get(key).filter(|m| !m.is_null()) else {
+        return Ok(ResourceList::new());
+    };
+    let map = map
+        .as_object()
+        .ok_or_else(|| field_error(name, &format!("{path}.{key}"), "expected an object"))?;
+    map.iter()
+        .map(|(k, q)| match q {
+            Value::String(s) => Ok((k.clone(), s.clone())),
+            Value::Number(n) => Ok((k.clone(), n.to_string())),
+            _ => Err(field_error(
+                name,
+                &format!("{path}.{key}.{k}"),
+                "expected a quantity",
+            )),
+        })
+        .collect()
+}
+
+fn read_containers(
+    spec: &Value,
+    key: &str,
+    init: bool,
+    name: &str,
+    path: &str,
+) -> Result<Vec<Container>, ReadError> {
+    let Some(list) = spec.get(key).filter(|l| !l.is_null()) else {
+        return Ok(Vec::new());
+    };
+    let list = list
+        .as_array()
+        .ok_or_else(|| field_error(name, &format!("{path}.{key}"), "expected a list"))?;
+    list.iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let path = format!("{path}.{key}[{i}]");
+            let resources = c.get("resources").unwrap_or(&Value::Null);
+            let rpath = format!("{path}.resources");
+            Ok(Container {
+                name: c
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| field_error(name, &format!("{path}.name"), "expected a string"))?
+                    .to_string(),
+                requests: resource_list(resources, "requests", name, &rpath)?,
+                limits: resource_list(resources, "limits", name, &rpath)?,
+                init,
+            })
+        })
+        .collect()
+}
+
+/// The flavor Kueue assigned to pod set `pod_set` (`status.admission.podSetAssignments[]`
+/// `.flavors`: the first resource's flavor, every resource of a pod set sharing one here).
+fn assigned_flavor(o: &Value, pod_set: &str) -> Option<String> {
+    o.pointer("/status/admission/podSetAssignments")?
+        .as_array()?
+        .iter()
+        .find(|a| a.get("name").and_then(Value::as_str) == Some(pod_set))?
+        .get("flavors")?
+        .as_object()?
+        .values()
+        .find_map(Value::as_str)
+        .map(str::to_string)
+}
+
+/// The model's Workload read from a Workload object: name, namespace, `spec.queueName`, pod
+/// sets (count, template labels, init and app containers); `PodSet::flavor` from
+/// `status.admission` when Kueue assigned one. Errors name the Workload and the field.
+pub fn read_workload(o: &Value) -> Result<Workload, ReadError> {
+    let text = |p: &str| o.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let name = text("/metadata/name").to_string();
+    if name.is_empty() {
+        return Err(field_error("", "metadata.name", "expected a name"));
+    }
+    let queue = o
+        .pointer("/spec/queueName")
+        .and_then(Value::as_str)
+        .ok_or_else(|| field_error(&name, "spec.queueName", "expected a string"))?;
+    let pod_sets = o
+        .pointer("/spec/podSets")
+        .and_then(Value::as_array)
+        .ok_or_else(|| field_error(&name, "spec.podSets", "expected a list"))?;
+    let pod_sets = pod_sets
+        .iter()
+        .enumerate()
+        .map(|(i, ps)| {
+            let path = format!("spec.podSets[{i}]");
+            let ps_name = ps
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| field_error(&name, &format!("{path}.name"), "expected a string"))?;
+            let count = match ps.get("count") {
+                None | Some(Value::Null) => 1,
+                Some(c) => c
+                    .as_u64()
+                    .and_then(|c| u32::try_from(c).ok())
+                    .ok_or_else(|| {
+                        field_error(&name, &format!("{path}.count"), "expected a count ≥ 0")
+                    })?,
+            };
+            let template = ps.get("template").unwrap_or(&Value::Null);
+            let spec = template.get("spec").unwrap_or(&Value::Null);
+            let spec_path = format!("{path}.template.spec");
+            let mut containers = read_containers(spec, "initContainers", true, &name, &spec_path)?;
+            containers.extend(read_containers(
+                spec,
+                "containers",
+                false,
+                &name,
+                &spec_path,
+            )?);
+            let labels = template
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect();
+            Ok(PodSet {
+                name: ps_name.to_string(),
+                count,
+                containers,
+                labels,
+                flavor: assigned_flavor(o, ps_name),
+                node: None,
+            })
+        })
+        .collect::<Result<Vec<_>, ReadError>>()?;
+    Ok(Workload {
+        name,
+        namespace: text("/metadata/namespace").to_string(),
+        queue: queue.to_string(),
+        pod_sets,
+    })
+}
+
+/// The node-devices entry a model [`Outcome`] is written as: Rejected (gate 1 refused a
+/// Pod), Pending (gate 2 reserved no quota; Kueue's message), Retry (gate 3's verdict, or
+/// [`UNPLACEABLE_PREFIX`] and the reason), Ready (admitted; the lifecycle does not keep gate
+/// 3's Ready text, so the message is empty).
+pub fn verdict_of(outcome: &Outcome) -> Verdict {
+    let (state, message) = match outcome {
+        Outcome::Rejected { message } => (CheckState::Rejected, message.clone()),
+        Outcome::Pending { reason } => (CheckState::Pending, reason.clone()),
+        Outcome::Retry { message } => (CheckState::Retry, message.clone()),
+        Outcome::Admitted => (CheckState::Ready, String::new()),
+        Outcome::Unplaceable { reason } => {
+            (CheckState::Retry, format!("{UNPLACEABLE_PREFIX}{reason}"))
+        }
+    };
+    Verdict { state, message }
+}
+
+/// The inverse of [`verdict_of`].
+pub fn outcome_of(v: &Verdict) -> Outcome {
+    match v.state {
+        CheckState::Rejected => Outcome::Rejected {
+            message: v.message.clone(),
+        },
+        CheckState::Pending => Outcome::Pending {
+            reason: v.message.clone(),
+        },
+        CheckState::Ready => Outcome::Admitted,
+        CheckState::Retry => match v.message.strip_prefix(UNPLACEABLE_PREFIX) {
+            Some(reason) => Outcome::Unplaceable {
+                reason: reason.to_string(),
+            },
+            None => Outcome::Retry {
+                message: v.message.clone(),
+            },
+        },
+    }
+}
+
+/// The `gpustack-node-devices` entry of `status.admissionChecks[]`, if the Workload has one.
+pub fn read_check(o: &Value) -> Option<Verdict> {
+    let entry = o
+        .pointer("/status/admissionChecks")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some(NODE_DEVICES_CHECK))?;
+    let state = serde_json::from_value(entry.get("state")?.clone()).ok()?;
+    let message = entry
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    Some(Verdict { state, message })
+}
+
+/// `o` with its `gpustack-node-devices` entry set to `verdict` (stamped `now`; a Retry carries
+/// `requeueAfterSeconds`, as model::admission::desired_check_states renders it), other
+/// entries kept.
+pub fn with_check(o: &Value, verdict: &Verdict, now: &str) -> Value {
+    let (desired, _) = model::admission::verdict::desired_check_states(
+        &[],
+        &[NODE_DEVICES_CHECK.to_string()],
+        verdict,
+    );
+    let mut entry = json!({"name": NODE_DEVICES_CHECK, "lastTransitionTime": now});
+    if let Some(d) = desired.first() {
+        entry["state"] = json!(d.state);
+        entry["message"] = json!(d.message);
+        if let Some(s) = d.requeue_after_seconds {
+            entry["requeueAfterSeconds"] = json!(s);
+        }
+    }
+    let mut next = o.clone();
+    let mut checks: Vec<Value> = o
+        .pointer("/status/admissionChecks")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|c| c.get("name").and_then(Value::as_str) != Some(NODE_DEVICES_CHECK))
+        .cloned()
+        .collect();
+    checks.push(entry);
+    if !next.get("status").is_some_and(Value::is_object) {
+        next["status"] = json!({});
+    }
+    next["status"]["admissionChecks"] = Value::Array(checks);
+    next
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workload() -> Workload {
+        let container = |name: &str, init: bool| Container {
+            name: name.into(),
+            requests: [("nvidia.com/gpu".to_string(), "1".to_string())].into(),
+            limits: [("cpu".to_string(), "500m".to_string())].into(),
+            init,
+        };
+        Workload {
+            name: "w1".into(),
+            namespace: "team".into(),
+            queue: "gpustack-fnv64-1".into(),
+            pod_sets: vec![PodSet {
+                name: "main".into(),
+                count: 2,
+                containers: vec![container("setup", true), container("app", false)],
+                labels: [("a".to_string(), "b".to_string())].into(),
+                flavor: None,
+                node: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_workload_round_trips_through_its_object() {
+        let w = workload();
+        assert_eq!(read_workload(&workload_object(&w)), Ok(w));
+    }
+
+    #[test]
+    fn the_assigned_flavor_is_read_from_status() {
+        let mut o = workload_object(&workload());
+        o["status"] = json!({"admission": {"podSetAssignments": [
+            {"name": "main", "flavors": {"nvidia.com/gpu": "rf-a"}}]}});
+        let read = read_workload(&o).unwrap_or_default();
+        assert_eq!(read.pod_sets[0].flavor.as_deref(), Some("rf-a"));
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let mut o = workload_object(&workload());
+        o["spec"]["podSets"][0]["count"] = json!(-1);
+        let e = read_workload(&o)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("Workload w1: spec.podSets[0].count"), "{e}");
+        o["spec"]["podSets"][0]["count"] = json!(1);
+        o["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] =
+            json!({"x": []});
+        let e = read_workload(&o)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("spec.podSets[0].template.spec.containers[0].resources.requests.x"),
+            "{e}"
+        );
+        let e = read_workload(&json!({"metadata": {"name": "w"}}))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("spec.queueName"), "{e}");
+    }
+
+    #[test]
+    fn outcomes_round_trip_through_the_check_entry() {
+        for outcome in [
+            Outcome::Rejected {
+                message: "no".into(),
+            },
+            Outcome::Pending {
+                reason: "quota".into(),
+            },
+            Outcome::Retry {
+                message: "full".into(),
+            },
+            Outcome::Admitted,
+            Outcome::Unplaceable {
+                reason: "gone".into(),
+            },
+        ] {
+            let o = with_check(
+                &workload_object(&workload()),
+                &verdict_of(&outcome),
+                "2025-01-01T00:00:00Z",
+            );
+            let read = read_check(&o);
+            assert_eq!(read.as_ref().map(outcome_of), Some(outcome.clone()));
+            let retry = matches!(outcome, Outcome::Retry { .. } | Outcome::Unplaceable { .. });
+            assert_eq!(
+                o["status"]["admissionChecks"][0]["requeueAfterSeconds"].is_number(),
+                retry
+            );
+        }
+    }
+
+    #[test]
+    fn other_checks_are_kept() {
+        let mut o = workload_object(&workload());
+        o["status"] = json!({"admissionChecks": [{"name": "other", "state": "Pending"}]});
+        let next = with_check(&o, &Verdict::retry("x".into()), "t");
+        assert_eq!(next["status"]["admissionChecks"][0]["name"], "other");
+        assert_eq!(next["status"]["admissionChecks"][1]["state"], "Retry");
+    }
+}
