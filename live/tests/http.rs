@@ -941,17 +941,35 @@ fn counters_count_requests_per_verb_and_resource() {
     assert_eq!(served, counts);
 }
 
-/// kubectl, when installed, works through the kubeconfig the twin writes.
+/// The kubectl to run: `$VERIFY_KUBECTL`, else `kubectl` on PATH.
+fn kubectl_binary() -> String {
+    std::env::var("VERIFY_KUBECTL").unwrap_or_else(|_| "kubectl".to_string())
+}
+
+/// The client's minor version (`kubectl version --client -o json`: `clientVersion.minor`,
+/// e.g. `"20"` or `"32+"`), or `None` when kubectl does not run.
+fn kubectl_minor(binary: &str) -> Option<u32> {
+    let out = std::process::Command::new(binary)
+        .args(["version", "--client", "-o", "json"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+    let minor = v.pointer("/clientVersion/minor")?.as_str()?;
+    minor.trim_end_matches('+').parse().ok()
+}
+
+/// kubectl, when installed, works through the kubeconfig the twin writes. `patch
+/// --subresource=status` needs kubectl ≥ 1.24; older clients (Debian bookworm's
+/// `kubernetes-client` is 1.20) write the status with `replace --raw` on `/status`.
 #[test]
 fn kubectl_works_against_the_twin_when_installed() {
-    let found = std::process::Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        println!("skipped: kubectl is not installed");
+    let binary = kubectl_binary();
+    let Some(minor) = kubectl_minor(&binary) else {
+        println!("skipped: kubectl ({binary}) is not installed");
         return;
-    }
+    };
+    println!("kubectl {binary}: client 1.{minor}");
     let twin = twin();
     let dir = std::env::temp_dir().join(format!("verify-twin-kubectl-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
@@ -963,7 +981,7 @@ fn kubectl_works_against_the_twin_when_installed() {
     let it = instance_type("a10");
     let _ = std::fs::write(&manifest, serde_json::to_vec(&it).unwrap_or_default());
     let kubectl = |args: &[&str]| {
-        let out = std::process::Command::new("kubectl")
+        let out = std::process::Command::new(&binary)
             .arg("--kubeconfig")
             .arg(&config)
             .arg("--cache-dir")
@@ -1026,18 +1044,45 @@ fn kubectl_works_against_the_twin_when_installed() {
             ],
             "patched",
         ),
-        (
-            vec![
-                "patch",
-                "instancetype",
-                "a10",
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                r#"{"status":{"phase":"Active"}}"#,
-            ],
-            "patched",
-        ),
+    ];
+    for (args, expect) in steps {
+        let (ok, text) = kubectl(&args);
+        assert!(ok && text.contains(expect), "kubectl {args:?}: {text}");
+    }
+    let status_path = "/apis/worker.gpustack.ai/v1alpha1/instancetypes/a10/status";
+    let (ok, text) = if minor >= 24 {
+        kubectl(&[
+            "patch",
+            "instancetype",
+            "a10",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Active"}}"#,
+        ])
+    } else {
+        let (ok, current) = kubectl(&["get", "instancetype", "a10", "-o", "json"]);
+        assert!(ok, "kubectl get: {current}");
+        let mut object: Value = serde_json::from_str(&current).unwrap_or(Value::Null);
+        object["status"] = json!({"phase": "Active"});
+        let status_file = dir.join("status.json");
+        let _ = std::fs::write(&status_file, object.to_string());
+        let status_file = status_file.to_string_lossy().to_string();
+        kubectl(&[
+            "replace",
+            "--validate=false",
+            "--raw",
+            status_path,
+            "-f",
+            &status_file,
+        ])
+    };
+    // `patch` says "patched", `replace --raw` prints the object; the next step reads it back
+    assert!(
+        ok && (text.contains("patched") || text.contains("Active")),
+        "kubectl status write: {text}"
+    );
+    let steps: Vec<(Vec<&str>, &str)> = vec![
         (
             vec![
                 "get",
