@@ -544,19 +544,15 @@ fn a_lagging_operator_runs_the_mutated_rule() {
         "{:?}",
         shared.read(got)
     );
-    let unmutated: Vec<i64> = derive(&c)
-        .cluster_queues
-        .iter()
-        .flat_map(|cq| cq.resource_groups.iter().flat_map(|g| &g.flavors))
-        .map(|f| f.nominal_quota)
-        .collect();
-    let mutant: Vec<i64> = derive(&mutated)
-        .cluster_queues
-        .iter()
-        .flat_map(|cq| cq.resource_groups.iter().flat_map(|g| &g.flavors))
-        .map(|f| f.nominal_quota)
-        .collect();
-    assert_ne!(unmutated, mutant, "the mutant changes a quota");
+    let nominal = |cluster: &Cluster| -> Vec<i64> {
+        derive(cluster)
+            .cluster_queues
+            .iter()
+            .flat_map(|cq| cq.resource_groups.iter().flat_map(|g| &g.flavors))
+            .map(|f| f.nominal_quota)
+            .collect()
+    };
+    assert_ne!(nominal(&c), nominal(&mutated), "the mutant changes a quota");
     assert!(operator.reconciles() >= 1);
     operator.stop();
     assert!(twin.shutdown().is_ok());
