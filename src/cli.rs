@@ -23,6 +23,11 @@ pub enum Command {
     /// violation is written as a scenario file. Exit 1 on a violated property.
     #[command(after_help = generators::check::SEARCH_HELP)]
     Check(CheckArgs),
+    /// Churn for a while: a stream of node, card, Workload and namespace events at a steady
+    /// rate, with the invariants checked and the target diffed at every quiescent point.
+    /// Writes series.csv, checkpoint.yaml and any counterexample under the run directory and
+    /// appends one row to the history file. Exit 0 held, 1 a finding, 3 inconclusive.
+    Soak(SoakArgs),
     /// The embedded twin: a Kubernetes API server on 127.0.0.1 for kubectl and kube-rs.
     #[command(subcommand)]
     Twin(TwinCommand),
@@ -91,6 +96,41 @@ pub struct FuzzArgs {
     /// The regression seed file, replayed first and appended on failure.
     #[arg(long, default_value = ".verify/regressions.txt")]
     pub regressions: PathBuf,
+}
+
+/// `verify soak` arguments.
+#[derive(Debug, clap::Args)]
+pub struct SoakArgs {
+    /// How long to churn (e.g. `90s`, `30m`, `8h`).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
+    pub duration: std::time::Duration,
+    /// Events per second (default: as fast as quiescence allows).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Seed of the initial cluster and of the event stream.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Stop after this many events even if time remains.
+    #[arg(long)]
+    pub max_events: Option<u64>,
+    /// Tier to drive.
+    #[arg(long, value_enum, default_value_t = Tier::Model)]
+    pub tier: Tier,
+    /// Drive a mutated model (see `verify mutants --list`); the soak must catch it.
+    #[arg(long)]
+    pub mutant: Option<model::mutants::Mutant>,
+    /// Largest initial cluster, in nodes (the stream keeps it within twice that).
+    #[arg(long, default_value_t = 4)]
+    pub max_nodes: usize,
+    /// Try to advance the checkpoint every this many events.
+    #[arg(long, default_value_t = 50)]
+    pub checkpoint_every: u64,
+    /// Where run directories go.
+    #[arg(long, default_value = "runs")]
+    pub run_dir: PathBuf,
+    /// The history file: one row per soak run, for trends across nightly runs.
+    #[arg(long, default_value = ".verify/soak-history.csv")]
+    pub history: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

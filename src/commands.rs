@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::cli::{CheckArgs, Command, Format, FuzzArgs, TwinCommand};
+use crate::cli::{CheckArgs, Command, Format, FuzzArgs, SoakArgs, TwinCommand};
 
 /// Bad input or a missing required input: exit 2.
 #[derive(Debug, thiserror::Error)]
@@ -16,6 +16,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Fuzz(args) => fuzz(args),
         Command::Replay { file } => replay(&file),
         Command::Check(args) => check(args),
+        Command::Soak(args) => soak(args),
         Command::Twin(TwinCommand::Serve {
             port,
             kubeconfig_out,
@@ -336,4 +337,79 @@ fn twin_serve(
     println!("stop with Ctrl-C");
     handle.wait().context("the twin stopped")?;
     Ok(0)
+}
+
+/// `verify soak`: churn until the deadline, Ctrl-C or the first finding; series, checkpoint,
+/// counterexample and a history row.
+fn soak(args: SoakArgs) -> Result<i32> {
+    let config = soak::SoakConfig {
+        seed: args.seed,
+        shape: generators::ShapeConfig {
+            max_nodes: args.max_nodes,
+            ..generators::ShapeConfig::default()
+        },
+        duration: args.duration,
+        max_events: args.max_events,
+        rate: args.rate,
+        checkpoint_every: args.checkpoint_every,
+        ..soak::SoakConfig::default()
+    };
+    let stop = config.stop.clone();
+    // A second Ctrl-C is left to the default handler only after this one returns.
+    ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::Relaxed))
+        .context("installing the Ctrl-C handler")?;
+    let mutant = args.mutant;
+    let mut target = soak::ModelTarget::new(mutant);
+    println!("{}", soak::Target::describe(&target));
+    let dir = scenario::RunDir::create_now(&args.run_dir)
+        .with_context(|| format!("creating a run directory under {}", args.run_dir.display()))?;
+    println!(
+        "soak: seed {}, for {}, run directory {}",
+        args.seed,
+        humantime::format_duration(args.duration),
+        dir.path().display()
+    );
+    let report = soak::run(
+        &config,
+        &mut target,
+        &mut || Box::new(soak::ModelTarget::new(mutant)),
+        &dir,
+        &mut |s| {
+            eprintln!(
+                "  {:>8.1}s  {:>8} events  latency {:.2} ms  objects {}  rss {} KiB",
+                s.elapsed_s, s.events_applied, s.quiescence_latency_ms, s.objects_alive, s.rss_kib
+            )
+        },
+    )
+    .map_err(|e| anyhow::anyhow!(e))?;
+    let row = report.history_row(dir.id(), "model", args.seed);
+    soak::series::append_history(&args.history, &row)
+        .with_context(|| format!("appending to {}", args.history.display()))?;
+    if let Some(f) = &report.failure {
+        println!(
+            "FAIL {} after {} events ({:.1} s): stretch of {} events shrunk to {} node(s), {} event(s) -> {}",
+            f.finding.property,
+            f.at_event,
+            f.elapsed.as_secs_f64(),
+            f.stretch_events,
+            f.shrunk_nodes,
+            f.shrunk_events,
+            f.counterexample.display()
+        );
+    }
+    if let soak::Verdict::Inconclusive(why) = &report.verdict {
+        println!("INCONCLUSIVE: {why}");
+    }
+    println!(
+        "{} events in {:.1} s ({:.0}/s), {} checkpoints, mean quiescence {:.2} ms, peak rss {} KiB, leftovers {}: {}",
+        report.events,
+        report.elapsed.as_secs_f64(),
+        report.events_per_s(),
+        report.checkpoints,
+        report.mean_quiescence_ms,
+        report.peak_rss_kib,
+        report.leftovers,
+        report.verdict.label()
+    );
+    Ok(report.verdict.exit_code())
 }

@@ -81,6 +81,16 @@ impl World {
         world
     }
 
+    /// A world resuming from objects published at an earlier quiescence (a soak checkpoint),
+    /// so what the cluster alone does not say — a drained queue's stop policy and migration
+    /// phase — carries over (chain.md §10.3).
+    pub fn resume(cluster: Cluster, published: Derived) -> Self {
+        let mut world = World::new(cluster);
+        world.admission.derived = published;
+        world.remember_authored();
+        world
+    }
+
     pub fn cluster(&self) -> &Cluster {
         &self.admission.cluster
     }

@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::Cluster;
-use crate::events::Event;
+use crate::derive::Derived;
+use crate::events::{Event, World};
 
 /// What a scenario expects; an empty list means "every property holds".
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,4 +33,18 @@ pub struct Scenario {
     pub events: Vec<Event>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub expect: Vec<Expectation>,
+    /// The objects published at the quiescence the scenario resumes from (a soak checkpoint);
+    /// absent, the chain starts from a fresh derivation of `cluster`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<Derived>,
+}
+
+impl Scenario {
+    /// The world the scenario's events apply to.
+    pub fn start(&self) -> World {
+        match &self.published {
+            Some(published) => World::resume(self.cluster.clone(), published.clone()),
+            None => World::new(self.cluster.clone()),
+        }
+    }
 }

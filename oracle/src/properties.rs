@@ -330,6 +330,12 @@ pub fn cpu_groups_unmixed(d: &Derived) -> Result<(), Violation> {
             continue;
         };
         let key = labels::general_feature_key(group);
+        // Awareness is read at call time (chain.md §7.2): with it off, the queue of an
+        // InstanceType created while it was on carries no general key and, like every CPU
+        // queue, selects all CPU flavors of its os/arch (§7.3). Only aware queues are judged.
+        if q.labels.get(&key).map(String::as_str) != Some("true") {
+            continue;
+        }
         for f in q.resource_groups.iter().flat_map(|g| &g.flavors) {
             let Some(rf) = flavors.get(f.flavor.as_str()) else {
                 continue;

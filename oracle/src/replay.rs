@@ -198,7 +198,7 @@ fn effect_summary(e: &Effect) -> String {
 /// reports whether the violations a counterexample recorded still reproduce.
 pub fn replay(s: &Scenario) -> ReplayCheck {
     use model::scenario::Expectation;
-    let mut world = World::new(s.cluster.clone());
+    let mut world = s.start();
     let effects: Vec<Effect> = s.events.iter().map(|e| world.apply(e)).collect();
     let violations = crate::properties::check_all(s);
     let mut unmet = Vec::new();

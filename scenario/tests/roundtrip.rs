@@ -184,7 +184,24 @@ fn everything() -> Scenario {
                 message: "nominal 3 != capacity 4".into(),
             },
         ],
+        published: None,
     }
+}
+
+/// A soak checkpoint carries the objects it resumes from; they survive the round trip.
+#[test]
+fn a_checkpoint_with_published_objects_round_trips() {
+    let cluster = model::examples::walkthrough();
+    let published = model::derive::derive(&cluster);
+    let s = Scenario {
+        name: "checkpoint".into(),
+        cluster,
+        published: Some(published),
+        ..Scenario::default()
+    };
+    let back = scenario::from_yaml(&scenario::to_yaml(&s), "checkpoint.yaml").unwrap();
+    assert_eq!(back, s);
+    assert_eq!(back.start().observe(), s.start().observe());
 }
 
 #[test]

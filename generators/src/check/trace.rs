@@ -81,6 +81,7 @@ pub fn scenario(
             property: property.to_string(),
             message: message.to_string(),
         }],
+        ..Scenario::default()
     }
 }
 

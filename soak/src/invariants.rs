@@ -1,0 +1,71 @@
+//! What must hold at every quiescent point of a soak: the model's own invariants on the
+//! reference world ([M4]'s always-properties that need no action history) and, for a target
+//! other than the reference, no divergence between what it publishes and what the model
+//! expects.
+
+use model::derive::Derived;
+use model::events::World;
+
+use generators::check::properties as always;
+
+/// One broken invariant or divergence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// The property's name (a counterexample's file and report use it).
+    pub property: String,
+    pub message: String,
+}
+
+/// Objects a world publishes, plus its nodes and held Workloads (the series' "objects alive").
+pub fn objects_of(world: &World) -> usize {
+    let d = &world.admission.derived;
+    world.cluster().nodes.len()
+        + d.resource_flavors.len()
+        + d.instance_types.len()
+        + d.cluster_queues.len()
+        + d.local_queues.len()
+        + world.admission.holds.len()
+}
+
+/// The world-level invariants of `world` at quiescence, `observed` being what it publishes.
+pub fn at_quiescence(world: &World, observed: &Derived) -> Vec<Finding> {
+    let checks = [
+        ("no card overcommitted", always::cards_within_bounds(world)),
+        (
+            "no partition on a non-partitioned card",
+            always::no_partition_on_plain(world),
+        ),
+        (
+            "admitted credits within quota",
+            always::credits_within_quota(&world.admission.derived, &world.admission.reserved),
+        ),
+        (
+            "views equal a fresh derivation at quiescence",
+            always::views_fresh(world, observed),
+        ),
+        ("[M3] structure", always::m3_structure(world, observed)),
+        ("[M3] accounting", always::m3_accounting(world, observed)),
+    ];
+    checks
+        .into_iter()
+        .filter_map(|(property, r)| {
+            r.err().map(|message| Finding {
+                property: property.to_string(),
+                message,
+            })
+        })
+        .collect()
+}
+
+/// The target's published objects against the model's: one finding naming the first
+/// differences, or none.
+pub fn divergence(property: String, expected: &Derived, observed: &Derived) -> Option<Finding> {
+    let differences = oracle::diff(expected, observed);
+    if differences.is_empty() {
+        return None;
+    }
+    Some(Finding {
+        property,
+        message: oracle::render_table(&differences),
+    })
+}

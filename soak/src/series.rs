@@ -1,0 +1,111 @@
+//! The soak's time series (one CSV row per sample, flushed as written, so a killed run keeps
+//! its rows) and the history file that collects one row per run across nightly runs.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// One sample of the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds since the soak started.
+    pub elapsed_s: f64,
+    pub events_applied: u64,
+    /// Findings (broken invariants and divergences) so far.
+    pub divergences: u64,
+    /// Mean time to quiescence over the events since the previous sample, in milliseconds.
+    pub quiescence_latency_ms: f64,
+    pub api_calls: u64,
+    pub objects_alive: u64,
+    /// The verifier's own resident memory, in KiB (0 where the platform cannot say).
+    pub rss_kib: u64,
+}
+
+/// The verifier's resident memory now, in KiB.
+pub fn rss_kib() -> u64 {
+    memory_stats::memory_stats().map_or(0, |m| (m.physical_mem / 1024) as u64)
+}
+
+/// Writes samples to `series.csv` as they come.
+pub struct SeriesWriter {
+    path: PathBuf,
+    out: csv::Writer<File>,
+}
+
+impl SeriesWriter {
+    pub fn create(path: &Path) -> io::Result<Self> {
+        let out = csv::Writer::from_path(path).map_err(io::Error::other)?;
+        Ok(SeriesWriter {
+            path: path.to_path_buf(),
+            out,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn push(&mut self, sample: &Sample) -> io::Result<()> {
+        self.out.serialize(sample).map_err(io::Error::other)?;
+        self.out.flush()
+    }
+}
+
+/// Reads a series back (reports, tests).
+pub fn read_series(path: &Path) -> Result<Vec<Sample>, String> {
+    let mut reader =
+        csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    reader
+        .deserialize()
+        .enumerate()
+        .map(|(i, row)| row.map_err(|e| format!("{}: row {}: {e}", path.display(), i + 1)))
+        .collect()
+}
+
+/// One run in the history file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRow {
+    /// The run directory's id (its UTC timestamp comes first).
+    pub run: String,
+    pub tier: String,
+    pub seed: u64,
+    pub duration_s: f64,
+    pub events: u64,
+    pub events_per_s: f64,
+    /// Seconds to the first finding; empty when none.
+    pub first_failure_s: Option<f64>,
+    pub mean_quiescence_ms: f64,
+    pub peak_rss_kib: u64,
+    pub verdict: String,
+}
+
+/// Appends `row` to the history CSV at `path` (created with a header when new), so trends
+/// across nightly runs can be read off one file.
+pub fn append_history(path: &Path, row: &HistoryRow) -> io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir)?;
+    }
+    let fresh = fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true);
+    let file = OpenOptions::new().create(true).append(true).open(path)?;
+    let mut out = csv::WriterBuilder::new()
+        .has_headers(fresh)
+        .from_writer(file);
+    out.serialize(row).map_err(io::Error::other)?;
+    out.flush()?;
+    out.into_inner()
+        .map_err(|e| io::Error::other(e.to_string()))?
+        .flush()
+}
+
+/// Reads the history back.
+pub fn read_history(path: &Path) -> Result<Vec<HistoryRow>, String> {
+    let mut reader =
+        csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    reader
+        .deserialize()
+        .enumerate()
+        .map(|(i, row)| row.map_err(|e| format!("{}: row {}: {e}", path.display(), i + 1)))
+        .collect()
+}
