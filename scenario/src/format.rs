@@ -13,7 +13,13 @@ use crate::locate::locate;
 use crate::path::{FieldPath, Segment};
 
 /// Parses a scenario from YAML text; `origin` names the text in errors (usually its file name).
+/// A locked case's `case:` header is read and checked too (see [`crate::case_from_yaml`]).
 pub fn from_yaml(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+    crate::case::case_from_yaml(text, origin).map(|c| c.scenario)
+}
+
+/// The scenario reader proper (a file without a `case:` header).
+pub(crate) fn scenario_from_yaml(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
     let mut ignored: Option<FieldPath> = None;
     let de = serde_norway::Deserializer::from_str(text);
     let mut note_ignored = |p: serde_ignored::Path<'_>| {
