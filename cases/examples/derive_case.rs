@@ -1,12 +1,19 @@
 //! Prints the objects a case file's cluster derives at each step (names, views, queues): a
-//! helper for writing expectations. `cargo run -p cases --example derive_case -- FILE [STEP]`.
+//! helper for writing expectations. `cargo run -p cases --example derive_case -- FILE [STEP]`;
+//! `-- --entrance NAME…` prints the entrance LocalQueue name of each InstanceType name.
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let Some(file) = args.next() else {
-        eprintln!("usage: derive_case FILE [STEP]");
+        eprintln!("usage: derive_case FILE [STEP] | derive_case --entrance INSTANCE_TYPE...");
         std::process::exit(2);
     };
+    if file == "--entrance" {
+        for it in args {
+            println!("{it} {}", model::nodefeature::local_queue_name(&it));
+        }
+        return;
+    }
     let step: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
     let c = match scenario::load_case(std::path::Path::new(&file)) {
         Ok(c) => c,

@@ -19,7 +19,8 @@ pub enum Expectation {
     /// A field of every derived object of `kind` named `name` (exact, or a prefix ending in
     /// `*`) at `step` (0 = initial, k = after event k-1) compares with `value`, or with the
     /// same object's field at `same_as`. Path segments: a field or map key, a list index,
-    /// `[key=value]` (the list element whose `key` is `value`) or `#len`.
+    /// `[key=value]` (the list element whose `key` is `value`; `[=value]` a scalar element equal
+    /// to `value`) or `#len`.
     Field {
         step: usize,
         kind: ObjectKind,

@@ -240,10 +240,15 @@ fn read(v: &Value, path: &[String]) -> Option<String> {
             .and_then(|s| s.strip_suffix(']'))
             .and_then(|s| s.split_once('='))
         {
-            at = at
-                .as_array()?
-                .iter()
-                .find(|e| e.get(k).map(scalar).as_deref() == Some(want))?;
+            // `[=v]` picks a scalar element equal to `v`.
+            at = at.as_array()?.iter().find(|e| {
+                let got = if k.is_empty() {
+                    Some(scalar(e))
+                } else {
+                    e.get(k).map(scalar)
+                };
+                got.as_deref() == Some(want)
+            })?;
             continue;
         }
         at = match at {
@@ -297,6 +302,9 @@ mod tests {
         assert_eq!(read(&v, &p(&["groups", "0", "n"])).as_deref(), Some("3"));
         assert_eq!(read(&v, &p(&["groups", "#len"])).as_deref(), Some("2"));
         assert_eq!(read(&v, &p(&["groups", "[name=g9]"])), None);
+        let checks: Value = serde_json::json!({"checks": ["a", "b"]});
+        assert_eq!(read(&checks, &p(&["checks", "[=b]"])).as_deref(), Some("b"));
+        assert_eq!(read(&checks, &p(&["checks", "[=c]"])), None);
         assert_eq!(read(&v, &p(&["missing"])), None);
     }
 
