@@ -28,17 +28,30 @@ fn main() {
     }
     let d = w.observe();
     for rf in &d.resource_flavors {
-        println!("RF {} capacity {} nodes {:?}", rf.name, rf.capacity, rf.nodes);
+        println!(
+            "RF {} capacity {} nodes {:?}",
+            rf.name, rf.capacity, rf.nodes
+        );
     }
     for it in &d.instance_types {
         let v = &it.status.views;
         println!(
             "IT {} phase {:?} entrance {} EX {:?} SH {:?} SL {:?} PT {:?} cpu {:?}",
-            it.name, it.status.phase, it.status.entrance, v.exclusive, v.shared, v.sliced, v.partitioned, it.status.cpu
+            it.name,
+            it.status.phase,
+            it.status.entrance,
+            v.exclusive,
+            v.shared,
+            v.sliced,
+            v.partitioned,
+            it.status.cpu
         );
     }
     for q in &d.cluster_queues {
-        println!("CQ {} stop {:?} checks {:?} groups {:?}", q.name, q.stop_policy, q.admission_checks, q.resource_groups);
+        println!(
+            "CQ {} stop {:?} checks {:?} groups {:?}",
+            q.name, q.stop_policy, q.admission_checks, q.resource_groups
+        );
     }
     for l in &d.local_queues {
         println!("LQ {}/{} -> {}", l.namespace, l.name, l.cluster_queue);

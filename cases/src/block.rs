@@ -28,10 +28,7 @@ pub fn cards_to_restore<'a>(
     start
         .iter()
         .filter(|(card, m)| {
-            *m == MigMode::Disabled
-                && now
-                    .iter()
-                    .any(|(c, n)| c == card && *n == MigMode::Enabled)
+            *m == MigMode::Disabled && now.iter().any(|(c, n)| c == card && *n == MigMode::Enabled)
         })
         .map(|(c, _)| c.as_str())
         .collect()
@@ -81,17 +78,26 @@ pub fn rdma_readings(cluster: &Cluster) -> Vec<Reading> {
         let partitioned = cards.iter().filter(|c| c.is_partitioned()).count();
         for requirement in RDMA_REQUIREMENTS {
             let (met, detail) = match requirement {
-                "accelerator" => (!cards.is_empty(), format!("{} card(s) in Devices", cards.len())),
+                "accelerator" => (
+                    !cards.is_empty(),
+                    format!("{} card(s) in Devices", cards.len()),
+                ),
                 "partitioned-card" => (
                     partitioned > 0,
                     format!("{partitioned} partitioned card(s) in Devices"),
                 ),
-                "numa-split" => (false, "lacks a NUMA layout (the model's Devices carry none)".into()),
+                "numa-split" => (
+                    false,
+                    "lacks a NUMA layout (the model's Devices carry none)".into(),
+                ),
                 "topology-enforced" => (
                     false,
                     "lacks a kubelet TopologyManager policy (no configz in the model)".into(),
                 ),
-                _ => (false, "lacks an RDMA endpoint inventory (the model's Devices carry no NICs)".into()),
+                _ => (
+                    false,
+                    "lacks an RDMA endpoint inventory (the model's Devices carry no NICs)".into(),
+                ),
             };
             out.push(Reading {
                 node: node.name.clone(),
@@ -158,8 +164,13 @@ mod tests {
     fn report_on_the_walkthrough_answers_accelerators_only() {
         let r = rdma_readings(&model::examples::walkthrough());
         assert!(!r.is_empty());
-        assert!(r.iter().filter(|x| x.met).all(|x| x.requirement == "accelerator"));
-        assert!(r.iter().any(|x| x.requirement == "endpoint" && !x.met && x.detail.contains("lacks")));
+        assert!(r
+            .iter()
+            .filter(|x| x.met)
+            .all(|x| x.requirement == "accelerator"));
+        assert!(r
+            .iter()
+            .any(|x| x.requirement == "endpoint" && !x.met && x.detail.contains("lacks")));
         let empty = rdma_report(&Cluster::default(), "an empty cluster");
         assert!(empty.contains("no node has a Devices object"));
     }

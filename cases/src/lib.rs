@@ -55,10 +55,9 @@ pub fn run_case(
             let e = index::entry(n).ok_or_else(|| {
                 format!("no case {n} in the index (numbers 1-32, 34-45, 47-91, 93-115; 33, 46 and 92 were never used)")
             })?;
-            let why = e
-                .not_modelled
-                .clone()
-                .unwrap_or_else(|| "the index marks it modelled but no scenario file carries it".into());
+            let why = e.not_modelled.clone().unwrap_or_else(|| {
+                "the index marks it modelled but no scenario file carries it".into()
+            });
             Ok(CaseRun {
                 number: n,
                 title: e.title.clone(),
@@ -94,9 +93,11 @@ pub fn run_block(
 /// The exit code of several runs: 2 if any needs input or its tier is missing, else 1 if any
 /// failed, else 0.
 pub fn exit_code(runs: &[CaseRun]) -> i32 {
-    runs.iter().map(|r| r.verdict.exit_code()).fold(0, |acc, c| match (acc, c) {
-        (2, _) | (_, 2) => 2,
-        (1, _) | (_, 1) => 1,
-        _ => 0,
-    })
+    runs.iter()
+        .map(|r| r.verdict.exit_code())
+        .fold(0, |acc, c| match (acc, c) {
+            (2, _) | (_, 2) => 2,
+            (1, _) | (_, 1) => 1,
+            _ => 0,
+        })
 }

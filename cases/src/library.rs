@@ -20,14 +20,15 @@ macro_rules! files {
 
 /// Every case file, by number.
 pub const FILES: &[(&str, &str)] = files!(
-    "01", "02", "03", "04", "05", "06", "09", "10", "11", "12", "14", "16", "17", "18", "19",
-    "20", "22", "23", "24", "25", "26", "27", "28", "29", "30", "31", "32", "34", "40", "41",
-    "50", "68", "80", "81", "82", "83", "84", "85", "88", "95", "96", "106",
+    "01", "02", "03", "04", "05", "06", "09", "10", "11", "12", "14", "16", "17", "18", "19", "20",
+    "22", "23", "24", "25", "26", "27", "28", "29", "30", "31", "32", "34", "40", "41", "50", "68",
+    "80", "81", "82", "83", "84", "85", "88", "95", "96", "106",
 );
 
 /// Parses one embedded file; the error names the file, line and field.
 pub fn parse(file: &'static str, text: &str) -> Result<LockedCase, String> {
-    let parsed = scenario::case_from_yaml(text, &format!("cases/{file}")).map_err(|e| e.to_string())?;
+    let parsed =
+        scenario::case_from_yaml(text, &format!("cases/{file}")).map_err(|e| e.to_string())?;
     let header = parsed
         .header
         .ok_or_else(|| format!("cases/{file}: field case: expected the case header"))?;

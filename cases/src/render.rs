@@ -17,7 +17,12 @@ pub fn case_text(run: &CaseRun) -> String {
     if !run.rows.is_empty() {
         out.push_str("\nSTATUS | CHECK | OBJECT\n");
         for r in &run.rows {
-            out.push_str(&format!("{} | {} | {}\n", r.status.name(), r.check, r.object));
+            out.push_str(&format!(
+                "{} | {} | {}\n",
+                r.status.name(),
+                r.check,
+                r.object
+            ));
         }
         out.push('\n');
     }
@@ -38,9 +43,9 @@ pub fn verdict_line(run: &CaseRun) -> String {
         Verdict::Skipped { why } => {
             format!("== CASE {n} — SKIPPED == NOTHING WAS VERIFIED: {why}")
         }
-        Verdict::InputRequired { variable } => format!(
-            "CASE {n} needs input: {variable} is not set (input required; nothing was run)"
-        ),
+        Verdict::InputRequired { variable } => {
+            format!("CASE {n} needs input: {variable} is not set (input required; nothing was run)")
+        }
         Verdict::Unavailable { tier } => format!(
             "CASE {n}: the {} tier is not available yet (only the model tier runs cases)",
             tier.name()

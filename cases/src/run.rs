@@ -38,14 +38,24 @@ pub struct Row {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// No FAIL and at least one PASS.
-    Pass { skipped: usize },
-    Fail { failed: usize },
+    Pass {
+        skipped: usize,
+    },
+    Fail {
+        failed: usize,
+    },
     /// Nothing ran (whole-case skip, or every row skipped): exit 0, `NOTHING WAS VERIFIED`.
-    Skipped { why: String },
+    Skipped {
+        why: String,
+    },
     /// A required input is missing: exit 2.
-    InputRequired { variable: String },
+    InputRequired {
+        variable: String,
+    },
     /// The tier cannot run cases yet: exit 2.
-    Unavailable { tier: Tier },
+    Unavailable {
+        tier: Tier,
+    },
 }
 
 impl Verdict {

@@ -114,7 +114,11 @@ impl TierRunner for UnavailableTier {
     }
 
     fn run(&self, case: &LockedCase) -> CaseRun {
-        CaseRun::not_run(case, self.0, crate::run::Verdict::Unavailable { tier: self.0 })
+        CaseRun::not_run(
+            case,
+            self.0,
+            crate::run::Verdict::Unavailable { tier: self.0 },
+        )
     }
 }
 

@@ -105,12 +105,16 @@ pub(crate) fn check(
             admits,
             check,
         } => {
-            let label = label_or(check, || format!("fit label of {node} for {accelerator_key}"));
+            let label = label_or(check, || {
+                format!("fit label of {node} for {accelerator_key}")
+            });
             let labels = steps
                 .get(*step)
                 .and_then(Option::as_ref)
                 .and_then(|o| o.cluster.nodes.iter().find(|n| n.name == *node))
-                .map(|n| model::fit::fit_labels_of(n.devices.as_ref().unwrap_or(&Default::default())));
+                .map(|n| {
+                    model::fit::fit_labels_of(n.devices.as_ref().unwrap_or(&Default::default()))
+                });
             match labels {
                 None => (false, label, format!("step {step}: no node {node}")),
                 Some(labels) => {
@@ -193,7 +197,11 @@ fn listed(d: &model::derive::Derived, kind: ObjectKind) -> Vec<(String, Value)> 
             .iter()
             .filter_map(|i| serde_json::to_value(i).ok())
             .map(|v| {
-                let name = v.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+                let name = v
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 (name, v)
             })
             .collect()
@@ -298,7 +306,10 @@ mod tests {
         });
         let p = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(read(&v, &p(&["labels", "a.b/c"])).as_deref(), Some("x"));
-        assert_eq!(read(&v, &p(&["groups", "[name=g2]", "n"])).as_deref(), Some("5"));
+        assert_eq!(
+            read(&v, &p(&["groups", "[name=g2]", "n"])).as_deref(),
+            Some("5")
+        );
         assert_eq!(read(&v, &p(&["groups", "0", "n"])).as_deref(), Some("3"));
         assert_eq!(read(&v, &p(&["groups", "#len"])).as_deref(), Some("2"));
         assert_eq!(read(&v, &p(&["groups", "[name=g9]"])), None);
@@ -315,5 +326,55 @@ mod tests {
         assert!(compare("abc", Compare::Eq, "abc"));
         assert!(compare("abc", Compare::Ne, "abd"));
         assert!(!compare("abc", Compare::Gt, "abb"));
+    }
+
+    #[test]
+    fn a_replay_reports_each_expectation_with_its_verdict() {
+        use model::scenario::{Expectation, Scenario};
+        let field = |value: &str| Expectation::Field {
+            step: 0,
+            kind: ObjectKind::ClusterQueue,
+            name: "gpustack-*".into(),
+            path: vec!["cohort".into()],
+            op: Compare::Eq,
+            value: Some(value.into()),
+            same_as: None,
+            check: format!("cohort is `{value}`"),
+        };
+        let s = Scenario {
+            name: "w".into(),
+            cluster: model::examples::walkthrough(),
+            expect: vec![
+                field(""),
+                field("gpustack"),
+                Expectation::Count {
+                    step: 0,
+                    kind: ObjectKind::InstanceType,
+                    name: "gpustack-*".into(),
+                    op: Compare::Eq,
+                    value: 3,
+                    check: String::new(),
+                },
+                Expectation::Count {
+                    step: 5,
+                    kind: ObjectKind::Node,
+                    name: "*".into(),
+                    op: Compare::Ge,
+                    value: 1,
+                    check: String::new(),
+                },
+            ],
+            ..Scenario::default()
+        };
+        let r = crate::replay(&s);
+        let held: Vec<bool> = r.checks.iter().map(|c| c.held).collect();
+        assert_eq!(held, vec![true, false, true, false], "{:#?}", r.checks);
+        assert!(
+            r.checks[3].object.contains("no step 5"),
+            "{:?}",
+            r.checks[3]
+        );
+        assert!(!r.held());
+        assert_eq!(r.unmet.len(), 2);
     }
 }
