@@ -137,7 +137,7 @@ fn exit_codes_combine_worst_first() {
         &cases::case(27).unwrap().unwrap(),
         &unset,
     );
-    assert_eq!(exit_code(&[pass.clone()]), 0);
+    assert_eq!(exit_code(std::slice::from_ref(&pass)), 0);
     assert_eq!(exit_code(&[pass.clone(), fail.clone()]), 1);
     assert_eq!(exit_code(&[fail, input, pass]), 2);
 }

@@ -40,9 +40,9 @@ pub(crate) fn check(
             check,
         } => {
             let label = label_or(check, || {
-                let want = value.clone().unwrap_or_else(|| {
-                    format!("{}", same_as.as_deref().unwrap_or_default().join("."))
-                });
+                let want = value
+                    .clone()
+                    .unwrap_or_else(|| same_as.as_deref().unwrap_or_default().join("."));
                 format!("{} {} {want}", path.join("."), op.symbol())
             });
             match objects_at(steps, *step, *kind, name) {

@@ -1,7 +1,6 @@
 //! The scenario file: YAML in the plain serde layout of `model::scenario::Scenario`, read
 //! strictly (unknown keys refused, the cluster validated) and written in a stable key order.
 
-use std::fs;
 use std::path::Path;
 
 use model::scenario::Scenario;
@@ -60,13 +59,10 @@ pub(crate) fn scenario_from_yaml(text: &str, origin: &str) -> Result<Scenario, S
     Ok(scenario)
 }
 
-/// Reads and parses the scenario file at `path`; errors name the file as given.
+/// Reads and parses the scenario file at `path` (a case file's header is checked and
+/// dropped); errors name the file as given.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-    let text = fs::read_to_string(path).map_err(|source| ScenarioError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    from_yaml(&text, &path.display().to_string())
+    crate::case::load_case(path).map(|c| c.scenario)
 }
 
 /// Renders a scenario as YAML: struct fields in declaration order, maps sorted by key, strings
