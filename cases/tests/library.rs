@@ -206,3 +206,16 @@ fn case_6_keeps_the_original_ledger_sequence() {
         }
     }
 }
+
+#[test]
+fn every_file_in_the_scenarios_folder_is_embedded() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
+    let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| format!("scenarios/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    on_disk.sort();
+    let mut embedded: Vec<String> = FILES.iter().map(|(f, _)| f.to_string()).collect();
+    embedded.sort();
+    assert_eq!(on_disk, embedded);
+}

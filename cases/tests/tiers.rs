@@ -141,3 +141,18 @@ fn exit_codes_combine_worst_first() {
     assert_eq!(exit_code(&[pass.clone(), fail.clone()]), 1);
     assert_eq!(exit_code(&[fail, input, pass]), 2);
 }
+
+#[test]
+fn case_39_on_the_live_tier_needs_ppu_node_ssh() {
+    let c = cases::case(39).unwrap().unwrap();
+    let run = run_gated(&UnavailableTier(Tier::Live), &c, &set);
+    assert_eq!(
+        run.verdict,
+        Verdict::InputRequired {
+            variable: "PPU_NODE_SSH".into()
+        }
+    );
+    // On the model it is a vendor runtime case: nothing verified, exit 0.
+    let run = run_case(39, &ModelTier::default(), &unset).unwrap();
+    assert!(matches!(run.verdict, Verdict::Skipped { .. }), "{run:#?}");
+}
