@@ -54,6 +54,13 @@ pub enum Command {
         #[arg(default_value = "../shared/conformance")]
         dir: PathBuf,
     },
+    /// The operator's locked e2e cases: number, locked title, scope, Needs, mutation posture,
+    /// and whether verify models it (with the reason when it does not).
+    Cases,
+    /// Run one locked case (`verify case 14`) or a hardware block (`--block mig|rdma`): a
+    /// `STATUS | CHECK | OBJECT` table, then a verdict. Exit 0 pass or skip (a skip prints
+    /// NOTHING WAS VERIFIED), 1 any FAIL, 2 input required or tier not available yet.
+    Case(CaseArgs),
     /// Derive every object of the chain for a cluster shape and print it.
     /// Without `--cluster`, the embedded walkthrough cluster is used.
     Derive {
@@ -194,6 +201,49 @@ pub struct CheckArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Tier {
     Model,
+}
+
+/// `verify case` arguments.
+#[derive(Debug, clap::Args)]
+pub struct CaseArgs {
+    /// The case number (see `verify cases`).
+    #[arg(required_unless_present = "block", conflicts_with = "block")]
+    pub number: Option<u32>,
+    /// Run a hardware block in its runner's order (MIG: 27, 24, then the rest; RDMA: 80-84).
+    #[arg(long, value_enum)]
+    pub block: Option<CaseBlock>,
+    /// With `--block rdma`: print which readings this cluster can answer and what each unmet
+    /// requirement lacks, touching nothing.
+    #[arg(long, requires = "block")]
+    pub report_only: bool,
+    /// Where the case runs; only `model` is available yet.
+    #[arg(long, value_enum, default_value_t = CaseTier::Model)]
+    pub tier: CaseTier,
+    /// Output: the case table, or JUnit XML for CI.
+    #[arg(long, value_enum, default_value_t = CaseFormat::Table)]
+    pub format: CaseFormat,
+    /// Run on a mutated model (see `verify mutants --list`): the case should fail.
+    #[arg(long)]
+    pub mutant: Option<model::mutants::Mutant>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CaseBlock {
+    Mig,
+    Rdma,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CaseTier {
+    Model,
+    Twin,
+    Live,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CaseFormat {
+    Table,
+    Junit,
 }
 
 /// Both cores by default (the machine's parallelism).

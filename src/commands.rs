@@ -37,7 +37,73 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Mutants { list, seeds, jobs } => mutants(list, seeds, jobs),
         Command::Conformance { dir } => conformance(&dir),
         Command::Derive { cluster, format } => derive(cluster.as_deref(), format),
+        Command::Cases => cases_index(),
+        Command::Case(args) => case(args),
     }
+}
+
+/// `verify cases`: the locked case index.
+fn cases_index() -> Result<i32> {
+    if let Some(e) = cases::index::index_error() {
+        return Err(UsageError(e).into());
+    }
+    print!("{}", cases::render::index_text(cases::index()));
+    Ok(0)
+}
+
+/// `verify case N | --block mig|rdma [--report-only]`: run on a tier, print tables, exit code.
+fn case(args: crate::cli::CaseArgs) -> Result<i32> {
+    use crate::cli::{CaseBlock, CaseFormat, CaseTier};
+    let block = args.block.map(|b| match b {
+        CaseBlock::Mig => cases::Block::Mig,
+        CaseBlock::Rdma => cases::Block::Rdma,
+    });
+    let model_tier = cases::ModelTier {
+        mutant: args.mutant,
+    };
+    let (tier, runner): (&str, &dyn cases::TierRunner) = match args.tier {
+        CaseTier::Model => ("model", &model_tier),
+        CaseTier::Twin => ("twin", &cases::UnavailableTier(cases::Tier::Twin)),
+        CaseTier::Live => ("live", &cases::UnavailableTier(cases::Tier::Live)),
+    };
+    if args.report_only {
+        if block != Some(cases::Block::Rdma) {
+            return Err(UsageError("--report-only applies to --block rdma only".into()).into());
+        }
+        if args.tier != CaseTier::Model {
+            return Err(UsageError(format!("the {tier} tier is not available yet: --report-only reads the model tier's embedded cluster shape only")).into());
+        }
+        print!(
+            "{}",
+            cases::block::rdma_report(
+                &model::examples::walkthrough(),
+                "the model tier's embedded cluster shape (the walkthrough, research/chain.md §15)"
+            )
+        );
+        return Ok(0);
+    }
+    let env = |k: &str| std::env::var(k).ok();
+    let runs = match (block, args.number) {
+        (Some(b), _) => cases::run_block(b, runner, &env),
+        (None, Some(n)) => cases::run_case(n, runner, &env).map(|r| vec![r]),
+        (None, None) => Err("name a case number or --block".to_string()),
+    }
+    .map_err(UsageError)?;
+    match args.format {
+        CaseFormat::Table => {
+            for r in &runs {
+                print!("{}", cases::render::case_text(r));
+            }
+            if runs.len() > 1 {
+                println!("\nblock summary:");
+                for r in &runs {
+                    println!("  {}", cases::render::verdict_line(r));
+                }
+            }
+        }
+        CaseFormat::Junit => println!("{}", cases::render::junit(&runs).map_err(UsageError)?),
+    }
+    Ok(cases::exit_code(&runs))
 }
 
 fn conformance(dir: &Path) -> Result<i32> {

@@ -361,3 +361,80 @@ fn twin_serve_with_the_walkthrough_derives_its_three_queues() {
         assert!(body.contains(q), "{q} missing: {body}");
     }
 }
+
+#[test]
+fn cases_lists_the_index_with_modelled_and_reasons() {
+    let out = verify(&["cases"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("CASE | MODELLED | POSTURE | SCOPE | TITLE | NEEDS"),
+        "{text}"
+    );
+    assert!(text.contains("14 | yes | MUTATING |"), "{text}");
+    assert!(text.contains("never used"), "{text}");
+}
+
+#[test]
+fn case_14_prints_its_table_and_passes_on_the_model() {
+    let out = verify(&["case", "14"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("STATUS | CHECK | OBJECT"), "{text}");
+    assert!(text.contains("CASE 14 PASS"), "{text}");
+}
+
+#[test]
+fn a_mutant_the_case_guards_against_fails_it() {
+    let out = verify(&["case", "24", "--mutant", "one-token-pool"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CASE 24 FAIL"));
+}
+
+#[test]
+fn live_mig_without_the_address_exits_2_naming_it_and_twin_is_not_available() {
+    let out = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(["case", "--block", "mig", "--tier", "live"])
+        .env_remove("MIG_NODE_SSH")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("MIG_NODE_SSH"));
+    let out = verify(&["case", "14", "--tier", "twin"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not available yet"));
+}
+
+#[test]
+fn rdma_report_only_names_what_each_unmet_requirement_lacks() {
+    let out = verify(&["case", "--block", "rdma", "--report-only"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("nothing touched"), "{text}");
+    assert!(text.contains("| endpoint | UNMET | lacks"), "{text}");
+    assert!(text.contains("| accelerator | MET |"), "{text}");
+}
+
+#[test]
+fn junit_output_is_xml_and_an_unused_number_exits_2() {
+    let out = verify(&["case", "--block", "rdma", "--format", "junit"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("<?xml"), "{text}");
+    assert!(text.contains("case-80"), "{text}");
+    let out = verify(&["case", "33"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("never used"));
+}
+
+#[test]
+fn a_case_file_replays_with_verify_replay() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/cases/scenarios/06.yaml");
+    let out = verify(&["replay", file]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -4,9 +4,10 @@
 //! a rule (it calls `model`) and never talks to a cluster.
 
 pub mod diff;
+mod expect;
 pub mod properties;
 pub mod replay;
 
 pub use diff::{diff, diff_restricted, render_table, Difference, ObjectKind};
 pub use properties::{check_all, Violation};
-pub use replay::{compare_runs, replay, Divergence, ReplayCheck};
+pub use replay::{compare_runs, replay, Divergence, ExpectationCheck, ReplayCheck};

@@ -118,6 +118,20 @@ pub struct ReplayCheck {
     pub violations: Vec<crate::properties::Violation>,
     /// A counterexample's recorded violations: (property, reproduced now).
     pub recorded: Vec<(String, bool)>,
+    /// One verdict per outcome, field, count and fit-label expectation, in file order.
+    pub checks: Vec<ExpectationCheck>,
+}
+
+/// The verdict on one expectation: a locked case prints it as a `STATUS | CHECK | OBJECT` row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpectationCheck {
+    /// Index into the scenario's `expect` list.
+    pub index: usize,
+    pub held: bool,
+    /// What was checked (the expectation's `check` text, or one made from it).
+    pub check: String,
+    /// The object read and what it showed.
+    pub object: String,
 }
 
 impl ReplayCheck {
@@ -156,7 +170,7 @@ impl ReplayCheck {
 }
 
 /// The outcome kind an `Expectation::Outcome` names, for an event's effect.
-fn outcome_kind(e: &Effect) -> &'static str {
+pub(crate) fn outcome_kind(e: &Effect) -> &'static str {
     use model::lifecycle::Outcome;
     match e {
         Effect::Judged { outcome } => match outcome {
@@ -173,7 +187,7 @@ fn outcome_kind(e: &Effect) -> &'static str {
     }
 }
 
-fn effect_summary(e: &Effect) -> String {
+pub(crate) fn effect_summary(e: &Effect) -> String {
     use model::lifecycle::Outcome;
     match e {
         Effect::Judged {
@@ -199,18 +213,36 @@ fn effect_summary(e: &Effect) -> String {
 pub fn replay(s: &Scenario) -> ReplayCheck {
     use model::scenario::Expectation;
     let mut world = s.start();
-    let effects: Vec<Effect> = s.events.iter().map(|e| world.apply(e)).collect();
+    let wanted = observed_steps(s);
+    let mut steps: Vec<Option<Observation>> = vec![None; s.events.len() + 1];
+    let observe_at = |k: usize, w: &World, steps: &mut Vec<Option<Observation>>| {
+        if wanted.contains(&k) {
+            steps[k] = Some(Observation::of(w));
+        }
+    };
+    observe_at(0, &world, &mut steps);
+    let mut effects = Vec::with_capacity(s.events.len());
+    for (k, e) in s.events.iter().enumerate() {
+        effects.push(world.apply(e));
+        observe_at(k + 1, &world, &mut steps);
+    }
     let violations = crate::properties::check_all(s);
     let mut unmet = Vec::new();
     let mut recorded = Vec::new();
-    for e in &s.expect {
-        match e {
-            Expectation::Outcome { event, outcome } => {
-                let got = effects.get(*event).map_or("missing", outcome_kind);
-                if got != outcome {
-                    unmet.push(format!("event {event}: expected {outcome}, got {got}"));
-                }
+    let mut checks = Vec::new();
+    for (index, e) in s.expect.iter().enumerate() {
+        if let Some(c) = crate::expect::check(index, e, &effects, &steps) {
+            if !c.held {
+                unmet.push(format!("{}: {}", c.check, c.object));
             }
+            checks.push(c);
+            continue;
+        }
+        match e {
+            Expectation::Outcome { .. }
+            | Expectation::Field { .. }
+            | Expectation::Count { .. }
+            | Expectation::FitLabel { .. } => {}
             Expectation::Violation { property, .. } => {
                 let reproduced = violations.iter().any(|v| v.property == property)
                     || mutant_reproduces(s, property);
@@ -224,7 +256,39 @@ pub fn replay(s: &Scenario) -> ReplayCheck {
         unmet,
         violations,
         recorded,
+        checks,
     }
+}
+
+/// What the expectations read at one step: the published objects and the shape (for the
+/// Devices ledgers behind the fit labels).
+#[derive(Clone, Debug)]
+pub(crate) struct Observation {
+    pub derived: model::derive::Derived,
+    pub cluster: model::cluster::Cluster,
+}
+
+impl Observation {
+    fn of(w: &World) -> Self {
+        Observation {
+            derived: w.observe(),
+            cluster: w.cluster().clone(),
+        }
+    }
+}
+
+/// The steps some expectation reads (observing every step would re-derive needlessly).
+fn observed_steps(s: &Scenario) -> std::collections::BTreeSet<usize> {
+    use model::scenario::Expectation;
+    s.expect
+        .iter()
+        .filter_map(|e| match e {
+            Expectation::Field { step, .. }
+            | Expectation::Count { step, .. }
+            | Expectation::FitLabel { step, .. } => Some(*step),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A recorded `mutant-<name>` violation reproduces when the model and the mutated model

@@ -1,7 +1,6 @@
 //! The scenario file: YAML in the plain serde layout of `model::scenario::Scenario`, read
 //! strictly (unknown keys refused, the cluster validated) and written in a stable key order.
 
-use std::fs;
 use std::path::Path;
 
 use model::scenario::Scenario;
@@ -13,7 +12,13 @@ use crate::locate::locate;
 use crate::path::{FieldPath, Segment};
 
 /// Parses a scenario from YAML text; `origin` names the text in errors (usually its file name).
+/// A locked case's `case:` header is read and checked too (see [`crate::case_from_yaml`]).
 pub fn from_yaml(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+    crate::case::case_from_yaml(text, origin).map(|c| c.scenario)
+}
+
+/// The scenario reader proper (a file without a `case:` header).
+pub(crate) fn scenario_from_yaml(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
     let mut ignored: Option<FieldPath> = None;
     let de = serde_norway::Deserializer::from_str(text);
     let mut note_ignored = |p: serde_ignored::Path<'_>| {
@@ -54,13 +59,10 @@ pub fn from_yaml(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
     Ok(scenario)
 }
 
-/// Reads and parses the scenario file at `path`; errors name the file as given.
+/// Reads and parses the scenario file at `path` (a case file's header is checked and
+/// dropped); errors name the file as given.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-    let text = fs::read_to_string(path).map_err(|source| ScenarioError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    from_yaml(&text, &path.display().to_string())
+    crate::case::load_case(path).map(|c| c.scenario)
 }
 
 /// Renders a scenario as YAML: struct fields in declaration order, maps sorted by key, strings

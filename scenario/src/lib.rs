@@ -7,6 +7,7 @@
 //! model decides, the generators and the oracle judge, this crate stores what they produced.
 
 mod atomic;
+mod case;
 mod error;
 mod format;
 mod locate;
@@ -14,6 +15,7 @@ mod path;
 mod regressions;
 mod rundir;
 
+pub use case::{case_from_yaml, case_to_yaml, load_case, CaseFile};
 pub use error::{Location, ScenarioError};
 pub use format::{from_yaml, load, save, to_yaml, try_to_yaml};
 pub use locate::locate;
@@ -21,4 +23,4 @@ pub use path::{FieldPath, Segment};
 pub use regressions::{Regression, Regressions, DEFAULT_REGRESSIONS_FILE};
 pub use rundir::{run_id, run_id_now, RunDir, DEFAULT_RUNS_DIR};
 
-pub use model::scenario::{Expectation, Scenario};
+pub use model::scenario::{CaseHeader, Expectation, Scenario};

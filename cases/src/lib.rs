@@ -1,0 +1,103 @@
+//! The operator's locked end-to-end cases (research/cases.md) as data, and their runner.
+//!
+//! - [`index`]: every case number with its locked title, scope tags, Needs, mutation posture
+//!   and whether `verify` models it (and why not, when it does not).
+//! - [`library`]: the modelled cases, each a scenario file (`scenarios/NN.yaml`) carrying the
+//!   case header contract and expectations with the original's numbers.
+//! - [`tier`]: where a case runs (model, twin, live) and the live gating (input-required
+//!   variables, hardware auto-skips); only the model tier is implemented.
+//! - [`run`]: a case's `STATUS | CHECK | OBJECT` rows and verdict, from the oracle's replay.
+//! - [`block`]: the MIG block (order 27, 24, then the rest; restore only toggled cards) and
+//!   the RDMA block (`--report-only` requirement matrix).
+//! - [`render`]: the table, the verdict line, JUnit XML.
+//!
+//! No rule lives here: expectations are checked by `oracle::replay`, which asks the model.
+
+pub mod block;
+pub mod index;
+pub mod library;
+pub mod render;
+pub mod run;
+pub mod tier;
+
+pub use index::{index, IndexEntry, Scope};
+pub use library::{case, cases, LockedCase};
+pub use run::{CaseRun, Row, Status, Verdict};
+pub use tier::{run_gated, ModelTier, Tier, TierRunner, UnavailableTier};
+
+/// A block of hardware cases, run in the block runner's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Block {
+    Mig,
+    Rdma,
+}
+
+impl Block {
+    pub fn order(self) -> &'static [u32] {
+        match self {
+            Block::Mig => &block::MIG_ORDER,
+            Block::Rdma => &block::RDMA_ORDER,
+        }
+    }
+}
+
+/// Runs case `n` on `tier`. A number the index lacks, or a library file that does not parse,
+/// is an error (exit 2); a case the index lists as not modelled is a skip naming the reason.
+pub fn run_case(
+    n: u32,
+    tier: &dyn TierRunner,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<CaseRun, String> {
+    match library::case(n) {
+        Some(Ok(case)) => Ok(run_gated(tier, &case, env)),
+        Some(Err(e)) => Err(e),
+        None => {
+            let e = index::entry(n).ok_or_else(|| {
+                format!("no case {n} in the index (numbers 1-32, 34-45, 47-91, 93-115; 33, 46 and 92 were never used)")
+            })?;
+            let why = e.not_modelled.clone().unwrap_or_else(|| {
+                "the index marks it modelled but no scenario file carries it".into()
+            });
+            Ok(CaseRun {
+                number: n,
+                title: e.title.clone(),
+                tier: tier.tier(),
+                rows: Vec::new(),
+                verdict: Verdict::Skipped {
+                    why: format!("not modelled by verify: {why}"),
+                },
+            })
+        }
+    }
+}
+
+/// Runs a block's cases in order; a failure is recorded and the block goes on (each case
+/// restores its own baseline). An input-required gate stops the block at once (exit 2).
+pub fn run_block(
+    b: Block,
+    tier: &dyn TierRunner,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<CaseRun>, String> {
+    let mut runs = Vec::new();
+    for &n in b.order() {
+        let run = run_case(n, tier, env)?;
+        let stop = matches!(run.verdict, Verdict::InputRequired { .. });
+        runs.push(run);
+        if stop {
+            break;
+        }
+    }
+    Ok(runs)
+}
+
+/// The exit code of several runs: 2 if any needs input or its tier is missing, else 1 if any
+/// failed, else 0.
+pub fn exit_code(runs: &[CaseRun]) -> i32 {
+    runs.iter()
+        .map(|r| r.verdict.exit_code())
+        .fold(0, |acc, c| match (acc, c) {
+            (2, _) | (_, 2) => 2,
+            (1, _) | (_, 1) => 1,
+            _ => 0,
+        })
+}

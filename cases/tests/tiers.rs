@@ -1,0 +1,158 @@
+//! The tier parameter and the live gating (cases.md §2.4), with a stand-in tier for the
+//! hardware question.
+
+use cases::run::Verdict;
+use cases::tier::{
+    gate_verdict, run_gated, GateVerdict, ModelTier, Tier, TierRunner, UnavailableTier,
+};
+use cases::{exit_code, run_block, run_case, Block};
+use model::scenario::LiveGate;
+
+struct NoHardware;
+
+impl TierRunner for NoHardware {
+    fn tier(&self) -> Tier {
+        Tier::Live
+    }
+    fn has_hardware(&self, _gate: &LiveGate) -> bool {
+        false
+    }
+    fn run(&self, case: &cases::LockedCase) -> cases::CaseRun {
+        panic!(
+            "case {} must not run without its hardware",
+            case.header.number
+        )
+    }
+}
+
+fn unset(_: &str) -> Option<String> {
+    None
+}
+
+fn set(k: &str) -> Option<String> {
+    (k == "MIG_NODE_SSH").then(|| "ops@gpu-host".to_string())
+}
+
+#[test]
+fn live_without_mig_node_ssh_is_input_required_naming_it() {
+    let c = cases::case(27).unwrap().unwrap();
+    let run = run_gated(&UnavailableTier(Tier::Live), &c, &unset);
+    assert_eq!(
+        run.verdict,
+        Verdict::InputRequired {
+            variable: "MIG_NODE_SSH".into()
+        }
+    );
+    assert_eq!(run.verdict.exit_code(), 2);
+    assert!(cases::render::case_text(&run).contains("MIG_NODE_SSH"));
+}
+
+#[test]
+fn hardware_absent_is_a_skip_with_nothing_verified_never_exit_2() {
+    let c = cases::case(24).unwrap().unwrap();
+    assert_eq!(
+        gate_verdict(&NoHardware, c.header.gate.as_ref(), &set),
+        GateVerdict::Skip("no a partition-capable NVIDIA card reachable over SSH".into())
+    );
+    let run = run_gated(&NoHardware, &c, &set);
+    assert_eq!(run.verdict.exit_code(), 0);
+    assert!(cases::render::case_text(&run).contains("NOTHING WAS VERIFIED"));
+    // The variable still comes first: unset, it is input required even without hardware.
+    assert!(matches!(
+        run_gated(&NoHardware, &c, &unset).verdict,
+        Verdict::InputRequired { .. }
+    ));
+}
+
+#[test]
+fn twin_and_live_are_not_available_yet() {
+    for tier in [Tier::Twin, Tier::Live] {
+        let run = run_case(14, &UnavailableTier(tier), &set).unwrap();
+        assert_eq!(run.verdict, Verdict::Unavailable { tier });
+        assert!(cases::render::verdict_line(&run).contains("not available yet"));
+        assert_eq!(run.verdict.exit_code(), 2);
+    }
+}
+
+#[test]
+fn the_model_tier_needs_no_address() {
+    let run = run_case(27, &ModelTier::default(), &unset).unwrap();
+    assert!(matches!(run.verdict, Verdict::Pass { .. }), "{run:#?}");
+}
+
+#[test]
+fn the_mig_block_runs_27_then_24_and_stops_at_a_missing_input() {
+    let runs = run_block(Block::Mig, &ModelTier::default(), &unset).unwrap();
+    let order: Vec<u32> = runs.iter().map(|r| r.number).collect();
+    assert_eq!(order, vec![27, 24, 25, 26, 28, 29, 30, 31, 32, 34]);
+    assert_eq!(exit_code(&runs), 0);
+    let live = run_block(Block::Mig, &UnavailableTier(Tier::Live), &unset).unwrap();
+    assert_eq!(
+        live.len(),
+        1,
+        "the block stops at the first input-required case"
+    );
+    assert_eq!(exit_code(&live), 2);
+}
+
+#[test]
+fn the_rdma_block_skips_every_case_on_the_model_and_says_so() {
+    let runs = run_block(Block::Rdma, &ModelTier::default(), &unset).unwrap();
+    assert_eq!(
+        runs.iter().map(|r| r.number).collect::<Vec<_>>(),
+        vec![80, 81, 82, 83, 84]
+    );
+    for r in &runs {
+        assert!(matches!(r.verdict, Verdict::Skipped { .. }), "{r:#?}");
+        assert!(cases::render::case_text(r).contains("NOTHING WAS VERIFIED"));
+    }
+    assert_eq!(exit_code(&runs), 0);
+}
+
+#[test]
+fn an_unmodelled_case_is_a_skip_naming_the_reason_and_an_unused_number_an_error() {
+    let run = run_case(53, &ModelTier::default(), &unset).unwrap();
+    match &run.verdict {
+        Verdict::Skipped { why } => assert!(why.contains("KV cache"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(run_case(33, &ModelTier::default(), &unset)
+        .unwrap_err()
+        .contains("never used"));
+}
+
+#[test]
+fn exit_codes_combine_worst_first() {
+    let pass = run_case(14, &ModelTier::default(), &unset).unwrap();
+    let fail = run_case(
+        14,
+        &ModelTier {
+            mutant: Some(model::mutants::Mutant::QuotaOffByOne),
+        },
+        &unset,
+    )
+    .unwrap();
+    let input = run_gated(
+        &UnavailableTier(Tier::Live),
+        &cases::case(27).unwrap().unwrap(),
+        &unset,
+    );
+    assert_eq!(exit_code(std::slice::from_ref(&pass)), 0);
+    assert_eq!(exit_code(&[pass.clone(), fail.clone()]), 1);
+    assert_eq!(exit_code(&[fail, input, pass]), 2);
+}
+
+#[test]
+fn case_39_on_the_live_tier_needs_ppu_node_ssh() {
+    let c = cases::case(39).unwrap().unwrap();
+    let run = run_gated(&UnavailableTier(Tier::Live), &c, &set);
+    assert_eq!(
+        run.verdict,
+        Verdict::InputRequired {
+            variable: "PPU_NODE_SSH".into()
+        }
+    );
+    // On the model it is a vendor runtime case: nothing verified, exit 0.
+    let run = run_case(39, &ModelTier::default(), &unset).unwrap();
+    assert!(matches!(run.verdict, Verdict::Skipped { .. }), "{run:#?}");
+}
