@@ -3,7 +3,9 @@
 //! and DFS with symmetry. One run each (a complete exploration is the unit of work; criterion's
 //! repeated sampling would take minutes). Run:
 //! `cargo bench -p generators --bench check` (release profile). Pass a scope as
-//! `-- NODES CARDS WORKLOADS` to measure another one.
+//! `-- NODES CARDS WORKLOADS [MAX_STATES]` to measure another one or to stop each search after
+//! about MAX_STATES generated states. Also prints where the time went (memo tables: how many
+//! times each kind of model work ran and how long it took, summed over threads).
 
 use generators::check::{run_check, CheckConfig, Search};
 
@@ -16,6 +18,7 @@ fn main() {
         nodes: args.first().copied().unwrap_or(3),
         cards: args.get(1).copied().unwrap_or(2),
         workloads: args.get(2).copied().unwrap_or(4),
+        max_states: args.get(3).copied(),
         ..CheckConfig::default()
     };
     println!(
@@ -48,19 +51,29 @@ fn main() {
         ),
     ] {
         match run_check(&config) {
-            Ok(r) => println!(
-                "{name:<24} {:>12} {:>12} {:>6} {:>9.2}s {:>14.0}  {}",
-                r.states_generated,
-                r.unique_states,
-                r.max_depth,
-                r.wall.as_secs_f64(),
-                r.unique_per_second(),
-                match (r.complete, r.violated()) {
-                    (_, true) => "VIOLATED",
-                    (true, false) => "all held",
-                    (false, false) => "incomplete",
+            Ok(r) => {
+                println!(
+                    "{name:<24} {:>12} {:>12} {:>6} {:>9.2}s {:>14.0}  {}",
+                    r.states_generated,
+                    r.unique_states,
+                    r.max_depth,
+                    r.wall.as_secs_f64(),
+                    r.unique_per_second(),
+                    match (r.complete, r.violated()) {
+                        (_, true) => "VIOLATED",
+                        (true, false) => "all held",
+                        (false, false) => "incomplete",
+                    }
+                );
+                for m in &r.memo {
+                    println!(
+                        "    {:<22} {:>9} computed {:>9.2}s",
+                        m.name,
+                        m.entries,
+                        m.busy.as_secs_f64()
+                    );
                 }
-            ),
+            }
             Err(e) => {
                 eprintln!("{name}: {e}");
                 std::process::exit(2);
