@@ -233,3 +233,22 @@ fn every_always_property_is_reported_when_it_fails() {
         assert!(r.render().contains("first fails here"));
     }
 }
+
+#[test]
+fn an_m3_counterexample_replays_under_the_oracle_name() {
+    // Scope 1 × 1 × 0, late-namespace-no-local-queue: one step (namespace created).
+    let r = check(CheckConfig {
+        mutant: Some(Mutant::LateNamespaceNoLocalQueue),
+        max_depth: Some(3),
+        threads: 1,
+        ..scope(1, 1, 0)
+    });
+    let (_, cx) = r.first_violation().expect("caught");
+    let replay = oracle::replay(&cx.scenario);
+    assert!(
+        replay.recorded.iter().all(|(_, reproduced)| *reproduced),
+        "{}",
+        replay.render()
+    );
+    assert!(!replay.recorded.is_empty());
+}
