@@ -31,31 +31,11 @@ impl Structure {
         Structure { derived, authored }
     }
 
-    /// A cheap fingerprint of the parts that tell structures apart most often (names, node
-    /// flavors, queue quotas and stop policies); the interner compares in full within a
-    /// bucket, so what is left out costs a comparison, never a wrong id.
+    /// A fingerprint of the whole structure. `Debug` prints it deterministically (ordered
+    /// maps and vectors only); a partial fingerprint was cheaper to print but left buckets of
+    /// structures that differ deeper down, each compared in full on every intern.
     fn fingerprint(&self) -> u64 {
-        let d = &self.derived;
-        let nodes: Vec<(&str, bool, usize)> = d
-            .nodes
-            .iter()
-            .map(|n| (n.name.as_str(), n.eligible, n.flavors.len()))
-            .collect();
-        let flavors: Vec<&str> = d.resource_flavors.iter().map(|f| f.name.as_str()).collect();
-        let queues: Vec<(&str, String, Vec<i64>)> = d
-            .cluster_queues
-            .iter()
-            .map(|q| {
-                let quota = q
-                    .resource_groups
-                    .iter()
-                    .flat_map(|g| g.flavors.iter().map(|f| f.nominal_quota))
-                    .collect();
-                (q.name.as_str(), format!("{:?}", q.stop_policy), quota)
-            })
-            .collect();
-        let authored: Vec<&str> = self.authored.iter().map(|a| a.name.as_str()).collect();
-        fingerprint(&(nodes, flavors, queues, d.local_queues.len(), authored))
+        fingerprint(&format!("{self:?}"))
     }
 }
 
