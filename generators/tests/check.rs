@@ -252,3 +252,30 @@ fn an_m3_counterexample_replays_under_the_oracle_name() {
     );
     assert!(!replay.recorded.is_empty());
 }
+
+#[test]
+fn gate3_forgetting_inflight_workloads_is_caught() {
+    // Scope 1 × 2 × 4, paths of ≤ 4 steps. Found: gate 3 judges wl-0 (one whole card) Ready;
+    // before its Pods land, a gate 3 that forgets in-flight Workloads (admission.md §6.5)
+    // budgets the same card to wl-3 (a 60 % slice); wl-0 lands, then wl-3's charge is refused.
+    let bounded = CheckConfig {
+        max_depth: Some(6),
+        threads: 1,
+        ..scope(1, 2, 4)
+    };
+    let r = check(CheckConfig {
+        count_inflight: false,
+        ..bounded.clone()
+    });
+    assert_eq!(
+        violated(&r),
+        vec!["gate-3 Ready is placeable"],
+        "{}",
+        r.render()
+    );
+    let (_, cx) = r.first_violation().expect("violated");
+    assert_eq!(cx.steps.len(), 4, "{}", r.render());
+    assert_eq!(cx.first_failing, Some(3), "{}", r.render());
+    let sound = check(bounded);
+    assert!(!sound.violated(), "{}", sound.render());
+}
