@@ -184,7 +184,7 @@ pub struct CheckArgs {
     /// Depth-first: applies symmetry reduction with `--symmetry`.
     #[arg(long)]
     pub dfs: bool,
-    /// Symmetry reduction over interchangeable cards (DFS only).
+    /// Symmetry reduction over interchangeable nodes and cards (DFS only).
     #[arg(long)]
     pub symmetry: bool,
     /// Check a mutated model (see `verify mutants --list`).
@@ -193,6 +193,9 @@ pub struct CheckArgs {
     /// Stop after about this many states (verdicts then hold within the bound only).
     #[arg(long)]
     pub max_states: Option<usize>,
+    /// Explore paths of at most this many states (the initial state is depth 1).
+    #[arg(long)]
+    pub max_depth: Option<usize>,
     /// Where a counterexample's scenario file goes.
     #[arg(long, default_value = "runs")]
     pub run_dir: PathBuf,

@@ -310,9 +310,10 @@ fn check(args: CheckArgs) -> Result<i32> {
         symmetry: args.symmetry,
         mutant: args.mutant,
         max_states: args.max_states,
+        max_depth: args.max_depth,
         ..CheckConfig::default()
     };
-    let report = run_check(&config);
+    let report = run_check(&config).map_err(UsageError)?;
     print!("{}", report.render());
     if let Some((property, cx)) = report.first_violation() {
         let dir = scenario::RunDir::create_now(&args.run_dir).with_context(|| {

@@ -266,6 +266,14 @@ fn check_prints_every_verdict_and_exits_by_them() {
 }
 
 #[test]
+fn check_of_an_out_of_range_scope_is_a_usage_error_naming_the_option() {
+    let out = verify(&["check", "--nodes", "9"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--nodes"), "{err}");
+}
+
+#[test]
 fn a_run_of_no_seed_says_nothing_was_verified() {
     let dir = scratch_dir("fuzz-none");
     let out = verify(&[

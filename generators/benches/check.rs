@@ -1,46 +1,83 @@
-//! `verify check` throughput: the default scope's exploration (unique states/s) with BFS on
-//! one and two threads, and DFS with symmetry. Run: `cargo bench -p generators --bench check`.
+//! `verify check` throughput on the default scope (3 nodes × 2 cards, 4 workloads): states
+//! generated and unique, depth, wall time and unique states/s, for BFS on one and two threads
+//! and DFS with symmetry. One run each (a complete exploration is the unit of work; criterion's
+//! repeated sampling would take minutes). Run:
+//! `cargo bench -p generators --bench check` (release profile). Pass a scope as
+//! `-- NODES CARDS WORKLOADS [MAX_STATES]` to measure another one or to stop each search after
+//! about MAX_STATES generated states. Also prints where the time went (memo tables: how many
+//! times each kind of model work ran and how long it took, summed over threads).
 
-use criterion::{criterion_group, criterion_main, Criterion};
 use generators::check::{run_check, CheckConfig, Search};
 
-fn default_scope(c: &mut Criterion) {
-    let mut group = c.benchmark_group("check");
-    group.sample_size(10);
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let scope = CheckConfig {
+        nodes: args.first().copied().unwrap_or(3),
+        cards: args.get(1).copied().unwrap_or(2),
+        workloads: args.get(2).copied().unwrap_or(4),
+        max_states: args.get(3).copied(),
+        ..CheckConfig::default()
+    };
+    println!(
+        "{:<24} {:>12} {:>12} {:>6} {:>10} {:>14}  verdict",
+        "search", "generated", "unique", "depth", "wall", "unique/s"
+    );
     for (name, config) in [
-        ("bfs-1-thread", CheckConfig::default()),
         (
-            "bfs-2-threads",
+            "bfs, 1 thread",
             CheckConfig {
-                threads: 2,
-                ..CheckConfig::default()
+                threads: 1,
+                ..scope.clone()
             },
         ),
         (
-            "dfs-symmetry-2-threads",
+            "bfs, 2 threads",
+            CheckConfig {
+                threads: 2,
+                ..scope.clone()
+            },
+        ),
+        (
+            "dfs + symmetry, 2 threads",
             CheckConfig {
                 threads: 2,
                 search: Search::Dfs,
                 symmetry: true,
-                ..CheckConfig::default()
+                ..scope.clone()
             },
         ),
     ] {
-        group.bench_function(name, |b| {
-            b.iter(|| {
-                let r = run_check(&config);
-                eprintln!(
-                    "{name}: {} unique states in {:.2?} ({:.0} unique/s)",
+        match run_check(&config) {
+            Ok(r) => {
+                println!(
+                    "{name:<24} {:>12} {:>12} {:>6} {:>9.2}s {:>14.0}  {}",
+                    r.states_generated,
                     r.unique_states,
-                    r.wall,
-                    r.unique_per_second()
+                    r.max_depth,
+                    r.wall.as_secs_f64(),
+                    r.unique_per_second(),
+                    match (r.complete, r.violated()) {
+                        (_, true) => "VIOLATED",
+                        (true, false) => "all held",
+                        (false, false) => "incomplete",
+                    }
                 );
-                r.unique_states
-            })
-        });
+                for m in &r.memo {
+                    println!(
+                        "    {:<22} {:>9} computed {:>9.2}s",
+                        m.name,
+                        m.entries,
+                        m.busy.as_secs_f64()
+                    );
+                }
+            }
+            Err(e) => {
+                eprintln!("{name}: {e}");
+                std::process::exit(2);
+            }
+        }
     }
-    group.finish();
 }
-
-criterion_group!(benches, default_scope);
-criterion_main!(benches);

@@ -1,22 +1,58 @@
-//! `verify check` ([M4]): verdicts on a small scope, the in-flight window, mutants, and
-//! always-properties failing where they must.
+//! `verify check` ([M4]): verdicts on a small scope, symmetry, the in-flight window, every
+//! mutant caught, every always-property shown failing. Scopes are the smallest that reach
+//! what a test needs (debug builds run the model rules ~10× slower than release); each test
+//! names its scope.
 
-use generators::check::{run_check, CheckConfig, Search, Verdict};
+use generators::check::properties::{self, Broken};
+use generators::check::{run_check, CheckConfig, CheckReport, Search, Verdict};
 use model::mutants::Mutant;
 
-fn small() -> CheckConfig {
+fn scope(nodes: usize, cards: usize, workloads: usize) -> CheckConfig {
     CheckConfig {
-        nodes: 2,
-        cards: 1,
-        workloads: 2,
+        nodes,
+        cards,
+        workloads,
         threads: 2,
         ..CheckConfig::default()
     }
 }
 
+fn small() -> CheckConfig {
+    scope(2, 1, 2)
+}
+
+fn check(config: CheckConfig) -> CheckReport {
+    run_check(&config).expect("the scope is in range")
+}
+
+/// The names of the violated properties.
+fn violated(r: &CheckReport) -> Vec<&'static str> {
+    r.properties
+        .iter()
+        .filter(|p| matches!(p.verdict, Verdict::Violated(_)))
+        .map(|p| p.name)
+        .collect()
+}
+
+/// Each property's verdict kind, for comparing two searches.
+fn verdicts(r: &CheckReport) -> Vec<(&'static str, &'static str)> {
+    r.properties
+        .iter()
+        .map(|p| {
+            let v = match p.verdict {
+                Verdict::Held => "held",
+                Verdict::Violated(_) => "violated",
+                Verdict::Reached(_) => "reached",
+                Verdict::NotReached => "not reached",
+            };
+            (p.name, v)
+        })
+        .collect()
+}
+
 #[test]
 fn small_scope_holds_and_is_not_vacuous() {
-    let r = run_check(&small());
+    let r = check(small());
     assert!(r.complete, "{}", r.render());
     assert!(!r.violated(), "{}", r.render());
     for p in r.properties.iter().filter(|p| !p.always) {
@@ -30,32 +66,59 @@ fn small_scope_holds_and_is_not_vacuous() {
 }
 
 #[test]
-fn quota_and_cohort_mutants_are_caught() {
-    for m in [Mutant::QuotaOffByOne, Mutant::CohortSet] {
-        let r = run_check(&CheckConfig {
-            mutant: Some(m),
-            ..small()
-        });
-        assert!(r.violated(), "{m}: {}", r.render());
-    }
+fn bfs_and_dfs_explore_the_same_states() {
+    // Memo tables fill in a different order under DFS; the reachable set must not change.
+    let bfs = check(small());
+    let dfs = check(CheckConfig {
+        search: Search::Dfs,
+        ..small()
+    });
+    assert_eq!(bfs.unique_states, dfs.unique_states);
+    assert_eq!(verdicts(&bfs), verdicts(&dfs));
 }
 
 #[test]
-fn dfs_with_symmetry_agrees_with_bfs() {
-    let bfs = run_check(&small());
-    let dfs = run_check(&CheckConfig {
+fn symmetry_over_identical_nodes_reduces_states_and_keeps_verdicts() {
+    // Scope 2 × 1 × 2: node-0 and node-1 are the same kind (amd64, AMD EPYC, one A100).
+    let plain = check(CheckConfig {
+        search: Search::Dfs,
+        ..small()
+    });
+    let reduced = check(CheckConfig {
         search: Search::Dfs,
         symmetry: true,
         ..small()
     });
-    assert_eq!(bfs.violated(), dfs.violated());
-    assert!(dfs.unique_states <= bfs.unique_states);
+    assert!(plain.complete && reduced.complete);
+    assert!(
+        reduced.unique_states < plain.unique_states,
+        "symmetry {} vs plain {}",
+        reduced.unique_states,
+        plain.unique_states
+    );
+    assert_eq!(verdicts(&plain), verdicts(&reduced));
+}
+
+#[test]
+fn symmetry_over_cards_of_one_node_reduces_states() {
+    // Scope 1 × 2 × 0: the two cards of node-0 are interchangeable while nothing holds them.
+    let plain = check(CheckConfig {
+        search: Search::Dfs,
+        ..scope(1, 2, 0)
+    });
+    let reduced = check(CheckConfig {
+        search: Search::Dfs,
+        symmetry: true,
+        ..scope(1, 2, 0)
+    });
+    assert!(reduced.unique_states < plain.unique_states);
+    assert_eq!(verdicts(&plain), verdicts(&reduced));
 }
 
 #[test]
 fn bfs_reports_the_shortest_counterexample() {
     // The cohort is wrong from the start: the shortest path to it is the initial state.
-    let r = run_check(&CheckConfig {
+    let r = check(CheckConfig {
         mutant: Some(Mutant::CohortSet),
         threads: 1,
         ..small()
@@ -63,4 +126,156 @@ fn bfs_reports_the_shortest_counterexample() {
     let (_, cx) = r.first_violation().expect("cohort-set is caught");
     assert!(cx.steps.is_empty(), "{}", r.render());
     assert_eq!(cx.first_failing, None);
+}
+
+#[test]
+fn out_of_range_scopes_are_errors_naming_the_option() {
+    let e = run_check(&scope(9, 1, 0)).unwrap_err();
+    assert!(e.contains("--nodes"), "{e}");
+    let e = run_check(&scope(4, 5, 0)).unwrap_err();
+    assert!(e.contains("--cards"), "{e}");
+    let e = run_check(&scope(1, 1, 9)).unwrap_err();
+    assert!(e.contains("--workloads"), "{e}");
+}
+
+/// The smallest scope that reaches each mutant (the default scope reaches every one but
+/// cpu-group-ignored; see generators/README.md), the depth bound (`max_depth`: stateright
+/// checks the states of a path shorter than the bound, so a counterexample of `n` steps needs
+/// `n + 2`), the property that catches it and the counterexample's length. The bound keeps
+/// the debug-mode search to a few dozen states.
+const MUTANT_SCOPES: [(Mutant, [usize; 3], usize, &str, usize); 9] = [
+    (
+        Mutant::SubstringPoolMatch,
+        [1, 1, 0],
+        2,
+        "[M3] invariance, pool isolation, idempotence",
+        0,
+    ),
+    // Needs an amd64 and an arm64 node: slot 2 is the arm64 one.
+    (Mutant::OsArchIgnored, [3, 1, 0], 2, "[M3] structure", 0),
+    // Needs two CPU kinds on one arch: slot 3 (Intel, amd64) is past the default 3 nodes.
+    (Mutant::CpuGroupIgnored, [4, 1, 0], 3, "[M3] structure", 1),
+    (Mutant::OneTokenPool, [1, 1, 0], 3, "[M3] accounting", 1),
+    (Mutant::CohortSet, [1, 1, 0], 2, "[M3] structure", 0),
+    (Mutant::QuotaOffByOne, [1, 1, 1], 2, "[M3] accounting", 0),
+    (
+        Mutant::SharedOnceMaxInShares,
+        [1, 1, 0],
+        2,
+        "[M3] accounting",
+        0,
+    ),
+    (Mutant::EntranceWrongHash, [1, 1, 0], 2, "[M3] structure", 0),
+    (
+        Mutant::LateNamespaceNoLocalQueue,
+        [1, 1, 0],
+        3,
+        "[M3] structure",
+        1,
+    ),
+];
+
+#[test]
+fn every_mutant_is_caught_where_the_unmutated_chain_holds() {
+    assert_eq!(
+        MUTANT_SCOPES.map(|m| m.0).to_vec(),
+        Mutant::ALL.to_vec(),
+        "every mutant of model::mutants has a scope here"
+    );
+    for (mutant, [nodes, cards, workloads], depth, property, steps) in MUTANT_SCOPES {
+        let bounded = CheckConfig {
+            max_depth: Some(depth),
+            threads: 1,
+            ..scope(nodes, cards, workloads)
+        };
+        let control = check(bounded.clone());
+        assert!(
+            !control.violated(),
+            "{mutant} control:\n{}",
+            control.render()
+        );
+        let r = check(CheckConfig {
+            mutant: Some(mutant),
+            ..bounded
+        });
+        let (name, cx) = r
+            .first_violation()
+            .unwrap_or_else(|| panic!("{mutant} not caught:\n{}", r.render()));
+        assert_eq!(name, property, "{mutant}:\n{}", r.render());
+        assert_eq!(cx.steps.len(), steps, "{mutant}:\n{}", r.render());
+        assert!(!cx.message.is_empty(), "{mutant}");
+        assert_eq!(
+            cx.scenario.cluster.settings.mutant,
+            Some(mutant),
+            "the scenario replays the mutant"
+        );
+    }
+}
+
+#[test]
+fn every_always_property_is_reported_when_it_fails() {
+    // Scope 1 × 1 × 1: wl-0 asks one whole card; it is admitted after two steps (gate 3
+    // Ready, then its Pods land), where the seam breaks one property.
+    for p in properties::ALL
+        .iter()
+        .filter(|p| p.kind == properties::Kind::Always)
+    {
+        let r = check(CheckConfig {
+            broken: Some(Broken { bit: p.bit }),
+            threads: 1,
+            ..scope(1, 1, 1)
+        });
+        assert_eq!(violated(&r), vec![p.name], "{}", r.render());
+        let (_, cx) = r.first_violation().expect("violated");
+        assert_eq!(cx.steps.len(), 2, "{}", r.render());
+        assert_eq!(cx.first_failing, Some(1), "{}", r.render());
+        assert!(cx.message.contains("test seam"), "{}", cx.message);
+        assert!(r.render().contains("first fails here"));
+    }
+}
+
+#[test]
+fn an_m3_counterexample_replays_under_the_oracle_name() {
+    // Scope 1 × 1 × 0, late-namespace-no-local-queue: one step (namespace created).
+    let r = check(CheckConfig {
+        mutant: Some(Mutant::LateNamespaceNoLocalQueue),
+        max_depth: Some(3),
+        threads: 1,
+        ..scope(1, 1, 0)
+    });
+    let (_, cx) = r.first_violation().expect("caught");
+    let replay = oracle::replay(&cx.scenario);
+    assert!(
+        replay.recorded.iter().all(|(_, reproduced)| *reproduced),
+        "{}",
+        replay.render()
+    );
+    assert!(!replay.recorded.is_empty());
+}
+
+#[test]
+fn gate3_forgetting_inflight_workloads_is_caught() {
+    // Scope 1 × 2 × 4, paths of ≤ 4 steps. Found: gate 3 judges wl-0 (one whole card) Ready;
+    // before its Pods land, a gate 3 that forgets in-flight Workloads (admission.md §6.5)
+    // budgets the same card to wl-3 (a 60 % slice); wl-0 lands, then wl-3's charge is refused.
+    let bounded = CheckConfig {
+        max_depth: Some(6),
+        threads: 1,
+        ..scope(1, 2, 4)
+    };
+    let r = check(CheckConfig {
+        count_inflight: false,
+        ..bounded.clone()
+    });
+    assert_eq!(
+        violated(&r),
+        vec!["gate-3 Ready is placeable"],
+        "{}",
+        r.render()
+    );
+    let (_, cx) = r.first_violation().expect("violated");
+    assert_eq!(cx.steps.len(), 4, "{}", r.render());
+    assert_eq!(cx.first_failing, Some(3), "{}", r.render());
+    let sound = check(bounded);
+    assert!(!sound.violated(), "{}", sound.render());
 }

@@ -1,25 +1,30 @@
 //! The stateright model of the chain's dynamics: one match arm per action, each calling the
 //! one model rule that decides it (`World::apply` for shape events and finish,
 //! `AdmissionState::submit` for gates 1–3 on a world that counts in-flight Workloads,
-//! `ledger::charge` for the Pods landing).
+//! `ledger::charge` for the Pods landing). Each rule's answer is memoised by what it depends
+//! on ([`Tables`]): the derivation by shape and previous structure (it does not read the
+//! ledger), gate 3 by the world and the holds, so a step usually costs a few table lookups.
 
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{Hash, Hasher};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use model::cluster::{Cluster, ExistingInstanceType, Namespace};
-use model::derive::Derived;
+use model::cluster::{Cluster, Namespace};
 use model::events::{Effect, Event, World};
 use model::ledger::{charge, CardLedger};
-use model::lifecycle::{workload_key, AdmissionState, CardCharge, Hold, Outcome};
+use model::lifecycle::{workload_key, AdmissionState, CardCharge, Outcome};
 use model::mutants::Mutant;
 use model::workload::Workload;
 use stateright::{Model, Property};
 
+use super::memo::fingerprint;
 use super::palette;
 use super::properties as props;
-use super::state::{CardState, Fault, State, Status, Verdicts};
+use super::state::{
+    CardState, Fault, State, Status, Verdicts, MAX_CARD_SLOTS, MAX_NODES, MAX_WORKLOADS,
+};
+pub use super::tables::Structure;
+use super::tables::{self, Tables};
 
 /// What one step does.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -44,14 +49,6 @@ pub enum Action {
     Finish(usize),
 }
 
-/// Derived objects at a quiescence plus the InstanceTypes the operator authored so far (they
-/// are create-only, chain.md §8.4): everything `derive_after` remembers between events.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Structure {
-    pub derived: Derived,
-    pub authored: Vec<ExistingInstanceType>,
-}
-
 /// The chain within one scope.
 pub struct ChainModel {
     pub nodes: usize,
@@ -61,35 +58,58 @@ pub struct ChainModel {
     /// Gate 3 counts Workloads that are Ready but not yet charged (admission.md §6.5). `false`
     /// is the variant that forgets them (a stale cache without `readyUnobserved`).
     pub count_inflight: bool,
-    structures: Mutex<Vec<Arc<Structure>>>,
-    holds: Mutex<Vec<Arc<Hold>>>,
-    memo: Mutex<HashMap<u64, u32>>,
-    shape_memo: Mutex<HashMap<u64, bool>>,
+    /// A property check to break on purpose (tests show each always-property can fail).
+    pub broken: Option<props::Broken>,
+    pub tables: Arc<Tables>,
+    scope: u32,
     /// Properties already discovered (see [`first_discovery`]).
     discovered: [AtomicBool; props::ALL.len()],
 }
 
+/// Why a scope cannot be checked.
+pub fn scope_error(nodes: usize, cards: usize, workloads: usize) -> Option<String> {
+    if nodes == 0 || nodes > MAX_NODES {
+        return Some(format!("--nodes: expected 1..={MAX_NODES}, got {nodes}"));
+    }
+    if cards == 0 || nodes * cards > MAX_CARD_SLOTS {
+        return Some(format!(
+            "--cards: expected 1 or more with nodes × cards ≤ {MAX_CARD_SLOTS}, got {nodes} × {cards}"
+        ));
+    }
+    if workloads > MAX_WORKLOADS {
+        return Some(format!(
+            "--workloads: expected 0..={MAX_WORKLOADS}, got {workloads}"
+        ));
+    }
+    None
+}
+
 impl ChainModel {
+    /// The model of a scope; an error names the option out of range.
     pub fn new(
         nodes: usize,
         cards: usize,
         workloads: usize,
         mutant: Option<Mutant>,
         count_inflight: bool,
-    ) -> Self {
+    ) -> Result<Self, String> {
+        if let Some(e) = scope_error(nodes, cards, workloads) {
+            return Err(e);
+        }
         let full = palette::initial_cluster(nodes, cards, None);
-        ChainModel {
+        let tables = Arc::new(Tables::new(nodes, cards));
+        let scope = tables::register(&tables);
+        Ok(ChainModel {
             nodes,
             cards,
             templates: palette::workload_templates(&full, workloads),
             mutant,
             count_inflight,
-            structures: Mutex::new(Vec::new()),
-            holds: Mutex::new(Vec::new()),
-            memo: Mutex::new(HashMap::new()),
-            shape_memo: Mutex::new(HashMap::new()),
+            broken: None,
+            tables,
+            scope,
             discovered: std::array::from_fn(|_| AtomicBool::new(false)),
-        }
+        })
     }
 
     /// The scope's initial cluster (what a counterexample scenario starts from).
@@ -98,43 +118,27 @@ impl ChainModel {
     }
 
     pub fn structure(&self, id: u32) -> Arc<Structure> {
-        let all = self.structures.lock().unwrap_or_else(|e| e.into_inner());
-        all.get(id as usize).cloned().unwrap_or_else(|| {
-            Arc::new(Structure {
-                derived: Derived::default(),
-                authored: Vec::new(),
-            })
-        })
+        self.tables.structure(id)
     }
 
-    fn intern_structure(&self, s: Structure) -> u32 {
-        let mut all = self.structures.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = all.iter().position(|x| **x == s) {
-            return i as u32;
-        }
-        all.push(Arc::new(s));
-        (all.len() - 1) as u32
+    pub fn hold(&self, id: u32) -> Arc<model::lifecycle::Hold> {
+        Arc::new(self.tables.hold(id).hold.clone())
     }
 
-    pub fn hold(&self, id: u32) -> Arc<Hold> {
-        let all = self.holds.lock().unwrap_or_else(|e| e.into_inner());
-        all.get(id as usize).cloned().unwrap_or_default()
+    fn slot(&self, node: usize, card: usize) -> usize {
+        node * self.cards + card
     }
 
-    fn intern_hold(&self, h: Hold) -> u32 {
-        let mut all = self.holds.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = all.iter().position(|x| **x == h) {
-            return i as u32;
-        }
-        all.push(Arc::new(h));
-        (all.len() - 1) as u32
-    }
-
-    /// The model's `World` this state stands for: the cluster (present nodes, card families,
-    /// ledgers), the interned structure, quota reserved by in-flight and admitted Workloads,
-    /// and the holds of the admitted (charged) ones.
-    pub fn world_of(&self, s: &State) -> World {
-        let st = self.structure(s.structure);
+    /// The cluster of a state's shape and card rows, with the structure's authored
+    /// InstanceTypes, and the live partition instances behind the rows.
+    fn cluster_of(
+        &self,
+        s: &State,
+        st: &Structure,
+    ) -> (
+        Cluster,
+        BTreeMap<(String, String), Vec<model::ledger::Instance>>,
+    ) {
         let mut cluster = Cluster {
             nodes: Vec::new(),
             namespaces: vec![Namespace {
@@ -153,7 +157,7 @@ impl ChainModel {
         cluster.settings.aware_cpu_manufacturer = s.aware;
         cluster.settings.mutant = self.mutant;
         let mut instances = BTreeMap::new();
-        for (i, _) in s.present.iter().enumerate().filter(|(_, p)| **p) {
+        for i in (0..self.nodes).filter(|i| s.is_present(*i)) {
             let mut node = palette::node(i, self.cards);
             let name = node.name.clone();
             let cards = node
@@ -161,25 +165,30 @@ impl ChainModel {
                 .iter_mut()
                 .flat_map(|d| d.groups.iter_mut())
                 .flat_map(|g| g.cards.iter_mut());
-            for (c, card) in cards.enumerate() {
-                let Some(cs) = s.cards.get(i * self.cards + c) else {
-                    continue;
-                };
-                card.capability = Some(palette::card_capability(cs.mig));
-                card.ledger = Some(cs.ledger.clone());
-                if !cs.instances.is_empty() {
-                    instances.insert((name.clone(), card.id.clone()), cs.instances.clone());
+            for (c, card) in cards.enumerate().take(self.cards) {
+                let row = self.tables.card_row(s.cards[self.slot(i, c)]);
+                card.capability = Some(palette::card_capability(row.mig));
+                card.ledger = Some(row.ledger.clone());
+                if !row.instances.is_empty() {
+                    instances.insert((name.clone(), card.id.clone()), row.instances.clone());
                 }
             }
             cluster.nodes.push(node);
         }
+        (cluster, instances)
+    }
+
+    /// The model's `World` this state stands for: the cluster (present nodes, card families,
+    /// ledgers), the interned structure, quota reserved by in-flight and admitted Workloads,
+    /// and the holds of the admitted (charged) ones.
+    pub fn world_of(&self, s: &State) -> World {
+        let st = self.structure(s.structure);
+        let (cluster, instances) = self.cluster_of(s, &st);
         let reserved = self.reserved_of(&s.workloads);
         let mut holds = BTreeMap::new();
         for (k, status) in s.workloads.iter().enumerate() {
-            let Some(h) = status.hold() else { continue };
-            let hold = self.hold(h);
-            if let (Status::Admitted(_), Some(w)) = (status, self.templates.get(k)) {
-                holds.insert(workload_key(w), (*hold).clone());
+            if let (Status::Admitted(h), Some(w)) = (status, self.templates.get(k)) {
+                holds.insert(workload_key(w), self.tables.hold(*h).hold.clone());
             }
         }
         World {
@@ -197,48 +206,32 @@ impl ChainModel {
     pub fn reserved_of(&self, workloads: &[Status]) -> BTreeMap<(String, String, String), i64> {
         let mut reserved: BTreeMap<(String, String, String), i64> = BTreeMap::new();
         for h in workloads.iter().filter_map(|st| st.hold()) {
-            let hold = self.hold(h);
-            for (flavor, resource, amount) in &hold.quota {
+            let entry = self.tables.hold(h);
+            for (flavor, resource, amount) in &entry.hold.quota {
                 *reserved
-                    .entry((hold.queue.clone(), flavor.clone(), resource.clone()))
+                    .entry((entry.hold.queue.clone(), flavor.clone(), resource.clone()))
                     .or_default() += amount;
             }
         }
         reserved
     }
 
-    /// The state a world stands for, with the given Workload statuses and fault.
-    fn state_of(&self, w: &World, workloads: Vec<Status>, fault: Fault) -> State {
-        self.state_with(w, workloads, fault, None)
-    }
-
-    /// [`Self::state_of`] with the structure id known when the step did not re-derive.
-    fn state_with(
-        &self,
-        w: &World,
-        workloads: Vec<Status>,
-        fault: Fault,
-        known: Option<u32>,
-    ) -> State {
-        let cluster = w.cluster();
-        let mut present = vec![false; self.nodes];
-        let mut cards = vec![CardState::default(); self.nodes * self.cards];
-        for (i, here) in present.iter_mut().enumerate() {
+    /// The interned card rows of a world's cluster, slot by slot, and their MIG bits.
+    fn cards_of(&self, w: &World) -> ([u16; MAX_CARD_SLOTS], u16) {
+        let mut cards = [0u16; MAX_CARD_SLOTS];
+        let mut mig = 0u16;
+        for i in 0..self.nodes {
             let name = palette::node_name(i);
-            let Some(node) = cluster.nodes.iter().find(|n| n.name == name) else {
+            let Some(node) = w.cluster().nodes.iter().find(|n| n.name == name) else {
                 continue;
             };
-            *here = true;
             let found = node
                 .devices
                 .iter()
                 .flat_map(|d| d.groups.iter())
                 .flat_map(|g| g.cards.iter());
             for (c, card) in found.enumerate().take(self.cards) {
-                let Some(slot) = cards.get_mut(i * self.cards + c) else {
-                    continue;
-                };
-                *slot = CardState {
+                let row = CardState {
                     mig: card.is_partitioned(),
                     ledger: card.ledger.clone().unwrap_or_default(),
                     instances: w
@@ -248,131 +241,156 @@ impl ChainModel {
                         .cloned()
                         .unwrap_or_default(),
                 };
+                let slot = self.slot(i, c);
+                if row.mig {
+                    mig |= 1 << slot;
+                }
+                cards[slot] = self.tables.intern_card(row);
             }
         }
-        let mut held_nodes = 0u32;
-        for h in workloads.iter().filter_map(|st| st.hold()) {
-            for (i, _) in (0..self.nodes)
-                .enumerate()
-                .filter(|(i, _)| self.on_node(h, *i))
-            {
-                held_nodes |= 1 << i;
-            }
-        }
-        let structure = known.unwrap_or_else(|| {
-            self.intern_structure(Structure {
-                derived: w.admission.derived.clone(),
-                authored: cluster.instance_types.clone(),
-            })
-        });
-        let mut s = State {
-            present,
-            cards,
-            extra_ns: cluster
-                .namespaces
-                .iter()
-                .any(|n| n.name == palette::EXTRA_NAMESPACE),
-            aware: cluster.settings.aware_cpu_manufacturer,
-            structure,
-            workloads,
-            held_nodes,
-            fault,
-            verdicts: Verdicts(0),
-        };
-        s.verdicts = Verdicts(self.verdicts_of(&s, w));
+        (cards, mig)
+    }
+
+    /// The state with its verdicts computed: world-level bits memoised per world key, the
+    /// [M3] shape bit (invariance, isolation, idempotence: properties of the derivation, so
+    /// judged on free cards) per shape, the rest from the statuses.
+    fn with_verdicts(&self, mut s: State) -> State {
+        let world = self
+            .tables
+            .world_bits
+            .get_or(fingerprint(&s.world_key()), || {
+                props::world_verdicts(&self.world_of(&s))
+            });
+        // The [M3] shape checks read the cluster only: shape and authored InstanceTypes.
+        let authored = self.tables.authored_fingerprint(s.structure);
+        let shape = self.tables.shape_ok.get_or(
+            fingerprint(&(s.present, s.mig, s.extra_ns, s.aware, authored)),
+            || props::m3_shape(&self.world_of(&self.free_cards(&s))).is_ok(),
+        );
+        let bits = world | (u32::from(shape) << props::M3_SHAPE) | props::status_verdicts(self, &s);
+        s.verdicts = Verdicts(self.broken.map_or(bits, |b| b.apply(bits, &s)));
         s
-    }
-
-    /// Every property's verdict bit for a state: the world-level ones memoized by the world's
-    /// fingerprint (structure, shape, ledgers), the rest computed from the statuses.
-    fn verdicts_of(&self, s: &State, w: &World) -> u32 {
-        let key = world_fingerprint(s);
-        let cached = self
-            .memo
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .copied();
-        let world_bits = match cached {
-            Some(b) => b,
-            None => {
-                let b = props::world_verdicts(w) | self.shape_verdict(s, w);
-                self.memo
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(key, b);
-                b
-            }
-        };
-        world_bits | props::status_verdicts(self, s, w)
-    }
-
-    /// The [M3] invariance / isolation / idempotence verdict, memoized per shape (structure,
-    /// nodes, card families, namespaces, awareness): those properties compare derivations of
-    /// one cluster under renamings and re-derivation, which do not depend on its ledgers.
-    fn shape_verdict(&self, s: &State, w: &World) -> u32 {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        let families: Vec<bool> = s.cards.iter().map(|c| c.mig).collect();
-        (&s.present, families, s.extra_ns, s.aware, s.structure).hash(&mut h);
-        let key = h.finish();
-        let cached = self
-            .shape_memo
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .copied();
-        let ok = cached.unwrap_or_else(|| {
-            let ok = props::m3_shape(w).is_ok();
-            self.shape_memo
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(key, ok);
-            ok
-        });
-        u32::from(ok) << props::M3_SHAPE
     }
 
     pub fn initial_state(&self) -> State {
         let w = World::new(self.initial_cluster());
-        self.state_of(&w, vec![Status::Idle; self.templates.len()], Fault::None)
-    }
-
-    /// Whether a hold (charged or promised) touches card `c` of node `i`.
-    fn card_promised(&self, s: &State, i: usize, c: usize) -> bool {
-        let name = palette::node_name(i);
-        let id = palette::card(c, false).id;
-        s.workloads.iter().filter_map(|st| st.hold()).any(|h| {
-            self.hold(h)
-                .charges
-                .iter()
-                .any(|ch| ch.node == name && ch.card == id)
+        let (cards, mig) = self.cards_of(&w);
+        let structure = self.tables.intern_structure(Structure::canonical(
+            w.admission.derived.clone(),
+            w.cluster().instance_types.clone(),
+        ));
+        let present = ((1u16 << self.nodes) - 1) as u8;
+        self.with_verdicts(State {
+            scope: self.scope,
+            present,
+            mig,
+            cards,
+            extra_ns: false,
+            aware: w.cluster().settings.aware_cpu_manufacturer,
+            structure,
+            workloads: [Status::Idle; MAX_WORKLOADS],
+            fault: Fault::None,
+            verdicts: Verdicts(0),
         })
     }
 
-    fn on_node(&self, h: u32, i: usize) -> bool {
-        let name = palette::node_name(i);
-        self.hold(h).charges.iter().any(|c| c.node == name)
+    /// The state's shape with every card free in its family and no Workload: what the
+    /// derivation-only checks and steps are computed on, so their memo key is the shape.
+    fn free_cards(&self, s: &State) -> State {
+        let mut shape = State {
+            workloads: [Status::Idle; MAX_WORKLOADS],
+            ..*s
+        };
+        for slot in 0..self.nodes * self.cards {
+            shape.cards[slot] = self.tables.fresh[usize::from(s.mig & (1 << slot) != 0)];
+        }
+        shape
     }
 
-    /// Applies a shape event through `World::apply`; an ignored event changes nothing.
-    fn shape_step(&self, s: &State, event: Event, workloads: Vec<Status>) -> Option<State> {
-        let mut w = self.world_of(s);
-        let effect = w.apply(&event);
-        let mut workloads = workloads;
-        match effect {
-            Effect::Ignored { .. } => return None,
-            Effect::Evicted { workloads: gone } => {
-                for (k, t) in self.templates.iter().enumerate() {
-                    if gone.contains(&workload_key(t)) {
-                        if let Some(st) = workloads.get_mut(k) {
-                            *st = Status::Idle;
-                        }
-                    }
+    /// The structure after a shape action, re-derived by `World::apply` from the previous
+    /// quiescence on the state's shape with every card free. Queues, flavors and
+    /// InstanceType specs do not read ledgers or holds (lifecycle.rs `AdmissionState`); only
+    /// the stored status views do, and nothing reads those back: gates use the queues and
+    /// `observe` re-derives the views from the ledgers. Deriving on free cards keeps those
+    /// unread views from splitting equal states, and makes shape and structure the whole key.
+    fn structure_after(&self, s: &State, action: &Action) -> u32 {
+        let key = fingerprint(&(s.present, s.mig, s.extra_ns, s.aware, s.structure, action));
+        self.tables.structure_after.get_or(key, || {
+            let mut w = self.world_of(&self.free_cards(s));
+            if let Some(event) = self.event_of(action) {
+                w.apply(&event);
+            }
+            self.tables.intern_structure(Structure::canonical(
+                w.admission.derived,
+                w.admission.cluster.instance_types,
+            ))
+        })
+    }
+
+    /// A shape action (node join/leave, card family, namespace, awareness): the new shape and
+    /// card rows, the Workloads it evicts, the re-derived structure.
+    fn shape_step(&self, s: &State, action: &Action) -> Option<State> {
+        let mut next = *s;
+        match *action {
+            Action::NodeJoin(i) => {
+                if s.is_present(i) {
+                    return None;
+                }
+                next.present |= 1 << i;
+                for c in 0..self.cards {
+                    next.cards[self.slot(i, c)] = self.tables.fresh[0];
+                    next.mig &= !(1 << self.slot(i, c));
                 }
             }
-            _ => {}
+            Action::NodeLeave(i) => {
+                if !s.is_present(i) {
+                    return None;
+                }
+                // Workloads budgeted or charged on the node lose their Pods with it.
+                let mut spans_others = false;
+                for st in next.workloads.iter_mut() {
+                    let Some(h) = st.hold() else { continue };
+                    let entry = self.tables.hold(h);
+                    if entry.nodes & (1 << i) != 0 {
+                        spans_others |= matches!(st, Status::Admitted(_)) && entry.nodes != 1 << i;
+                        *st = Status::Idle;
+                    }
+                }
+                if spans_others {
+                    // An evicted hold charged other nodes too: the model releases them.
+                    let mut w = self.world_of(s);
+                    w.apply(&Event::NodeLeave {
+                        name: palette::node_name(i),
+                    });
+                    (next.cards, next.mig) = self.cards_of(&w);
+                }
+                next.present &= !(1 << i);
+                for c in 0..self.cards {
+                    next.cards[self.slot(i, c)] = 0;
+                    next.mig &= !(1 << self.slot(i, c));
+                }
+            }
+            Action::CardFamily { node, card, mig } => {
+                let slot = self.slot(node, card);
+                if !s.is_present(node)
+                    || self.tables.promised_cards(&s.workloads) & (1 << slot) != 0
+                {
+                    return None;
+                }
+                next.cards[slot] = self.tables.fresh[usize::from(mig)];
+                if mig {
+                    next.mig |= 1 << slot;
+                } else {
+                    next.mig &= !(1 << slot);
+                }
+            }
+            Action::NamespaceCreate if !s.extra_ns => next.extra_ns = true,
+            Action::NamespaceDelete if s.extra_ns => next.extra_ns = false,
+            Action::AwarenessFlip => next.aware = !s.aware,
+            _ => return None,
         }
-        Some(self.state_of(&w, workloads, s.fault))
+        next.structure = self.structure_after(s, action);
+        Some(self.with_verdicts(next))
     }
 
     /// Gates 1–3 for template `k` on a scratch world in which every in-flight Workload's
@@ -381,49 +399,51 @@ impl ChainModel {
     /// Workload has the node assignment the rule counts). Nothing is charged on the real world.
     fn judge(&self, s: &State, k: usize) -> Option<State> {
         let template = self.templates.get(k)?;
-        let w = self.world_of(s);
-        let mut scratch = w.clone();
-        let mut fault = s.fault;
-        if self.count_inflight {
-            for (j, st) in s.workloads.iter().enumerate() {
-                let (Status::InFlight(h), Some(t)) = (st, self.templates.get(j)) else {
-                    continue;
-                };
-                let hold = self.hold(*h);
-                if charge_cards(&mut scratch.admission, &hold.charges).is_err() {
-                    fault = Fault::ChargeRefused;
+        let key = fingerprint(&(s.world_key(), s.held(), k));
+        let (status, fault) = self.tables.judged.get_or(key, || {
+            let w = self.world_of(s);
+            let mut scratch = w;
+            let mut fault = None;
+            if self.count_inflight {
+                for (j, st) in s.workloads.iter().enumerate() {
+                    let (Status::InFlight(h), Some(t)) = (st, self.templates.get(j)) else {
+                        continue;
+                    };
+                    let hold = self.tables.hold(*h).hold.clone();
+                    if charge_cards(&mut scratch.admission, &hold.charges).is_err() {
+                        fault = Some(Fault::ChargeRefused);
+                    }
+                    scratch.admission.holds.insert(workload_key(t), hold);
                 }
-                scratch
-                    .admission
-                    .holds
-                    .insert(workload_key(t), (*hold).clone());
             }
-        }
-        let outcome = scratch.admission.submit(template);
-        let mut workloads = s.workloads.clone();
-        let next = match outcome {
-            Outcome::Admitted => {
-                let hold = scratch
-                    .admission
-                    .holds
-                    .get(&workload_key(template))
-                    .cloned()
-                    .unwrap_or_default();
-                Status::InFlight(self.intern_hold(hold))
-            }
-            Outcome::Pending { .. } => Status::Pending,
-            Outcome::Retry { .. } => Status::Retry,
-            Outcome::Rejected { .. } => Status::Rejected,
-            Outcome::Unplaceable { .. } => {
-                fault = Fault::Unplaceable;
-                Status::Idle
-            }
-        };
-        if next == s.workloads[k] && fault == s.fault {
+            let status = match scratch.admission.submit(template) {
+                Outcome::Admitted => {
+                    let hold = scratch
+                        .admission
+                        .holds
+                        .get(&workload_key(template))
+                        .cloned()
+                        .unwrap_or_default();
+                    Status::InFlight(self.tables.intern_hold(hold))
+                }
+                Outcome::Pending { .. } => Status::Pending,
+                Outcome::Retry { .. } => Status::Retry,
+                Outcome::Rejected { .. } => Status::Rejected,
+                Outcome::Unplaceable { .. } => {
+                    fault = Some(Fault::Unplaceable);
+                    Status::Idle
+                }
+            };
+            (status, fault)
+        });
+        let fault = fault.unwrap_or(s.fault);
+        if status == s.workloads[k] && fault == s.fault {
             return None;
         }
-        workloads[k] = next;
-        Some(self.state_with(&w, workloads, fault, Some(s.structure)))
+        let mut next = *s;
+        next.workloads[k] = status;
+        next.fault = fault;
+        Some(self.with_verdicts(next))
     }
 
     /// Workload `k`'s Pods land: the cards gate 3 budgeted are charged (gates 4–5).
@@ -431,37 +451,41 @@ impl ChainModel {
         let Status::InFlight(h) = *s.workloads.get(k)? else {
             return None;
         };
-        let template = self.templates.get(k)?;
-        let mut w = self.world_of(s);
-        let hold = self.hold(h);
-        let mut fault = s.fault;
-        if charge_cards(&mut w.admission, &hold.charges).is_err() {
-            fault = Fault::ChargeRefused;
+        let key = fingerprint(&(s.world_key(), h));
+        let (cards, refused) = self.tables.landed.get_or(key, || {
+            let mut w = self.world_of(s);
+            let hold = self.tables.hold(h);
+            let refused = charge_cards(&mut w.admission, &hold.hold.charges).is_err();
+            (self.cards_of(&w).0, refused)
+        });
+        let mut next = *s;
+        next.cards = cards;
+        next.workloads[k] = Status::Admitted(h);
+        if refused {
+            next.fault = Fault::ChargeRefused;
         }
-        w.admission
-            .holds
-            .insert(workload_key(template), (*hold).clone());
-        let mut workloads = s.workloads.clone();
-        workloads[k] = Status::Admitted(h);
-        Some(self.state_with(&w, workloads, fault, Some(s.structure)))
+        Some(self.with_verdicts(next))
     }
 
+    /// Workload `k` finishes: the model releases its cards (`World::apply(Finish)`).
     fn finish(&self, s: &State, k: usize) -> Option<State> {
         let template = self.templates.get(k)?;
         if !matches!(s.workloads.get(k)?, Status::Admitted(_)) {
             return None;
         }
-        let mut w = self.world_of(s);
-        let effect = w.apply(&Event::Finish {
-            namespace: template.namespace.clone(),
-            name: template.name.clone(),
-        });
-        if effect != Effect::Released {
-            return None;
-        }
-        let mut workloads = s.workloads.clone();
-        workloads[k] = Status::Idle;
-        Some(self.state_with(&w, workloads, s.fault, Some(s.structure)))
+        let key = fingerprint(&(s.world_key(), s.held(), k));
+        let cards = self.tables.released.get_or(key, || {
+            let mut w = self.world_of(s);
+            let effect = w.apply(&Event::Finish {
+                namespace: template.namespace.clone(),
+                name: template.name.clone(),
+            });
+            (effect == Effect::Released).then(|| self.cards_of(&w).0)
+        })?;
+        let mut next = *s;
+        next.cards = cards;
+        next.workloads[k] = Status::Idle;
+        Some(self.with_verdicts(next))
     }
 
     /// The model `Event` an action maps to in a replayable scenario (`None` for a ledger
@@ -560,13 +584,6 @@ pub fn charge_cards(state: &mut AdmissionState, charges: &[CardCharge]) -> Resul
     Ok(())
 }
 
-/// The fingerprint of the world-level part of a state (everything but Workload statuses).
-fn world_fingerprint(s: &State) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (&s.present, &s.cards, s.extra_ns, s.aware, s.structure).hash(&mut h);
-    h.finish()
-}
-
 impl Model for ChainModel {
     type State = State;
     type Action = Action;
@@ -576,16 +593,17 @@ impl Model for ChainModel {
     }
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
-        for (i, present) in s.present.iter().enumerate() {
-            if *present {
+        let promised = self.tables.promised_cards(&s.workloads);
+        for i in 0..self.nodes {
+            if s.is_present(i) {
                 actions.push(Action::NodeLeave(i));
                 for c in 0..self.cards {
-                    if !self.card_promised(s, i, c) {
-                        let mig = !s.cards[i * self.cards + c].mig;
+                    let slot = self.slot(i, c);
+                    if promised & (1 << slot) == 0 {
                         actions.push(Action::CardFamily {
                             node: i,
                             card: c,
-                            mig,
+                            mig: s.mig & (1 << slot) == 0,
                         });
                     }
                 }
@@ -599,7 +617,7 @@ impl Model for ChainModel {
             Action::NamespaceCreate
         });
         actions.push(Action::AwarenessFlip);
-        for (k, st) in s.workloads.iter().enumerate() {
+        for (k, st) in s.workloads.iter().take(self.templates.len()).enumerate() {
             match st {
                 Status::Idle | Status::Pending | Status::Retry => actions.push(Action::Judge(k)),
                 Status::InFlight(_) => actions.push(Action::Charge(k)),
@@ -611,37 +629,10 @@ impl Model for ChainModel {
 
     fn next_state(&self, s: &State, action: Action) -> Option<State> {
         match action {
-            Action::NodeJoin(i) => {
-                let event = Event::NodeJoin {
-                    node: palette::node(i, self.cards),
-                };
-                self.shape_step(s, event, s.workloads.clone())
-            }
-            Action::NodeLeave(i) => {
-                // In-flight Workloads budgeted on the node lose their Pods with it.
-                let workloads = s
-                    .workloads
-                    .iter()
-                    .map(|st| match st {
-                        Status::InFlight(h) if self.on_node(*h, i) => Status::Idle,
-                        other => *other,
-                    })
-                    .collect();
-                let event = Event::NodeLeave {
-                    name: palette::node_name(i),
-                };
-                self.shape_step(s, event, workloads)
-            }
-            Action::CardFamily { .. }
-            | Action::NamespaceCreate
-            | Action::NamespaceDelete
-            | Action::AwarenessFlip => {
-                let event = self.event_of(&action)?;
-                self.shape_step(s, event, s.workloads.clone())
-            }
             Action::Judge(k) => self.judge(s, k),
             Action::Charge(k) => self.land(s, k),
             Action::Finish(k) => self.finish(s, k),
+            shape => self.shape_step(s, &shape),
         }
     }
 
@@ -689,25 +680,66 @@ const FIRST_DISCOVERY: [fn(&ChainModel, &State) -> bool; 12] = [
     first_discovery::<11>,
 ];
 
-/// Symmetry: the cards of a node that no Workload holds or was promised are interchangeable
-/// (nothing names them), so a state's representative lists those nodes' card slots sorted.
-/// Stateright applies it in DFS only. Nodes are not permuted: their names enter the derived
-/// objects (flavor contributor lists, hostnames), so two nodes are never equal up to a
-/// renaming the state could express without re-deriving.
+/// Symmetry (DFS only in stateright 0.31): the canonical member of a state's class under
+/// (a) renaming nodes of one kind (palette::node_kind: same labels, CPU and cards, so the
+/// derivation treats them alike up to their names; the structure and holds are renamed with
+/// them) and (b) reordering the cards of a node no Workload holds or was promised (nothing
+/// names them). The member is the least renamed state; a renaming whose structure cannot be
+/// renamed is skipped. Only the fingerprint of the result is used: exploration continues
+/// from the state itself.
 pub fn representative(s: &State) -> State {
-    let nodes = s.present.len().max(1);
-    let per = s.cards.len() / nodes;
-    let mut out = s.clone();
-    if per < 2 {
-        return out;
-    }
-    for i in 0..nodes {
-        if s.held_nodes & (1 << i) != 0 {
-            continue;
+    let Some(t) = tables::lookup(s.scope) else {
+        return *s;
+    };
+    (0..t.perms.len())
+        .filter_map(|p| renamed(&t, s, p))
+        .min()
+        .unwrap_or(*s)
+}
+
+/// `s` with node slots renamed by `t.perms[p]`, then each unheld node's cards sorted.
+fn renamed(t: &Tables, s: &State, p: usize) -> Option<State> {
+    let perm = t.perms.get(p)?;
+    let mut out = *s;
+    if p != 0 {
+        out.structure = t.rename_structure(s.structure, p)?;
+        out.present = 0;
+        out.mig = 0;
+        out.cards = [0; MAX_CARD_SLOTS];
+        for (i, to) in perm.iter().take(t.nodes).enumerate() {
+            let to = usize::from(*to);
+            if s.is_present(i) {
+                out.present |= 1 << to;
+            }
+            for c in 0..t.cards {
+                let (from, into) = (i * t.cards + c, to * t.cards + c);
+                out.cards[into] = s.cards[from];
+                if s.mig & (1 << from) != 0 {
+                    out.mig |= 1 << into;
+                }
+            }
         }
-        if let Some(slots) = out.cards.get_mut(i * per..(i + 1) * per) {
-            slots.sort_by_key(|c| (c.mig, c.ledger.remaining_units, c.instances.len()));
+        for st in out.workloads.iter_mut() {
+            *st = match *st {
+                Status::InFlight(h) => Status::InFlight(t.rename_hold(h, p)),
+                Status::Admitted(h) => Status::Admitted(t.rename_hold(h, p)),
+                other => other,
+            };
         }
     }
-    out
+    if t.cards > 1 {
+        let held = t.held_nodes(&out.workloads);
+        for i in (0..t.nodes).filter(|i| held & (1 << i) == 0) {
+            let slots = i * t.cards..(i + 1) * t.cards;
+            out.cards[slots.clone()].sort_unstable();
+            for slot in slots {
+                if t.card_row(out.cards[slot]).mig {
+                    out.mig |= 1 << slot;
+                } else {
+                    out.mig &= !(1 << slot);
+                }
+            }
+        }
+    }
+    Some(out)
 }

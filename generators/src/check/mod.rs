@@ -7,9 +7,11 @@
 //! replayable [`model::scenario::Scenario`].
 
 pub mod chain;
+pub mod memo;
 pub mod palette;
 pub mod properties;
 pub mod state;
+pub mod tables;
 pub mod trace;
 
 use std::time::{Duration, Instant};
@@ -25,8 +27,9 @@ pub use state::State;
 pub const SEARCH_HELP: &str = "\
 --bfs (default): breadth-first; a violation is reported with the SHORTEST counterexample path. \
 Symmetry reduction is NOT applied in BFS (stateright 0.31 applies it in DFS only). \
---dfs: depth-first; with --symmetry, states equal up to a permutation of the cards of a node \
-no Workload holds are explored once (fewer states, counterexamples not shortest).";
+--dfs: depth-first; with --symmetry, states equal up to renaming interchangeable nodes (same \
+kind: labels, CPU, cards) and reordering the cards of a node no Workload holds are explored \
+once (fewer states, counterexamples not shortest). --symmetry without --dfs changes nothing.";
 
 /// Which search order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,14 +49,19 @@ pub struct CheckConfig {
     pub workloads: usize,
     pub threads: usize,
     pub search: Search,
-    /// Symmetry reduction over interchangeable cards (DFS only; ignored under BFS).
+    /// Symmetry reduction over interchangeable nodes and cards (DFS only; ignored under BFS).
     pub symmetry: bool,
     pub mutant: Option<Mutant>,
     /// Stop after about this many generated states (verdicts are then "within the bound").
     pub max_states: Option<usize>,
+    /// Explore paths of at most this many states (the initial state is depth 1; verdicts are
+    /// then "within the bound").
+    pub max_depth: Option<usize>,
     /// Gate 3 counts Ready-but-uncharged Workloads (admission.md §6.5). `false` checks the
     /// variant that forgets them, which the checker must catch as an overcommit.
     pub count_inflight: bool,
+    /// Test seam: report this always-property failing once a Workload is admitted.
+    pub broken: Option<properties::Broken>,
 }
 
 impl Default for CheckConfig {
@@ -67,7 +75,9 @@ impl Default for CheckConfig {
             symmetry: false,
             mutant: None,
             max_states: None,
+            max_depth: None,
             count_inflight: true,
+            broken: None,
         }
     }
 }
@@ -116,6 +126,8 @@ pub struct CheckReport {
     /// Whether every reachable state was explored (no bound hit, no early stop).
     pub complete: bool,
     pub properties: Vec<PropertyReport>,
+    /// Entries per memo table (how often each kind of model work ran; see `tables`).
+    pub memo: Vec<tables::MemoStat>,
 }
 
 impl CheckReport {
@@ -149,25 +161,30 @@ impl CheckReport {
 ///
 /// BFS reports the shortest counterexample and ignores `symmetry` (stateright 0.31 applies
 /// symmetry reduction in DFS only); DFS with `symmetry` explores states equal up to a
-/// permutation of a node's unheld cards once. With a mutant the search stops at the first
-/// violation.
-pub fn run_check(config: &CheckConfig) -> CheckReport {
-    let model = ChainModel::new(
-        config.nodes.max(1),
-        config.cards.max(1),
+/// renaming of interchangeable nodes and reordering of a node's unheld cards once. With a
+/// mutant the search stops at the first violation. An out-of-range scope is an error naming
+/// the option.
+pub fn run_check(config: &CheckConfig) -> Result<CheckReport, String> {
+    let mut model = ChainModel::new(
+        config.nodes,
+        config.cards,
         config.workloads,
         config.mutant,
         config.count_inflight,
-    );
+    )?;
+    model.broken = config.broken;
     let mut builder = model.checker().threads(config.threads.max(1));
     if let Some(n) = config.max_states {
         builder = builder.target_state_count(n);
     }
-    if config.mutant.is_some() {
+    if let Some(d) = config.max_depth {
+        builder = builder.target_max_depth(d);
+    }
+    if config.mutant.is_some() || config.broken.is_some() {
         builder = builder.finish_when(HasDiscoveries::AnyFailures);
     }
     let start = Instant::now();
-    match config.search {
+    Ok(match config.search {
         Search::Bfs => collect(config, builder.spawn_bfs().join(), start),
         Search::Dfs if config.symmetry => collect(
             config,
@@ -178,7 +195,7 @@ pub fn run_check(config: &CheckConfig) -> CheckReport {
             start,
         ),
         Search::Dfs => collect(config, builder.spawn_dfs().join(), start),
-    }
+    })
 }
 
 fn collect(config: &CheckConfig, checker: impl Checker<ChainModel>, start: Instant) -> CheckReport {
@@ -212,7 +229,8 @@ fn collect(config: &CheckConfig, checker: impl Checker<ChainModel>, start: Insta
     let stopped_early = config
         .max_states
         .is_some_and(|n| checker.state_count() >= n)
-        || (config.mutant.is_some()
+        || config.max_depth.is_some_and(|d| checker.max_depth() >= d)
+        || ((config.mutant.is_some() || config.broken.is_some())
             && properties
                 .iter()
                 .any(|p| matches!(p.verdict, Verdict::Violated(_))));
@@ -224,5 +242,6 @@ fn collect(config: &CheckConfig, checker: impl Checker<ChainModel>, start: Insta
         wall,
         complete: checker.is_done() && !stopped_early,
         properties,
+        memo: model.tables.sizes(),
     }
 }

@@ -38,6 +38,11 @@ pub fn node_name(i: usize) -> String {
     format!("node-{i}")
 }
 
+/// The id of card `c` of a node.
+pub fn card_id(c: usize) -> String {
+    format!("GPU-{c}")
+}
+
 /// A card's capability in its family: logical (free, 128 overcommittable slices) or MIG.
 pub fn card_capability(mig: bool) -> Capability {
     if mig {
@@ -51,7 +56,7 @@ pub fn card_capability(mig: bool) -> Capability {
 pub fn card(c: usize, mig: bool) -> Card {
     let capability = card_capability(mig);
     Card {
-        id: format!("GPU-{c}"),
+        id: card_id(c),
         index: c as u32,
         ledger: Some(seed(capability.clone()).row),
         capability: Some(capability),

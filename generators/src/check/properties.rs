@@ -14,6 +14,7 @@ use model::units::UNITS_PER_CARD;
 use oracle::properties as m3;
 
 use super::chain::ChainModel;
+use super::memo::fingerprint;
 use super::state::{Fault, State, Status};
 
 /// A verdict bit.
@@ -111,14 +112,11 @@ pub fn world_verdicts(w: &World) -> u32 {
         | bit(POOL_DRAINS, pool_drained(&observed))
 }
 
-/// The status-level verdict bits.
-pub fn status_verdicts(m: &ChainModel, s: &State, w: &World) -> u32 {
+/// The status-level verdict bits (quota memoised per structure and holds).
+pub fn status_verdicts(m: &ChainModel, s: &State) -> u32 {
+    let t = &m.tables;
     let partition = s.workloads.iter().any(|st| match st {
-        Status::Admitted(h) => m
-            .hold(*h)
-            .charges
-            .iter()
-            .any(|c| matches!(c.charge, model::ledger::Charge::Partition(_))),
+        Status::Admitted(h) => t.hold(*h).partition,
         _ => false,
     });
     let inflight = s
@@ -131,14 +129,43 @@ pub fn status_verdicts(m: &ChainModel, s: &State, w: &World) -> u32 {
         .iter()
         .filter(|st| matches!(st, Status::InFlight(_) | Status::Retry))
         .count();
-    let reserved = m.reserved_of(&s.workloads);
-    bit(
-        CREDITS_WITHIN_QUOTA,
-        credits_within_quota(&w.admission.derived, &reserved).is_ok(),
-    ) | bit(READY_PLACEABLE, s.fault == Fault::None)
+    let quota = t
+        .quota_ok
+        .get_or(fingerprint(&(s.structure, s.held())), || {
+            credits_within_quota(
+                &m.structure(s.structure).derived,
+                &m.reserved_of(&s.workloads),
+            )
+            .is_ok()
+        });
+    bit(CREDITS_WITHIN_QUOTA, quota)
+        | bit(READY_PLACEABLE, s.fault == Fault::None)
         | bit(RETRY_HAPPENS, s.workloads.contains(&Status::Retry))
         | bit(PARTITION_ADMITTED, partition)
         | bit(INFLIGHT_JUDGED, inflight >= 1 && judged_beside >= 2)
+}
+
+/// A test seam: one always-property reported failing in every state where a Workload is
+/// admitted (so at least one step in), whatever its check says. It shows that the checker
+/// reports, traces and writes a counterexample for exactly that property; the real rules are
+/// shown caught by the mutants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Broken {
+    pub bit: Bit,
+}
+
+impl Broken {
+    pub fn apply(self, bits: u32, s: &State) -> u32 {
+        let admitted = s
+            .workloads
+            .iter()
+            .any(|st| matches!(st, Status::Admitted(_)));
+        if admitted {
+            bits & !(1 << self.bit)
+        } else {
+            bits
+        }
+    }
 }
 
 /// Why each always-property fails on this state (empty when all hold).
@@ -165,9 +192,15 @@ pub fn explain(m: &ChainModel, s: &State) -> Vec<(&'static str, String)> {
         (ALL[6].name, m3_accounting(&w, &observed)),
         (ALL[7].name, m3_shape(&w)),
     ];
+    let broken = m.broken.filter(|b| !s.verdict(b.bit)).map(|b| b.bit);
     checks
         .into_iter()
-        .filter_map(|(n, r)| r.err().map(|e| (n, e)))
+        .enumerate()
+        .filter_map(|(i, (n, r))| match r {
+            Err(e) => Some((n, e)),
+            Ok(()) if broken == Some(i as Bit) => Some((n, "broken on purpose (test seam)".into())),
+            Ok(()) => None,
+        })
         .collect()
 }
 

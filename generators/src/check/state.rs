@@ -1,15 +1,22 @@
-//! The checker's state: small, `Hash + Eq`, and enough to rebuild the model's `World` that a
-//! step hands to one model rule. Derived objects and Workload holds are interned (one copy per
-//! distinct value, shared by every state that reaches it), so a state is a few vectors of
-//! small values.
+//! The checker's state: fixed-size, `Copy`, cheap to hash. Everything large is interned by
+//! the model (see [`super::memo`]): a card slot is the id of its row (family, ledger, live
+//! partition instances), the structure at the last quiescence is an id, a Workload's hold
+//! (quota and card charges) is an id.
 
+use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 
 use model::devices::Ledger;
 use model::ledger::Instance;
 
+/// Largest scope a state can hold.
+pub const MAX_NODES: usize = 8;
+/// Card slots over all nodes (`nodes × cards`).
+pub const MAX_CARD_SLOTS: usize = 16;
+pub const MAX_WORKLOADS: usize = 8;
+
 /// One card slot of one node: its family (MIG on/off) and its ledger row with the live
-/// partition instances behind it. Meaningless while the node is absent (kept default then).
+/// partition instances behind it. Interned; id 0 is the default row of an absent node's slot.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct CardState {
     pub mig: bool,
@@ -18,9 +25,10 @@ pub struct CardState {
 }
 
 /// Where a Workload template is in its life (admission.md §3, §6.5, §16).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Status {
     /// Not submitted (or finished, or evicted and not resubmitted yet).
+    #[default]
     Idle,
     /// Gate 2 left it without quota.
     Pending,
@@ -42,10 +50,19 @@ impl Status {
             _ => None,
         }
     }
+
+    /// What the model's admission world sees of a status: the hold and whether it is charged
+    /// (Idle, Pending, Retry and Rejected all hold nothing). Memo keys use this.
+    pub fn held(self) -> Status {
+        match self {
+            Status::InFlight(_) | Status::Admitted(_) => self,
+            _ => Status::Idle,
+        }
+    }
 }
 
 /// A soundness failure a step ran into; once set it stays (the state is a counterexample).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Fault {
     #[default]
     None,
@@ -55,8 +72,8 @@ pub enum Fault {
     Unplaceable,
 }
 
-/// Per-state property verdicts, computed once when the state is built. Excluded from `Hash`
-/// and `Eq`: they are a function of the rest of the state.
+/// Per-state property verdicts, computed once when the state is built. Excluded from `Hash`,
+/// `Eq` and `Ord`: they are a function of the rest of the state.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Verdicts(pub u32);
 
@@ -69,24 +86,38 @@ impl Eq for Verdicts {}
 impl Hash for Verdicts {
     fn hash<H: Hasher>(&self, _: &mut H) {}
 }
+impl PartialOrd for Verdicts {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Verdicts {
+    fn cmp(&self, _: &Self) -> Ordering {
+        Ordering::Equal
+    }
+}
 
 /// One reachable state of the chain within the scope.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct State {
-    /// Which node slots are in the cluster.
-    pub present: Vec<bool>,
-    /// `nodes × cards` card slots, node-major.
-    pub cards: Vec<CardState>,
+    /// The slot of the symmetry registry this state's model sits in (constant per check;
+    /// lets the representative function reach the model's interners).
+    pub scope: u32,
+    /// Which node slots are in the cluster (bit per slot).
+    pub present: u8,
+    /// Which card slots are in MIG mode (bit per slot; also in the rows, kept here so the
+    /// shape is read without a lookup).
+    pub mig: u16,
+    /// Interned card rows, node-major (`node * cards + card`); unused slots stay 0.
+    pub cards: [u16; MAX_CARD_SLOTS],
     /// Whether the extra namespace exists.
     pub extra_ns: bool,
     /// `instance-type-aware-cpu-manufacturer`.
     pub aware: bool,
     /// Interned structure at the last quiescence (derived objects + authored InstanceTypes).
     pub structure: u32,
-    /// One status per Workload template.
-    pub workloads: Vec<Status>,
-    /// Nodes (bit per slot) a charged or in-flight hold touches; a function of the statuses.
-    pub held_nodes: u32,
+    /// One status per Workload template; unused slots stay Idle.
+    pub workloads: [Status; MAX_WORKLOADS],
     pub fault: Fault,
     pub verdicts: Verdicts,
 }
@@ -94,5 +125,26 @@ pub struct State {
 impl State {
     pub fn verdict(&self, bit: u32) -> bool {
         self.verdicts.0 & (1 << bit) != 0
+    }
+
+    pub fn is_present(&self, node: usize) -> bool {
+        self.present & (1 << node) != 0
+    }
+
+    /// The fingerprint of what the model's `World` sees of the cluster: shape, card rows,
+    /// namespaces, awareness and structure (not the Workloads).
+    pub fn world_key(&self) -> (u8, [u16; MAX_CARD_SLOTS], bool, bool, u32) {
+        (
+            self.present,
+            self.cards,
+            self.extra_ns,
+            self.aware,
+            self.structure,
+        )
+    }
+
+    /// The Workload statuses as the admission world sees them (see [`Status::held`]).
+    pub fn held(&self) -> [Status; MAX_WORKLOADS] {
+        self.workloads.map(Status::held)
     }
 }
