@@ -9,4 +9,4 @@ pub mod replay;
 
 pub use diff::{diff, diff_restricted, render_table, Difference, ObjectKind};
 pub use properties::{check_all, Violation};
-pub use replay::{compare_runs, replay, Divergence, ReplayCheck};
+pub use replay::{compare_runs, effect_summary, observe_at, replay, Divergence, ReplayCheck};
