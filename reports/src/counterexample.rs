@@ -225,6 +225,26 @@ fn side(v: &Option<String>) -> String {
     v.clone().unwrap_or_else(|| "(absent)".to_string())
 }
 
+/// One line saying what failed: for a divergence, where and the first differing field;
+/// otherwise the message's first line.
+pub fn headline(cx: &Counterexample) -> String {
+    match &cx.divergence {
+        Some(d) => {
+            let first = d
+                .differences
+                .first()
+                .map(|x| format!("; first: {x}"))
+                .unwrap_or_default();
+            format!(
+                "the runs part {} — {} field(s) differ{first}",
+                step_name(d.step, &cx.scenario),
+                d.differences.len()
+            )
+        }
+        None => cx.message.lines().next().unwrap_or("").to_string(),
+    }
+}
+
 /// The report `counterexamples/<seed>.md`. `replay_path` is the scenario file as the reader
 /// should type it; `plot` the chart's path relative to the report, when there is one.
 pub fn counterexample_markdown(
@@ -239,8 +259,7 @@ pub fn counterexample_markdown(
         "# Counterexample: seed {} — `{}`\n",
         cx.seed, cx.property
     );
-    let headline = cx.message.lines().next().unwrap_or("");
-    let _ = writeln!(out, "**What failed:** {}\n", cell(headline));
+    let _ = writeln!(out, "**What failed:** {}\n", cell(&headline(cx)));
     let _ = writeln!(out, "**Replay:** `verify replay {replay_path}`\n");
     let shapes: Vec<NodeShape> = s.cluster.nodes.iter().map(node_shape).collect();
     let cards: usize = shapes.iter().map(|n| n.cards).sum();

@@ -170,6 +170,15 @@ fn csv_text(rows: &[DivergenceRow]) -> Result<String, ReportError> {
     String::from_utf8(bytes).map_err(|e| ReportError::Render(format!("CSV: {e}")))
 }
 
+/// A rate with two significant decimals below 10/s, whole numbers above.
+fn rate(per_second: f64) -> String {
+    if per_second < 10.0 {
+        format!("{per_second:.2}")
+    } else {
+        format!("{per_second:.0}")
+    }
+}
+
 /// The run's key facts as (label, value) rows, shared by every rendering.
 pub fn summary_rows(s: &RunSummary) -> Vec<(&'static str, String)> {
     let f = &s.figures;
@@ -201,8 +210,10 @@ pub fn summary_rows(s: &RunSummary) -> Vec<(&'static str, String)> {
         (
             "rate",
             format!(
-                "{:.0} scenarios/s ({} jobs, {:.2} s)",
-                f.scenarios_per_second, f.jobs, f.elapsed_seconds
+                "{} scenarios/s ({} jobs, {:.2} s)",
+                rate(f.scenarios_per_second),
+                f.jobs,
+                f.elapsed_seconds
             ),
         ),
         ("verdict", s.verdict.name().to_string()),

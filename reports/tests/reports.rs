@@ -309,6 +309,14 @@ fn a_finished_run_renders_in_every_format() {
     let md = render_run(&loaded, ReportFormat::Md).unwrap();
     assert!(md.contains("| verdict | failed |"));
     assert!(
+        md.contains("| rate | 20 scenarios/s (2 jobs, 0.50 s) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| seeds | 10 judged of 10 planned (0..10, 1 regression seed(s) first) |"),
+        "{md}"
+    );
+    assert!(
         md.contains("| coverage floor | modes:Shared=1 NOT MET (reached 0) |"),
         "{md}"
     );

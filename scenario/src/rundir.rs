@@ -136,10 +136,8 @@ impl RunDir {
     /// written outside it.
     pub fn resolve(&self, relative: &str) -> Result<PathBuf, ScenarioError> {
         let rel = Path::new(relative);
-        let plain = !relative.is_empty()
-            && rel
-                .components()
-                .all(|c| matches!(c, Component::Normal(_)));
+        let plain =
+            !relative.is_empty() && rel.components().all(|c| matches!(c, Component::Normal(_)));
         if !plain {
             return Err(ScenarioError::Write {
                 path: self.path.join(relative),
