@@ -117,6 +117,10 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let failures = AtomicU64::new(0);
+    let judged = AtomicU64::new(0);
+    // summary.json is also rewritten every tenth of the run (at least 100 seeds apart).
+    let milestone = (total / 10).max(100);
+    let started = std::time::Instant::now();
     let coverage = Mutex::new(reports::Coverage::default());
     let regressions = Mutex::new(regressions);
     let write_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -131,6 +135,20 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
                 }
             }
             bar.inc(1);
+            let done = judged.fetch_add(1, Ordering::Relaxed) + 1;
+            if done % milestone == 0 {
+                let elapsed = started.elapsed().as_secs_f64();
+                let figures = reports::Figures {
+                    ran: done,
+                    failing: 0,
+                    elapsed_seconds: elapsed,
+                    scenarios_per_second: done as f64 / elapsed.max(1e-9),
+                    jobs: config.jobs,
+                };
+                if let Err(e) = recorder.progress(figures) {
+                    write_errors.lock().map(|mut v| v.push(e.to_string())).ok();
+                }
+            }
         },
         &|s| {
             let shown = fuzz::coverage::shown(s, config.mutant);

@@ -371,6 +371,11 @@ pub fn counterexample_markdown(
     out
 }
 
+/// The columns of `divergences.csv` (the fields of [`DivergenceRow`]).
+pub const CSV_HEADER: [&str; 8] = [
+    "seed", "property", "step", "kind", "name", "field", "expected", "observed",
+];
+
 /// One row of `divergences.csv`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DivergenceRow {

@@ -39,6 +39,27 @@ fn metric(v: &ResourceView, i: usize) -> i64 {
 
 type DrawResult<T> = Result<T, String>;
 
+type Panel<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// A titled SVG of `(rows, columns)` equal panels, `row_height` pixels each, drawn by `draw`.
+fn svg_panels(
+    title: &str,
+    (rows, columns): (usize, usize),
+    row_height: u32,
+    draw: impl FnOnce(&[Panel<'_>]) -> DrawResult<()>,
+) -> DrawResult<String> {
+    let mut svg = String::new();
+    {
+        let height = 40 + row_height * rows as u32;
+        let root = SVGBackend::with_string(&mut svg, (960, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(drawing)?;
+        let root = root.titled(title, ("sans-serif", 18)).map_err(drawing)?;
+        draw(&root.split_evenly((rows, columns)))?;
+        root.present().map_err(drawing)?;
+    }
+    Ok(svg)
+}
+
 fn drawing<E: std::fmt::Debug>(e: E) -> String {
     format!("drawing the chart: {e:?}")
 }
@@ -46,19 +67,8 @@ fn drawing<E: std::fmt::Debug>(e: E) -> String {
 /// One row of four panels (EX, SH, SL, PT) per InstanceType; in each panel, per figure, an
 /// expected and an observed bar. `Err` only if plotters itself fails.
 pub fn four_views_svg(pairs: &[ViewPair]) -> DrawResult<String> {
-    let rows = pairs.len().max(1);
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (960, 40 + 240 * rows as u32)).into_drawing_area();
-        root.fill(&WHITE).map_err(drawing)?;
-        let root = root
-            .titled(
-                "Four views: expected (blue) vs observed (red)",
-                ("sans-serif", 18),
-            )
-            .map_err(drawing)?;
-        let panels = root.split_evenly((rows, 4));
+    let title = "Four views: expected (blue) vs observed (red)";
+    svg_panels(title, (pairs.len().max(1), 4), 240, |panels| {
         for (i, area) in panels.iter().enumerate() {
             let Some(pair) = pairs.get(i / 4) else {
                 continue;
@@ -115,29 +125,16 @@ pub fn four_views_svg(pairs: &[ViewPair]) -> DrawResult<String> {
                 }))
                 .map_err(drawing)?;
         }
-        root.present().map_err(drawing)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// One panel per coverage class: a bar per value, its height the scenarios that showed it.
 pub fn coverage_svg(coverage: &Coverage) -> DrawResult<String> {
-    let classes: Vec<(&String, &std::collections::BTreeMap<String, u64>)> =
-        coverage.classes.iter().collect();
-    let rows = classes.len().max(1);
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (960, 40 + 200 * rows as u32)).into_drawing_area();
-        root.fill(&WHITE).map_err(drawing)?;
-        let root = root
-            .titled(
-                &format!("Shape coverage over {} scenarios", coverage.scenarios),
-                ("sans-serif", 18),
-            )
-            .map_err(drawing)?;
-        let panels = root.split_evenly((rows, 1));
-        for (area, (class, values)) in panels.iter().zip(&classes) {
+    let title = format!("Shape coverage over {} scenarios", coverage.scenarios);
+    let classes = &coverage.classes;
+    svg_panels(&title, (classes.len().max(1), 1), 200, |panels| {
+        for (area, (class, values)) in panels.iter().zip(classes) {
             let top = values.values().copied().max().unwrap_or(0).max(1);
             let mut chart = ChartBuilder::on(area)
                 .caption(class.as_str(), ("sans-serif", 13))
@@ -168,7 +165,6 @@ pub fn coverage_svg(coverage: &Coverage) -> DrawResult<String> {
                 }))
                 .map_err(drawing)?;
         }
-        root.present().map_err(drawing)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }

@@ -11,7 +11,7 @@ use scenario::{RunDir, ScenarioError, COUNTEREXAMPLES_DIR};
 use crate::counterexample::{counterexample_markdown, divergence_rows, Counterexample};
 use crate::coverage::{Coverage, FloorCheck};
 use crate::plots::{coverage_svg, four_views_svg};
-use crate::render::junit_xml;
+use crate::render::{csv_bytes, junit_xml};
 use crate::summary::{CounterexampleEntry, Figures, RunSummary, Verdict};
 
 pub const SUMMARY_FILE: &str = "summary.json";
@@ -39,24 +39,13 @@ pub struct RunRecorder {
     summary: Mutex<RunSummary>,
 }
 
-/// The `divergences.csv` header (the field names of `DivergenceRow`).
-fn csv_header() -> Result<Vec<u8>, ReportError> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "seed", "property", "step", "kind", "name", "field", "expected", "observed",
-    ])
-    .map_err(|e| ReportError::Render(format!("CSV header: {e}")))?;
-    w.into_inner()
-        .map_err(|e| ReportError::Render(format!("CSV header: {e}")))
-}
-
 impl RunRecorder {
     /// Takes over a fresh run directory: writes the starting summary (its `run_id` set to the
     /// directory's) and the CSV header.
     pub fn start(dir: RunDir, mut summary: RunSummary) -> Result<RunRecorder, ReportError> {
         summary.run_id = dir.id().to_string();
         summary.path = dir.path().display().to_string();
-        dir.append_file(DIVERGENCES_FILE, &csv_header()?)?;
+        dir.append_file(DIVERGENCES_FILE, &csv_bytes(&[], true)?)?;
         let recorder = RunRecorder {
             dir,
             summary: Mutex::new(summary),
@@ -122,16 +111,7 @@ impl RunRecorder {
         let yaml = self
             .dir
             .write_counterexample(cx.seed, &cx.property, &cx.scenario, &markdown)?;
-        let mut rows = csv::WriterBuilder::new()
-            .has_headers(false)
-            .from_writer(Vec::new());
-        for row in divergence_rows(cx) {
-            rows.serialize(row)
-                .map_err(|e| ReportError::Render(format!("CSV row: {e}")))?;
-        }
-        let rows = rows
-            .into_inner()
-            .map_err(|e| ReportError::Render(format!("CSV rows: {e}")))?;
+        let rows = csv_bytes(&divergence_rows(cx), false)?;
         self.dir.append_file(DIVERGENCES_FILE, &rows)?;
         let relative = |p: &Path| {
             p.strip_prefix(self.dir.path())

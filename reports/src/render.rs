@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::counterexample::DivergenceRow;
+use crate::counterexample::{DivergenceRow, CSV_HEADER};
 use crate::record::{ReportError, DIVERGENCES_FILE, SUMMARY_FILE};
 use crate::summary::{CounterexampleEntry, RunSummary};
 
@@ -152,22 +152,25 @@ pub fn render_run(run: &LoadedRun, format: ReportFormat) -> Result<String, Repor
     }
 }
 
-fn csv_text(rows: &[DivergenceRow]) -> Result<String, ReportError> {
-    let mut w = csv::Writer::from_writer(Vec::new());
+/// `divergences.csv` bytes: the header line (when asked) and one line per row.
+pub(crate) fn csv_bytes(rows: &[DivergenceRow], header: bool) -> Result<Vec<u8>, ReportError> {
+    let error = |e: csv::Error| ReportError::Render(format!("{DIVERGENCES_FILE}: {e}"));
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    if header {
+        w.write_record(CSV_HEADER).map_err(error)?;
+    }
     for row in rows {
-        w.serialize(row)
-            .map_err(|e| ReportError::Render(format!("CSV row: {e}")))?;
+        w.serialize(row).map_err(error)?;
     }
-    if rows.is_empty() {
-        w.write_record([
-            "seed", "property", "step", "kind", "name", "field", "expected", "observed",
-        ])
-        .map_err(|e| ReportError::Render(format!("CSV header: {e}")))?;
-    }
-    let bytes = w
-        .into_inner()
-        .map_err(|e| ReportError::Render(format!("CSV: {e}")))?;
-    String::from_utf8(bytes).map_err(|e| ReportError::Render(format!("CSV: {e}")))
+    w.into_inner()
+        .map_err(|e| ReportError::Render(format!("{DIVERGENCES_FILE}: {e}")))
+}
+
+fn csv_text(rows: &[DivergenceRow]) -> Result<String, ReportError> {
+    String::from_utf8(csv_bytes(rows, true)?)
+        .map_err(|e| ReportError::Render(format!("{DIVERGENCES_FILE}: {e}")))
 }
 
 /// A rate with two significant decimals below 10/s, whole numbers above.
