@@ -6,17 +6,26 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 /// Verifier for the GPUStack operator's scheduling chain.
 #[derive(Debug, Parser)]
-#[command(name = "verify", version, about, long_about = None)]
+#[command(name = "verify", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// DESIGN.md "Exit codes", plus 4 for an unmet coverage floor.
+pub const EXIT_CODES: &str = "Exit codes: 0 all held (or nothing verified, which is printed); \
+1 a counterexample or any FAIL; 2 usage error or missing input; 3 inconclusive \
+(infrastructure failure, no quiescence); 4 a coverage floor (--min-coverage) not met; \
+5 flaky (a divergence that did not reproduce).";
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Generate scenarios from seeds and check the chain's properties on each (the main job).
     /// A failure is shrunk, written under the run directory, and its seed appended to the
-    /// regression file, which every later run replays first. Exit 1 on a counterexample.
+    /// regression file, which every later run replays first. Each run writes
+    /// `runs/<run-id>/` (summary.json, divergences.csv, counterexamples/, junit.xml, plots/)
+    /// and ends with a summary table. Exit 1 on a counterexample, 4 on an unmet
+    /// `--min-coverage` floor.
     Fuzz(FuzzArgs),
     /// Exhaustive model checking of the chain's dynamics within a small scope (stateright).
     /// Prints states generated/unique, depth, each property's verdict and wall time; a
@@ -61,6 +70,20 @@ pub enum Command {
     /// `STATUS | CHECK | OBJECT` table, then a verdict. Exit 0 pass or skip (a skip prints
     /// NOTHING WAS VERIFIED), 1 any FAIL, 2 input required or tier not available yet.
     Case(CaseArgs),
+    /// Re-render a run directory (`runs/<run-id>/`): its summary, coverage and
+    /// counterexamples as Markdown, the summary as JSON, the divergences as CSV, JUnit XML,
+    /// or one static offline HTML page with the plots inlined. Exit 2 if the directory has
+    /// no readable summary.json.
+    Report {
+        /// The run directory.
+        run_dir: PathBuf,
+        /// md, json, csv, junit or html.
+        #[arg(long, default_value = "md", value_parser = reports::ReportFormat::parse)]
+        format: reports::ReportFormat,
+        /// Write here instead of standard output.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
     /// Derive every object of the chain for a cluster shape and print it.
     /// Without `--cluster`, the embedded walkthrough cluster is used.
     Derive {
@@ -103,6 +126,12 @@ pub struct FuzzArgs {
     /// The regression seed file, replayed first and appended on failure.
     #[arg(long, default_value = ".verify/regressions.txt")]
     pub regressions: PathBuf,
+    /// Coverage floors, `CLASS=N` (N distinct values) or `CLASS:VALUE=N` (N scenarios), e.g.
+    /// `vendors=2,modes:Shared=10,properties=6`. Classes: vendors, modes, families, nodes,
+    /// events, properties. A floor not met makes the run exit 4 (a counterexample still
+    /// exits 1).
+    #[arg(long, value_parser = reports::parse_floors)]
+    pub min_coverage: Option<Floors>,
 }
 
 /// `verify soak` arguments.
@@ -139,6 +168,8 @@ pub struct SoakArgs {
     #[arg(long, default_value = ".verify/soak-history.csv")]
     pub history: PathBuf,
 }
+/// All of `--min-coverage` as one value (an alias, so clap parses the list in one go).
+pub type Floors = Vec<reports::Floor>;
 
 #[derive(Debug, Subcommand)]
 pub enum TwinCommand {

@@ -39,6 +39,11 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Derive { cluster, format } => derive(cluster.as_deref(), format),
         Command::Cases => cases_index(),
         Command::Case(args) => case(args),
+        Command::Report {
+            run_dir,
+            format,
+            output,
+        } => report(&run_dir, format, output.as_deref()),
     }
 }
 
@@ -154,8 +159,12 @@ fn read_cluster(path: &Path) -> Result<model::Cluster> {
     Ok(cluster)
 }
 
-/// `verify fuzz`: announce the tier, replay regressions, run the seeds, write counterexamples.
+/// `verify fuzz`: announce the tier, replay regressions, run the seeds, record each
+/// counterexample as found in the run directory, end with the summary table.
 fn fuzz(args: FuzzArgs) -> Result<i32> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Mutex;
+
     println!("tier: model (the embedded twin arrives with [M5]; no cluster is contacted)");
     let regressions =
         scenario::Regressions::load(&args.regressions).map_err(|e| UsageError(e.to_string()))?;
@@ -177,6 +186,8 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         ..fuzz::FuzzConfig::default()
     };
     let total = fuzz::seed_list(&config).len() as u64;
+    let recorder = start_run_record(&args, &config, total, "model")?;
+    println!("run directory: {}", recorder.path().display());
     let bar = indicatif::ProgressBar::new(total);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -184,45 +195,49 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let failures = std::sync::atomic::AtomicU64::new(0);
-    let report = fuzz::run(&config, &|_, failure| {
-        if failure.is_some() {
-            let n = failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            bar.set_message(format!("{n} failing"));
-        }
-        bar.inc(1);
-    })
+    let failures = AtomicU64::new(0);
+    let judged = AtomicU64::new(0);
+    // summary.json is also rewritten every tenth of the run (at least 100 seeds apart).
+    let milestone = (total / 10).max(100);
+    let started = std::time::Instant::now();
+    let coverage = Mutex::new(reports::Coverage::default());
+    let regressions = Mutex::new(regressions);
+    let write_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let report = fuzz::run_observed(
+        &config,
+        &|_, failure| {
+            if let Some(f) = failure {
+                let n = failures.fetch_add(1, Ordering::Relaxed) + 1;
+                bar.set_message(format!("{n} failing"));
+                if let Err(e) = record_failure(&recorder, &regressions, &args, &config, f, &bar) {
+                    write_errors.lock().map(|mut v| v.push(e)).ok();
+                }
+            }
+            bar.inc(1);
+            let done = judged.fetch_add(1, Ordering::Relaxed) + 1;
+            if done % milestone == 0 {
+                let elapsed = started.elapsed().as_secs_f64();
+                let figures = reports::Figures {
+                    ran: done,
+                    failing: 0,
+                    elapsed_seconds: elapsed,
+                    scenarios_per_second: done as f64 / elapsed.max(1e-9),
+                    jobs: config.jobs,
+                };
+                if let Err(e) = recorder.progress(figures) {
+                    write_errors.lock().map(|mut v| v.push(e.to_string())).ok();
+                }
+            }
+        },
+        &|s| {
+            let shown = fuzz::coverage::shown(s, config.mutant);
+            coverage.lock().map(|mut c| c.observe(shown)).ok();
+        },
+    )
     .map_err(|e| anyhow::anyhow!(e))?;
     bar.finish_and_clear();
-    let mut written = Vec::new();
-    if !report.failures.is_empty() {
-        let dir = scenario::RunDir::create_now(&args.run_dir).with_context(|| {
-            format!("creating a run directory under {}", args.run_dir.display())
-        })?;
-        let mut regressions = regressions;
-        for f in &report.failures {
-            let path = dir
-                .write_counterexample(f.seed, &f.property, &f.scenario, &fuzz::failure_report(f))
-                .with_context(|| format!("writing the counterexample of seed {}", f.seed))?;
-            regressions.append(f.seed, &f.property).with_context(|| {
-                format!(
-                    "appending seed {} to {}",
-                    f.seed,
-                    args.regressions.display()
-                )
-            })?;
-            written.push(path);
-        }
-    }
-    for (f, path) in report.failures.iter().zip(&written) {
-        println!(
-            "FAIL seed {}: {} (shrunk to {} node(s), {} event(s)) -> {}",
-            f.seed,
-            f.property,
-            f.nodes(),
-            f.events(),
-            path.display()
-        );
+    if let Some(e) = write_errors.into_inner().unwrap_or_default().first() {
+        anyhow::bail!("{e}");
     }
     if report.ran == 0 {
         println!("NOTHING WAS VERIFIED: no seed was run");
@@ -235,7 +250,105 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         report.rate(),
         config.jobs
     );
-    Ok(if report.failures.is_empty() { 0 } else { 1 })
+    let coverage = coverage.into_inner().unwrap_or_default();
+    let floors = reports::check_floors(&coverage, args.min_coverage.as_deref().unwrap_or(&[]));
+    let summary = recorder
+        .finish(
+            reports::Figures {
+                ran: report.ran,
+                failing: report.failures.len() as u64,
+                elapsed_seconds: report.elapsed.as_secs_f64(),
+                scenarios_per_second: report.rate(),
+                jobs: config.jobs,
+            },
+            coverage,
+            floors,
+        )
+        .context("finishing the run directory")?;
+    reports::terminal::print_summary(&summary);
+    Ok(summary.verdict.exit_code())
+}
+
+/// Opens the run directory and writes its starting summary.
+fn start_run_record(
+    args: &FuzzArgs,
+    config: &fuzz::FuzzConfig,
+    total: u64,
+    tier: &str,
+) -> Result<reports::RunRecorder> {
+    let dir = scenario::RunDir::create_now(&args.run_dir)
+        .with_context(|| format!("creating a run directory under {}", args.run_dir.display()))?;
+    let range = match config.seed {
+        Some(s) => s.to_string(),
+        None => match config.shard {
+            Some((i, n)) => format!("0..{} shard {i}/{n}", config.seeds),
+            None => format!("0..{}", config.seeds),
+        },
+    };
+    let mut command: Vec<String> = std::env::args().skip(1).collect();
+    command.insert(0, "verify".into());
+    let summary = reports::RunSummary::start(
+        dir.id(),
+        &command.join(" "),
+        tier,
+        reports::Seeds {
+            planned: total,
+            range,
+            regressions: config.regressions.clone(),
+        },
+    );
+    reports::RunRecorder::start(dir, summary).context("writing the run's summary.json")
+}
+
+/// Writes one counterexample (report, scenario, CSV rows, summary) and appends its seed to
+/// the regression file, as soon as the seed is judged.
+fn record_failure(
+    recorder: &reports::RunRecorder,
+    regressions: &std::sync::Mutex<scenario::Regressions>,
+    args: &FuzzArgs,
+    config: &fuzz::FuzzConfig,
+    f: &fuzz::Failure,
+    bar: &indicatif::ProgressBar,
+) -> std::result::Result<(), String> {
+    let path = recorder
+        .record(&fuzz::counterexample(f, config.mutant))
+        .map_err(|e| format!("writing the counterexample of seed {}: {e}", f.seed))?;
+    regressions
+        .lock()
+        .map_err(|_| "the regression file's lock was poisoned".to_string())?
+        .append(f.seed, &f.property)
+        .map_err(|e| {
+            format!(
+                "appending seed {} to {}: {e}",
+                f.seed,
+                args.regressions.display()
+            )
+        })?;
+    bar.suspend(|| {
+        println!(
+            "FAIL seed {}: {} (shrunk to {} node(s), {} event(s)) -> {}",
+            f.seed,
+            f.property,
+            f.nodes(),
+            f.events(),
+            path.display()
+        )
+    });
+    Ok(())
+}
+
+/// `verify report RUN_DIR`: re-render what a run directory holds.
+fn report(run_dir: &Path, format: reports::ReportFormat, output: Option<&Path>) -> Result<i32> {
+    let run = reports::load_run(run_dir).map_err(|e| UsageError(e.to_string()))?;
+    let text = reports::render_run(&run, format).map_err(|e| anyhow::anyhow!("{e}"))?;
+    match output {
+        Some(path) => {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+            println!("{}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(0)
 }
 
 /// `verify replay FILE`: run the scenario, check every property and its expectations.

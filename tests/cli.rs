@@ -280,6 +280,8 @@ fn a_run_of_no_seed_says_nothing_was_verified() {
         "fuzz",
         "--seeds",
         "0",
+        "--run-dir",
+        dir.join("runs").to_str().unwrap(),
         "--regressions",
         dir.join("r.txt").to_str().unwrap(),
     ]);
@@ -445,4 +447,137 @@ fn a_case_file_replays_with_verify_replay() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// The one run directory a fuzz run wrote under `runs`.
+fn only_run(runs: &std::path::Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+#[test]
+fn a_fuzz_run_leaves_a_run_directory_that_report_re_renders() {
+    let dir = scratch_dir("fuzz-report");
+    let runs = dir.join("runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args([
+            "fuzz",
+            "--seeds",
+            "2",
+            "--mutant",
+            "cohort-set",
+            "--run-dir",
+            runs.to_str().unwrap(),
+            "--regressions",
+            dir.join("r.txt").to_str().unwrap(),
+        ])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(!text.contains('\u{1b}'), "no colour with NO_COLOR: {text}");
+    let run = only_run(&runs);
+    assert!(text.contains(&format!("run directory: {}", run.display())));
+    // The closing summary table names the verdict and each report.
+    assert!(text.contains("verdict          failed"), "{text}");
+    assert!(text.contains("counterexamples/0.md"), "{text}");
+    assert!(text.contains("coverage over 2 scenarios"), "{text}");
+
+    let report = |format: &str| {
+        let out = verify(&["report", run.to_str().unwrap(), "--format", format]);
+        assert_eq!(out.status.code(), Some(0), "{format}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json: serde_json::Value = serde_json::from_str(&report("json")).unwrap();
+    assert_eq!(json["verdict"], "failed");
+    assert_eq!(json["figures"]["ran"], 2);
+    assert_eq!(json["counterexamples"][0]["property"], "mutant-cohort-set");
+    assert_eq!(
+        json["coverage"]["classes"]["properties"]["mutant-cohort-set"],
+        2
+    );
+    let on_disk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json, on_disk);
+    let csv = report("csv");
+    assert!(csv.starts_with("seed,property,step,kind,name,field,expected,observed\n"));
+    assert!(
+        csv.contains("\n0,mutant-cohort-set,0,ClusterQueue,"),
+        "{csv}"
+    );
+    let junit = report("junit");
+    assert!(
+        junit.contains("<testcase name=\"mutant-cohort-set\""),
+        "{junit}"
+    );
+    assert!(
+        junit.contains("<failure message=\"seed(s) 0, 1:"),
+        "{junit}"
+    );
+    let md = report("md");
+    assert!(
+        md.contains("# Counterexample: seed 1 — `mutant-cohort-set`"),
+        "{md}"
+    );
+    let page = dir.join("page.html");
+    let out = verify(&[
+        "report",
+        run.to_str().unwrap(),
+        "--format",
+        "html",
+        "--output",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<td class=\"failed\">failed</td>"), "{html}");
+
+    // A folder that is not a run directory: exit 2, naming the file it needed.
+    let out = verify(&["report", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("summary.json"));
+    let out = verify(&["report", run.to_str().unwrap(), "--format", "pdf"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected md, json, csv, junit, html"));
+}
+
+#[test]
+fn an_unmet_coverage_floor_exits_4_and_a_bad_floor_exits_2() {
+    let dir = scratch_dir("fuzz-floor");
+    let runs = dir.join("runs");
+    let fuzz = |floor: &str| {
+        verify(&[
+            "fuzz",
+            "--seeds",
+            "4",
+            "--run-dir",
+            runs.to_str().unwrap(),
+            "--regressions",
+            dir.join("r.txt").to_str().unwrap(),
+            "--min-coverage",
+            floor,
+        ])
+    };
+    let out = fuzz("nodes=1,vendors:no-such-vendor=1");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(
+        text.contains("vendors:no-such-vendor=1 NOT MET (reached 0)"),
+        "{text}"
+    );
+    assert!(text.contains("nodes=1 met"), "{text}");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(only_run(&runs).join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["verdict"], "coverage-unmet");
+    assert_eq!(fuzz("properties=1").status.code(), Some(0));
+    let out = fuzz("vendors");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected CLASS=N"));
 }

@@ -1,6 +1,8 @@
 //! The model-tier fuzz loop (DESIGN.md "verify fuzz"): seeds → scenarios → properties → shrink
 //! → counterexample files, in parallel jobs, optionally one shard of the seed range.
 
+pub mod coverage;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -130,8 +132,7 @@ pub fn first_violation(s: &Scenario, mutant: Option<Mutant>) -> Option<(String, 
             .next()
             .map(|v| (v.property.to_string(), v.message)),
         Some(m) => {
-            let mut mutated = s.clone();
-            mutated.cluster.settings.mutant = Some(m);
+            let mutated = mutated(s, m);
             oracle::compare_runs(s, &mutated).map(|d| {
                 (
                     format!("mutant-{m}"),
@@ -146,16 +147,35 @@ pub fn first_violation(s: &Scenario, mutant: Option<Mutant>) -> Option<(String, 
     }
 }
 
+/// `s` run under mutant `m` (what a mutant check compares the model with).
+pub fn mutated(s: &Scenario, m: Mutant) -> Scenario {
+    let mut mutated = s.clone();
+    mutated.cluster.settings.mutant = Some(m);
+    mutated
+}
+
 /// Judges one seed and, on failure, shrinks it while the same property keeps failing.
 pub fn judge_seed(seed: u64, config: &FuzzConfig) -> Result<Option<Failure>, String> {
+    judge_seed_observed(seed, config, &|_| {})
+}
+
+/// [`judge_seed`], showing `on_generated` the scenario the seed generated (before shrinking),
+/// for statistics.
+pub fn judge_seed_observed(
+    seed: u64,
+    config: &FuzzConfig,
+    on_generated: &(dyn Fn(&Scenario) + Sync),
+) -> Result<Option<Failure>, String> {
     let mut runner = TestRunner::new_with_rng(Config::default(), rng_for(seed));
     let mut tree = arb_scenario(&config.shape)
         .new_tree(&mut runner)
         .map_err(|e| format!("seed {seed}: cannot generate a scenario: {e}"))?;
-    let Some((property, message)) = first_violation(&tree.current(), config.mutant) else {
+    let generated = tree.current();
+    on_generated(&generated);
+    let Some((property, message)) = first_violation(&generated, config.mutant) else {
         return Ok(None);
     };
-    let mut best = (tree.current(), message);
+    let mut best = (generated, message);
     let mut shrinks = 0;
     let fails_same =
         |s: &Scenario| first_violation(s, config.mutant).filter(|(p, _)| *p == property);
@@ -205,6 +225,15 @@ pub fn run(
     config: &FuzzConfig,
     on_done: &(dyn Fn(u64, Option<&Failure>) + Sync),
 ) -> Result<FuzzReport, String> {
+    run_observed(config, on_done, &|_| {})
+}
+
+/// [`run`], also showing `on_generated` every generated scenario (shape statistics).
+pub fn run_observed(
+    config: &FuzzConfig,
+    on_done: &(dyn Fn(u64, Option<&Failure>) + Sync),
+    on_generated: &(dyn Fn(&Scenario) + Sync),
+) -> Result<FuzzReport, String> {
     let seeds = seed_list(config);
     let started = Instant::now();
     let next = AtomicU64::new(0);
@@ -220,7 +249,7 @@ pub fn run(
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed) as usize;
                 let Some(&seed) = seeds.get(i) else { break };
-                match judge_seed(seed, config) {
+                match judge_seed_observed(seed, config, on_generated) {
                     Ok(found) => {
                         ran.fetch_add(1, Ordering::Relaxed);
                         on_done(seed, found.as_ref());
@@ -251,35 +280,32 @@ pub fn run(
     })
 }
 
-/// A failure's short Markdown report: what property, the minimal shape, expected vs got.
-pub fn failure_report(f: &Failure) -> String {
-    let nodes: Vec<String> = f
-        .scenario
-        .cluster
-        .nodes
-        .iter()
-        .map(|n| {
-            let cards: usize = n
-                .devices
-                .iter()
-                .flat_map(|d| d.groups.iter())
-                .map(|g| g.cards.len())
-                .sum();
-            format!("- `{}`: {} cards", n.name, cards)
-        })
-        .collect();
-    format!(
-        "# Counterexample: {}\n\nSeed {} (replay: `verify fuzz --seed {}`; or `verify replay` on the \
-         scenario file beside this report).\n\nShrunk in {} steps to {} node(s) and {} event(s):\n\n{}\n\n\
-         ## What failed\n\n{}\n",
-        f.property,
+/// A failure as the reports show it: with a mutant, where the mutated run first parts from
+/// the model and the four views that differ there.
+pub fn counterexample(f: &Failure, mutant: Option<Mutant>) -> reports::Counterexample {
+    let cx = reports::Counterexample::violation(
         f.seed,
-        f.seed,
+        &f.property,
+        &f.message,
+        f.scenario.clone(),
         f.shrinks,
-        f.nodes(),
-        f.events(),
-        nodes.join("\n"),
-        f.message
+    );
+    match mutant {
+        Some(m) => {
+            let observed = mutated(&f.scenario, m);
+            cx.against(&observed)
+        }
+        None => cx,
+    }
+}
+
+/// A failure's Markdown report (`reports::counterexample_markdown`), naming the scenario file
+/// as `counterexamples/<seed>.yaml` in its run directory.
+pub fn failure_report(f: &Failure) -> String {
+    reports::counterexample_markdown(
+        &counterexample(f, None),
+        &format!("{}/{}.yaml", scenario::COUNTEREXAMPLES_DIR, f.seed),
+        None,
     )
 }
 

@@ -109,3 +109,27 @@ fn judging_a_seed_twice_gives_the_same_counterexample() {
     assert_eq!(a.scenario, b.scenario);
     assert_eq!(a.nodes(), 1);
 }
+
+#[test]
+fn every_generated_scenario_is_counted_once_in_the_coverage() {
+    let config = FuzzConfig {
+        seeds: 24,
+        jobs: 2,
+        ..FuzzConfig::default()
+    };
+    let coverage = std::sync::Mutex::new(reports::Coverage::default());
+    let report = fuzz::run_observed(&config, &|_, _| {}, &|s| {
+        let shown = fuzz::coverage::shown(s, None);
+        coverage.lock().unwrap().observe(shown);
+    })
+    .unwrap();
+    let coverage = coverage.into_inner().unwrap();
+    assert_eq!(coverage.scenarios, report.ran);
+    assert_eq!(coverage.scenarios, 24);
+    // What seed 0 generates is counted under its node count.
+    let first = scenario_for(0, &config.shape).unwrap();
+    let nodes = first.cluster.nodes.len().to_string();
+    assert!(coverage.count("nodes", &nodes) >= 1, "{coverage:?}");
+    let per_count: u64 = coverage.classes["nodes"].values().sum();
+    assert_eq!(per_count, 24, "one node count per scenario");
+}

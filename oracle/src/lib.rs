@@ -10,4 +10,6 @@ pub mod replay;
 
 pub use diff::{diff, diff_restricted, render_table, Difference, ObjectKind};
 pub use properties::{check_all, Violation};
-pub use replay::{compare_runs, replay, Divergence, ExpectationCheck, ReplayCheck};
+pub use replay::{
+    compare_runs, effect_summary, observe_at, replay, Divergence, ExpectationCheck, ReplayCheck,
+};

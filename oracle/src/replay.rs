@@ -44,6 +44,16 @@ pub fn compare_runs(a: &Scenario, b: &Scenario) -> Option<Divergence> {
     None
 }
 
+/// The objects `s` publishes at `step` (0 = initially; k = after event k-1), as
+/// [`compare_runs`] numbers its steps; a step past the last event is the end state.
+pub fn observe_at(s: &Scenario, step: usize) -> model::derive::Derived {
+    let mut world = World::new(s.cluster.clone());
+    for event in s.events.iter().take(step) {
+        world.apply(event);
+    }
+    world.observe()
+}
+
 /// The effect of event `k` as a difference, when the two runs' effects disagree.
 fn effect_difference(k: usize, a: Option<&Effect>, b: Option<&Effect>) -> Vec<Difference> {
     if a == b {
@@ -78,6 +88,23 @@ mod tests {
     fn a_run_agrees_with_itself() {
         let s = scenario(vec![Event::AwarenessFlip]);
         assert_eq!(compare_runs(&s, &s), None);
+    }
+
+    #[test]
+    fn observe_at_the_divergent_step_shows_the_difference() {
+        let a = scenario(vec![]);
+        let b = scenario(vec![Event::AwarenessFlip]);
+        assert_eq!(observe_at(&b, 0), observe_at(&a, 0));
+        let d = compare_runs(&a, &b).unwrap();
+        let objects = diff(&observe_at(&a, d.step), &observe_at(&b, d.step));
+        let in_divergence: Vec<_> = d
+            .differences
+            .iter()
+            .filter(|x| x.kind != ObjectKind::Effect)
+            .cloned()
+            .collect();
+        assert!(!objects.is_empty());
+        assert_eq!(objects, in_divergence);
     }
 
     #[test]
@@ -187,7 +214,8 @@ pub(crate) fn outcome_kind(e: &Effect) -> &'static str {
     }
 }
 
-pub(crate) fn effect_summary(e: &Effect) -> String {
+/// One event's effect in a few words (`admitted`, `pending (reason)`, `evicted a, b`).
+pub fn effect_summary(e: &Effect) -> String {
     use model::lifecycle::Outcome;
     match e {
         Effect::Judged {

@@ -1,6 +1,23 @@
-//! Human renderings of model results. Formatting only: nothing here decides a rule.
+//! Human renderings of model results and of runs. Formatting only: nothing here decides a
+//! rule. It owns the run directory's layout (`summary.json`, `divergences.csv`,
+//! `counterexamples/`, `junit.xml`, `plots/`), writing it through `scenario::RunDir` and
+//! re-rendering it for `verify report`.
 
 use std::fmt::Write as _;
+
+pub mod counterexample;
+pub mod coverage;
+pub mod plots;
+pub mod record;
+pub mod render;
+pub mod summary;
+pub mod terminal;
+
+pub use counterexample::{counterexample_markdown, view_pairs, Counterexample, ViewPair};
+pub use coverage::{check_floors, parse_floors, Coverage, Floor, FloorCheck};
+pub use record::RunRecorder;
+pub use render::{load_run, render_run, LoadedRun, ReportFormat};
+pub use summary::{CounterexampleEntry, Figures, RunSummary, Seeds, Verdict};
 
 use model::derive::Derived;
 use model::objects::{InstanceType, ResourceView};
@@ -27,7 +44,7 @@ fn capacity_column(it: &InstanceType) -> String {
 }
 
 /// Left-aligned columns sized to their widest cell.
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

@@ -21,6 +21,6 @@ pub use format::{from_yaml, load, save, to_yaml, try_to_yaml};
 pub use locate::locate;
 pub use path::{FieldPath, Segment};
 pub use regressions::{Regression, Regressions, DEFAULT_REGRESSIONS_FILE};
-pub use rundir::{run_id, run_id_now, RunDir, DEFAULT_RUNS_DIR};
+pub use rundir::{run_id, run_id_now, RunDir, COUNTEREXAMPLES_DIR, DEFAULT_RUNS_DIR};
 
 pub use model::scenario::{CaseHeader, Expectation, Scenario};

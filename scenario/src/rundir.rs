@@ -1,11 +1,13 @@
 //! Run directories: `runs/<run-id>/`, one per run, holding its counterexamples as scenario files
-//! beside their Markdown reports. Nothing in a run directory is ever overwritten.
+//! beside their Markdown reports (`counterexamples/<seed>.{yaml,md}`), plus whatever else the
+//! run records through [`RunDir::replace_file`] (summaries, rewritten whole and atomically) and
+//! [`RunDir::append_file`] (row logs). A counterexample is never overwritten.
 
 use std::collections::hash_map::RandomState;
 use std::fs;
 use std::hash::BuildHasher;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::path::{Component, Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use model::scenario::Scenario;
@@ -16,6 +18,9 @@ use crate::format::try_to_yaml;
 
 /// Where run directories go unless the caller says otherwise.
 pub const DEFAULT_RUNS_DIR: &str = "runs";
+
+/// The folder of a run directory that holds its counterexamples.
+pub const COUNTEREXAMPLES_DIR: &str = "counterexamples";
 
 /// A run id from a UTC time (seconds since the Unix epoch) and a suffix:
 /// `20250314T092653Z-<suffix>`. Pure, so tests pin both parts.
@@ -54,27 +59,6 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + u64::from(m <= 2);
     (y, m, d)
-}
-
-/// Keeps `[A-Za-z0-9._-]` of a name and turns every other character into `-`, so a property
-/// name can sit in a file name.
-fn file_safe(name: &str) -> String {
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let trimmed = safe.trim_matches('.');
-    if trimmed.is_empty() {
-        "property".to_string()
-    } else {
-        trimmed.to_string()
-    }
 }
 
 /// One run's directory.
@@ -130,10 +114,77 @@ impl RunDir {
         &self.path
     }
 
-    /// Writes `counterexample-<seed>-<property>.yaml` (the scenario, replayable) and `….md`
-    /// (the report) and returns the YAML's path. Each file appears whole or not at all; when a
-    /// counterexample for the same seed and property is already there, the new pair gets the
-    /// next free `-2`, `-3`, … suffix instead of replacing it.
+    /// An existing run directory (to re-read or extend what a run recorded).
+    pub fn open(path: &Path) -> Result<RunDir, ScenarioError> {
+        if !path.is_dir() {
+            return Err(ScenarioError::Read {
+                path: path.to_path_buf(),
+                source: io::Error::new(io::ErrorKind::NotFound, "expected a run directory"),
+            });
+        }
+        let id = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(RunDir {
+            id,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// `relative` inside the run directory; refuses absolute paths and `..` so nothing is
+    /// written outside it.
+    pub fn resolve(&self, relative: &str) -> Result<PathBuf, ScenarioError> {
+        let rel = Path::new(relative);
+        let plain =
+            !relative.is_empty() && rel.components().all(|c| matches!(c, Component::Normal(_)));
+        if !plain {
+            return Err(ScenarioError::Write {
+                path: self.path.join(relative),
+                source: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "expected a relative path inside the run directory",
+                ),
+            });
+        }
+        Ok(self.path.join(rel))
+    }
+
+    /// Replaces (or creates) `relative` atomically: a reader sees the old file or the new one,
+    /// and a run killed midway leaves the last whole version.
+    pub fn replace_file(&self, relative: &str, bytes: &[u8]) -> Result<PathBuf, ScenarioError> {
+        let path = self.resolve(relative)?;
+        atomic::replace(&path, bytes)?;
+        Ok(path)
+    }
+
+    /// Appends `bytes` to `relative` (created if missing) in one write, synced to disk, so a
+    /// row log keeps every row written before a crash.
+    pub fn append_file(&self, relative: &str, bytes: &[u8]) -> Result<PathBuf, ScenarioError> {
+        let path = self.resolve(relative)?;
+        let error = |source| ScenarioError::Write {
+            path: path.clone(),
+            source,
+        };
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(error)?;
+        }
+        let mut file = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(error)?;
+        file.write_all(bytes)
+            .and_then(|()| file.sync_data())
+            .map_err(error)?;
+        Ok(path)
+    }
+
+    /// Writes `counterexamples/<seed>.yaml` (the scenario, replayable; its header names the
+    /// property and the report) and `counterexamples/<seed>.md` (the report) and returns the
+    /// YAML's path. Each file appears whole or not at all; when a counterexample for the same
+    /// seed is already there, the new pair gets the next free `-2`, `-3`, … suffix instead of
+    /// replacing it.
     pub fn write_counterexample(
         &self,
         seed: u64,
@@ -141,22 +192,32 @@ impl RunDir {
         scenario: &Scenario,
         report_markdown: &str,
     ) -> Result<PathBuf, ScenarioError> {
-        let base = format!("counterexample-{seed}-{}", file_safe(property));
+        let dir = self.path.join(COUNTEREXAMPLES_DIR);
+        fs::create_dir_all(&dir).map_err(|source| ScenarioError::Write {
+            path: dir.clone(),
+            source,
+        })?;
+        let base = seed.to_string();
         let body = try_to_yaml(scenario)?;
+        // The property sits in a comment: one line, whatever the name holds.
+        let property_line: String = property
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
         for n in 1..=10_000u32 {
             let stem = if n == 1 {
                 base.clone()
             } else {
                 format!("{base}-{n}")
             };
-            let yaml = self.path.join(format!("{stem}.yaml"));
-            let md = self.path.join(format!("{stem}.md"));
+            let yaml = dir.join(format!("{stem}.yaml"));
+            let md = dir.join(format!("{stem}.md"));
             if md.exists() {
                 continue;
             }
             let text = format!(
-                "# Counterexample: seed {seed}, property {property}.\n\
-                 # Report: {stem}.md. Replay: verify replay {stem}.yaml\n{body}"
+                "# Counterexample: seed {seed}, property {property_line}.\n\
+                 # Report: {stem}.md. Replay: verify replay {COUNTEREXAMPLES_DIR}/{stem}.yaml\n{body}"
             );
             if !atomic::create_new(&yaml, text.as_bytes())? {
                 continue;
@@ -169,10 +230,10 @@ impl RunDir {
             return Ok(yaml);
         }
         Err(ScenarioError::Write {
-            path: self.path.join(format!("{base}.yaml")),
+            path: dir.join(format!("{base}.yaml")),
             source: io::Error::new(
                 io::ErrorKind::AlreadyExists,
-                "10000 counterexamples for this seed and property already exist",
+                "10000 counterexamples for this seed already exist",
             ),
         })
     }
@@ -196,13 +257,5 @@ mod tests {
         let id = run_id_now();
         assert_eq!(id.len(), "20250101T000000Z-".len() + 6, "{id}");
         assert!(id.as_bytes().get(15) == Some(&b'Z'), "{id}");
-    }
-
-    #[test]
-    fn property_names_become_file_safe() {
-        assert_eq!(file_safe("quota/conserved"), "quota-conserved");
-        assert_eq!(file_safe("views.sl_monotone"), "views.sl_monotone");
-        assert_eq!(file_safe(".."), "property");
-        assert_eq!(file_safe(""), "property");
     }
 }

@@ -55,55 +55,70 @@ fn create_now_names_the_run_by_utc_time() {
 fn counterexamples_are_written_as_a_replayable_pair_and_never_overwritten() {
     let tmp = tempfile::tempdir().unwrap();
     let run = RunDir::create(tmp.path(), "r1").unwrap();
+    let cx = run.path().join("counterexamples");
     let s = counterexample();
     let first = run
         .write_counterexample(42, "quota-conserved", &s, "# first\n")
         .unwrap();
-    assert_eq!(
-        first,
-        run.path().join("counterexample-42-quota-conserved.yaml")
-    );
+    assert_eq!(first, cx.join("42.yaml"));
     let text = fs::read_to_string(&first).unwrap();
     assert!(
         text.starts_with("# Counterexample: seed 42, property quota-conserved."),
         "{text}"
     );
     assert_eq!(from_yaml(&text, "ce.yaml").unwrap(), s);
-    let md = run.path().join("counterexample-42-quota-conserved.md");
+    let md = cx.join("42.md");
     assert_eq!(fs::read_to_string(&md).unwrap(), "# first\n");
 
-    // The same seed and property again: a new pair, the first untouched.
+    // The same seed again: a new pair, the first untouched.
     let second = run
         .write_counterexample(42, "quota-conserved", &s, "# second\n")
         .unwrap();
-    assert_eq!(
-        second,
-        run.path().join("counterexample-42-quota-conserved-2.yaml")
-    );
+    assert_eq!(second, cx.join("42-2.yaml"));
     assert_eq!(fs::read_to_string(&md).unwrap(), "# first\n");
     assert_eq!(
-        fs::read_to_string(run.path().join("counterexample-42-quota-conserved-2.md")).unwrap(),
+        fs::read_to_string(cx.join("42-2.md")).unwrap(),
         "# second\n"
     );
 
     // A report left without its scenario still blocks its name.
-    fs::write(run.path().join("counterexample-7-p.md"), "orphan").unwrap();
+    fs::write(cx.join("7.md"), "orphan").unwrap();
     let third = run.write_counterexample(7, "p", &s, "new").unwrap();
-    assert_eq!(third, run.path().join("counterexample-7-p-2.yaml"));
-    assert_eq!(
-        fs::read_to_string(run.path().join("counterexample-7-p.md")).unwrap(),
-        "orphan"
-    );
+    assert_eq!(third, cx.join("7-2.yaml"));
+    assert_eq!(fs::read_to_string(cx.join("7.md")).unwrap(), "orphan");
 
-    // A property name with a path separator stays inside the run directory; no temp file is left.
-    let fourth = run.write_counterexample(1, "../views/sl", &s, "").unwrap();
-    assert_eq!(fourth.parent(), Some(run.path()));
-    let leftovers: Vec<_> = fs::read_dir(run.path())
+    // A property name with a line break stays one comment line; no temp file is left.
+    let fourth = run
+        .write_counterexample(1, "../views/sl\nname: x", &s, "")
+        .unwrap();
+    assert_eq!(fourth.parent(), Some(cx.as_path()));
+    let reread = fs::read_to_string(&fourth).unwrap();
+    assert_eq!(from_yaml(&reread, "ce.yaml").unwrap(), s);
+    let leftovers: Vec<_> = fs::read_dir(&cx)
         .unwrap()
         .filter_map(|e| e.ok())
         .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn run_files_stay_inside_the_run_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = RunDir::create(tmp.path(), "r1").unwrap();
+    for bad in ["../x", "/etc/x", "", "a/../../b"] {
+        assert!(run.replace_file(bad, b"x").is_err(), "{bad}");
+        assert!(run.append_file(bad, b"x").is_err(), "{bad}");
+    }
+    let summary = run.replace_file("summary.json", b"{\"a\":1}").unwrap();
+    run.replace_file("summary.json", b"{\"a\":2}").unwrap();
+    assert_eq!(fs::read_to_string(&summary).unwrap(), "{\"a\":2}");
+    run.append_file("plots/rows.csv", b"h\n").unwrap();
+    let rows = run.append_file("plots/rows.csv", b"1\n").unwrap();
+    assert_eq!(fs::read_to_string(rows).unwrap(), "h\n1\n");
+    let reopened = RunDir::open(run.path()).unwrap();
+    assert_eq!(reopened.id(), "r1");
+    assert!(RunDir::open(&tmp.path().join("missing")).is_err());
 }
 
 #[test]

@@ -1,0 +1,196 @@
+//! Writing a run directory as the run goes: `summary.json` at start, at every counterexample
+//! and at the end (atomically rewritten), a `divergences.csv` row per differing field appended
+//! as found, each counterexample's scenario and report as found, and at the end `junit.xml`
+//! and the coverage plot. A run killed midway keeps everything it had recorded.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use scenario::{RunDir, ScenarioError, COUNTEREXAMPLES_DIR};
+
+use crate::counterexample::{counterexample_markdown, divergence_rows, Counterexample};
+use crate::coverage::{Coverage, FloorCheck};
+use crate::plots::{coverage_svg, four_views_svg};
+use crate::render::{csv_bytes, junit_xml};
+use crate::summary::{CounterexampleEntry, Figures, RunSummary, Verdict};
+
+pub const SUMMARY_FILE: &str = "summary.json";
+pub const DIVERGENCES_FILE: &str = "divergences.csv";
+pub const JUNIT_FILE: &str = "junit.xml";
+pub const PLOTS_DIR: &str = "plots";
+pub const COVERAGE_PLOT: &str = "plots/coverage.svg";
+
+/// What can go wrong writing or reading a run directory.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Write(#[from] ScenarioError),
+    /// A file of the run directory is missing or malformed.
+    #[error("{}: {why}", path.display())]
+    Read { path: PathBuf, why: String },
+    #[error("{0}")]
+    Render(String),
+}
+
+/// The run directory of a run in progress. Shared by the run's worker threads.
+#[derive(Debug)]
+pub struct RunRecorder {
+    dir: RunDir,
+    summary: Mutex<RunSummary>,
+}
+
+impl RunRecorder {
+    /// Takes over a fresh run directory: writes the starting summary (its `run_id` set to the
+    /// directory's) and the CSV header.
+    pub fn start(dir: RunDir, mut summary: RunSummary) -> Result<RunRecorder, ReportError> {
+        summary.run_id = dir.id().to_string();
+        summary.path = dir.path().display().to_string();
+        dir.append_file(DIVERGENCES_FILE, &csv_bytes(&[], true)?)?;
+        let recorder = RunRecorder {
+            dir,
+            summary: Mutex::new(summary),
+        };
+        recorder.save(&recorder.snapshot())?;
+        Ok(recorder)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The summary as recorded so far.
+    pub fn snapshot(&self) -> RunSummary {
+        self.summary
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn save(&self, summary: &RunSummary) -> Result<(), ReportError> {
+        let json = serde_json::to_vec_pretty(summary)
+            .map_err(|e| ReportError::Render(format!("summary.json: {e}")))?;
+        self.dir.replace_file(SUMMARY_FILE, &json)?;
+        Ok(())
+    }
+
+    /// Changes the summary and rewrites `summary.json` under one lock, so concurrent
+    /// milestones never write an older summary over a newer one.
+    fn update(&self, change: impl FnOnce(&mut RunSummary)) -> Result<RunSummary, ReportError> {
+        let mut guard = self
+            .summary
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        change(&mut guard);
+        self.save(&guard)?;
+        Ok(guard.clone())
+    }
+
+    /// Records one counterexample now: the four-view chart (if its views differ), the scenario
+    /// and its report, its CSV rows, and the summary. Returns the scenario file's path.
+    pub fn record(&self, cx: &Counterexample) -> Result<PathBuf, ReportError> {
+        let plot = if cx.views.is_empty() {
+            None
+        } else {
+            let rel = format!("{PLOTS_DIR}/{}-views.svg", cx.seed);
+            let svg = four_views_svg(&cx.views).map_err(ReportError::Render)?;
+            self.dir.replace_file(&rel, svg.as_bytes())?;
+            Some(rel)
+        };
+        // The report names the scenario file as it will be written (a repeated seed gets a
+        // suffix; the summary then records the real name).
+        let expected_yaml = self
+            .dir
+            .path()
+            .join(COUNTEREXAMPLES_DIR)
+            .join(format!("{}.yaml", cx.seed));
+        let markdown = counterexample_markdown(
+            cx,
+            &expected_yaml.display().to_string(),
+            plot.as_ref().map(|p| format!("../{p}")).as_deref(),
+        );
+        let yaml = self
+            .dir
+            .write_counterexample(cx.seed, &cx.property, &cx.scenario, &markdown)?;
+        let rows = csv_bytes(&divergence_rows(cx), false)?;
+        self.dir.append_file(DIVERGENCES_FILE, &rows)?;
+        let relative = |p: &Path| {
+            p.strip_prefix(self.dir.path())
+                .unwrap_or(p)
+                .to_string_lossy()
+                .into_owned()
+        };
+        let entry = CounterexampleEntry {
+            seed: cx.seed,
+            property: cx.property.clone(),
+            message: cx.message.clone(),
+            nodes: cx.scenario.cluster.nodes.len(),
+            cards: cx
+                .scenario
+                .cluster
+                .nodes
+                .iter()
+                .map(|n| crate::counterexample::node_shape(n).cards)
+                .sum(),
+            events: cx.scenario.events.len(),
+            shrinks: cx.shrinks,
+            scenario: relative(&yaml),
+            report: relative(&yaml.with_extension("md")),
+            plot: plot.clone(),
+            first_divergent_step: cx.divergence.as_ref().map(|d| d.step),
+        };
+        self.update(|s| {
+            s.counterexamples.push(entry);
+            s.counterexamples.sort_by_key(|c| c.seed);
+            s.figures.failing = s.counterexamples.len() as u64;
+            if let Some(p) = plot {
+                s.plots.push(p);
+            }
+        })?;
+        Ok(yaml)
+    }
+
+    /// A milestone without a counterexample: the figures so far.
+    pub fn progress(&self, figures: Figures) -> Result<(), ReportError> {
+        self.update(|s| {
+            s.figures = Figures {
+                failing: s.figures.failing,
+                ..figures
+            }
+        })
+        .map(|_| ())
+    }
+
+    /// Ends the run: final figures, coverage and floors, the verdict, the coverage plot,
+    /// `junit.xml` and the summary. Returns the final summary.
+    pub fn finish(
+        &self,
+        figures: Figures,
+        coverage: Coverage,
+        floors: Vec<FloorCheck>,
+    ) -> Result<RunSummary, ReportError> {
+        let plot = if coverage.classes.is_empty() {
+            None
+        } else {
+            let svg = coverage_svg(&coverage).map_err(ReportError::Render)?;
+            self.dir.replace_file(COVERAGE_PLOT, svg.as_bytes())?;
+            Some(COVERAGE_PLOT.to_string())
+        };
+        let summary = self.update(|s| {
+            s.figures = Figures {
+                failing: s.counterexamples.len() as u64,
+                ..figures
+            };
+            s.verdict = Verdict::of(s.figures.ran, s.counterexamples.len(), &floors);
+            s.coverage = coverage;
+            s.coverage_floors = floors;
+            if let Some(p) = plot {
+                if !s.plots.contains(&p) {
+                    s.plots.push(p);
+                }
+            }
+        })?;
+        self.dir
+            .replace_file(JUNIT_FILE, junit_xml(&summary)?.as_bytes())?;
+        Ok(summary)
+    }
+}

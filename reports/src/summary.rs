@@ -1,0 +1,176 @@
+//! `summary.json`: what a run was asked to do, what it found and its verdict. Rewritten whole
+//! at each milestone, so a run killed midway leaves a readable summary of what it had.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::coverage::{Coverage, FloorCheck};
+
+/// How a run ended (or that it has not yet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Still running, or killed before it finished.
+    Running,
+    /// Every property held on every seed.
+    Held,
+    /// At least one counterexample.
+    Failed,
+    /// Every property held, but a coverage floor was not reached.
+    CoverageUnmet,
+    /// No seed was judged.
+    NothingVerified,
+}
+
+impl Verdict {
+    /// The verdict of a finished run (a counterexample outranks a coverage floor).
+    pub fn of(ran: u64, failing: usize, floors: &[FloorCheck]) -> Verdict {
+        if failing > 0 {
+            Verdict::Failed
+        } else if ran == 0 {
+            Verdict::NothingVerified
+        } else if floors.iter().any(|f| !f.met) {
+            Verdict::CoverageUnmet
+        } else {
+            Verdict::Held
+        }
+    }
+
+    /// DESIGN.md "Exit codes" (4: a coverage floor unmet).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Verdict::Held | Verdict::NothingVerified => 0,
+            Verdict::Failed => 1,
+            Verdict::Running => 3,
+            Verdict::CoverageUnmet => 4,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Running => "running",
+            Verdict::Held => "held",
+            Verdict::Failed => "failed",
+            Verdict::CoverageUnmet => "coverage-unmet",
+            Verdict::NothingVerified => "nothing-verified",
+        }
+    }
+}
+
+/// Which seeds a run judges.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seeds {
+    /// Seeds planned (regressions included).
+    pub planned: u64,
+    /// `0..500`, `0..500 shard 1/4`, `42`.
+    pub range: String,
+    /// Regression seeds replayed first.
+    pub regressions: Vec<u64>,
+}
+
+/// The run's numbers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    /// Seeds judged so far.
+    pub ran: u64,
+    pub failing: u64,
+    pub elapsed_seconds: f64,
+    pub scenarios_per_second: f64,
+    pub jobs: usize,
+}
+
+/// One counterexample as the summary lists it; paths are relative to the run directory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterexampleEntry {
+    pub seed: u64,
+    pub property: String,
+    pub message: String,
+    pub nodes: usize,
+    pub cards: usize,
+    pub events: usize,
+    pub shrinks: u32,
+    /// `counterexamples/<seed>.yaml`.
+    pub scenario: String,
+    /// `counterexamples/<seed>.md`.
+    pub report: String,
+    /// `plots/<seed>-views.svg`, for a four-view divergence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plot: Option<String>,
+    /// The first step at which the two runs part (0 = initially, k = after event k-1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_divergent_step: Option<usize>,
+}
+
+/// The whole `summary.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub run_id: String,
+    /// Where the run directory was written (as the run was started; file paths in the
+    /// summary are relative to it).
+    #[serde(default)]
+    pub path: String,
+    /// The command line, as typed.
+    pub command: String,
+    pub tier: String,
+    /// The kube context of a live run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// Component → version (`verify`, the operator's when known).
+    pub versions: BTreeMap<String, String>,
+    pub seeds: Seeds,
+    pub verdict: Verdict,
+    pub figures: Figures,
+    pub coverage: Coverage,
+    #[serde(default)]
+    pub coverage_floors: Vec<FloorCheck>,
+    pub counterexamples: Vec<CounterexampleEntry>,
+    /// Relative paths of the run's plots.
+    #[serde(default)]
+    pub plots: Vec<String>,
+}
+
+impl RunSummary {
+    /// A summary for a run that is starting.
+    pub fn start(run_id: &str, command: &str, tier: &str, seeds: Seeds) -> RunSummary {
+        RunSummary {
+            run_id: run_id.to_string(),
+            path: String::new(),
+            command: command.to_string(),
+            tier: tier.to_string(),
+            context: None,
+            versions: BTreeMap::from([("verify".to_string(), env!("CARGO_PKG_VERSION").into())]),
+            seeds,
+            verdict: Verdict::Running,
+            figures: Figures::default(),
+            coverage: Coverage::default(),
+            coverage_floors: Vec::new(),
+            counterexamples: Vec::new(),
+            plots: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_rank_and_map_to_exit_codes() {
+        let unmet = [FloorCheck {
+            floor: "vendors=3".into(),
+            reached: 1,
+            met: false,
+        }];
+        assert_eq!(Verdict::of(10, 1, &unmet), Verdict::Failed);
+        assert_eq!(Verdict::of(10, 0, &unmet), Verdict::CoverageUnmet);
+        assert_eq!(Verdict::of(10, 0, &[]), Verdict::Held);
+        assert_eq!(Verdict::of(0, 0, &[]), Verdict::NothingVerified);
+        assert_eq!(Verdict::CoverageUnmet.exit_code(), 4);
+        assert_eq!(Verdict::Failed.exit_code(), 1);
+        assert_eq!(
+            serde_json::to_string(&Verdict::CoverageUnmet).unwrap(),
+            "\"coverage-unmet\""
+        );
+    }
+}
