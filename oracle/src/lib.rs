@@ -6,6 +6,7 @@
 pub mod diff;
 mod expect;
 pub mod properties;
+pub mod quiescence;
 pub mod replay;
 
 pub use diff::{diff, diff_restricted, render_table, Difference, ObjectKind};

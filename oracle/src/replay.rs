@@ -7,6 +7,7 @@ use model::scenario::Scenario;
 use serde::Serialize;
 
 use crate::diff::{diff, render, Difference, ObjectKind};
+use crate::properties::Violation;
 
 /// Where two runs first part.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -249,12 +250,32 @@ pub fn replay(s: &Scenario) -> ReplayCheck {
         }
     };
     observe_at(0, &world, &mut steps);
+    // The world's invariants at every quiescent point, first break of each kept.
+    let mut broken: Vec<Violation> = Vec::new();
+    let mut judge = |k: usize, w: &World| {
+        for (property, why) in crate::quiescence::at_quiescence(w, &w.observe()) {
+            if !broken.iter().any(|v| v.property == property) {
+                let when = if k == 0 {
+                    "initially".to_string()
+                } else {
+                    format!("after event {}", k - 1)
+                };
+                broken.push(Violation {
+                    property,
+                    message: format!("{when}: {why}"),
+                });
+            }
+        }
+    };
+    judge(0, &world);
     let mut effects = Vec::with_capacity(s.events.len());
     for (k, e) in s.events.iter().enumerate() {
         effects.push(world.apply(e));
         observe_at(k + 1, &world, &mut steps);
+        judge(k + 1, &world);
     }
-    let violations = crate::properties::check_all(s);
+    let mut violations = crate::properties::check_all(s);
+    violations.extend(broken);
     let mut unmet = Vec::new();
     let mut recorded = Vec::new();
     let mut checks = Vec::new();

@@ -168,3 +168,39 @@ pub fn coverage_svg(coverage: &Coverage) -> DrawResult<String> {
         Ok(())
     })
 }
+
+/// Fill of a time series' line (`#9467BD`).
+pub const SERIES_COLOUR: RGBColor = RGBColor(148, 103, 189);
+
+/// A time series as a line over elapsed seconds (soak runs: events applied, quiescence
+/// latency, API calls, objects alive, own memory). Each point is also marked, so a test can
+/// count them. `Err` only if plotters itself fails.
+pub fn series_svg(title: &str, y_label: &str, points: &[(f64, f64)]) -> DrawResult<String> {
+    svg_panels(title, (1, 1), 360, |panels| {
+        let x_max = points.iter().map(|p| p.0).fold(0.0_f64, f64::max).max(1e-9);
+        let y_max = points.iter().map(|p| p.1).fold(0.0_f64, f64::max).max(1.0) * 1.1;
+        let mut chart = ChartBuilder::on(&panels[0])
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+            .map_err(drawing)?;
+        chart
+            .configure_mesh()
+            .x_desc("elapsed (s)")
+            .y_desc(y_label)
+            .draw()
+            .map_err(drawing)?;
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), &SERIES_COLOUR))
+            .map_err(drawing)?;
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|&p| Circle::new(p, 2, SERIES_COLOUR.filled())),
+            )
+            .map_err(drawing)?;
+        Ok(())
+    })
+}

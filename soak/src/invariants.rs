@@ -6,8 +6,6 @@
 use model::derive::Derived;
 use model::events::World;
 
-use generators::check::properties as always;
-
 /// One broken invariant or divergence.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
@@ -27,32 +25,14 @@ pub fn objects_of(world: &World) -> usize {
         + world.admission.holds.len()
 }
 
-/// The world-level invariants of `world` at quiescence, `observed` being what it publishes.
+/// The world-level invariants of `world` at quiescence (oracle::quiescence), `observed`
+/// being what it publishes.
 pub fn at_quiescence(world: &World, observed: &Derived) -> Vec<Finding> {
-    let checks = [
-        ("no card overcommitted", always::cards_within_bounds(world)),
-        (
-            "no partition on a non-partitioned card",
-            always::no_partition_on_plain(world),
-        ),
-        (
-            "admitted credits within quota",
-            always::credits_within_quota(&world.admission.derived, &world.admission.reserved),
-        ),
-        (
-            "views equal a fresh derivation at quiescence",
-            always::views_fresh(world, observed),
-        ),
-        ("[M3] structure", always::m3_structure(world, observed)),
-        ("[M3] accounting", always::m3_accounting(world, observed)),
-    ];
-    checks
+    oracle::quiescence::at_quiescence(world, observed)
         .into_iter()
-        .filter_map(|(property, r)| {
-            r.err().map(|message| Finding {
-                property: property.to_string(),
-                message,
-            })
+        .map(|(property, message)| Finding {
+            property: property.to_string(),
+            message,
         })
         .collect()
 }

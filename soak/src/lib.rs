@@ -345,6 +345,15 @@ pub fn run(
             path: series_path.clone(),
             source,
         })?;
+    let samples = series::read_series(&series_path).map_err(|e| SoakError::Write {
+        path: series_path.clone(),
+        source: std::io::Error::other(e),
+    })?;
+    let plots_dir = dir.path().join("plots");
+    series::write_plots(&plots_dir, &samples).map_err(|source| SoakError::Write {
+        path: plots_dir,
+        source,
+    })?;
     let leftovers = match target.teardown() {
         Ok(n) => n,
         Err(e) => {

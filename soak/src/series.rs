@@ -109,3 +109,41 @@ pub fn read_history(path: &Path) -> Result<Vec<HistoryRow>, String> {
         .map(|(i, row)| row.map_err(|e| format!("{}: row {}: {e}", path.display(), i + 1)))
         .collect()
 }
+
+/// The series' plots, one SVG per column, written under `plots/` of the run directory:
+/// `(file name, title, y label, value)` per plot.
+const PLOTS: [(&str, &str, &str, fn(&Sample) -> f64); 6] = [
+    ("events.svg", "Events applied", "events", |s| {
+        s.events_applied as f64
+    }),
+    ("divergences.svg", "Divergences", "findings", |s| {
+        s.divergences as f64
+    }),
+    ("latency.svg", "Quiescence latency", "ms", |s| {
+        s.quiescence_latency_ms
+    }),
+    ("api-calls.svg", "API calls", "calls", |s| {
+        s.api_calls as f64
+    }),
+    ("objects.svg", "Objects alive", "objects", |s| {
+        s.objects_alive as f64
+    }),
+    ("memory.svg", "Verifier resident memory", "KiB", |s| {
+        s.rss_kib as f64
+    }),
+];
+
+/// Draws every column of `samples` (reports::plots::series_svg) into `dir`; returns the files.
+pub fn write_plots(dir: &Path, samples: &[Sample]) -> io::Result<Vec<PathBuf>> {
+    fs::create_dir_all(dir)?;
+    PLOTS
+        .iter()
+        .map(|(file, title, unit, value)| {
+            let points: Vec<(f64, f64)> = samples.iter().map(|s| (s.elapsed_s, value(s))).collect();
+            let svg = reports::plots::series_svg(title, unit, &points).map_err(io::Error::other)?;
+            let path = dir.join(file);
+            fs::write(&path, svg)?;
+            Ok(path)
+        })
+        .collect()
+}

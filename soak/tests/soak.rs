@@ -60,6 +60,16 @@ fn a_clean_soak_holds_and_writes_series_and_checkpoint() {
         .iter()
         .all(|r| r.objects_alive > 0 && r.divergences == 0));
     assert!(report.checkpoints >= 1, "no checkpoint was exact");
+    // One plot per series column, each with one marker per row.
+    let svg = std::fs::read_to_string(dir.path().join("plots/events.svg")).unwrap();
+    assert_eq!(svg.matches("<circle").count(), rows.len());
+    assert!(svg.contains("Events applied"));
+    for plot in ["divergences", "latency", "api-calls", "objects", "memory"] {
+        assert!(
+            dir.path().join(format!("plots/{plot}.svg")).is_file(),
+            "{plot}"
+        );
+    }
     let checkpoint = scenario::load(&dir.path().join("checkpoint.yaml")).unwrap();
     assert!(checkpoint.published.is_some());
     assert_eq!(

@@ -3,15 +3,13 @@
 //! status-level ones (quota held by in-flight and admitted Workloads, faults, reachability)
 //! per state. Each check returns what it found, so a counterexample can say why it fails.
 
-use std::collections::BTreeMap;
-
-use model::derive::{derive, derive_after};
-use model::devices::Mode;
 use model::events::World;
 use model::objects::StopPolicy;
-use model::scenario::Scenario;
-use model::units::UNITS_PER_CARD;
-use oracle::properties as m3;
+use oracle::quiescence as inv;
+pub use oracle::quiescence::{
+    cards_within_bounds, credits_within_quota, m3_accounting, m3_shape, m3_structure,
+    no_partition_on_plain, views_fresh,
+};
 
 use super::chain::ChainModel;
 use super::memo::fingerprint;
@@ -60,25 +58,13 @@ macro_rules! prop {
 
 /// Every property, in report order.
 pub const ALL: [Prop; 12] = [
-    prop!("no card overcommitted", Always, NO_OVERCOMMIT),
-    prop!(
-        "no partition on a non-partitioned card",
-        Always,
-        NO_PARTITION_ON_PLAIN
-    ),
-    prop!(
-        "admitted credits within quota",
-        Always,
-        CREDITS_WITHIN_QUOTA
-    ),
-    prop!(
-        "views equal a fresh derivation at quiescence",
-        Always,
-        VIEWS_FRESH
-    ),
+    prop!(inv::NO_OVERCOMMIT, Always, NO_OVERCOMMIT),
+    prop!(inv::NO_PARTITION_ON_PLAIN, Always, NO_PARTITION_ON_PLAIN),
+    prop!(inv::CREDITS_WITHIN_QUOTA, Always, CREDITS_WITHIN_QUOTA),
+    prop!(inv::VIEWS_FRESH, Always, VIEWS_FRESH),
     prop!("gate-3 Ready is placeable", Always, READY_PLACEABLE),
-    prop!("[M3] structure", Always, M3_STRUCTURE),
-    prop!("[M3] accounting", Always, M3_ACCOUNTING),
+    prop!(inv::M3_STRUCTURE, Always, M3_STRUCTURE),
+    prop!(inv::M3_ACCOUNTING, Always, M3_ACCOUNTING),
     prop!(
         "[M3] invariance, pool isolation, idempotence",
         Always,
@@ -202,169 +188,6 @@ pub fn explain(m: &ChainModel, s: &State) -> Vec<(&'static str, String)> {
             Ok(()) => None,
         })
         .collect()
-}
-
-/// Every card's remaining units lie in [0, D] and its logical slices within its slots.
-pub fn cards_within_bounds(w: &World) -> Check {
-    for node in &w.cluster().nodes {
-        for card in node
-            .devices
-            .iter()
-            .flat_map(|d| &d.groups)
-            .flat_map(|g| &g.cards)
-        {
-            let (Some(cap), Some(l)) = (&card.capability, &card.ledger) else {
-                continue;
-            };
-            if !(0..=UNITS_PER_CARD).contains(&l.remaining_units) {
-                return Err(format!(
-                    "card {} on {}: expected remaining units in [0, {UNITS_PER_CARD}], got {}",
-                    card.id, node.name, l.remaining_units
-                ));
-            }
-            if !cap.is_partitioned() && l.allocated_slices > cap.logical_sliced_count {
-                return Err(format!(
-                    "card {} on {}: expected at most {} slices, got {}",
-                    card.id, node.name, cap.logical_sliced_count, l.allocated_slices
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A card outside MIG mode carries no partition: no profiles allocated, no live instance.
-pub fn no_partition_on_plain(w: &World) -> Check {
-    for node in &w.cluster().nodes {
-        for card in node
-            .devices
-            .iter()
-            .flat_map(|d| &d.groups)
-            .flat_map(|g| &g.cards)
-        {
-            if card.is_partitioned() {
-                continue;
-            }
-            let carved = card
-                .ledger
-                .as_ref()
-                .is_some_and(|l| l.mode == Mode::Partitioned || !l.allocated_profiles.is_empty());
-            let live = w
-                .admission
-                .instances
-                .get(&(node.name.clone(), card.id.clone()))
-                .is_some_and(|i| !i.is_empty());
-            if carved || live {
-                return Err(format!(
-                    "card {} on {} is not partitioned: expected no partition, got one",
-                    card.id, node.name
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Quota reserved (in-flight and admitted) ≤ each listed queue flavor's nominal quota.
-pub fn credits_within_quota(
-    derived: &model::derive::Derived,
-    reserved: &BTreeMap<(String, String, String), i64>,
-) -> Check {
-    let mut nominal: BTreeMap<(&str, &str, &str), i64> = BTreeMap::new();
-    for q in &derived.cluster_queues {
-        for g in &q.resource_groups {
-            for f in &g.flavors {
-                for r in &g.covered_resources {
-                    let n = if r == "cpu" {
-                        f.nominal_quota.saturating_mul(1000)
-                    } else {
-                        f.nominal_quota
-                    };
-                    nominal.insert((&q.name, &f.flavor, r), n);
-                }
-            }
-        }
-    }
-    for ((queue, flavor, resource), used) in reserved {
-        // A flavor the queue no longer lists (its node left) is kept by NodeQueue while Kueue
-        // reports it in use (node_queue.go `flavorsMayBeInUse`); the event model re-derives
-        // without Kueue's usage, so such reservations are not judged here.
-        let Some(cap) = nominal
-            .get(&(queue.as_str(), flavor.as_str(), resource.as_str()))
-            .copied()
-        else {
-            continue;
-        };
-        if *used > cap {
-            return Err(format!(
-                "queue {queue} flavor {flavor} {resource}: expected reserved ≤ {cap}, got {used}"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Each published InstanceType's views equal those of a fresh derivation of the same cluster
-/// (same name, queue live in both) and of a re-derivation from the published quiescence.
-pub fn views_fresh(w: &World, observed: &model::derive::Derived) -> Check {
-    let fresh = derive(w.cluster());
-    let again = derive_after(w.cluster(), Some(observed));
-    let live = |d: &model::derive::Derived, name: &str| {
-        d.cluster_queues
-            .iter()
-            .any(|q| q.name == name && q.stop_policy == StopPolicy::None)
-    };
-    for it in &observed.instance_types {
-        for (what, other) in [("fresh derivation", &fresh), ("re-derivation", &again)] {
-            let Some(o) = other.instance_types.iter().find(|o| o.name == it.name) else {
-                continue;
-            };
-            if !live(observed, &it.name) || !live(other, &it.name) {
-                continue;
-            }
-            if o.status.views != it.status.views || o.status.cpu != it.status.cpu {
-                return Err(format!(
-                    "InstanceType {}: expected the {what}'s views {:?}, got {:?}",
-                    it.name, o.status.views, it.status.views
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// [M3] structure, os/arch and CPU-group isolation on the published objects.
-pub fn m3_structure(w: &World, observed: &model::derive::Derived) -> Check {
-    m3::structure_of("state", observed, w.cluster()).map_err(|v| v.to_string())?;
-    m3::os_arch_unmixed(observed).map_err(|v| v.to_string())?;
-    m3::cpu_groups_unmixed(observed).map_err(|v| v.to_string())
-}
-
-/// [M3] accounting on the published objects: one family per card, nominal = capacity,
-/// bounded views, capacities counting the pool's cards.
-pub fn m3_accounting(w: &World, observed: &model::derive::Derived) -> Check {
-    let cluster = w.cluster();
-    m3::cards_in_one_family(cluster).map_err(|v| v.to_string())?;
-    m3::quota_matches_capacity(observed).map_err(|v| v.to_string())?;
-    for it in &observed.instance_types {
-        m3::views_bounded(it, cluster.settings.shared_once_max).map_err(|v| v.to_string())?;
-        if let Some(cards) = m3::pool_cards(observed, cluster, it) {
-            m3::capacities_count_cards(it, &cards).map_err(|v| v.to_string())?;
-        }
-    }
-    Ok(())
-}
-
-/// [M3] invariance, pool isolation and idempotence of the cluster as it stands.
-pub fn m3_shape(w: &World) -> Check {
-    let s = Scenario {
-        name: "state".into(),
-        cluster: w.cluster().clone(),
-        ..Scenario::default()
-    };
-    m3::invariance(&s).map_err(|v| v.to_string())?;
-    m3::pool_isolation(&s).map_err(|v| v.to_string())?;
-    m3::idempotence(&s).map_err(|v| v.to_string())
 }
 
 /// Some pool's queue is held and draining (its node left, or its flavors emptied).
