@@ -110,9 +110,11 @@ pub fn read_history(path: &Path) -> Result<Vec<HistoryRow>, String> {
         .collect()
 }
 
-/// The series' plots, one SVG per column, written under `plots/` of the run directory:
-/// `(file name, title, y label, value)` per plot.
-const PLOTS: [(&str, &str, &str, fn(&Sample) -> f64); 6] = [
+/// One plot of the series: file name, title, y label, and the column it draws.
+type Plot = (&'static str, &'static str, &'static str, fn(&Sample) -> f64);
+
+/// The series' plots, one SVG per column, written under `plots/` of the run directory.
+const PLOTS: [Plot; 6] = [
     ("events.svg", "Events applied", "events", |s| {
         s.events_applied as f64
     }),
