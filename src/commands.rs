@@ -255,6 +255,7 @@ fn twin_serve(port: Option<u16>, kubeconfig_out: Option<&Path>, walkthrough: boo
         clock: live::twin::store::wall_clock(),
         ..live::twin::store::StoreConfig::default()
     });
+    live::crd::install_validators(&mut store);
     if walkthrough {
         live::twin::read::write_mock(&mut store, &model::examples::walkthrough())
             .map_err(|e| anyhow::anyhow!("mocking the walkthrough cluster: {}", e.message))?;
