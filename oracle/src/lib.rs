@@ -7,6 +7,6 @@ pub mod diff;
 pub mod properties;
 pub mod replay;
 
-pub use diff::{diff, diff_restricted, render_table, Difference, ObjectKind};
+pub use diff::{diff, diff_objects, diff_restricted, render_table, Difference, ObjectKind};
 pub use properties::{check_all, Violation};
 pub use replay::{compare_runs, replay, Divergence, ReplayCheck};
