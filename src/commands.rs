@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::cli::{CheckArgs, Command, Format, FuzzArgs, TwinCommand};
+use crate::cli::{CheckArgs, Command, Format, FuzzArgs, Tier, TwinCommand};
 
 /// Bad input or a missing required input: exit 2.
 #[derive(Debug, thiserror::Error)]
@@ -21,7 +21,16 @@ pub fn dispatch(command: Command) -> Result<i32> {
             kubeconfig_out,
             walkthrough,
         }) => twin_serve(port, kubeconfig_out.as_deref(), walkthrough),
-        Command::Mutants { list, seeds, jobs } => mutants(list, seeds, jobs),
+        Command::Mutants {
+            list,
+            seeds,
+            jobs,
+            tier,
+            twin,
+        } => {
+            let tier = if twin { Tier::Twin } else { tier };
+            mutants(list, seeds, jobs.unwrap_or(tier.default_jobs()), tier)
+        }
         Command::Conformance { dir } => conformance(&dir),
         Command::Derive { cluster, format } => derive(cluster.as_deref(), format),
     }
@@ -77,13 +86,15 @@ fn read_cluster(path: &Path) -> Result<model::Cluster> {
 
 /// `verify fuzz`: announce the tier, replay regressions, run the seeds, write counterexamples.
 fn fuzz(args: FuzzArgs) -> Result<i32> {
-    println!("tier: model (the embedded twin arrives with [M5]; no cluster is contacted)");
+    let tier = Tier::chosen(args.tier, args.twin);
+    println!("{}", tier_banner(tier));
     let regressions =
         scenario::Regressions::load(&args.regressions).map_err(|e| UsageError(e.to_string()))?;
     let config = fuzz::FuzzConfig {
+        tier: fuzz_tier(tier),
         seeds: args.seeds,
         seed: args.seed,
-        jobs: args.jobs,
+        jobs: args.jobs.unwrap_or(tier.default_jobs()),
         shard: args.shard,
         mutant: args.mutant,
         shape: generators::ShapeConfig {
@@ -145,6 +156,9 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
             path.display()
         );
     }
+    for (seed, why) in &report.inconclusive {
+        println!("INCONCLUSIVE seed {seed}: {why}");
+    }
     if report.ran == 0 {
         println!("NOTHING WAS VERIFIED: no seed was run");
     }
@@ -156,7 +170,30 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         report.rate(),
         config.jobs
     );
-    Ok(if report.failures.is_empty() { 0 } else { 1 })
+    Ok(if !report.failures.is_empty() {
+        1
+    } else if !report.inconclusive.is_empty() {
+        3
+    } else {
+        0
+    })
+}
+
+/// The first line of `verify fuzz` and `verify mutants`: where the chain is checked.
+fn tier_banner(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Model => "tier: model (the model's own properties; no cluster contacted)",
+        Tier::Twin => {
+            "tier: twin (embedded Kubernetes-API twin on 127.0.0.1, one per job; no cluster contacted)"
+        }
+    }
+}
+
+fn fuzz_tier(tier: Tier) -> fuzz::Tier {
+    match tier {
+        Tier::Model => fuzz::Tier::Model,
+        Tier::Twin => fuzz::Tier::Twin,
+    }
 }
 
 /// `verify replay FILE`: run the scenario, check every property and its expectations.
@@ -168,7 +205,7 @@ fn replay(file: &Path) -> Result<i32> {
 }
 
 /// `verify mutants`: the catalog, or the kill table over `seeds` seeds each.
-fn mutants(list: bool, seeds: u64, jobs: usize) -> Result<i32> {
+fn mutants(list: bool, seeds: u64, jobs: usize, tier: Tier) -> Result<i32> {
     use model::mutants::Mutant;
     if list {
         for m in Mutant::ALL {
@@ -176,7 +213,8 @@ fn mutants(list: bool, seeds: u64, jobs: usize) -> Result<i32> {
         }
         return Ok(0);
     }
-    println!("tier: model — each mutant fuzzed for up to {seeds} seeds");
+    println!("{}", tier_banner(tier));
+    println!("each mutant fuzzed for up to {seeds} seeds");
     println!(
         "{:<32} {:>8} {:>6} {:>7}  property",
         "MUTANT", "SEED", "NODES", "EVENTS"
@@ -184,6 +222,7 @@ fn mutants(list: bool, seeds: u64, jobs: usize) -> Result<i32> {
     let mut survivors = 0;
     for m in Mutant::ALL {
         let config = fuzz::FuzzConfig {
+            tier: fuzz_tier(tier),
             seeds,
             jobs,
             mutant: Some(m),

@@ -132,7 +132,11 @@ impl Client {
             };
         }
         let kept: Vec<_> = new.iter().map(key).collect();
-        for o in old.values().rev().filter(|o| !kept.contains(&key(o))) {
+        // A leaving node goes first, then what hangs off it: its Devices gone first would
+        // make it a CPU node for a moment (and Devices of a gone Node are garbage anyway).
+        let mut gone: Vec<&Mocked> = old.values().filter(|o| !kept.contains(&key(o))).collect();
+        gone.sort_by_key(|o| o.0 != kinds::NODE);
+        for o in gone {
             let name = name_of(&o.2);
             crate::with_type!(o.0, K => self.delete::<K>(o.1.as_deref(), &name).await?, _ => ());
             writes += 1;

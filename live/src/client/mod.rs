@@ -113,6 +113,15 @@ impl Client {
         Client::from_kubeconfig(kubeconfig, context).await
     }
 
+    /// [`Client::connect`] from kubeconfig text (e.g. the twin's, never written to disk).
+    pub async fn from_kubeconfig_yaml(text: &str, context: &str) -> Result<Client, ClientError> {
+        let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| ClientError::Kubeconfig {
+            path: "(in memory)".into(),
+            message: e.to_string(),
+        })?;
+        Client::from_kubeconfig(kubeconfig, context).await
+    }
+
     /// [`Client::connect`] from a parsed kubeconfig.
     pub async fn from_kubeconfig(
         kubeconfig: Kubeconfig,
