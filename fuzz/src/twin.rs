@@ -35,7 +35,7 @@ pub struct TwinConfig {
 impl Default for TwinConfig {
     fn default() -> Self {
         TwinConfig {
-            window: Duration::from_millis(100),
+            window: Duration::from_millis(40),
             confirm_window: Duration::from_millis(500),
             budget: Duration::from_secs(30),
             shrink_steps: 24,

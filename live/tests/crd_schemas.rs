@@ -9,12 +9,7 @@ use live::twin::store::{Patch, Store, Subresource};
 use live::twin::structural::{crd_schema, validate, validator};
 use serde_json::{json, Value};
 
-/// `$VERIFY_CRDS_DIR`, else `<workspace>/../shared/crds`.
-fn crds_dir() -> PathBuf {
-    std::env::var_os("VERIFY_CRDS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/crds"))
-}
+use live::crd::shared_crds_dir as crds_dir;
 
 /// The storage-version schema of `<group>_<plural>.yaml`, or `None` (with a printed reason).
 fn schema(kind: &Kind) -> Option<Value> {

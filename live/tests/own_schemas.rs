@@ -3,18 +3,12 @@
 //! every field verify writes exists there with a compatible type, and every field the real
 //! schema requires under an object verify writes is one verify always writes.
 
-use std::path::PathBuf;
-
 use live::crd::{own_crds, own_schema};
 use live::twin::kinds::Kind;
 use live::twin::structural::crd_schema;
 use serde_json::Value;
 
-fn crds_dir() -> PathBuf {
-    std::env::var_os("VERIFY_CRDS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/crds"))
-}
+use live::crd::shared_crds_dir as crds_dir;
 
 fn real_schema(kind: &Kind) -> Option<Value> {
     let path = crds_dir().join(format!("{}_{}.yaml", kind.group, kind.plural));

@@ -18,6 +18,16 @@ use crate::twin::kinds::{self, Kind};
 use crate::twin::store::Store;
 use crate::twin::structural;
 
+/// Where the real CRDs are read from in tests: `$VERIFY_CRDS_DIR`, else `../shared/crds`
+/// beside the workspace (data only, never copied into the repository).
+pub fn shared_crds_dir() -> std::path::PathBuf {
+    std::env::var_os("VERIFY_CRDS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/crds")
+        })
+}
+
 /// Every typed custom resource's generated CRD, with the twin kind it serves.
 pub fn own_crds() -> Vec<(Kind, CustomResourceDefinition)> {
     vec![
