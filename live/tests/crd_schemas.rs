@@ -1,7 +1,6 @@
 //! `structural::validate` against the real CRD schemas in ../shared/crds (read at test time;
 //! each test prints a reason and passes vacuously when the directory is absent).
 
-
 use live::twin::kinds::{self, Kind};
 use live::twin::status::Cause;
 use live::twin::store::{Patch, Store, Subresource};

@@ -47,7 +47,7 @@ pub enum ClientError {
     Api {
         what: String,
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     #[error("run id `{0}`: expected 1–63 characters of [A-Za-z0-9._-], starting and ending alphanumeric")]
     RunId(String),

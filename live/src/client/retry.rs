@@ -49,14 +49,25 @@ pub fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
     Some(Duration::from_secs(secs.min(60)))
 }
 
+/// The apiserver's answer inside a client error, if the error is one.
+fn answer(e: &ClientError) -> Option<&kube::core::ErrorResponse> {
+    match e {
+        ClientError::Api { source, .. } => match source.as_ref() {
+            kube::Error::Api(r) => Some(r),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Whether the error is a 404 (the object is already gone).
 pub fn not_found(e: &ClientError) -> bool {
-    matches!(e, ClientError::Api { source: kube::Error::Api(r), .. } if r.code == 404)
+    answer(e).is_some_and(|r| r.code == 404)
 }
 
 /// Whether the error is a 409 AlreadyExists.
 pub fn already_exists(e: &ClientError) -> bool {
-    matches!(e, ClientError::Api { source: kube::Error::Api(r), .. } if r.code == 409 && r.reason == "AlreadyExists")
+    answer(e).is_some_and(|r| r.code == 409 && r.reason == "AlreadyExists")
 }
 
 impl Client {
@@ -82,7 +93,7 @@ impl Client {
                 Err(source) => {
                     return Err(ClientError::Api {
                         what: what.to_string(),
-                        source,
+                        source: Box::new(source),
                     })
                 }
             }
