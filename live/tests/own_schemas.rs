@@ -3,25 +3,20 @@
 //! every field verify writes exists there with a compatible type, and every field the real
 //! schema requires under an object verify writes is one verify always writes.
 
-use live::crd::{own_crds, own_schema};
+use live::crd::{own_crds, own_schema, shared_crd, SharedCrdError};
 use live::twin::kinds::Kind;
 use live::twin::structural::crd_schema;
 use serde_json::Value;
 
-use live::crd::shared_crds_dir as crds_dir;
-
 fn real_schema(kind: &Kind) -> Option<Value> {
-    let path = crds_dir().join(format!("{}_{}.yaml", kind.group, kind.plural));
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("skipped: cannot read {}: {e}", path.display());
-            return None;
+    match shared_crd(kind) {
+        Ok(crd) => crd_schema(&crd, Some(kind.version)).cloned(),
+        Err(e @ SharedCrdError::Unreadable { .. }) => {
+            eprintln!("skipped: {e}");
+            None
         }
-    };
-    let crd: Value = serde_norway::from_str(&text)
-        .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
-    crd_schema(&crd, Some(kind.version)).cloned()
+        Err(e) => panic!("{e}"),
+    }
 }
 
 /// Paths under which the own schema is a Kubernetes core type (k8s-openapi), whose fields the

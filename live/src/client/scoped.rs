@@ -65,52 +65,19 @@ namespaced!(NodeFeature, LocalQueue, Workload);
 #[macro_export]
 macro_rules! with_type {
     ($kind:expr, $t:ident => $body:expr, _ => $other:expr) => {{
-        use k8s_openapi::api::core::v1::{Namespace, Node};
         use $crate::crd::*;
-        match $kind.kind {
-            "Node" => {
-                type $t = Node;
-                $body
-            }
-            "Namespace" => {
-                type $t = Namespace;
-                $body
-            }
-            "NodeFeature" => {
-                type $t = NodeFeature;
-                $body
-            }
-            "Devices" => {
-                type $t = Devices;
-                $body
-            }
-            "InstanceType" => {
-                type $t = InstanceType;
-                $body
-            }
-            "ResourceFlavor" => {
-                type $t = ResourceFlavor;
-                $body
-            }
-            "ClusterQueue" => {
-                type $t = ClusterQueue;
-                $body
-            }
-            "LocalQueue" => {
-                type $t = LocalQueue;
-                $body
-            }
-            "AdmissionCheck" => {
-                type $t = AdmissionCheck;
-                $body
-            }
-            "Workload" => {
-                type $t = Workload;
-                $body
-            }
-            _ => $other,
-        }
+        use k8s_openapi::api::core::v1::{Namespace, Node};
+        $crate::with_type!(@each $kind, $t, $body, $other; Node, Namespace, NodeFeature, Devices,
+            InstanceType, ResourceFlavor, ClusterQueue, LocalQueue, AdmissionCheck, Workload)
     }};
+    (@each $kind:expr, $t:ident, $body:expr, $other:expr; $($ty:ident),*) => {
+        $(if $kind.kind == stringify!($ty) {
+            type $t = $ty;
+            $body
+        } else)* {
+            $other
+        }
+    };
 }
 
 /// `<kind> <namespace>/<name>` for messages.

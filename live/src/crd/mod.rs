@@ -28,6 +28,30 @@ pub fn shared_crds_dir() -> std::path::PathBuf {
         })
 }
 
+/// Why a real CRD could not be had from [`shared_crds_dir`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SharedCrdError {
+    /// The file is not there (tests skip, printing this).
+    #[error("cannot read {path}: {message}")]
+    Unreadable { path: String, message: String },
+    #[error("{path} does not parse: {message}")]
+    Malformed { path: String, message: String },
+}
+
+/// The real CRD of `kind` (`<group>_<plural>.yaml` in [`shared_crds_dir`]) as JSON.
+pub fn shared_crd(kind: &Kind) -> Result<serde_json::Value, SharedCrdError> {
+    let path = shared_crds_dir().join(format!("{}_{}.yaml", kind.group, kind.plural));
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(&path).map_err(|e| SharedCrdError::Unreadable {
+        path: shown.clone(),
+        message: e.to_string(),
+    })?;
+    serde_norway::from_str(&text).map_err(|e| SharedCrdError::Malformed {
+        path: shown,
+        message: e.to_string(),
+    })
+}
+
 /// Every typed custom resource's generated CRD, with the twin kind it serves.
 pub fn own_crds() -> Vec<(Kind, CustomResourceDefinition)> {
     vec![
