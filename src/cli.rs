@@ -53,8 +53,14 @@ pub enum Command {
         /// Seeds to try per mutant.
         #[arg(long, default_value_t = 500)]
         seeds: u64,
-        #[arg(long, default_value_t = default_jobs())]
-        jobs: usize,
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Tier the mutants are fuzzed on (`twin`: the twin's operator runs each mutant).
+        #[arg(long, value_enum, default_value_t = Tier::Model)]
+        tier: Tier,
+        /// Short for `--tier twin`.
+        #[arg(long)]
+        twin: bool,
     },
     /// Run the model against the operator's conformance vectors (one line per file,
     /// then `N passed, M failed`). Exit 1 on a failed vector, 2 on a malformed file.
@@ -105,18 +111,23 @@ pub struct FuzzArgs {
     /// Replay exactly this seed.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Parallel workers.
-    #[arg(long, default_value_t = default_jobs())]
-    pub jobs: usize,
+    /// Parallel workers (default: the cores on the model tier, four per core on the twin
+    /// tier, whose workers mostly wait for quiescence).
+    #[arg(long)]
+    pub jobs: Option<usize>,
     /// Run one slice of the seed range, `I/N` (seeds with seed % N == I).
     #[arg(long, value_parser = parse_shard)]
     pub shard: Option<(u64, u64)>,
     /// Diff the model against a mutated model (see `verify mutants --list`).
     #[arg(long)]
     pub mutant: Option<model::mutants::Mutant>,
-    /// Tier to check; only `model` exists until the embedded twin lands.
-    #[arg(long, value_enum, default_value_t = Tier::Model)]
-    pub tier: Tier,
+    /// Tier to check: `model` (properties only) or `twin` (also through an embedded
+    /// Kubernetes-API twin on 127.0.0.1, the default).
+    #[arg(long, value_enum)]
+    pub tier: Option<Tier>,
+    /// Short for `--tier twin`.
+    #[arg(long, conflicts_with = "tier")]
+    pub twin: bool,
     /// Largest generated cluster, in nodes.
     #[arg(long, default_value_t = 4)]
     pub max_nodes: usize,
@@ -235,6 +246,26 @@ pub struct CheckArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Tier {
     Model,
+    Twin,
+}
+
+impl Tier {
+    /// `--tier`/`--twin` resolved: the twin unless the model tier was asked for.
+    pub fn chosen(tier: Option<Tier>, twin: bool) -> Tier {
+        match (tier, twin) {
+            (_, true) => Tier::Twin,
+            (Some(t), false) => t,
+            (None, false) => Tier::Twin,
+        }
+    }
+
+    /// Workers when `--jobs` is not given: the cores, four per core on the twin tier.
+    pub fn default_jobs(self) -> usize {
+        match self {
+            Tier::Model => default_jobs(),
+            Tier::Twin => 4 * default_jobs(),
+        }
+    }
 }
 
 /// `verify case` arguments.
@@ -281,7 +312,7 @@ pub enum CaseFormat {
 }
 
 /// Both cores by default (the machine's parallelism).
-fn default_jobs() -> usize {
+pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::cli::{CheckArgs, Command, Format, FuzzArgs, SoakArgs, TwinCommand};
+use crate::cli::{CheckArgs, Command, Format, FuzzArgs, SoakArgs, Tier, TwinCommand};
 
 /// Bad input or a missing required input: exit 2.
 #[derive(Debug, thiserror::Error)]
@@ -34,7 +34,16 @@ pub fn dispatch(command: Command) -> Result<i32> {
                 lag_ms,
             },
         ),
-        Command::Mutants { list, seeds, jobs } => mutants(list, seeds, jobs),
+        Command::Mutants {
+            list,
+            seeds,
+            jobs,
+            tier,
+            twin,
+        } => {
+            let tier = if twin { Tier::Twin } else { tier };
+            mutants(list, seeds, jobs.unwrap_or(tier.default_jobs()), tier)
+        }
         Command::Conformance { dir } => conformance(&dir),
         Command::Derive { cluster, format } => derive(cluster.as_deref(), format),
         Command::Cases => cases_index(),
@@ -165,13 +174,15 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Mutex;
 
-    println!("tier: model (the embedded twin arrives with [M5]; no cluster is contacted)");
+    let tier = Tier::chosen(args.tier, args.twin);
+    println!("{}", tier_banner(tier));
     let regressions =
         scenario::Regressions::load(&args.regressions).map_err(|e| UsageError(e.to_string()))?;
     let config = fuzz::FuzzConfig {
+        tier: fuzz_tier(tier),
         seeds: args.seeds,
         seed: args.seed,
-        jobs: args.jobs,
+        jobs: args.jobs.unwrap_or(tier.default_jobs()),
         shard: args.shard,
         mutant: args.mutant,
         shape: generators::ShapeConfig {
@@ -186,7 +197,11 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         ..fuzz::FuzzConfig::default()
     };
     let total = fuzz::seed_list(&config).len() as u64;
-    let recorder = start_run_record(&args, &config, total, "model")?;
+    let tier_name = match tier {
+        Tier::Model => "model",
+        Tier::Twin => "twin",
+    };
+    let recorder = start_run_record(&args, &config, total, tier_name)?;
     println!("run directory: {}", recorder.path().display());
     let bar = indicatif::ProgressBar::new(total);
     bar.set_style(
@@ -239,6 +254,9 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
     if let Some(e) = write_errors.into_inner().unwrap_or_default().first() {
         anyhow::bail!("{e}");
     }
+    for (seed, why) in &report.inconclusive {
+        println!("INCONCLUSIVE seed {seed}: {why}");
+    }
     if report.ran == 0 {
         println!("NOTHING WAS VERIFIED: no seed was run");
     }
@@ -266,7 +284,11 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         )
         .context("finishing the run directory")?;
     reports::terminal::print_summary(&summary);
-    Ok(summary.verdict.exit_code())
+    // A counterexample (1) or an unmet floor (4) outranks seeds the twin could not judge (3).
+    Ok(match summary.verdict.exit_code() {
+        0 if !report.inconclusive.is_empty() => 3,
+        code => code,
+    })
 }
 
 /// Opens the run directory and writes its starting summary.
@@ -351,6 +373,23 @@ fn report(run_dir: &Path, format: reports::ReportFormat, output: Option<&Path>) 
     Ok(0)
 }
 
+/// The first line of `verify fuzz` and `verify mutants`: where the chain is checked.
+fn tier_banner(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Model => "tier: model (the model's own properties; no cluster contacted)",
+        Tier::Twin => {
+            "tier: twin (embedded Kubernetes-API twin on 127.0.0.1, one per job; no cluster contacted)"
+        }
+    }
+}
+
+fn fuzz_tier(tier: Tier) -> fuzz::Tier {
+    match tier {
+        Tier::Model => fuzz::Tier::Model,
+        Tier::Twin => fuzz::Tier::Twin,
+    }
+}
+
 /// `verify replay FILE`: run the scenario, check every property and its expectations.
 fn replay(file: &Path) -> Result<i32> {
     let s = scenario::load(file).map_err(|e| UsageError(e.to_string()))?;
@@ -360,7 +399,7 @@ fn replay(file: &Path) -> Result<i32> {
 }
 
 /// `verify mutants`: the catalog, or the kill table over `seeds` seeds each.
-fn mutants(list: bool, seeds: u64, jobs: usize) -> Result<i32> {
+fn mutants(list: bool, seeds: u64, jobs: usize, tier: Tier) -> Result<i32> {
     use model::mutants::Mutant;
     if list {
         for m in Mutant::ALL {
@@ -368,7 +407,8 @@ fn mutants(list: bool, seeds: u64, jobs: usize) -> Result<i32> {
         }
         return Ok(0);
     }
-    println!("tier: model — each mutant fuzzed for up to {seeds} seeds");
+    println!("{}", tier_banner(tier));
+    println!("each mutant fuzzed for up to {seeds} seeds");
     println!(
         "{:<32} {:>8} {:>6} {:>7}  property",
         "MUTANT", "SEED", "NODES", "EVENTS"
@@ -376,6 +416,7 @@ fn mutants(list: bool, seeds: u64, jobs: usize) -> Result<i32> {
     let mut survivors = 0;
     for m in Mutant::ALL {
         let config = fuzz::FuzzConfig {
+            tier: fuzz_tier(tier),
             seeds,
             jobs,
             mutant: Some(m),
@@ -479,6 +520,7 @@ fn twin_serve(
         clock: live::twin::store::wall_clock(),
         ..live::twin::store::StoreConfig::default()
     });
+    live::crd::install_validators(&mut store);
     if walkthrough {
         live::twin::read::write_mock(&mut store, &model::examples::walkthrough())
             .map_err(|e| anyhow::anyhow!("mocking the walkthrough cluster: {}", e.message))?;

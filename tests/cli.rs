@@ -114,6 +114,8 @@ fn fuzz_announces_its_tier_and_passes_on_the_real_model() {
     let regressions = dir.join("regressions.txt");
     let out = verify(&[
         "fuzz",
+        "--tier",
+        "model",
         "--seeds",
         "20",
         "--run-dir",
@@ -139,6 +141,8 @@ fn a_mutant_counterexample_is_written_recorded_and_replayable() {
     let run = |extra: &[&str]| {
         let mut args = vec![
             "fuzz",
+            "--tier",
+            "model",
             "--seeds",
             "3",
             "--mutant",
@@ -271,6 +275,55 @@ fn check_of_an_out_of_range_scope_is_a_usage_error_naming_the_option() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--nodes"), "{err}");
+}
+
+#[test]
+fn fuzz_defaults_to_the_twin_and_says_so_first() {
+    let dir = scratch_dir("fuzz-twin");
+    let out = verify(&[
+        "fuzz",
+        "--seeds",
+        "3",
+        "--run-dir",
+        dir.join("runs").to_str().unwrap(),
+        "--regressions",
+        dir.join("r.txt").to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("tier: twin (embedded Kubernetes-API twin on 127.0.0.1"),
+        "{first}"
+    );
+    assert!(first.contains("no cluster contacted"), "{first}");
+    assert!(text.contains("3 seeds, 0 failing"), "{text}");
+}
+
+#[test]
+fn a_mutant_in_the_twins_operator_fails_the_twin_tier_with_a_counterexample() {
+    let dir = scratch_dir("fuzz-twin-mutant");
+    let out = verify(&[
+        "fuzz",
+        "--twin",
+        "--mutant",
+        "quota-off-by-one",
+        "--seed",
+        "0",
+        "--run-dir",
+        dir.join("runs").to_str().unwrap(),
+        "--regressions",
+        dir.join("r.txt").to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("FAIL seed 0: twin-matches-model"), "{text}");
+    let reports: Vec<PathBuf> = walk(&dir.join("runs"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    let report = std::fs::read_to_string(&reports[0]).unwrap();
+    assert!(report.contains("nominalQuota"), "{report}");
 }
 
 #[test]

@@ -1,7 +1,9 @@
-//! The model-tier fuzz loop (DESIGN.md "verify fuzz"): seeds → scenarios → properties → shrink
-//! → counterexample files, in parallel jobs, optionally one shard of the seed range.
+//! The fuzz loop (DESIGN.md "verify fuzz"): seeds → scenarios → properties → shrink →
+//! counterexample files, in parallel jobs, optionally one shard of the seed range. On the twin
+//! tier ([`twin`]) each seed is also mocked into an embedded twin and diffed against the model.
 
 pub mod coverage;
+pub mod twin;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,10 +15,23 @@ use model::mutants::Mutant;
 use model::scenario::{Expectation, Scenario};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use twin::{TwinConfig, TwinRunner, TWIN_PROPERTY};
+
+/// Where a run checks the chain.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Tier {
+    /// The model's own properties only.
+    #[default]
+    Model,
+    /// The model's properties, then the scenario through an embedded twin.
+    Twin,
+}
 
 /// What one fuzz run does.
 #[derive(Clone, Debug)]
 pub struct FuzzConfig {
+    pub tier: Tier,
+    pub twin: TwinConfig,
     /// Seeds `0..seeds` (before sharding).
     pub seeds: u64,
     /// Run exactly this seed instead of a range.
@@ -37,6 +52,8 @@ pub struct FuzzConfig {
 impl Default for FuzzConfig {
     fn default() -> Self {
         FuzzConfig {
+            tier: Tier::Model,
+            twin: TwinConfig::default(),
             seeds: 500,
             seed: None,
             jobs: 1,
@@ -77,6 +94,8 @@ pub struct FuzzReport {
     /// Seeds judged (regressions included).
     pub ran: u64,
     pub failures: Vec<Failure>,
+    /// Seeds the twin could not judge: `(seed, why)` (exit 3 when nothing failed).
+    pub inconclusive: Vec<(u64, String)>,
     pub elapsed: Duration,
 }
 
@@ -132,7 +151,8 @@ pub fn first_violation(s: &Scenario, mutant: Option<Mutant>) -> Option<(String, 
             .next()
             .map(|v| (v.property.to_string(), v.message)),
         Some(m) => {
-            let mutated = mutated(s, m);
+            let mut mutated = s.clone();
+            mutated.cluster.settings.mutant = Some(m);
             oracle::compare_runs(s, &mutated).map(|d| {
                 (
                     format!("mutant-{m}"),
@@ -154,7 +174,8 @@ pub fn mutated(s: &Scenario, m: Mutant) -> Scenario {
     mutated
 }
 
-/// Judges one seed and, on failure, shrinks it while the same property keeps failing.
+/// Judges one seed on the model tier and, on failure, shrinks it while the same property
+/// keeps failing.
 pub fn judge_seed(seed: u64, config: &FuzzConfig) -> Result<Option<Failure>, String> {
     judge_seed_observed(seed, config, &|_| {})
 }
@@ -166,41 +187,80 @@ pub fn judge_seed_observed(
     config: &FuzzConfig,
     on_generated: &(dyn Fn(&Scenario) + Sync),
 ) -> Result<Option<Failure>, String> {
+    judge_seed_on(seed, config, None, on_generated).map_err(|e| match e {
+        Judged::Error(e) | Judged::Inconclusive(e) => e,
+    })
+}
+
+/// Why a seed got no verdict.
+#[derive(Debug)]
+pub enum Judged {
+    /// The scenario could not be generated.
+    Error(String),
+    /// The twin could not judge it (infrastructure, no quiescence).
+    Inconclusive(String),
+}
+
+/// Judges one seed: the model's properties (or, on the model tier with a mutant, the model
+/// against the mutated model); then, with a twin, the scenario through it. A failure is shrunk
+/// with the model where the model reproduces it, else on the twin within
+/// `config.twin.shrink_steps` evaluations.
+pub fn judge_seed_on(
+    seed: u64,
+    config: &FuzzConfig,
+    twin: Option<&TwinRunner>,
+    on_generated: &(dyn Fn(&Scenario) + Sync),
+) -> Result<Option<Failure>, Judged> {
     let mut runner = TestRunner::new_with_rng(Config::default(), rng_for(seed));
     let mut tree = arb_scenario(&config.shape)
         .new_tree(&mut runner)
-        .map_err(|e| format!("seed {seed}: cannot generate a scenario: {e}"))?;
-    let generated = tree.current();
-    on_generated(&generated);
-    let Some((property, message)) = first_violation(&generated, config.mutant) else {
+        .map_err(|e| Judged::Error(format!("seed {seed}: cannot generate a scenario: {e}")))?;
+    on_generated(&tree.current());
+    // On the twin tier the mutant is the twin operator's; the model tier compares models.
+    let model_mutant = if twin.is_some() { None } else { config.mutant };
+    let by_model = |s: &Scenario| first_violation(s, model_mutant);
+    let found = match by_model(&tree.current()) {
+        Some(v) => Some((v, false)),
+        None => match twin {
+            None => None,
+            Some(t) => t
+                .judge(&tree.current(), config.mutant)
+                .map_err(|e| Judged::Inconclusive(format!("seed {seed}: {e}")))?
+                .map(|d| ((TWIN_PROPERTY.to_string(), d.message()), true)),
+        },
+    };
+    let Some(((property, message), on_twin)) = found else {
         return Ok(None);
     };
-    let mut best = (generated, message);
-    let mut shrinks = 0;
-    let fails_same =
-        |s: &Scenario| first_violation(s, config.mutant).filter(|(p, _)| *p == property);
-    let mut steps = 0;
-    if tree.simplify() {
-        loop {
-            steps += 1;
-            if steps > config.shrink_steps {
-                break;
-            }
-            let candidate = tree.current();
-            let advanced = match fails_same(&candidate) {
-                Some((_, msg)) => {
-                    best = (candidate, msg);
-                    shrinks += 1;
-                    tree.simplify()
-                }
-                None => tree.complicate(),
-            };
-            if !advanced {
-                break;
+    let (mut scenario, message, shrinks) = match (on_twin, twin) {
+        // The mutated model disagrees with the model too: shrink there, confirm on the twin.
+        (true, Some(t))
+            if config
+                .mutant
+                .is_some_and(|m| first_violation(&tree.current(), Some(m)).is_some()) =>
+        {
+            let m = config.mutant;
+            let (small, _, shrinks) =
+                shrink(&mut tree, message.clone(), config.shrink_steps, |s| {
+                    first_violation(s, m).map(|(_, msg)| msg)
+                });
+            match t.judge(&small, config.mutant) {
+                Ok(Some(d)) => (small, d.message(), shrinks),
+                _ => (first_scenario(seed, config)?, message, 0),
             }
         }
-    }
-    let (mut scenario, message) = best;
+        (true, Some(t)) => shrink(&mut tree, message, config.twin.shrink_steps, |s| {
+            t.judge(s, config.mutant)
+                .ok()
+                .flatten()
+                .map(|d| d.message())
+        }),
+        _ => shrink(&mut tree, message, config.shrink_steps, |s| {
+            by_model(s)
+                .filter(|(p, _)| *p == property)
+                .map(|(_, msg)| msg)
+        }),
+    };
     scenario.seed = Some(seed);
     scenario.name = format!("seed-{seed}-{property}");
     if let Some(m) = config.mutant {
@@ -217,6 +277,44 @@ pub fn judge_seed_observed(
         scenario,
         shrinks,
     }))
+}
+
+fn first_scenario(seed: u64, config: &FuzzConfig) -> Result<Scenario, Judged> {
+    scenario_for(seed, &config.shape).map_err(Judged::Error)
+}
+
+/// Shrinks `tree` while `fails` keeps failing (at most `steps` candidates): the smallest
+/// failing scenario, its message, and the shrink steps that kept the failure.
+fn shrink(
+    tree: &mut Box<dyn ValueTree<Value = Scenario>>,
+    message: String,
+    steps: u32,
+    fails: impl Fn(&Scenario) -> Option<String>,
+) -> (Scenario, String, u32) {
+    let mut best = (tree.current(), message);
+    let mut shrinks = 0;
+    let mut tried = 0;
+    if tree.simplify() {
+        loop {
+            tried += 1;
+            if tried > steps {
+                break;
+            }
+            let candidate = tree.current();
+            let advanced = match fails(&candidate) {
+                Some(msg) => {
+                    best = (candidate, msg);
+                    shrinks += 1;
+                    tree.simplify()
+                }
+                None => tree.complicate(),
+            };
+            if !advanced {
+                break;
+            }
+        }
+    }
+    (best.0, best.1, shrinks)
 }
 
 /// Runs the seeds on `config.jobs` threads; `on_done(seed, failure)` is called once per seed
@@ -240,28 +338,45 @@ pub fn run_observed(
     let ran = AtomicU64::new(0);
     let failures: Mutex<Vec<Failure>> = Mutex::new(Vec::new());
     let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let inconclusive: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
     let stop = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
         for _ in 0..config.jobs.max(1) {
-            scope.spawn(|| loop {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-                let Some(&seed) = seeds.get(i) else { break };
-                match judge_seed_observed(seed, config, on_generated) {
-                    Ok(found) => {
-                        ran.fetch_add(1, Ordering::Relaxed);
-                        on_done(seed, found.as_ref());
-                        if let Some(f) = found {
-                            if config.stop_at_first {
-                                stop.store(true, Ordering::Relaxed);
-                            }
-                            failures.lock().map(|mut v| v.push(f)).ok();
+            scope.spawn(|| {
+                let twin = match config.tier {
+                    Tier::Model => None,
+                    Tier::Twin => match TwinRunner::start(config.twin) {
+                        Ok(t) => Some(t),
+                        Err(e) => {
+                            errors.lock().map(|mut v| v.push(e.to_string())).ok();
+                            return;
                         }
+                    },
+                };
+                loop {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
                     }
-                    Err(e) => {
-                        errors.lock().map(|mut v| v.push(e)).ok();
+                    let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                    let Some(&seed) = seeds.get(i) else { break };
+                    match judge_seed_on(seed, config, twin.as_ref(), on_generated) {
+                        Ok(found) => {
+                            ran.fetch_add(1, Ordering::Relaxed);
+                            on_done(seed, found.as_ref());
+                            if let Some(f) = found {
+                                if config.stop_at_first {
+                                    stop.store(true, Ordering::Relaxed);
+                                }
+                                failures.lock().map(|mut v| v.push(f)).ok();
+                            }
+                        }
+                        Err(Judged::Inconclusive(why)) => {
+                            on_done(seed, None);
+                            inconclusive.lock().map(|mut v| v.push((seed, why))).ok();
+                        }
+                        Err(Judged::Error(e)) => {
+                            errors.lock().map(|mut v| v.push(e)).ok();
+                        }
                     }
                 }
             });
@@ -273,9 +388,12 @@ pub fn run_observed(
     }
     let mut failures = failures.into_inner().unwrap_or_default();
     failures.sort_by_key(|f| f.seed);
+    let mut inconclusive = inconclusive.into_inner().unwrap_or_default();
+    inconclusive.sort();
     Ok(FuzzReport {
         ran: ran.into_inner(),
         failures,
+        inconclusive,
         elapsed: started.elapsed(),
     })
 }

@@ -184,8 +184,45 @@ fn diff_list<T: Serialize + PartialEq>(
         by_identity(expected, &identity, &keep),
         by_identity(observed, &identity, &keep),
     );
+    diff_maps(
+        kind,
+        &e,
+        &o,
+        |v: &T| serde_json::to_value(v).unwrap_or(Value::Null),
+        out,
+    );
+}
+
+/// Objects already in their published JSON form (e.g. read back from a cluster), matched by
+/// identity (the map key) and compared field by field like [`diff`].
+pub fn diff_objects(
+    kind: ObjectKind,
+    expected: &BTreeMap<String, Value>,
+    observed: &BTreeMap<String, Value>,
+) -> Vec<Difference> {
+    fn by_ref(m: &BTreeMap<String, Value>) -> BTreeMap<String, &Value> {
+        m.iter().map(|(k, v)| (k.clone(), v)).collect()
+    }
+    let mut out = Vec::new();
+    diff_maps(
+        kind,
+        &by_ref(expected),
+        &by_ref(observed),
+        |v: &Value| v.clone(),
+        &mut out,
+    );
+    out
+}
+
+/// Two sides matched by identity: equal objects are skipped, the rest walked as JSON.
+fn diff_maps<T: PartialEq + ?Sized>(
+    kind: ObjectKind,
+    e: &BTreeMap<String, &T>,
+    o: &BTreeMap<String, &T>,
+    json: impl Fn(&T) -> Value,
+    out: &mut Vec<Difference>,
+) {
     let names: BTreeSet<&String> = e.keys().chain(o.keys()).collect();
-    let json = |v: &T| serde_json::to_value(v).unwrap_or(Value::Null);
     for name in names {
         let mut push = |field: String, x: Option<&Value>, y: Option<&Value>| {
             out.push(Difference {

@@ -9,7 +9,7 @@ pub mod properties;
 pub mod quiescence;
 pub mod replay;
 
-pub use diff::{diff, diff_restricted, render_table, Difference, ObjectKind};
+pub use diff::{diff, diff_objects, diff_restricted, render_table, Difference, ObjectKind};
 pub use properties::{check_all, Violation};
 pub use replay::{
     compare_runs, effect_summary, observe_at, replay, Divergence, ExpectationCheck, ReplayCheck,

@@ -1,0 +1,192 @@
+//! The live tier's kube-rs client, written for a real cluster and tested against the embedded
+//! twin (DESIGN.md "Three tiers": the same client code, only the kubeconfig differs).
+//!
+//! A run goes: [`Client::connect`] (a kubeconfig file and a named context; the file's current
+//! context is never changed) → [`Client::mock`] (Namespaces, fake Nodes, NodeFeatures, Devices
+//! with their ledger through `/status`, every object labelled [`RUN_LABEL`]) →
+//! [`quiesce::Quiescer::wait`] (watching until nothing changes for a window) →
+//! [`Client::observe`] → [`observe::diff`] against the model's derivation →
+//! [`Client::teardown`] (delete by label, then check that nothing with the label remains).
+//! Every request retries 409 Conflict, 429 and 5xx with backoff, honouring `Retry-After`.
+
+pub mod mock;
+pub mod observe;
+pub mod quiesce;
+pub mod retry;
+pub mod scoped;
+pub mod teardown;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kube::client::{ClientBuilder, DynBody};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+pub use mock::mocked_cluster;
+pub use observe::{diff, expected, Observed};
+pub use quiesce::{Quiescence, Quiescer};
+pub use retry::RetryPolicy;
+pub use teardown::Teardown;
+
+/// The label every object a run creates carries; its value is the run id.
+pub const RUN_LABEL: &str = "verify.gpustack.ai/run";
+
+/// The taint that keeps real Pods off a fake Node (research/devices.md §2.4: mocked nodes must
+/// not run anything).
+pub const MOCK_TAINT: &str = "verify.gpustack.ai/mock";
+
+/// Why the client could not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("kubeconfig {path}: {message}")]
+    Kubeconfig { path: String, message: String },
+    #[error("kubeconfig context `{context}`: {message}")]
+    Context { context: String, message: String },
+    #[error("{what}: {source}")]
+    Api {
+        what: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error("run id `{0}`: expected 1–63 characters of [A-Za-z0-9._-], starting and ending alphanumeric")]
+    RunId(String),
+    #[error("{object}: {message}")]
+    Object { object: String, message: String },
+}
+
+/// One run's id, valid as a label value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RunId(String);
+
+impl RunId {
+    pub fn new(id: &str) -> Result<RunId, ClientError> {
+        let ok = !id.is_empty()
+            && id.len() <= 63
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && id.ends_with(|c: char| c.is_ascii_alphanumeric());
+        if ok {
+            Ok(RunId(id.to_string()))
+        } else {
+            Err(ClientError::RunId(id.to_string()))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// `verify.gpustack.ai/run=<id>`, the selector of everything the run created.
+    pub fn selector(&self) -> String {
+        format!("{RUN_LABEL}={}", self.0)
+    }
+}
+
+/// Which cluster a client talks to: printed first by every command that contacts one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub context: String,
+    pub server: String,
+}
+
+/// A kube-rs client pinned to one kubeconfig context.
+#[derive(Clone)]
+pub struct Client {
+    kube: kube::Client,
+    target: Target,
+    retry: RetryPolicy,
+    /// The last `Retry-After` the server sent, recorded by a response layer.
+    retry_after: Arc<Mutex<Option<Duration>>>,
+}
+
+impl Client {
+    /// Connects through `context` of the kubeconfig at `path` (the file's current context is
+    /// neither used nor changed).
+    pub async fn connect(path: &Path, context: &str) -> Result<Client, ClientError> {
+        let kubeconfig = Kubeconfig::read_from(path).map_err(|e| ClientError::Kubeconfig {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Client::from_kubeconfig(kubeconfig, context).await
+    }
+
+    /// [`Client::connect`] from kubeconfig text (e.g. the twin's, never written to disk).
+    pub async fn from_kubeconfig_yaml(text: &str, context: &str) -> Result<Client, ClientError> {
+        let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| ClientError::Kubeconfig {
+            path: "(in memory)".into(),
+            message: e.to_string(),
+        })?;
+        Client::from_kubeconfig(kubeconfig, context).await
+    }
+
+    /// [`Client::connect`] from a parsed kubeconfig.
+    pub async fn from_kubeconfig(
+        kubeconfig: Kubeconfig,
+        context: &str,
+    ) -> Result<Client, ClientError> {
+        let context_error = |message: String| ClientError::Context {
+            context: context.to_string(),
+            message,
+        };
+        if !kubeconfig.contexts.iter().any(|c| c.name == context) {
+            let known: Vec<&str> = kubeconfig
+                .contexts
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect();
+            return Err(context_error(format!(
+                "not in the kubeconfig (contexts: {})",
+                known.join(", ")
+            )));
+        }
+        let options = KubeConfigOptions {
+            context: Some(context.to_string()),
+            ..KubeConfigOptions::default()
+        };
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+            .await
+            .map_err(|e| context_error(e.to_string()))?;
+        let server = config.cluster_url.to_string();
+        let retry_after = Arc::new(Mutex::new(None));
+        let cell = retry_after.clone();
+        let record =
+            tower::util::MapResponseLayer::new(move |response: http::Response<Box<DynBody>>| {
+                if let Some(wait) = retry::retry_after(response.headers()) {
+                    if let Ok(mut c) = cell.lock() {
+                        *c = Some(wait);
+                    }
+                }
+                response
+            });
+        let kube = ClientBuilder::try_from(config)
+            .map_err(|e| context_error(e.to_string()))?
+            .with_layer(&record)
+            .build();
+        Ok(Client {
+            kube,
+            target: Target {
+                context: context.to_string(),
+                server: server.trim_end_matches('/').to_string(),
+            },
+            retry: RetryPolicy::default(),
+            retry_after,
+        })
+    }
+
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Client {
+        self.retry = retry;
+        self
+    }
+
+    /// The underlying kube client (same connection, same retry layer).
+    pub fn kube(&self) -> &kube::Client {
+        &self.kube
+    }
+}

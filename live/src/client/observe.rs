@@ -1,0 +1,151 @@
+//! Reading back what the operator derived, and diffing it against the model: Nodes (their
+//! labels), ResourceFlavors, InstanceTypes, ClusterQueues and LocalQueues, each reduced to the
+//! part the operator writes (labels minus the run label, annotations, spec, and an
+//! InstanceType's status). The expected side is the model's derivation rendered by the twin's
+//! own renderer (`twin::render`), reduced through the same typed round trip, so both sides
+//! differ only where the objects do; `oracle::diff_objects` reports field by field.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Node;
+use model::derive::Derived;
+use oracle::{diff_objects, Difference, ObjectKind};
+use serde_json::{json, Map, Value};
+
+use super::scoped::{normalized, Scoped};
+use super::{Client, ClientError, RUN_LABEL};
+use crate::crd::{ClusterQueue, InstanceType, LocalQueue, ResourceFlavor};
+use crate::twin::kinds::{self, Kind};
+use crate::twin::render::render;
+
+/// Observed (or expected) objects by kind, then identity (`name`; LocalQueue `namespace/name`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Observed {
+    pub objects: BTreeMap<ObjectKind, BTreeMap<String, Value>>,
+}
+
+impl Observed {
+    /// How many objects, all kinds together.
+    pub fn len(&self) -> usize {
+        self.objects.values().map(BTreeMap::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn insert(&mut self, kind: &Kind, object: Value) {
+        let Some(k) = object_kind(kind) else { return };
+        let name = crate::twin::read::name_of(&object);
+        let id = match object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+        {
+            Some(ns) if kind.namespaced => format!("{ns}/{name}"),
+            _ => name,
+        };
+        self.objects
+            .entry(k)
+            .or_default()
+            .insert(id, reduce(k, &object));
+    }
+}
+
+/// The oracle's kind for a twin kind that the operator writes.
+fn object_kind(kind: &Kind) -> Option<ObjectKind> {
+    Some(match kind.kind {
+        "Node" => ObjectKind::NodeLabels,
+        "ResourceFlavor" => ObjectKind::ResourceFlavor,
+        "InstanceType" => ObjectKind::InstanceType,
+        "ClusterQueue" => ObjectKind::ClusterQueue,
+        "LocalQueue" => ObjectKind::LocalQueue,
+        _ => return None,
+    })
+}
+
+/// The part of an object the operator writes. A Node's is its label set; the run label is
+/// verify's bookkeeping and is left out of every other kind's labels.
+fn reduce(kind: ObjectKind, o: &Value) -> Value {
+    let map = |pointer: &str| -> Map<String, Value> {
+        o.pointer(pointer)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    if kind == ObjectKind::NodeLabels {
+        return json!({"labels": map("/metadata/labels")});
+    }
+    let mut labels = map("/metadata/labels");
+    labels.remove(RUN_LABEL);
+    let mut out = json!({"labels": labels, "annotations": map("/metadata/annotations")});
+    out["spec"] = o.get("spec").cloned().unwrap_or(Value::Null);
+    if kind == ObjectKind::InstanceType {
+        out["status"] = o.get("status").cloned().unwrap_or(Value::Null);
+    }
+    out
+}
+
+/// `object` through verify's type for `kind`.
+fn through_type(kind: &Kind, object: Value) -> Value {
+    crate::with_type!(kind, K => normalized::<K>(object), _ => object)
+}
+
+/// What the model's derivation says the operator's objects must be.
+pub fn expected(derived: &Derived) -> Observed {
+    let mut out = Observed::default();
+    for (kind, namespace, mut object) in render(derived) {
+        if let Some(ns) = namespace {
+            object["metadata"]["namespace"] = json!(ns);
+        }
+        out.insert(&kind, through_type(&kind, object));
+    }
+    out
+}
+
+/// Every difference between expected and observed, kind by kind.
+pub fn diff(expected: &Observed, observed: &Observed) -> Vec<Difference> {
+    let empty = BTreeMap::new();
+    let kinds: std::collections::BTreeSet<&ObjectKind> = expected
+        .objects
+        .keys()
+        .chain(observed.objects.keys())
+        .collect();
+    kinds
+        .into_iter()
+        .flat_map(|k| {
+            diff_objects(
+                *k,
+                expected.objects.get(k).unwrap_or(&empty),
+                observed.objects.get(k).unwrap_or(&empty),
+            )
+        })
+        .collect()
+}
+
+impl Client {
+    /// Lists the operator's objects and reduces them for [`diff`].
+    pub async fn observe(&self) -> Result<Observed, ClientError> {
+        let mut out = Observed::default();
+        self.observe_kind::<Node>(&kinds::NODE, &mut out).await?;
+        self.observe_kind::<ResourceFlavor>(&kinds::RESOURCE_FLAVOR, &mut out)
+            .await?;
+        self.observe_kind::<InstanceType>(&kinds::INSTANCE_TYPE, &mut out)
+            .await?;
+        self.observe_kind::<ClusterQueue>(&kinds::CLUSTER_QUEUE, &mut out)
+            .await?;
+        self.observe_kind::<LocalQueue>(&kinds::LOCAL_QUEUE, &mut out)
+            .await?;
+        Ok(out)
+    }
+
+    async fn observe_kind<K: Scoped>(
+        &self,
+        kind: &Kind,
+        out: &mut Observed,
+    ) -> Result<(), ClientError> {
+        for object in self.list::<K>(None, None).await? {
+            out.insert(kind, serde_json::to_value(&object).unwrap_or(Value::Null));
+        }
+        Ok(())
+    }
+}

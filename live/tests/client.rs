@@ -1,0 +1,200 @@
+//! The kube-rs client against the embedded twin (its reference operator reconciling, its
+//! validators the project's own schemas), through a kubeconfig the test writes: mock, wait by
+//! watching, observe, diff against the model, tear down.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use live::client::{diff, expected, mocked_cluster, Client, Quiescence, Quiescer, RunId};
+use live::twin::kubeconfig::kubeconfig_yaml;
+use live::twin::operator::{spawn_twin_with_operator, OperatorHandle};
+use live::twin::server::TwinHandle;
+use live::twin::store::{Store, StoreConfig};
+use model::events::{Event, World};
+use model::mutants::Mutant;
+use model::Settings;
+
+const WINDOW: Duration = Duration::from_millis(150);
+const BUDGET: Duration = Duration::from_secs(30);
+
+struct Twin {
+    handle: TwinHandle,
+    _operator: OperatorHandle,
+    kubeconfig: PathBuf,
+    _dir: tempdir::Dir,
+}
+
+mod tempdir {
+    /// A directory removed on drop.
+    pub struct Dir(pub std::path::PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn twin(settings: Settings) -> Twin {
+    let mut store = Store::new(StoreConfig::default());
+    live::crd::install_validators(&mut store);
+    let (handle, operator) =
+        spawn_twin_with_operator(None, store, settings).expect("the twin serves on loopback");
+    let dir = std::env::temp_dir().join(format!(
+        "verify-client-{}-{}",
+        std::process::id(),
+        handle.addr().port()
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, kubeconfig_yaml(handle.url(), "verify-twin")).expect("write");
+    Twin {
+        handle,
+        _operator: operator,
+        kubeconfig,
+        _dir: tempdir::Dir(dir),
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn the_walkthrough_mocked_through_the_client_matches_the_model_and_tears_down_clean() {
+    let t = twin(Settings::default());
+    runtime().block_on(async {
+        let client = Client::connect(&t.kubeconfig, "verify-twin")
+            .await
+            .expect("connects");
+        assert_eq!(client.target().server, t.handle.url());
+        let run = RunId::new("walkthrough-1").expect("valid id");
+        let cluster = mocked_cluster(&model::examples::walkthrough(), &run);
+        let mut quiescer = Quiescer::new(&client, &run);
+        let writes = client.mock(&cluster, &run).await.expect("mock");
+        assert!(writes >= cluster.nodes.len() * 2);
+        let q = quiescer.wait(WINDOW, BUDGET).await;
+        assert!(matches!(q, Quiescence::Quiet { .. }), "{q:?}");
+        let observed = client.observe().await.expect("observe");
+        let want = expected(&World::new(cluster.clone()).observe());
+        assert!(
+            want.len() > cluster.nodes.len(),
+            "the walkthrough derives objects"
+        );
+        let differences = diff(&want, &observed);
+        assert!(
+            differences.is_empty(),
+            "{}",
+            oracle::render_table(&differences)
+        );
+
+        // a node leaves: the client syncs, the operator re-derives, the model agrees
+        let mut world = World::new(cluster.clone());
+        let leaving = cluster.nodes[0].name.clone();
+        world.apply(&Event::NodeLeave { name: leaving });
+        client
+            .sync(Some(&cluster), world.cluster(), &run)
+            .await
+            .expect("sync");
+        let q = quiescer.wait(WINDOW, BUDGET).await;
+        assert!(matches!(q, Quiescence::Quiet { .. }), "{q:?}");
+        let observed = client.observe().await.expect("observe");
+        let differences = diff(&expected(&world.observe()), &observed);
+        assert!(
+            differences.is_empty(),
+            "{}",
+            oracle::render_table(&differences)
+        );
+
+        let teardown = client.teardown(&run).await.expect("teardown");
+        assert!(!teardown.deleted.is_empty());
+        assert_eq!(teardown.leftovers, Vec::<String>::new());
+        assert_eq!(
+            client.labelled(&run).await.expect("list"),
+            Vec::<String>::new()
+        );
+    });
+}
+
+#[test]
+fn a_mutated_operator_shows_up_in_the_diff() {
+    let t = twin(Settings {
+        mutant: Some(Mutant::QuotaOffByOne),
+        ..Settings::default()
+    });
+    runtime().block_on(async {
+        let client = Client::connect(&t.kubeconfig, "verify-twin")
+            .await
+            .expect("connects");
+        let run = RunId::new("mutant").expect("valid id");
+        let cluster = mocked_cluster(&model::examples::walkthrough(), &run);
+        let mut quiescer = Quiescer::new(&client, &run);
+        client.mock(&cluster, &run).await.expect("mock");
+        let q = quiescer.wait(WINDOW, BUDGET).await;
+        assert!(matches!(q, Quiescence::Quiet { .. }), "{q:?}");
+        let observed = client.observe().await.expect("observe");
+        let differences = diff(&expected(&World::new(cluster).observe()), &observed);
+        assert!(
+            differences
+                .iter()
+                .any(|d| d.kind == oracle::ObjectKind::ClusterQueue
+                    && d.field.contains("nominalQuota")),
+            "{}",
+            oracle::render_table(&differences)
+        );
+    });
+}
+
+#[test]
+fn an_unknown_context_is_refused_and_the_kubeconfig_is_left_as_it_was() {
+    let t = twin(Settings::default());
+    let before = std::fs::read_to_string(&t.kubeconfig).expect("read");
+    runtime().block_on(async {
+        let err = Client::connect(&t.kubeconfig, "prod")
+            .await
+            .err()
+            .expect("refused");
+        let text = err.to_string();
+        assert!(
+            text.contains("`prod`") && text.contains("verify-twin"),
+            "{text}"
+        );
+        let missing = t.kubeconfig.with_file_name("absent");
+        let err = Client::connect(&missing, "verify-twin")
+            .await
+            .err()
+            .expect("refused");
+        assert!(err.to_string().contains("absent"), "{err}");
+    });
+    assert_eq!(
+        std::fs::read_to_string(&t.kubeconfig).expect("read"),
+        before
+    );
+}
+
+#[test]
+fn a_budget_too_small_to_list_is_inconclusive_not_a_panic() {
+    let t = twin(Settings::default());
+    runtime().block_on(async {
+        let client = Client::connect(&t.kubeconfig, "verify-twin")
+            .await
+            .expect("connects");
+        let run = RunId::new("short").expect("valid id");
+        let mut quiescer = Quiescer::new(&client, &run);
+        let q = quiescer
+            .wait(Duration::from_secs(3600), Duration::ZERO)
+            .await;
+        assert!(matches!(q, Quiescence::Inconclusive { .. }), "{q:?}");
+    });
+}
+
+#[test]
+fn run_ids_are_label_values() {
+    assert!(RunId::new("run-20261130-1").is_ok());
+    assert!(RunId::new("").is_err());
+    assert!(RunId::new("-x").is_err());
+    assert!(RunId::new("a/b").is_err());
+    assert!(RunId::new(&"x".repeat(64)).is_err());
+}
