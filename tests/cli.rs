@@ -519,6 +519,8 @@ fn a_fuzz_run_leaves_a_run_directory_that_report_re_renders() {
     let out = Command::new(env!("CARGO_BIN_EXE_verify"))
         .args([
             "fuzz",
+            "--tier",
+            "model",
             "--seeds",
             "2",
             "--mutant",
