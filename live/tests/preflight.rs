@@ -68,21 +68,26 @@ fn loaded(path: &Path) -> live::client::preflight::Loaded {
     load_kubeconfig(Some(path)).expect("kubeconfig reads")
 }
 
-#[test]
-fn the_live_audit_lists_only_and_writes_nothing() {
-    let handle = spawn_with_store(None, operator_store()).expect("twin");
-    let dir = temp_dir("audit");
-    let path = kubeconfig(&dir, &handle, TWIN_CONTEXT);
-    let before = handle.store().read(|s| s.resource_version());
-    let report = runtime().block_on(async {
-        let client = Client::connect(&path, TWIN_CONTEXT)
+/// `verify audit --context verify-twin`: list through the client, then audit.
+fn live_audit(kubeconfig: &Path) -> live::audit::Audit {
+    runtime().block_on(async {
+        let client = Client::connect(kubeconfig, TWIN_CONTEXT)
             .await
             .expect("connects");
         let snapshot = Snapshot::list(&client).await.expect("lists");
         audit(&snapshot, &Settings::default())
             .await
             .expect("audits")
-    });
+    })
+}
+
+#[test]
+fn the_live_audit_lists_only_and_writes_nothing() {
+    let handle = spawn_with_store(None, operator_store()).expect("twin");
+    let dir = temp_dir("audit");
+    let path = kubeconfig(&dir, &handle, TWIN_CONTEXT);
+    let before = handle.store().read(|s| s.resource_version());
+    let report = live_audit(&path);
     assert_eq!(report.differences, [], "{}", report.render());
     assert!(report.render().starts_with("audit: context verify-twin"));
     assert_eq!(handle.store().read(|s| s.resource_version()), before);
@@ -113,15 +118,7 @@ fn the_live_audit_lists_only_and_writes_nothing() {
         .expect("patched");
         name
     });
-    let report = runtime().block_on(async {
-        let client = Client::connect(&path, TWIN_CONTEXT)
-            .await
-            .expect("connects");
-        let snapshot = Snapshot::list(&client).await.expect("lists");
-        audit(&snapshot, &Settings::default())
-            .await
-            .expect("audits")
-    });
+    let report = live_audit(&path);
     assert_eq!(report.findings.len(), 1, "{}", report.render());
     assert_eq!(report.findings[0].root.object.name, flavor);
 }
