@@ -34,7 +34,7 @@ pub struct Loaded {
 
 /// Reads the kubeconfig as kubectl does: `explicit`, else `KUBECONFIG` (a path list, merged),
 /// else `~/.kube/config`.
-pub fn load_kubeconfig(explicit: Option<&Path>) -> Result<Loaded, ClientError> {
+pub fn load_kubeconfig(explicit: Option<&Path>) -> Result<Loaded, ConnectError> {
     let origin = match explicit {
         Some(p) => p.display().to_string(),
         None => std::env::var("KUBECONFIG")
@@ -50,9 +50,11 @@ pub fn load_kubeconfig(explicit: Option<&Path>) -> Result<Loaded, ClientError> {
         kubeconfig,
         origin: origin.clone(),
     })
-    .map_err(|e| ClientError::Kubeconfig {
-        path: origin,
-        message: e.to_string(),
+    .map_err(|e| {
+        ConnectError::from(ClientError::Kubeconfig {
+            path: origin,
+            message: e.to_string(),
+        })
     })
 }
 
