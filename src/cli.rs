@@ -90,6 +90,14 @@ pub enum Command {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+    /// Read-only audit: predict the operator's objects from the Nodes and Devices with the
+    /// model and diff them against a cluster (`--context`) or a kubectl dump (`--snapshot`),
+    /// divergences folded along the derivation graph. Writes nothing. Exit 0 none, 1
+    /// divergences, 2 bad input, 3 cluster unreachable or preflight failed.
+    Audit(AuditArgs),
+    /// Remove what an interrupted run left behind (objects labelled `verify.gpustack.ai/run`),
+    /// then check that nothing with the label remains. Exit 1 if something remains.
+    Cleanup(CleanupArgs),
     /// Derive every object of the chain for a cluster shape and print it.
     /// Without `--cluster`, the embedded walkthrough cluster is used.
     Derive {
@@ -337,4 +345,36 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
 pub enum Format {
     Table,
     Json,
+}
+
+/// `verify audit` arguments.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// A `kubectl get … -A -o json` dump (see README); audited offline.
+    #[arg(long, conflicts_with_all = ["context", "kubeconfig"])]
+    pub snapshot: Option<PathBuf>,
+    /// Kubeconfig context to audit (default: the kubeconfig's current context).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Kubeconfig file (default: KUBECONFIG, else ~/.kube/config).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// `verify cleanup` arguments.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["run", "all_runs"])))]
+pub struct CleanupArgs {
+    /// The run id (the value of its `verify.gpustack.ai/run` label).
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Every run that left labelled objects.
+    #[arg(long)]
+    pub all_runs: bool,
+    /// Kubeconfig context (required unless it is the embedded twin's `verify-twin`).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Kubeconfig file (default: KUBECONFIG, else ~/.kube/config).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
 }

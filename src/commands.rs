@@ -4,7 +4,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::cli::{CheckArgs, Command, Format, FuzzArgs, SoakArgs, Tier, TwinCommand};
+use crate::cli::{
+    AuditArgs, CheckArgs, CleanupArgs, Command, Format, FuzzArgs, SoakArgs, Tier, TwinCommand,
+};
 
 /// Bad input or a missing required input: exit 2.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +55,8 @@ pub fn dispatch(command: Command) -> Result<i32> {
             format,
             output,
         } => report(&run_dir, format, output.as_deref()),
+        Command::Audit(args) => audit(args),
+        Command::Cleanup(args) => cleanup(args),
     }
 }
 
@@ -634,4 +638,115 @@ fn soak(args: SoakArgs) -> Result<i32> {
         report.verdict.label()
     );
     Ok(report.verdict.exit_code())
+}
+
+/// Connects as `access` allows, prints the banner (context, server, operator version) and
+/// runs the preflight (`operator`: also the operator's own objects); `Err(code)` when the
+/// command must stop (printed already).
+async fn connect_checked(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+    access: live::client::Access,
+    operator: bool,
+) -> std::result::Result<live::client::Client, i32> {
+    let client = match live::client::connect(kubeconfig, context, access).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("verify: {e}");
+            return Err(e.exit_code());
+        }
+    };
+    for line in client.banner().await {
+        println!("{line}");
+    }
+    let missing = client.preflight(access, operator).await;
+    if !missing.is_empty() {
+        for line in &missing {
+            println!("PREFLIGHT {line}");
+        }
+        println!("preflight failed: {} missing piece(s)", missing.len());
+        return Err(3);
+    }
+    Ok(client)
+}
+
+/// `verify audit`: a dump offline, or a cluster through the client (list only).
+fn audit(args: AuditArgs) -> Result<i32> {
+    let settings = model::Settings::default();
+    let outcome = live::client::preflight::block_on(async {
+        let snapshot = match &args.snapshot {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
+                live::audit::Snapshot::parse(&text, &path.display().to_string())
+            }
+            None => {
+                let client = match connect_checked(
+                    args.kubeconfig.as_deref(),
+                    args.context.as_deref(),
+                    live::client::Access::ReadOnly,
+                    true,
+                )
+                .await
+                {
+                    Ok(c) => c,
+                    Err(code) => return Ok(Err(code)),
+                };
+                live::audit::Snapshot::list(&client)
+                    .await
+                    .map_err(live::audit::AuditError::from)
+            }
+        };
+        let report = match snapshot {
+            Ok(s) => live::audit::audit(&s, &settings).await,
+            Err(e) => Err(e),
+        };
+        Ok::<_, UsageError>(Ok(report))
+    })
+    .context("starting the async runtime")??;
+    match outcome {
+        Err(code) => Ok(code),
+        Ok(Ok(report)) => {
+            print!("{}", report.render());
+            Ok(report.exit_code())
+        }
+        Ok(Err(e)) => {
+            eprintln!("verify: {e}");
+            Ok(e.exit_code())
+        }
+    }
+}
+
+/// `verify cleanup`: tear down the named run (or every run) by label, then count leftovers.
+fn cleanup(args: CleanupArgs) -> Result<i32> {
+    let runs = match &args.run {
+        Some(id) => live::client::Runs::One(
+            live::client::RunId::new(id).map_err(|e| UsageError(e.to_string()))?,
+        ),
+        None => live::client::Runs::All,
+    };
+    live::client::preflight::block_on(async {
+        let client = match connect_checked(
+            args.kubeconfig.as_deref(),
+            args.context.as_deref(),
+            live::client::Access::Mutating,
+            false,
+        )
+        .await
+        {
+            Ok(c) => c,
+            Err(code) => return Ok(code),
+        };
+        match client.cleanup(&runs).await {
+            Ok(done) => {
+                print!("{}", done.render());
+                Ok(if done.leftovers().is_empty() { 0 } else { 1 })
+            }
+            Err(e) => {
+                eprintln!("verify: {e}");
+                Ok(3)
+            }
+        }
+    })
+    .context("starting the async runtime")?
 }

@@ -636,3 +636,89 @@ fn an_unmet_coverage_floor_exits_4_and_a_bad_floor_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected CLASS=N"));
 }
+
+/// `verify audit --snapshot` and `verify cleanup`: exit codes and messages (the audit's logic
+/// is tested in live/tests/audit.rs).
+mod audit_and_cleanup {
+    use super::{scratch, verify};
+    use live::audit::AUDITED_KINDS;
+    use live::twin::kinds;
+    use live::twin::operator::{reconcile, write_mock};
+    use live::twin::store::{Selector, Store};
+    use serde_json::{json, Value};
+
+    /// The walkthrough reconciled by the twin's reference operator, listed as kubectl would.
+    fn walkthrough_dump() -> Value {
+        let c = model::examples::walkthrough();
+        let mut store = Store::default();
+        assert_eq!(write_mock(&mut store, &c), Ok(()));
+        assert!(reconcile(&mut store, &c.settings, None).is_ok());
+        // the kinds of the README's kubectl command: the audited ones but Namespaces
+        let items: Vec<Value> = AUDITED_KINDS
+            .iter()
+            .filter(|k| **k != kinds::NAMESPACE)
+            .flat_map(|k| {
+                store
+                    .list(k, None, &Selector::everything())
+                    .map(|l| l.items)
+                    .unwrap_or_default()
+            })
+            .collect();
+        json!({"apiVersion": "v1", "kind": "List", "items": items})
+    }
+
+    #[test]
+    fn a_clean_dump_exits_0_and_an_edited_flavor_exits_1() {
+        let mut doc = walkthrough_dump();
+        let clean = scratch("audit-clean.json", &doc.to_string());
+        let out = verify(&["audit", "--snapshot", clean.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert!(text.starts_with("audit: "), "{text}");
+        assert!(text.contains("no divergences"), "{text}");
+
+        let rf = doc["items"]
+            .as_array_mut()
+            .and_then(|items| items.iter_mut().find(|o| o["kind"] == "ResourceFlavor"))
+            .expect("a flavor");
+        rf["spec"]["nodeLabels"]["verify.gpustack.ai/edited"] = json!("yes");
+        let edited = scratch("audit-edited.json", &doc.to_string());
+        let out = verify(&["audit", "--snapshot", edited.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        assert!(text.contains("finding 1: ResourceFlavor "), "{text}");
+        assert!(text.contains("1 finding(s), 1 difference(s)"), "{text}");
+    }
+
+    #[test]
+    fn a_bad_dump_exits_2_naming_file_and_field() {
+        let bad = scratch(
+            "audit-bad.json",
+            r#"{"kind": "List", "items": [{"kind": "Node"}]}"#,
+        );
+        let out = verify(&["audit", "--snapshot", bad.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("audit-bad.json: items[0].apiVersion"), "{err}");
+        let out = verify(&["audit", "--snapshot", "/nonexistent/dump.json"]);
+        assert_eq!(out.status.code(), Some(2));
+    }
+
+    #[test]
+    fn cleanup_refuses_a_real_cluster_without_context() {
+        let kubeconfig = scratch(
+            "audit-kubeconfig",
+            &live::twin::kubeconfig::kubeconfig_yaml("https://10.0.0.1:6443", "docker-desktop"),
+        );
+        let out = verify(&[
+            "cleanup",
+            "--all-runs",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("--context docker-desktop"), "{err}");
+        assert!(out.stdout.is_empty(), "nothing contacted");
+    }
+}

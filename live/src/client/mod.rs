@@ -9,8 +9,10 @@
 //! [`Client::teardown`] (delete by label, then check that nothing with the label remains).
 //! Every request retries 409 Conflict, 429 and 5xx with backoff, honouring `Retry-After`.
 
+pub mod cleanup;
 pub mod mock;
 pub mod observe;
+pub mod preflight;
 pub mod quiesce;
 pub mod retry;
 pub mod scoped;
@@ -23,8 +25,10 @@ use std::time::Duration;
 use kube::client::{ClientBuilder, DynBody};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+pub use cleanup::{Cleanup, Runs};
 pub use mock::mocked_cluster;
 pub use observe::{diff, expected, Observed};
+pub use preflight::{connect, Access, ConnectError, TWIN_CONTEXT};
 pub use quiesce::{Quiescence, Quiescer};
 pub use retry::RetryPolicy;
 pub use teardown::Teardown;

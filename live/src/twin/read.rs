@@ -120,7 +120,7 @@ fn string_map(kind: &Kind, o: &Value, pointer: &str, field: &str) -> Result<Labe
 }
 
 /// Label keys whose `Apply` ownership belongs to [`FIELD_MANAGER`] (`f:metadata.f:labels`).
-fn worker_owned_labels(o: &Value) -> Vec<String> {
+pub(crate) fn worker_owned_labels(o: &Value) -> Vec<String> {
     o.pointer("/metadata/managedFields")
         .and_then(Value::as_array)
         .into_iter()
@@ -460,18 +460,29 @@ pub fn mock_objects(cluster: &Cluster) -> Vec<(Kind, Option<String>, Value)> {
 /// create; the mock finalizer keeps the object, marked deleting).
 pub fn write_mock(store: &mut Store, cluster: &Cluster) -> Result<(), Status> {
     for (kind, ns, o) in mock_objects(cluster) {
-        let ns = ns.as_deref();
-        let mut created = store.create(&kind, ns, o.clone())?;
-        let status = o.get("status").filter(|s| !s.is_null());
-        if let Some(status) = status.filter(|s| created.get("status") != Some(*s)) {
-            if kind.has_status && kind != kinds::NAMESPACE {
-                created["status"] = status.clone();
-                store.update_status(&kind, ns, created)?;
-            }
+        write_object(store, &kind, ns.as_deref(), &o)?;
+    }
+    Ok(())
+}
+
+/// Writes one object as its writer would (see [`write_mock`]): create, the status through
+/// `/status`, and a delete when it carries a `deletionTimestamp` (a finalizer keeps it).
+pub fn write_object(
+    store: &mut Store,
+    kind: &Kind,
+    ns: Option<&str>,
+    o: &Value,
+) -> Result<(), Status> {
+    let mut created = store.create(kind, ns, o.clone())?;
+    let status = o.get("status").filter(|s| !s.is_null());
+    if let Some(status) = status.filter(|s| created.get("status") != Some(*s)) {
+        if kind.has_status && *kind != kinds::NAMESPACE {
+            created["status"] = status.clone();
+            store.update_status(kind, ns, created)?;
         }
-        if o.pointer("/metadata/deletionTimestamp").is_some() {
-            store.delete(&kind, ns, &name_of(&o), &DeleteOptions::default())?;
-        }
+    }
+    if o.pointer("/metadata/deletionTimestamp").is_some() {
+        store.delete(kind, ns, &name_of(o), &DeleteOptions::default())?;
     }
     Ok(())
 }

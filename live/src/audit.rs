@@ -1,0 +1,383 @@
+//! `verify audit` (issue 7 "`verify audit` (read-only)"): what the operator's derived objects
+//! must be, predicted from a cluster's Nodes and Devices (and Namespaces, existing
+//! InstanceTypes) with the model, against what the cluster holds; every divergence folded along
+//! the derivation graph (`oracle::graph`). It writes nothing, ever: a snapshot is a file, and
+//! a live cluster is only listed.
+//!
+//! One path for both sources: the listed objects ([`Snapshot`]) are loaded into a fresh,
+//! private twin store, which the twin's own reader (`twin::read::read_cluster`) turns into the
+//! model's input; the same store, served on loopback for the duration of the audit, is read
+//! back through the client's `observe`, so both sides reuse the existing conversions.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use model::derive::Derived;
+use model::Settings;
+use oracle::{fold, render_findings, DerivationGraph, Difference, Finding};
+use serde_json::{json, Value};
+
+use crate::client::{self, Client, ClientError};
+use crate::twin::kinds::{self, Kind};
+use crate::twin::read::{self, name_of, worker_owned_labels, FIELD_MANAGER};
+use crate::twin::store::{Status, Store, Subresource};
+
+/// What `verify audit --context` lists: the kinds of the README's kubectl command, plus
+/// Namespaces (which decide where LocalQueues must exist).
+pub const AUDITED_KINDS: [Kind; 8] = [
+    kinds::NAMESPACE,
+    kinds::NODE,
+    kinds::DEVICES,
+    kinds::INSTANCE_TYPE,
+    kinds::RESOURCE_FLAVOR,
+    kinds::CLUSTER_QUEUE,
+    kinds::LOCAL_QUEUE,
+    kinds::ADMISSION_CHECK,
+];
+
+/// The context name of the private loopback server an audit reads its store back through.
+const AUDIT_CONTEXT: &str = "verify-audit";
+
+/// Why an audit could not judge.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The input is malformed: names the source (file), the field and what was expected.
+    #[error("{source_name}: {field}: {message}")]
+    Input {
+        source_name: String,
+        field: String,
+        message: String,
+    },
+    /// The cluster (or the private loopback server) could not be read.
+    #[error(transparent)]
+    Client(Box<ClientError>),
+    #[error("serving the audited objects on 127.0.0.1: {0}")]
+    Serve(std::io::Error),
+}
+
+impl From<ClientError> for AuditError {
+    fn from(e: ClientError) -> Self {
+        AuditError::Client(Box::new(e))
+    }
+}
+
+impl AuditError {
+    /// Exit code (DESIGN.md "Exit codes"): 2 bad input, 3 infrastructure.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            AuditError::Input { .. } => 2,
+            AuditError::Client(_) | AuditError::Serve(_) => 3,
+        }
+    }
+
+    fn input(source_name: &str, field: impl Into<String>, message: impl Into<String>) -> Self {
+        AuditError::Input {
+            source_name: source_name.to_string(),
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The listed objects of one cluster, from a file or from the API.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Where the objects came from (a file path, or `context C`), named in errors.
+    pub source: String,
+    /// Each object with its kind and its index in the source's `items`.
+    pub items: Vec<(usize, Kind, Value)>,
+    /// `Kind` of each item of a kind the audit does not read (e.g. Pods), left out.
+    pub ignored: Vec<String>,
+}
+
+impl Snapshot {
+    /// Parses a v1 `List` (`kubectl get … -o json`); `source` names the file in errors.
+    pub fn parse(text: &str, source: &str) -> Result<Snapshot, AuditError> {
+        let doc: Value = serde_json::from_str(text)
+            .map_err(|e| AuditError::input(source, "(document)", format!("not JSON: {e}")))?;
+        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+        if !kind.ends_with("List") {
+            return Err(AuditError::input(
+                source,
+                "kind",
+                format!("expected `List` (kubectl get … -o json), found `{kind}`"),
+            ));
+        }
+        let items = doc
+            .get("items")
+            .and_then(Value::as_array)
+            .ok_or_else(|| AuditError::input(source, "items", "expected an array of objects"))?;
+        let mut out = Snapshot {
+            source: source.to_string(),
+            ..Snapshot::default()
+        };
+        for (i, item) in items.iter().enumerate() {
+            let text_at = |field: &str| {
+                item.pointer(field)
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .ok_or_else(|| {
+                        AuditError::input(
+                            source,
+                            format!("items[{i}]{}", field.replace('/', ".")),
+                            "expected a non-empty string",
+                        )
+                    })
+            };
+            let (api_version, kind) = (text_at("/apiVersion")?, text_at("/kind")?);
+            text_at("/metadata/name")?;
+            match kinds::by_kind(api_version, kind).filter(|k| AUDITED_KINDS.contains(k)) {
+                Some(k) => {
+                    if k.namespaced {
+                        text_at("/metadata/namespace")?;
+                    }
+                    out.items.push((i, k, item.clone()));
+                }
+                None => out.ignored.push(format!("{api_version}/{kind}")),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Lists every audited kind through `client` (GET only).
+    pub async fn list(client: &Client) -> Result<Snapshot, ClientError> {
+        let mut out = Snapshot {
+            source: format!("context {}", client.target().context),
+            ..Snapshot::default()
+        };
+        for kind in AUDITED_KINDS {
+            let objects =
+                crate::with_type!(kind, K => list_values::<K>(client).await?, _ => Vec::new());
+            for mut o in objects {
+                o["apiVersion"] = json!(kind.api_version());
+                o["kind"] = json!(kind.kind);
+                out.items.push((out.items.len(), kind, o));
+            }
+        }
+        Ok(out)
+    }
+
+    fn count(&self, kind: &Kind) -> usize {
+        self.items.iter().filter(|(_, k, _)| k == kind).count()
+    }
+}
+
+async fn list_values<K: client::scoped::Scoped>(
+    client: &Client,
+) -> Result<Vec<Value>, ClientError> {
+    Ok(client
+        .list::<K>(None, None)
+        .await?
+        .iter()
+        .filter_map(|o| serde_json::to_value(o).ok())
+        .collect())
+}
+
+/// Where the namespaces that decide LocalQueues came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NamespaceSource {
+    /// The snapshot lists Namespace objects.
+    Listed(usize),
+    /// None listed (the README's kubectl command lists none): the namespaces the listed
+    /// LocalQueues name. A pool's missing LocalQueue is found in those namespaces; a namespace
+    /// holding no LocalQueue at all is not seen.
+    FromLocalQueues(Vec<String>),
+}
+
+/// What an audit found.
+#[derive(Clone, Debug)]
+pub struct Audit {
+    pub source: String,
+    pub namespaces: NamespaceSource,
+    /// Objects read, by kind, in [`AUDITED_KINDS`] order.
+    pub counts: Vec<(&'static str, usize)>,
+    pub ignored: usize,
+    pub differences: Vec<Difference>,
+    pub findings: Vec<Finding>,
+}
+
+impl Audit {
+    /// 0 when nothing diverges, 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        if self.findings.is_empty() {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// The report: source, what was read, how LocalQueues were judged, the folded findings.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let counts: Vec<String> = self
+            .counts
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        let _ = writeln!(out, "audit: {} (read-only)", self.source);
+        let _ = writeln!(out, "read: {}", counts.join(", "));
+        if self.ignored > 0 {
+            let _ = writeln!(out, "ignored: {} objects of other kinds", self.ignored);
+        }
+        let _ = match &self.namespaces {
+            NamespaceSource::Listed(n) => writeln!(out, "namespaces: {n} listed"),
+            NamespaceSource::FromLocalQueues(ns) => writeln!(
+                out,
+                "namespaces: none listed; LocalQueues judged in the {} namespace(s) they name ({})",
+                ns.len(),
+                ns.join(", ")
+            ),
+        };
+        out.push_str(&render_findings(&self.findings));
+        let _ = writeln!(
+            out,
+            "{} finding(s), {} difference(s)",
+            self.findings.len(),
+            self.differences.len()
+        );
+        out
+    }
+}
+
+/// Audits `snapshot`: predicts with the model under `settings` (the operator's flags) and
+/// compares, folding divergences along the derivation graph.
+pub async fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, AuditError> {
+    let (store, namespaces) = load(snapshot)?;
+    let derived = predict(&store, settings, &snapshot.source)?;
+    let observed = read_back(store).await?;
+    let differences = client::diff(&client::expected(&derived), &observed);
+    let findings = fold(&differences, &DerivationGraph::from_derived(&derived));
+    Ok(Audit {
+        source: snapshot.source.clone(),
+        namespaces,
+        counts: AUDITED_KINDS
+            .iter()
+            .map(|k| (k.plural, snapshot.count(k)))
+            .collect(),
+        ignored: snapshot.ignored.len(),
+        differences,
+        findings,
+    })
+}
+
+/// The model's derivation for the cluster in `store` (from scratch: an audit has no history).
+fn predict(store: &Store, settings: &Settings, source: &str) -> Result<Derived, AuditError> {
+    let cluster = read::read_cluster(store, settings).map_err(|e| match e {
+        read::ReadError::Field {
+            kind,
+            name,
+            field,
+            message,
+        } => AuditError::input(source, format!("{kind} {name}: {field}"), message),
+        read::ReadError::List { kind, message } => {
+            AuditError::input(source, kind.to_string(), message)
+        }
+    })?;
+    model::derive::validate(&cluster)
+        .map_err(|e| AuditError::input(source, "(cluster)", e.to_string()))?;
+    Ok(model::derive::derive(&cluster))
+}
+
+/// The objects in their observed form, read through the client from a private loopback
+/// server over `store` (stopped before returning).
+async fn read_back(store: Store) -> Result<client::Observed, AuditError> {
+    let handle = crate::twin::server::spawn_with_store(None, store).map_err(AuditError::Serve)?;
+    let yaml = crate::twin::kubeconfig::kubeconfig_yaml(handle.url(), AUDIT_CONTEXT);
+    let observed = async {
+        Client::from_kubeconfig_yaml(&yaml, AUDIT_CONTEXT)
+            .await?
+            .observe()
+            .await
+    }
+    .await;
+    let _ = tokio::task::spawn_blocking(move || handle.shutdown()).await;
+    Ok(observed?)
+}
+
+/// A fresh store holding the snapshot: Namespaces first (listed, or those the LocalQueues
+/// name), then Nodes with the labels the worker owns re-applied under its field manager (so the
+/// reader tells input labels from output ones, when managedFields were listed), then the rest.
+fn load(snapshot: &Snapshot) -> Result<(Store, NamespaceSource), AuditError> {
+    let source = snapshot.source.as_str();
+    let mut store = Store::default();
+    let listed = snapshot.count(&kinds::NAMESPACE);
+    let namespaces = if listed > 0 {
+        NamespaceSource::Listed(listed)
+    } else {
+        let named: BTreeSet<String> = snapshot
+            .items
+            .iter()
+            .filter(|(_, k, _)| *k == kinds::LOCAL_QUEUE)
+            .filter_map(|(_, _, o)| o.pointer("/metadata/namespace")?.as_str())
+            .map(str::to_string)
+            .collect();
+        for ns in &named {
+            let o = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            read::write_object(&mut store, &kinds::NAMESPACE, None, &o)
+                .map_err(|s| status_error(source, "(inferred Namespace)", ns, s))?;
+        }
+        NamespaceSource::FromLocalQueues(named.into_iter().collect())
+    };
+    let order = |k: &Kind| AUDITED_KINDS.iter().position(|a| a == k);
+    let mut items: Vec<&(usize, Kind, Value)> = snapshot.items.iter().collect();
+    items.sort_by_key(|(i, k, _)| (order(k), *i));
+    for (i, kind, o) in items {
+        let at = format!("items[{i}]");
+        let ns = o.pointer("/metadata/namespace").and_then(Value::as_str);
+        let ns = ns.filter(|_| kind.namespaced);
+        let mut o = o.clone();
+        keep_deleting(&mut o);
+        read::write_object(&mut store, kind, ns, &o)
+            .map_err(|s| status_error(source, &at, &name_of(&o), s))?;
+        if *kind == kinds::NODE {
+            reapply_worker_labels(&mut store, &o)
+                .map_err(|s| status_error(source, &at, &name_of(&o), s))?;
+        }
+    }
+    Ok((store, namespaces))
+}
+
+fn status_error(source: &str, at: &str, name: &str, s: Status) -> AuditError {
+    AuditError::input(source, format!("{at} ({name})"), s.message)
+}
+
+/// A listed object that is being deleted stays in the store as deleting: without a finalizer
+/// the store would remove it at once.
+fn keep_deleting(o: &mut Value) {
+    let deleting = o
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null());
+    let finalized = o
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty());
+    if deleting && !finalized {
+        o["metadata"]["finalizers"] = json!(["verify.gpustack.ai/audit"]);
+    }
+}
+
+/// The labels `FIELD_MANAGER` owned on the listed Node, applied again under it.
+fn reapply_worker_labels(store: &mut Store, node: &Value) -> Result<(), Status> {
+    let owned = worker_owned_labels(node);
+    if owned.is_empty() {
+        return Ok(());
+    }
+    let labels: serde_json::Map<String, Value> = owned
+        .iter()
+        .filter_map(|k| Some((k.clone(), node.pointer("/metadata/labels")?.get(k)?.clone())))
+        .collect();
+    let name = name_of(node);
+    let config = json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": labels}});
+    store
+        .apply(
+            &kinds::NODE,
+            None,
+            &name,
+            Subresource::Main,
+            config,
+            FIELD_MANAGER,
+            true,
+        )
+        .map(|_| ())
+}

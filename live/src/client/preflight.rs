@@ -1,0 +1,349 @@
+//! Connecting safely, and the read-only preflight (issue 7 "Connecting"; DESIGN.md "Safety on
+//! a real cluster"). The kubeconfig is found as kubectl finds it (`--kubeconfig`, else
+//! `KUBECONFIG`, else `~/.kube/config`) and never written, so its current context never
+//! changes. Mutating commands must name `--context` on a real cluster; only the embedded twin,
+//! recognised by its context name [`TWIN_CONTEXT`], may be used without it. Preflight checks
+//! (GETs, discovery and SelfSubjectAccessReviews, which write nothing) report each missing
+//! piece on one line.
+
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use kube::api::{ListParams, PostParams};
+use kube::config::Kubeconfig;
+use kube::Api;
+
+use super::{Client, ClientError};
+use crate::crd::{AdmissionCheck, ClusterQueue};
+use crate::twin::kinds::{self, Kind};
+
+/// The context name of the embedded twin's kubeconfig (`verify twin serve`, the twin tier).
+pub const TWIN_CONTEXT: &str = "verify-twin";
+
+/// The operator's AdmissionCheck (research/admission.md: the node-devices gate).
+pub use model::labels::NODE_DEVICES_CHECK;
+
+/// The kubeconfig a command uses, and where it came from (for messages).
+pub struct Loaded {
+    pub kubeconfig: Kubeconfig,
+    pub origin: String,
+}
+
+/// Reads the kubeconfig as kubectl does: `explicit`, else `KUBECONFIG` (a path list, merged),
+/// else `~/.kube/config`.
+pub fn load_kubeconfig(explicit: Option<&Path>) -> Result<Loaded, ConnectError> {
+    let origin = match explicit {
+        Some(p) => p.display().to_string(),
+        None => std::env::var("KUBECONFIG")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| default_path().display().to_string()),
+    };
+    let read = match explicit {
+        Some(p) => Kubeconfig::read_from(p),
+        None => Kubeconfig::read(),
+    };
+    read.map(|kubeconfig| Loaded {
+        kubeconfig,
+        origin: origin.clone(),
+    })
+    .map_err(|e| {
+        ConnectError::from(ClientError::Kubeconfig {
+            path: origin,
+            message: e.to_string(),
+        })
+    })
+}
+
+fn default_path() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default()
+        .join(".kube")
+        .join("config")
+}
+
+/// Whether a command may change objects on the cluster it is about to contact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    ReadOnly,
+    Mutating,
+}
+
+/// Why a command refuses to start: a usage error (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+/// The context a command runs against: `--context` when given; for a read-only command the
+/// kubeconfig's current context; a mutating command without `--context` only on the twin.
+pub fn choose_context(
+    loaded: &Loaded,
+    context: Option<&str>,
+    access: Access,
+) -> Result<String, Refused> {
+    if let Some(c) = context {
+        return Ok(c.to_string());
+    }
+    let current = loaded.kubeconfig.current_context.clone();
+    match (current, access) {
+        (Some(c), Access::ReadOnly) => Ok(c),
+        (Some(c), Access::Mutating) if c == TWIN_CONTEXT => Ok(c),
+        (Some(c), Access::Mutating) => Err(Refused(format!(
+            "refusing to change a cluster without --context: the current context of {} is `{c}`; \
+             pass it explicitly to confirm (--context {c})",
+            loaded.origin
+        ))),
+        (None, _) => Err(Refused(format!(
+            "{} names no current context; pass --context NAME",
+            loaded.origin
+        ))),
+    }
+}
+
+/// Connects through the chosen context (the kubeconfig is read, never written).
+pub async fn connect(
+    explicit: Option<&Path>,
+    context: Option<&str>,
+    access: Access,
+) -> Result<Client, ConnectError> {
+    let loaded = load_kubeconfig(explicit)?;
+    let context = choose_context(&loaded, context, access)?;
+    Ok(Client::from_kubeconfig(loaded.kubeconfig, &context).await?)
+}
+
+/// Why [`connect`] failed: a refusal (exit 2) or the kubeconfig/connection (exit 3).
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    #[error(transparent)]
+    Client(Box<ClientError>),
+}
+
+impl From<ClientError> for ConnectError {
+    fn from(e: ClientError) -> Self {
+        ConnectError::Client(Box::new(e))
+    }
+}
+
+impl ConnectError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ConnectError::Refused(_) => 2,
+            ConnectError::Client(e)
+                if matches!(
+                    **e,
+                    ClientError::Kubeconfig { .. } | ClientError::Context { .. }
+                ) =>
+            {
+                2
+            }
+            ConnectError::Client(_) => 3,
+        }
+    }
+}
+
+/// The operator's namespace (research/cases.md: `NS` defaults to `gpustack-system`).
+pub const OPERATOR_NAMESPACE: &str = "gpustack-system";
+
+/// Prefix of the ClusterQueues the operator derives, one per pool (research/chain.md §10).
+pub const POOL_QUEUE_PREFIX: &str = "gpustack--";
+
+/// The kinds whose CRDs (or core APIs) a run reads or writes, at the versions verify speaks.
+pub const SERVED_KINDS: [Kind; 8] = [
+    kinds::NODE,
+    kinds::NAMESPACE,
+    kinds::NODE_FEATURE,
+    kinds::DEVICES,
+    kinds::INSTANCE_TYPE,
+    kinds::RESOURCE_FLAVOR,
+    kinds::CLUSTER_QUEUE,
+    kinds::LOCAL_QUEUE,
+];
+
+impl Client {
+    /// The first lines every command that contacts a cluster prints: context, server and the
+    /// operator's version (the image of its Deployment, when it can be read).
+    pub async fn banner(&self) -> Vec<String> {
+        vec![
+            format!("context: {}", self.target().context),
+            format!("server: {}", self.target().server),
+            format!("operator: {}", self.operator_version().await),
+        ]
+    }
+
+    /// The image of the `gpustack` Deployments in [`OPERATOR_NAMESPACE`], or why it is unknown.
+    async fn operator_version(&self) -> String {
+        let api: Api<Deployment> = Api::namespaced(self.kube().clone(), OPERATOR_NAMESPACE);
+        match api.list(&ListParams::default()).await {
+            Ok(list) => {
+                let images: Vec<String> = list
+                    .items
+                    .iter()
+                    .flat_map(|d| d.spec.iter().flat_map(|s| s.template.spec.iter()))
+                    .flat_map(|p| p.containers.iter())
+                    .filter_map(|c| c.image.clone())
+                    .filter(|i| i.contains("gpustack"))
+                    .collect();
+                if images.is_empty() {
+                    format!("unknown (no gpustack image in {OPERATOR_NAMESPACE} Deployments)")
+                } else {
+                    images.join(", ")
+                }
+            }
+            Err(kube::Error::Api(e)) => format!(
+                "unknown (Deployments in {OPERATOR_NAMESPACE}: {} {})",
+                e.code, e.reason
+            ),
+            Err(e) => format!("unknown (Deployments in {OPERATOR_NAMESPACE}: {e})"),
+        }
+    }
+
+    /// The read-only preflight: each missing piece one line (empty: ready). `access` picks the
+    /// verbs the access reviews ask about; `operator` also requires the operator's
+    /// AdmissionCheck and ClusterQueues (a cleanup does not need them).
+    pub async fn preflight(&self, access: Access, operator: bool) -> Vec<String> {
+        let mut missing = Vec::new();
+        for kind in SERVED_KINDS {
+            if let Err(why) = self.served(&kind).await {
+                missing.push(why);
+            }
+        }
+        if operator {
+            missing.extend(self.operator_objects().await);
+        }
+        missing.extend(self.access_reviews(access).await);
+        missing
+    }
+
+    /// The operator's AdmissionCheck and at least one of its pool ClusterQueues.
+    async fn operator_objects(&self) -> Vec<String> {
+        let mut missing = Vec::new();
+        let checks: Api<AdmissionCheck> = Api::all(self.kube().clone());
+        match checks.get_opt(NODE_DEVICES_CHECK).await {
+            Ok(Some(_)) => {}
+            Ok(None) => missing.push(format!(
+                "AdmissionCheck {NODE_DEVICES_CHECK} does not exist: is the operator installed?"
+            )),
+            Err(e) => missing.push(format!("AdmissionCheck {NODE_DEVICES_CHECK}: {e}")),
+        }
+        let queues: Api<ClusterQueue> = Api::all(self.kube().clone());
+        match queues.list(&ListParams::default()).await {
+            Ok(l)
+                if l.items.iter().any(|q| {
+                    q.metadata
+                        .name
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with(POOL_QUEUE_PREFIX))
+                }) => {}
+            Ok(_) => missing.push(format!(
+                "no ClusterQueue named {POOL_QUEUE_PREFIX}…: the operator has derived no pool"
+            )),
+            Err(e) => missing.push(format!("listing ClusterQueues: {e}")),
+        }
+        missing
+    }
+
+    /// `Err(line)` unless discovery lists `kind` at its group/version.
+    async fn served(&self, kind: &Kind) -> Result<(), String> {
+        let listed = if kind.group.is_empty() {
+            self.kube().list_core_api_resources(kind.version).await
+        } else {
+            self.kube()
+                .list_api_group_resources(&kind.api_version())
+                .await
+        };
+        match listed {
+            Ok(l) if l.resources.iter().any(|r| r.name == kind.plural) => Ok(()),
+            Ok(_) | Err(kube::Error::Api(_)) => Err(format!(
+                "{} ({}) is not served at {}: install or upgrade its CRD",
+                kind.kind,
+                kind.qualified_resource(),
+                kind.api_version()
+            )),
+            Err(e) => Err(format!("discovery of {}: {e}", kind.api_version())),
+        }
+    }
+
+    /// One line per verb the caller may not use. The embedded twin (context
+    /// [`TWIN_CONTEXT`]) serves no access reviews and grants everything; any other server
+    /// that cannot answer fails the check.
+    async fn access_reviews(&self, access: Access) -> Vec<String> {
+        let mut out = Vec::new();
+        let api: Api<SelfSubjectAccessReview> = Api::all(self.kube().clone());
+        for (verb, kind, subresource) in needed_verbs(access) {
+            let review = SelfSubjectAccessReview {
+                spec: SelfSubjectAccessReviewSpec {
+                    resource_attributes: Some(ResourceAttributes {
+                        group: Some(kind.group.to_string()),
+                        resource: Some(kind.plural.to_string()),
+                        subresource: subresource.map(str::to_string),
+                        verb: Some(verb.to_string()),
+                        ..ResourceAttributes::default()
+                    }),
+                    ..SelfSubjectAccessReviewSpec::default()
+                },
+                ..SelfSubjectAccessReview::default()
+            };
+            let what = match subresource {
+                Some(s) => format!("{verb} {}/{s}", kind.qualified_resource()),
+                None => format!("{verb} {}", kind.qualified_resource()),
+            };
+            match api.create(&PostParams::default(), &review).await {
+                Ok(r) if r.status.as_ref().is_some_and(|s| s.allowed) => {}
+                Ok(r) => out.push(format!(
+                    "not allowed to {what}{}",
+                    r.status
+                        .and_then(|s| s.reason)
+                        .map(|why| format!(": {why}"))
+                        .unwrap_or_default()
+                )),
+                Err(kube::Error::Api(e))
+                    if e.code == 404 && self.target().context == TWIN_CONTEXT =>
+                {
+                    return Vec::new();
+                }
+                Err(e) => out.push(format!("cannot review access to {what}: {e}")),
+            }
+        }
+        out
+    }
+}
+
+/// `(verb, kind, subresource)` a run needs: a read-only run lists; a mutating run also
+/// creates, patches and deletes what it mocks (Nodes, Namespaces, NodeFeatures, Devices with
+/// their `/status`, InstanceTypes).
+pub fn needed_verbs(access: Access) -> Vec<(&'static str, Kind, Option<&'static str>)> {
+    let mut out: Vec<_> = crate::audit::AUDITED_KINDS
+        .into_iter()
+        .map(|k| ("list", k, None))
+        .collect();
+    if access == Access::Mutating {
+        for kind in [
+            kinds::NODE,
+            kinds::NAMESPACE,
+            kinds::NODE_FEATURE,
+            kinds::DEVICES,
+            kinds::INSTANCE_TYPE,
+        ] {
+            for verb in ["create", "patch", "delete"] {
+                out.push((verb, kind, None));
+            }
+        }
+        out.push(("patch", kinds::DEVICES, Some("status")));
+    }
+    out
+}
+
+/// Runs `f` to completion on a fresh current-thread runtime (the CLI's commands are
+/// synchronous; the client is async).
+pub fn block_on<F: std::future::Future>(f: F) -> std::io::Result<F::Output> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(f))
+}
