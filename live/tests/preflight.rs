@@ -34,19 +34,19 @@ fn temp_dir(tag: &str) -> Dir {
     Dir(dir)
 }
 
-/// The walkthrough reconciled by the reference operator, plus the operator's AdmissionCheck
-/// (installed by its chart, not derived).
+/// The walkthrough reconciled by the reference operator, which also creates the operator's
+/// AdmissionCheck (as the operator's chart and controller do).
 fn operator_store() -> Store {
     let c = walkthrough();
     let mut store = Store::default();
     assert_eq!(write_mock(&mut store, &c), Ok(()));
     assert!(reconcile(&mut store, &c.settings, None).is_ok());
-    let check = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
-        "metadata": {"name": NODE_DEVICES_CHECK},
-        "spec": {"controllerName": "gpustack.ai/node-devices"}});
-    store
-        .create(&kinds::ADMISSION_CHECK, None, check)
-        .expect("the AdmissionCheck is created");
+    assert!(
+        store
+            .get(&kinds::ADMISSION_CHECK, None, NODE_DEVICES_CHECK)
+            .is_ok(),
+        "the reference operator creates {NODE_DEVICES_CHECK}"
+    );
     store
 }
 
