@@ -198,3 +198,37 @@ fn run_ids_are_label_values() {
     assert!(RunId::new("a/b").is_err());
     assert!(RunId::new(&"x".repeat(64)).is_err());
 }
+
+#[test]
+fn a_node_mocked_as_deleting_goes_when_it_leaves() {
+    let t = twin(Settings::default());
+    runtime().block_on(async {
+        let client = Client::connect(&t.kubeconfig, "verify-twin")
+            .await
+            .expect("connects");
+        let run = RunId::new("deleting").expect("valid id");
+        let mut cluster = mocked_cluster(&model::examples::walkthrough(), &run);
+        cluster.nodes[0].deleting = true;
+        let name = cluster.nodes[0].name.clone();
+        client.mock(&cluster, &run).await.expect("mock");
+        let nodes = client
+            .list::<k8s_openapi::api::core::v1::Node>(None, Some(&run.selector()))
+            .await
+            .expect("list");
+        let held = nodes
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(&name));
+        assert!(held.is_some_and(|n| n.metadata.deletion_timestamp.is_some()));
+        let mut after = cluster.clone();
+        after.nodes.retain(|n| n.name != name);
+        client
+            .sync(Some(&cluster), &after, &run)
+            .await
+            .expect("sync");
+        let left = client.labelled(&run).await.expect("list");
+        assert!(
+            !left.iter().any(|o| o == &format!("Node {name}")),
+            "{left:?}"
+        );
+    });
+}

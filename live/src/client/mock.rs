@@ -39,6 +39,12 @@ type Mocked = (Kind, Option<String>, Value);
 /// tainted; a NodeFeature per Node in the system namespace carrying the Node's labels.
 pub fn run_objects(cluster: &Cluster, run: &RunId) -> Vec<Mocked> {
     let mut out = Vec::new();
+    // NodeFeatures live in the system namespace; a scenario that deletes it takes them along
+    let system = &cluster.settings.system_namespace;
+    let features = cluster
+        .namespaces
+        .iter()
+        .any(|n| &n.name == system && !n.terminating);
     for (kind, ns, mut o) in mock_objects(cluster) {
         o["metadata"]["labels"][RUN_LABEL] = json!(run.as_str());
         if kind == kinds::NODE {
@@ -48,6 +54,9 @@ pub fn run_objects(cluster: &Cluster, run: &RunId) -> Vec<Mocked> {
             let node = name_of(&o);
             let labels = o["metadata"]["labels"].clone();
             out.push((kind, ns, o));
+            if !features {
+                continue;
+            }
             out.push((
                 kinds::NODE_FEATURE,
                 Some(cluster.settings.system_namespace.clone()),
@@ -138,7 +147,14 @@ impl Client {
         gone.sort_by_key(|o| o.0 != kinds::NODE);
         for o in gone {
             let name = name_of(&o.2);
-            crate::with_type!(o.0, K => self.delete::<K>(o.1.as_deref(), &name).await?, _ => ());
+            let ns = o.1.as_deref();
+            if o.2.pointer("/metadata/deletionTimestamp").is_some() {
+                // mocked as deleting: its only finalizer is the mock's, which now lets it go
+                let release = json!({"metadata": {"finalizers": null}});
+                crate::with_type!(o.0, K => self.merge::<K>(ns, &name, &release).await.map(|_| ())?, _ => ());
+                writes += 1;
+            }
+            crate::with_type!(o.0, K => self.delete::<K>(ns, &name).await?, _ => ());
             writes += 1;
         }
         Ok(writes)
