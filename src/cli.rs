@@ -168,10 +168,18 @@ pub struct SoakArgs {
     /// Stop after this many events even if time remains.
     #[arg(long)]
     pub max_events: Option<u64>,
-    /// Tier to drive.
+    /// Tier to drive: the model against itself (default), or the embedded twin through the
+    /// kube-rs client.
     #[arg(long, value_enum, default_value_t = Tier::Model)]
     pub tier: Tier,
-    /// Drive a mutated model (see `verify mutants --list`); the soak must catch it.
+    /// Short for `--tier twin`.
+    #[arg(long)]
+    pub twin: bool,
+    /// On the twin tier, inject faults into the client's requests, replayable from a seed:
+    /// `SEED[:conflict=0.05,throttle=0.05,error=0.05,watch-cut=0.2,slow=0.05,delay-ms=20]`.
+    #[arg(long)]
+    pub faults: Option<String>,
+    /// Drive a mutated model, or on the twin tier a mutated operator; the soak must catch it.
     #[arg(long)]
     pub mutant: Option<model::mutants::Mutant>,
     /// Largest initial cluster, in nodes (the stream keeps it within twice that).

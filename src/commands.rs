@@ -568,6 +568,16 @@ fn twin_serve(
 /// `verify soak`: churn until the deadline, Ctrl-C or the first finding; series, checkpoint,
 /// counterexample and a history row.
 fn soak(args: SoakArgs) -> Result<i32> {
+    let twin = args.twin || args.tier == Tier::Twin;
+    let faults = args
+        .faults
+        .as_deref()
+        .map(live::twin::faults::FaultConfig::parse)
+        .transpose()
+        .map_err(|e| UsageError(format!("--faults: {e}")))?;
+    if faults.is_some() && !twin {
+        return Err(UsageError("--faults needs the twin tier (--twin)".into()).into());
+    }
     let config = soak::SoakConfig {
         seed: args.seed,
         shape: generators::ShapeConfig {
@@ -578,15 +588,31 @@ fn soak(args: SoakArgs) -> Result<i32> {
         max_events: args.max_events,
         rate: args.rate,
         checkpoint_every: args.checkpoint_every,
+        awareness_flips: !twin,
+        // A twin replay costs a twin and its convergence: fewer shrink candidates there.
+        shrink_budget: if twin { 24 } else { 400 },
         ..soak::SoakConfig::default()
     };
     let stop = config.stop.clone();
-    // A second Ctrl-C is left to the default handler only after this one returns.
     ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::Relaxed))
         .context("installing the Ctrl-C handler")?;
     let mutant = args.mutant;
-    let mut target = soak::ModelTarget::new(mutant);
-    println!("{}", soak::Target::describe(&target));
+    let twin_config = fuzz::twin::TwinConfig {
+        faults,
+        ..fuzz::twin::TwinConfig::default()
+    };
+    let make = |twin_config: &fuzz::twin::TwinConfig| -> Result<Box<dyn soak::Target>> {
+        Ok(if twin {
+            Box::new(
+                soak::TwinTarget::start(twin_config.clone(), mutant)
+                    .map_err(|e| anyhow::anyhow!("starting the embedded twin: {e}"))?,
+            )
+        } else {
+            Box::new(soak::ModelTarget::new(mutant))
+        })
+    };
+    let mut target = make(&twin_config)?;
+    println!("{}", target.describe());
     let dir = scenario::RunDir::create_now(&args.run_dir)
         .with_context(|| format!("creating a run directory under {}", args.run_dir.display()))?;
     println!(
@@ -597,8 +623,13 @@ fn soak(args: SoakArgs) -> Result<i32> {
     );
     let report = soak::run(
         &config,
-        &mut target,
-        &mut || Box::new(soak::ModelTarget::new(mutant)),
+        target.as_mut(),
+        &mut || match make(&twin_config) {
+            Ok(t) => t,
+            // A replay twin that cannot start judges nothing: the model stands in, so the
+            // stretch is kept whole rather than shrunk on a broken target.
+            Err(_) => Box::new(soak::ModelTarget::new(mutant)),
+        },
         &dir,
         &mut |s| {
             eprintln!(
@@ -608,7 +639,7 @@ fn soak(args: SoakArgs) -> Result<i32> {
         },
     )
     .map_err(|e| anyhow::anyhow!(e))?;
-    let row = report.history_row(dir.id(), "model", args.seed);
+    let row = report.history_row(dir.id(), if twin { "twin" } else { "model" }, args.seed);
     soak::series::append_history(&args.history, &row)
         .with_context(|| format!("appending to {}", args.history.display()))?;
     if let Some(f) = &report.failure {

@@ -345,7 +345,7 @@ pub fn run_observed(
             scope.spawn(|| {
                 let twin = match config.tier {
                     Tier::Model => None,
-                    Tier::Twin => match TwinRunner::start(config.twin) {
+                    Tier::Twin => match TwinRunner::start(config.twin.clone()) {
                         Ok(t) => Some(t),
                         Err(e) => {
                             errors.lock().map(|mut v| v.push(e.to_string())).ok();

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use live::client::{self, Client, Quiescence, Quiescer, RunId};
 use live::twin::operator::{run_operator, OperatorHandle};
-use live::twin::server::{spawn_with_store, TwinHandle};
+use live::twin::server::TwinHandle;
 use live::twin::store::{Store, StoreConfig};
 use model::events::{Event, World};
 use model::mutants::Mutant;
@@ -20,7 +20,7 @@ use model::scenario::Scenario;
 pub const TWIN_PROPERTY: &str = "twin-matches-model";
 
 /// How long the twin tier waits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TwinConfig {
     /// Quiet this long and the operator is taken to be done.
     pub window: Duration,
@@ -30,6 +30,8 @@ pub struct TwinConfig {
     pub budget: Duration,
     /// Twin evaluations a shrink may spend when the model alone cannot reproduce a failure.
     pub shrink_steps: u32,
+    /// Faults the twin injects into the client's requests (the client retries them).
+    pub faults: Option<live::twin::faults::FaultConfig>,
 }
 
 impl Default for TwinConfig {
@@ -39,6 +41,7 @@ impl Default for TwinConfig {
             confirm_window: Duration::from_millis(500),
             budget: Duration::from_secs(30),
             shrink_steps: 24,
+            faults: None,
         }
     }
 }
@@ -127,6 +130,16 @@ pub struct TwinRunner {
     runtime: tokio::runtime::Runtime,
     client: Client,
     config: TwinConfig,
+    /// A step-by-step run in progress ([`TwinRunner::begin`]).
+    session: Option<Session>,
+}
+
+/// A step-by-step run: its id, the model world of what was written, its watcher and operator.
+struct Session {
+    run: RunId,
+    world: World,
+    quiescer: Quiescer,
+    operator: OperatorHandle,
 }
 
 fn empty_store() -> Store {
@@ -139,7 +152,11 @@ impl TwinRunner {
     /// Serves a twin on a free loopback port and connects the client to it.
     pub fn start(config: TwinConfig) -> Result<TwinRunner, TwinError> {
         let infra = |e: String| TwinError::Infrastructure(e);
-        let twin = spawn_with_store(None, empty_store()).map_err(|e| infra(e.to_string()))?;
+        let served = live::twin::server::ServeConfig {
+            faults: config.faults.clone(),
+        };
+        let twin = live::twin::server::spawn_configured(None, empty_store(), served)
+            .map_err(|e| infra(e.to_string()))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -153,6 +170,7 @@ impl TwinRunner {
             runtime,
             client,
             config,
+            session: None,
         })
     }
 
@@ -210,6 +228,144 @@ impl TwinRunner {
             }
         }
         Ok(None)
+    }
+
+    /// Starts a step-by-step run (a soak): writes `start`'s cluster (nodes before their
+    /// Devices, as [`write_steps`] orders them) with the operator mutated by `mutant`, and
+    /// converges. Later events go through [`TwinRunner::step`]; [`TwinRunner::end`] tears down.
+    pub fn begin(
+        &mut self,
+        start: &Scenario,
+        mutant: Option<Mutant>,
+    ) -> Result<Option<TwinDivergence>, TwinError> {
+        self.end()?;
+        let run =
+            RunId::new("verify-soak").map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+        let store = self.twin.store();
+        store.write(|st| *st = empty_store());
+        let mut settings = start.cluster.settings.clone();
+        settings.mutant = mutant;
+        let operator =
+            run_operator(store, settings).map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+        let cluster = client::mocked_cluster(&start.cluster, &run);
+        let (bare, steps) = write_steps(&cluster, &[], &run);
+        let world = World::new(bare.clone());
+        let quiescer = Quiescer::new(&self.client, &run);
+        self.session = Some(Session {
+            run,
+            world,
+            quiescer,
+            operator,
+        });
+        let written = self
+            .runtime
+            .block_on(self.client.mock(&bare, &self.session_run()?));
+        written.map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+        if let Some(d) = self.converge_session("the nodes, before their Devices")? {
+            return Ok(Some(d));
+        }
+        for (label, events) in steps {
+            if let Some(d) = self.write_session(&label, &events)? {
+                return Ok(Some(d));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Writes one event of a step-by-step run (a joining node before and after its Devices)
+    /// and converges. An awareness flip is refused: the operator's flags are fixed at start.
+    pub fn step(&mut self, event: &Event) -> Result<Option<TwinDivergence>, TwinError> {
+        if matches!(event, Event::AwarenessFlip) {
+            return Err(TwinError::Infrastructure(
+                "an awareness flip cannot be written: the operator's flags are fixed at start"
+                    .into(),
+            ));
+        }
+        let run = self.session_run()?;
+        let (_, steps) = write_steps(
+            &model::Cluster::default(),
+            std::slice::from_ref(event),
+            &run,
+        );
+        for (label, events) in steps {
+            if let Some(d) = self.write_session(&label, &events)? {
+                return Ok(Some(d));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Objects the step-by-step run has written or the operator derived for it.
+    pub fn session_objects(&self) -> usize {
+        self.session.as_ref().map_or(0, |s| {
+            let d = s.world.observe();
+            s.world.cluster().nodes.len()
+                + d.resource_flavors.len()
+                + d.instance_types.len()
+                + d.cluster_queues.len()
+                + d.local_queues.len()
+        })
+    }
+
+    /// Requests the twin has served so far (all verbs and resources).
+    pub fn api_calls(&self) -> u64 {
+        self.twin.counters().total_requests()
+    }
+
+    /// Ends a step-by-step run: stops its operator, deletes what the run labelled and returns
+    /// how many of its objects are left (0 when clean).
+    pub fn end(&mut self) -> Result<usize, TwinError> {
+        let Some(session) = self.session.take() else {
+            return Ok(0);
+        };
+        session.operator.stop();
+        let teardown = self
+            .runtime
+            .block_on(self.client.teardown(&session.run))
+            .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+        Ok(teardown.leftovers.len())
+    }
+
+    fn session_run(&self) -> Result<RunId, TwinError> {
+        self.session
+            .as_ref()
+            .map(|s| s.run.clone())
+            .ok_or_else(|| TwinError::Infrastructure("no step-by-step run was begun".into()))
+    }
+
+    /// Applies `events` to the session's mirror world, syncs the twin to it and converges.
+    fn write_session(
+        &mut self,
+        label: &str,
+        events: &[Event],
+    ) -> Result<Option<TwinDivergence>, TwinError> {
+        let session = self
+            .session
+            .as_mut()
+            .ok_or_else(|| TwinError::Infrastructure("no step-by-step run was begun".into()))?;
+        let before = session.world.cluster().clone();
+        for event in events {
+            session.world.apply(event);
+        }
+        let after = session.world.cluster().clone();
+        let run = session.run.clone();
+        self.runtime
+            .block_on(self.client.sync(Some(&before), &after, &run))
+            .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+        self.converge_session(label)
+    }
+
+    fn converge_session(&mut self, label: &str) -> Result<Option<TwinDivergence>, TwinError> {
+        let Some(mut session) = self.session.take() else {
+            return Err(TwinError::Infrastructure(
+                "no step-by-step run was begun".into(),
+            ));
+        };
+        let outcome =
+            self.runtime
+                .block_on(self.converge(&mut session.quiescer, &session.world, label));
+        self.session = Some(session);
+        outcome
     }
 
     /// Waits for quiescence and diffs; a difference is confirmed after a longer quiet window.

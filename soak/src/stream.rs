@@ -28,6 +28,8 @@ pub struct EventStream {
     runner: TestRunner,
     shape: ShapeConfig,
     drawn: u64,
+    /// Whether awareness may flip (a twin's operator has its flags fixed at start).
+    flips: bool,
 }
 
 impl EventStream {
@@ -36,7 +38,15 @@ impl EventStream {
             runner: TestRunner::new_with_rng(Config::default(), stream_rng(seed)),
             shape,
             drawn: 0,
+            flips: true,
         }
+    }
+
+    /// The same stream with no awareness flips: where one would be drawn, a fresh namespace
+    /// is created instead (still churn, and one the twin's operator can follow).
+    pub fn without_awareness_flips(mut self) -> Self {
+        self.flips = false;
+        self
     }
 
     /// The next event that can apply to `world`: a finish of a held Workload, a node leaving
@@ -76,6 +86,11 @@ impl EventStream {
             if event != Event::AwarenessFlip && !lone_leave {
                 break;
             }
+        }
+        if event == Event::AwarenessFlip && !self.flips {
+            event = Event::NamespaceCreate {
+                name: format!("soak-ns-{}", self.drawn),
+            };
         }
         // Names unique over the whole stream: a finish names one Workload, and a join adds a
         // node instead of replacing the generator's one `node-j0`.

@@ -4,10 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use model::derive::Derived;
 use model::events::{Event, World};
 use model::mutants::Mutant;
 use model::scenario::Scenario;
+
+use crate::invariants::Finding;
 
 /// Why a target could not answer: the soak stops as inconclusive (exit 3), never as a failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,19 +23,15 @@ pub trait Target {
     fn start(&mut self, from: &Scenario) -> Result<Duration, TargetError>;
     /// Applies one event and waits for quiescence; returns how long quiescence took.
     fn apply(&mut self, event: &Event) -> Result<Duration, TargetError>;
-    /// What the target publishes now.
-    fn observe(&mut self) -> Result<Derived, TargetError>;
+    /// How what the target publishes now differs from what the model expects of it (each
+    /// target keeps its own model of what it was sent), or `None`.
+    fn divergence(&mut self) -> Result<Option<Finding>, TargetError>;
     /// API calls made so far (0 where there is no API).
     fn api_calls(&self) -> u64 {
         0
     }
     /// Objects the target holds for this run now.
     fn objects_alive(&self) -> usize;
-    /// The property a divergence of this target is recorded under (a mutated model's is
-    /// `mutant-<name>`, which `verify replay` knows how to reproduce).
-    fn divergence_property(&self) -> String {
-        "divergence".to_string()
-    }
     /// True when the target is the reference model itself: nothing to apply or diff.
     fn mirrors_reference(&self) -> bool {
         false
@@ -47,21 +44,16 @@ pub trait Target {
 /// model tier with `--mutant` exercises the divergence path end to end.
 pub struct ModelTarget {
     mutant: Option<Mutant>,
-    world: Option<World>,
+    /// (the reference's twin, the mutated world) once started.
+    worlds: Option<(World, World)>,
 }
 
 impl ModelTarget {
     pub fn new(mutant: Option<Mutant>) -> Self {
         ModelTarget {
             mutant,
-            world: None,
+            worlds: None,
         }
-    }
-
-    fn world(&mut self) -> Result<&mut World, TargetError> {
-        self.world
-            .as_mut()
-            .ok_or_else(|| TargetError("the model target was not started".into()))
     }
 }
 
@@ -80,40 +72,46 @@ impl Target for ModelTarget {
         self.mutant.is_none()
     }
 
-    fn divergence_property(&self) -> String {
-        self.mutant
-            .map_or_else(|| "divergence".to_string(), |m| format!("mutant-{m}"))
-    }
-
     fn start(&mut self, from: &Scenario) -> Result<Duration, TargetError> {
         let started = Instant::now();
         if self.mirrors_reference() {
             return Ok(started.elapsed());
         }
-        let mut from = from.clone();
-        from.cluster.settings.mutant = self.mutant;
-        self.world = Some(from.start());
+        let mut mutated = from.clone();
+        mutated.cluster.settings.mutant = self.mutant;
+        self.worlds = Some((from.start(), mutated.start()));
         Ok(started.elapsed())
     }
 
     fn apply(&mut self, event: &Event) -> Result<Duration, TargetError> {
         let started = Instant::now();
-        if let Some(world) = self.world.as_mut() {
-            world.apply(event);
+        if let Some((clean, mutated)) = self.worlds.as_mut() {
+            clean.apply(event);
+            mutated.apply(event);
         }
         Ok(started.elapsed())
     }
 
-    fn observe(&mut self) -> Result<Derived, TargetError> {
-        Ok(self.world()?.observe())
+    fn divergence(&mut self) -> Result<Option<Finding>, TargetError> {
+        let (Some(m), Some((clean, mutated))) = (self.mutant, self.worlds.as_ref()) else {
+            return Ok(None);
+        };
+        // Recorded as `mutant-<name>`, which `verify replay` knows how to reproduce.
+        Ok(crate::invariants::divergence(
+            format!("mutant-{m}"),
+            &clean.observe(),
+            &mutated.observe(),
+        ))
     }
 
     fn objects_alive(&self) -> usize {
-        self.world.as_ref().map_or(0, crate::invariants::objects_of)
+        self.worlds
+            .as_ref()
+            .map_or(0, |(_, mutated)| crate::invariants::objects_of(mutated))
     }
 
     fn teardown(&mut self) -> Result<usize, TargetError> {
-        self.world = None;
+        self.worlds = None;
         Ok(0)
     }
 }
