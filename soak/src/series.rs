@@ -55,6 +55,11 @@ impl SeriesWriter {
 
 /// Reads a series back (reports, tests).
 pub fn read_series(path: &Path) -> Result<Vec<Sample>, String> {
+    read_rows(path)
+}
+
+/// Every row of a CSV file the soak wrote; errors name the file and the row.
+fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, String> {
     let mut reader =
         csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
     reader
@@ -101,13 +106,7 @@ pub fn append_history(path: &Path, row: &HistoryRow) -> io::Result<()> {
 
 /// Reads the history back.
 pub fn read_history(path: &Path) -> Result<Vec<HistoryRow>, String> {
-    let mut reader =
-        csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    reader
-        .deserialize()
-        .enumerate()
-        .map(|(i, row)| row.map_err(|e| format!("{}: row {}: {e}", path.display(), i + 1)))
-        .collect()
+    read_rows(path)
 }
 
 /// One plot of the series: file name, title, y label, and the column it draws.
