@@ -8,6 +8,15 @@ use crate::cli::{
     AuditArgs, CheckArgs, CleanupArgs, Command, Format, FuzzArgs, SoakArgs, Tier, TwinCommand,
 };
 
+/// Prints a line for a long-running server: a reader that went away (a closed pipe) must not
+/// stop the server, so write errors are ignored.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 /// Bad input or a missing required input: exit 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -534,9 +543,9 @@ fn twin_serve(
     };
     let (handle, _operator) = live::twin::operator::spawn_twin(port, store, serve, operator)
         .map_err(|e| UsageError(format!("cannot serve the twin on 127.0.0.1: {e}")))?;
-    println!("twin: serving the Kubernetes API on {}", handle.url());
+    say!("twin: serving the Kubernetes API on {}", handle.url());
     if let Some(f) = &faults {
-        println!(
+        say!(
             "faults: seed {} (conflict {}, throttle {}, error {}, watch-cut {}, slow {} by {} ms); counters at {}{}",
             f.seed,
             f.conflict_share,
@@ -550,7 +559,7 @@ fn twin_serve(
         );
     }
     if let Some(m) = mutant {
-        println!("mutant: {m} ({})", m.describe());
+        say!("mutant: {m} ({})", m.describe());
     }
     if let Some(path) = kubeconfig_out {
         std::fs::write(
@@ -558,9 +567,9 @@ fn twin_serve(
             live::twin::kubeconfig::kubeconfig_yaml(handle.url(), "verify-twin"),
         )
         .with_context(|| format!("writing the kubeconfig to {}", path.display()))?;
-        println!("kubeconfig: {} (context verify-twin)", path.display());
+        say!("kubeconfig: {} (context verify-twin)", path.display());
     }
-    println!("stop with Ctrl-C");
+    say!("stop with Ctrl-C");
     handle.wait().context("the twin stopped")?;
     Ok(0)
 }
