@@ -607,3 +607,76 @@ fn workloads_verdicts_and_the_admission_check_fit_their_crds_unpruned() {
     assert_eq!(check[0]["status"]["conditions"][0]["reason"], "Ready");
     assert_eq!(validate(&ac_schema, &check[0]).as_ref(), Ok(&check[0]));
 }
+
+/// The reference operator plays NFD's master: a NodeFeature's labels in NFD's namespace land
+/// on its Node (and a label it stops carrying goes away), so the CPU key the chain derives
+/// follows what NFD reported, not what the Node was created with.
+#[test]
+fn node_feature_labels_are_merged_onto_their_node() {
+    let mut node = model::examples::nfd_node("cpu-a", "AMD", "AMD EPYC 7R32", 4);
+    node.labels.remove(model::labels::CPU_VENDOR);
+    node.annotations.clear();
+    let cluster = Cluster {
+        nodes: vec![node],
+        ..walkthrough()
+    };
+    let mut store = store_with(&cluster);
+    let settings = cluster.settings.clone();
+    let flavors = |store: &Store| -> Vec<String> {
+        store
+            .list(&kinds::RESOURCE_FLAVOR, None, &Selector::everything())
+            .unwrap()
+            .items
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    reconcile(&mut store, &settings, None).unwrap();
+    assert!(
+        flavors(&store)
+            .iter()
+            .all(|f| f.starts_with("gpustack--generic-")),
+        "{:?}",
+        flavors(&store)
+    );
+    let feature = |vendor: Option<&str>| {
+        let mut labels = serde_json::Map::new();
+        labels.insert("example.com/not-nfd".into(), json!("ignored"));
+        if let Some(v) = vendor {
+            labels.insert(model::labels::CPU_VENDOR.into(), json!(v));
+        }
+        json!({"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+            "metadata": {"name": "cpu-a-nfd", "namespace": settings.system_namespace,
+                "labels": {"nfd.node.kubernetes.io/node-name": "cpu-a"}},
+            "spec": {"labels": labels}})
+    };
+    let ns = Some(settings.system_namespace.as_str());
+    store
+        .create(&kinds::NODE_FEATURE, ns, feature(Some("AMD")))
+        .unwrap();
+    reconcile(&mut store, &settings, None).unwrap();
+    let node = store.get(&kinds::NODE, None, "cpu-a").unwrap();
+    assert_eq!(
+        node["metadata"]["labels"][model::labels::CPU_VENDOR],
+        json!("AMD")
+    );
+    assert!(node["metadata"]["labels"]
+        .get("example.com/not-nfd")
+        .is_none());
+    assert!(
+        flavors(&store)
+            .iter()
+            .any(|f| f.starts_with("gpustack--amd-")),
+        "{:?}",
+        flavors(&store)
+    );
+    // NFD stops reporting the vendor: the label leaves the Node again.
+    let mut changed = store.get(&kinds::NODE_FEATURE, ns, "cpu-a-nfd").unwrap();
+    changed["spec"] = feature(None)["spec"].clone();
+    store.update(&kinds::NODE_FEATURE, ns, changed).unwrap();
+    reconcile(&mut store, &settings, None).unwrap();
+    let node = store.get(&kinds::NODE, None, "cpu-a").unwrap();
+    assert!(node["metadata"]["labels"]
+        .get(model::labels::CPU_VENDOR)
+        .is_none());
+}

@@ -63,9 +63,10 @@ pub fn reconcile_logged(
     settings: &Settings,
     previous: Option<&Derived>,
 ) -> Result<(Derived, Writes), OperatorError> {
+    let mut writes = Writes::default();
+    merge_node_features(store, &mut writes)?;
     let cluster = read_cluster(store, settings)?;
     let derived = derive_after(&cluster, previous);
-    let mut writes = Writes::default();
     let input_labels = |name: &str| {
         cluster
             .nodes
@@ -129,6 +130,63 @@ pub(crate) fn write_err(
 
 /// Server-side apply of the Worker's labels on one Node (force: the Worker owns them). A
 /// no-op apply writes nothing; labels it no longer applies are removed by the apply itself.
+/// The field manager NFD's master applies NodeFeature labels with.
+pub const NFD_FIELD_MANAGER: &str = "nfd-master";
+
+/// The label namespace NFD always lets a NodeFeature write onto its Node (other namespaces
+/// need nfd-master's `extraLabelNs`, which the twin does not configure).
+const NFD_LABEL_PREFIX: &str = "feature.node.kubernetes.io/";
+
+/// Plays NFD's master: each NodeFeature tied to a Node by `nfd.node.kubernetes.io/node-name`
+/// has its `spec.labels` in NFD's own namespace applied onto that Node (field manager
+/// `nfd-master`; a label the NodeFeature stops carrying is removed by the apply). A
+/// NodeFeature whose Node does not exist waits for it.
+fn merge_node_features(store: &mut Store, writes: &mut Writes) -> Result<(), OperatorError> {
+    let features = store
+        .list(&kinds::NODE_FEATURE, None, &Selector::everything())
+        .map(|l| l.items)
+        .unwrap_or_default();
+    let mut by_node: std::collections::BTreeMap<String, Map<String, Value>> = Default::default();
+    for f in &features {
+        let Some(node) = f
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(crate::crd::nfd::NODE_NAME_LABEL))
+            .and_then(Value::as_str)
+        else {
+            continue;
+        };
+        let labels = by_node.entry(node.to_string()).or_default();
+        for (k, v) in string_map(f, "/spec/labels") {
+            if k.starts_with(NFD_LABEL_PREFIX) {
+                labels.insert(k, v);
+            }
+        }
+    }
+    for (node, labels) in by_node {
+        if store.get(&kinds::NODE, None, &node).is_err() {
+            continue;
+        }
+        let before = store.resource_version();
+        let config = json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": node, "labels": labels}});
+        store
+            .apply(
+                &kinds::NODE,
+                None,
+                &node,
+                Subresource::Main,
+                config,
+                NFD_FIELD_MANAGER,
+                true,
+            )
+            .map_err(write_err("apply", &kinds::NODE, &node))?;
+        if store.resource_version() != before {
+            writes.done.push(("apply", "Node", node));
+        }
+    }
+    Ok(())
+}
+
 fn apply_node_labels(
     store: &mut Store,
     name: &str,
