@@ -88,10 +88,17 @@ fn case(args: crate::cli::CaseArgs) -> Result<i32> {
     let model_tier = cases::ModelTier {
         mutant: args.mutant,
     };
-    let (tier, runner): (&str, &dyn cases::TierRunner) = match args.tier {
-        CaseTier::Model => ("model", &model_tier),
-        CaseTier::Twin => ("twin", &cases::UnavailableTier(cases::Tier::Twin)),
-        CaseTier::Live => ("live", &cases::UnavailableTier(cases::Tier::Live)),
+    let twin_tier = match args.tier {
+        CaseTier::Twin => Some(
+            cases::TwinTier::start(args.mutant)
+                .map_err(|e| anyhow::anyhow!("starting the embedded twin: {e}"))?,
+        ),
+        _ => None,
+    };
+    let (tier, runner): (&str, &dyn cases::TierRunner) = match (&args.tier, &twin_tier) {
+        (CaseTier::Twin, Some(t)) => ("twin", t),
+        (CaseTier::Live, _) => ("live", &cases::UnavailableTier(cases::Tier::Live)),
+        _ => ("model", &model_tier),
     };
     if args.report_only {
         if block != Some(cases::Block::Rdma) {

@@ -19,11 +19,13 @@ pub mod library;
 pub mod render;
 pub mod run;
 pub mod tier;
+pub mod twin;
 
 pub use index::{index, IndexEntry, Scope};
 pub use library::{case, cases, LockedCase};
 pub use run::{CaseRun, Row, Status, Verdict};
 pub use tier::{run_gated, ModelTier, Tier, TierRunner, UnavailableTier};
+pub use twin::{TwinTier, TWIN_CHECK};
 
 /// A block of hardware cases, run in the block runner's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
