@@ -124,9 +124,16 @@ pub fn seed_list(config: &FuzzConfig) -> Vec<u64> {
 
 /// The deterministic random source of one seed.
 fn rng_for(seed: u64) -> TestRng {
+    seeded_rng(seed, b"verify:1")
+}
+
+/// A ChaCha source from `seed` and a `salt` (at most 24 bytes) naming what draws from it, so
+/// streams of the same seed for different purposes stay apart.
+pub fn seeded_rng(seed: u64, salt: &[u8]) -> TestRng {
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    bytes[8..16].copy_from_slice(b"verify:1");
+    let salt = &salt[..salt.len().min(24)];
+    bytes[8..8 + salt.len()].copy_from_slice(salt);
     TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
 }
 

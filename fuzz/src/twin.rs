@@ -298,12 +298,7 @@ impl TwinRunner {
     /// Objects the step-by-step run has written or the operator derived for it.
     pub fn session_objects(&self) -> usize {
         self.session.as_ref().map_or(0, |s| {
-            let d = s.world.observe();
-            s.world.cluster().nodes.len()
-                + d.resource_flavors.len()
-                + d.instance_types.len()
-                + d.cluster_queues.len()
-                + d.local_queues.len()
+            s.world.cluster().nodes.len() + s.world.observe().object_count()
         })
     }
 

@@ -23,6 +23,16 @@ pub struct Node {
     pub devices: Option<Devices>,
 }
 
+impl Node {
+    /// Every card of the node's Devices, group by group (none without Devices).
+    pub fn cards(&self) -> impl Iterator<Item = &crate::devices::Card> {
+        self.devices
+            .iter()
+            .flat_map(|d| &d.groups)
+            .flat_map(|g| &g.cards)
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Namespace {

@@ -44,6 +44,16 @@ pub struct Derived {
     pub local_queues: Vec<LocalQueue>,
 }
 
+impl Derived {
+    /// The chain's objects: ResourceFlavors, InstanceTypes, ClusterQueues and LocalQueues.
+    pub fn object_count(&self) -> usize {
+        self.resource_flavors.len()
+            + self.instance_types.len()
+            + self.cluster_queues.len()
+            + self.local_queues.len()
+    }
+}
+
 /// The nodes as the pool steps read them, with indexes built once so that each pool looks at
 /// its own nodes only (a pool step never scans the whole cluster).
 struct NodeTable<'a> {

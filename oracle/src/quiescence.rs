@@ -57,12 +57,7 @@ pub fn at_quiescence(world: &World, observed: &Derived) -> Vec<(&'static str, St
 /// Every card's remaining units lie in [0, D] and its logical slices within its slots.
 pub fn cards_within_bounds(w: &World) -> Check {
     for node in &w.cluster().nodes {
-        for card in node
-            .devices
-            .iter()
-            .flat_map(|d| &d.groups)
-            .flat_map(|g| &g.cards)
-        {
+        for card in node.cards() {
             let (Some(cap), Some(l)) = (&card.capability, &card.ledger) else {
                 continue;
             };
@@ -86,12 +81,7 @@ pub fn cards_within_bounds(w: &World) -> Check {
 /// A card outside MIG mode carries no partition: no profiles allocated, no live instance.
 pub fn no_partition_on_plain(w: &World) -> Check {
     for node in &w.cluster().nodes {
-        for card in node
-            .devices
-            .iter()
-            .flat_map(|d| &d.groups)
-            .flat_map(|g| &g.cards)
-        {
+        for card in node.cards() {
             if card.is_partitioned() {
                 continue;
             }

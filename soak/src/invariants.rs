@@ -16,12 +16,8 @@ pub struct Finding {
 
 /// Objects a world publishes, plus its nodes and held Workloads (the series' "objects alive").
 pub fn objects_of(world: &World) -> usize {
-    let d = &world.admission.derived;
     world.cluster().nodes.len()
-        + d.resource_flavors.len()
-        + d.instance_types.len()
-        + d.cluster_queues.len()
-        + d.local_queues.len()
+        + world.admission.derived.object_count()
         + world.admission.holds.len()
 }
 

@@ -4,7 +4,7 @@
 use model::events::{Event, World};
 use proptest::prelude::Rng;
 use proptest::strategy::{Strategy, ValueTree};
-use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use proptest::test_runner::{Config, TestRunner};
 
 use generators::{arb_event, ShapeConfig};
 
@@ -14,14 +14,6 @@ const FINISH_ODDS: u64 = 4;
 
 /// Draws before an awareness flip is accepted (see [`EventStream::next`]).
 const FLIP_REDRAWS: usize = 4;
-
-/// The stream's random source (a salt apart from the fuzz seeds' own).
-fn stream_rng(seed: u64) -> TestRng {
-    let mut bytes = [0u8; 32];
-    bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    bytes[8..19].copy_from_slice(b"verify:soak");
-    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
-}
 
 /// Draws the next event for a world.
 pub struct EventStream {
@@ -35,7 +27,10 @@ pub struct EventStream {
 impl EventStream {
     pub fn new(seed: u64, shape: ShapeConfig) -> Self {
         EventStream {
-            runner: TestRunner::new_with_rng(Config::default(), stream_rng(seed)),
+            runner: TestRunner::new_with_rng(
+                Config::default(),
+                fuzz::seeded_rng(seed, b"verify:soak"),
+            ),
             shape,
             drawn: 0,
             flips: true,
