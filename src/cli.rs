@@ -120,8 +120,9 @@ pub struct FuzzArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Parallel workers (default: the cores on the model tier, four per core on the twin
-    /// tier, whose workers mostly wait for quiescence).
-    #[arg(long)]
+    /// tier, whose workers mostly wait for quiescence; two on a cluster). On a cluster each
+    /// worker's seeds get their own pools, so `--parallel K` runs K seeds side by side.
+    #[arg(long, visible_alias = "parallel")]
     pub jobs: Option<usize>,
     /// Run one slice of the seed range, `I/N` (seeds with seed % N == I).
     #[arg(long, value_parser = parse_shard)]
@@ -129,13 +130,20 @@ pub struct FuzzArgs {
     /// Diff the model against a mutated model (see `verify mutants --list`).
     #[arg(long)]
     pub mutant: Option<model::mutants::Mutant>,
-    /// Tier to check: `model` (properties only) or `twin` (also through an embedded
-    /// Kubernetes-API twin on 127.0.0.1, the default).
+    /// Tier to check: `model` (properties only), `twin` (also through an embedded
+    /// Kubernetes-API twin on 127.0.0.1, the default) or `live` (also through a cluster running
+    /// the operator; implied by `--context`).
     #[arg(long, value_enum)]
     pub tier: Option<Tier>,
     /// Short for `--tier twin`.
-    #[arg(long, conflicts_with = "tier")]
+    #[arg(long, conflicts_with_all = ["tier", "context"])]
     pub twin: bool,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// Evaluations a shrink may spend on the twin or the cluster when the model alone does
+    /// not reproduce a failure (each is a full run of the candidate).
+    #[arg(long)]
+    pub shrink_budget: Option<u32>,
     /// Largest generated cluster, in nodes.
     #[arg(long, default_value_t = 4)]
     pub max_nodes: usize,
@@ -263,10 +271,12 @@ pub struct CheckArgs {
 pub enum Tier {
     Model,
     Twin,
+    Live,
 }
 
 impl Tier {
-    /// `--tier`/`--twin` resolved: the twin unless the model tier was asked for.
+    /// `--tier`/`--twin`/`--context` resolved: the twin unless another tier was asked for;
+    /// a context means the live tier.
     pub fn chosen(tier: Option<Tier>, twin: bool) -> Tier {
         match (tier, twin) {
             (_, true) => Tier::Twin,
@@ -275,13 +285,47 @@ impl Tier {
         }
     }
 
-    /// Workers when `--jobs` is not given: the cores, four per core on the twin tier.
+    /// [`Tier::chosen`], with `--context` implying the live tier.
+    pub fn with_context(tier: Option<Tier>, twin: bool, live: &LiveArgs) -> Tier {
+        match (tier, &live.context) {
+            (None, Some(_)) if !twin => Tier::Live,
+            _ => Tier::chosen(tier, twin),
+        }
+    }
+
+    /// Workers when `--jobs` is not given: the cores, four per core on the twin tier, two
+    /// lanes on a cluster.
     pub fn default_jobs(self) -> usize {
         match self {
             Tier::Model => default_jobs(),
             Tier::Twin => 4 * default_jobs(),
+            Tier::Live => 2,
         }
     }
+}
+
+/// Where a live run writes (DESIGN.md "Safety on a real cluster").
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct LiveArgs {
+    /// Kubeconfig context of the cluster to run against (required to change a real
+    /// cluster; the kubeconfig's current context is never changed). Implies `--tier live`.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Kubeconfig file (default: KUBECONFIG, else ~/.kube/config).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Answer the confirmation a run on a real cluster asks for (for CI). Without a
+    /// terminal and without `--yes`, a run that would change a real cluster refuses (exit 2).
+    #[arg(long)]
+    pub yes: bool,
+    /// How long each teardown waits for the operator to drop what it derived from the mocks.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
+    pub teardown_budget: std::time::Duration,
+    /// The cluster operator's settings as JSON (model `Settings` fields: `aware_cpu_manufacturer`,
+    /// `mixed_on_node`, …, `system_namespace`), when they differ from the operator's defaults.
+    /// A cluster runs one configuration, so generated scenarios use exactly these.
+    #[arg(long)]
+    pub operator_settings: Option<PathBuf>,
 }
 
 /// `verify case` arguments.

@@ -171,6 +171,25 @@ fn derive(cluster: Option<&Path>, format: Format) -> Result<i32> {
 }
 
 /// Reads a cluster shape; errors name the file, the line and the field serde stopped at.
+/// The live operator's settings: `--operator-settings FILE`, else the operator's defaults.
+fn operator_settings(live: &crate::cli::LiveArgs) -> Result<model::Settings> {
+    let Some(path) = &live.operator_settings else {
+        return Ok(model::Settings::default());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
+    let de = &mut serde_json::Deserializer::from_str(&text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        UsageError(format!(
+            "{}: field `{}`: {} (expected model Settings as JSON)",
+            path.display(),
+            e.path(),
+            e.inner()
+        ))
+        .into()
+    })
+}
+
 fn read_cluster(path: &Path) -> Result<model::Cluster> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
@@ -194,11 +213,21 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Mutex;
 
-    let tier = Tier::chosen(args.tier, args.twin);
+    let tier = Tier::with_context(args.tier, args.twin, &args.live);
     println!("{}", tier_banner(tier));
+    let prepared = match tier {
+        Tier::Live => match crate::live_run::prepare(
+            &args.live,
+            "fake Nodes, NodeFeatures, Devices and Namespaces (one set of run-unique pools per seed)",
+        ) {
+            Ok(p) => Some(p),
+            Err(code) => return Ok(code),
+        },
+        _ => None,
+    };
     let regressions =
         scenario::Regressions::load(&args.regressions).map_err(|e| UsageError(e.to_string()))?;
-    let config = fuzz::FuzzConfig {
+    let mut config = fuzz::FuzzConfig {
         tier: fuzz_tier(tier),
         seeds: args.seeds,
         seed: args.seed,
@@ -216,13 +245,36 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         },
         ..fuzz::FuzzConfig::default()
     };
+    if let Some(budget) = args.shrink_budget {
+        config.twin.shrink_steps = budget;
+    }
     let total = fuzz::seed_list(&config).len() as u64;
     let tier_name = match tier {
         Tier::Model => "model",
         Tier::Twin => "twin",
+        Tier::Live => "live",
     };
     let recorder = start_run_record(&args, &config, total, tier_name)?;
     println!("run directory: {}", recorder.path().display());
+    let run_id = recorder
+        .path()
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    if let Some(p) = &prepared {
+        config.shape.settings = Some(operator_settings(&args.live)?);
+        println!(
+            "run label: {}={run_id}.<token> (one token per seed attempt)",
+            live::client::RUN_LABEL
+        );
+        config.live = Some(fuzz::LiveConfig {
+            kubeconfig: p.kubeconfig.clone(),
+            context: p.context.clone(),
+            run: run_id.clone(),
+            interrupt: p.interrupt.clone(),
+            teardown_budget: args.live.teardown_budget,
+        });
+    }
     let bar = indicatif::ProgressBar::new(total);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -277,6 +329,31 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
     for (seed, why) in &report.inconclusive {
         println!("INCONCLUSIVE seed {seed}: {why}");
     }
+    for (seed, what) in &report.flaky {
+        println!("FLAKY seed {seed}: {what}");
+    }
+    let mut leftovers = report.leftovers.clone();
+    if let Some(p) = &prepared {
+        leftovers.extend(p.sweep(&run_id));
+        if report.interrupted {
+            println!("INTERRUPTED: stopped before every seed was judged; torn down");
+        }
+        for l in &leftovers {
+            println!("LEFTOVER {l}");
+        }
+        if leftovers.is_empty() {
+            println!(
+                "teardown: nothing labelled {}={run_id}.* remains",
+                live::client::RUN_LABEL
+            );
+        } else {
+            println!(
+                "teardown left {} object(s): verify cleanup --run {run_id} --context {}",
+                leftovers.len(),
+                p.context
+            );
+        }
+    }
     if report.ran == 0 {
         println!("NOTHING WAS VERIFIED: no seed was run");
     }
@@ -304,9 +381,12 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         )
         .context("finishing the run directory")?;
     reports::terminal::print_summary(&summary);
-    // A counterexample (1) or an unmet floor (4) outranks seeds the twin could not judge (3).
+    // A counterexample (1) or an unmet floor (4) outranks a flaky divergence (5), which
+    // outranks seeds that could not be judged, an interruption or leftovers (3).
+    let unfinished = !report.inconclusive.is_empty() || report.interrupted || !leftovers.is_empty();
     Ok(match summary.verdict.exit_code() {
-        0 if !report.inconclusive.is_empty() => 3,
+        0 if !report.flaky.is_empty() => 5,
+        0 if unfinished => 3,
         code => code,
     })
 }
@@ -400,6 +480,9 @@ fn tier_banner(tier: Tier) -> &'static str {
         Tier::Twin => {
             "tier: twin (embedded Kubernetes-API twin on 127.0.0.1, one per job; no cluster contacted)"
         }
+        Tier::Live => {
+            "tier: live (a cluster running the operator, fed run-unique mocks; only the run's pools are compared)"
+        }
     }
 }
 
@@ -407,6 +490,7 @@ fn fuzz_tier(tier: Tier) -> fuzz::Tier {
     match tier {
         Tier::Model => fuzz::Tier::Model,
         Tier::Twin => fuzz::Tier::Twin,
+        Tier::Live => fuzz::Tier::Live,
     }
 }
 

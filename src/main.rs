@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod live_run;
 
 use clap::Parser;
 

@@ -48,10 +48,7 @@ impl TierRunner for TwinTier {
             return run;
         }
         let (status, object) = match self.runner.judge(&case.scenario, self.mutant) {
-            Ok(None) => (
-                Status::Pass,
-                format!("embedded twin at {}", self.runner.addr()),
-            ),
+            Ok(None) => (Status::Pass, self.runner.describe()),
             Ok(Some(d)) => (Status::Fail, d.message()),
             Err(e) => (Status::Fail, format!("inconclusive: {e}")),
         };

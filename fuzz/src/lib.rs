@@ -25,6 +25,22 @@ pub enum Tier {
     Model,
     /// The model's properties, then the scenario through an embedded twin.
     Twin,
+    /// The model's properties, then the scenario, localized, through a cluster running the
+    /// operator ([`FuzzConfig::live`]).
+    Live,
+}
+
+/// The cluster a live run writes to.
+#[derive(Clone, Debug)]
+pub struct LiveConfig {
+    pub kubeconfig: live::client::Kubeconfig,
+    pub context: String,
+    /// The run's id: every object carries `verify.gpustack.ai/run=<run>.<token>`.
+    pub run: String,
+    /// Set on Ctrl-C: workers stop between write steps and tear down.
+    pub interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// How long each teardown waits for the operator to drop what it derived.
+    pub teardown_budget: Duration,
 }
 
 /// What one fuzz run does.
@@ -47,6 +63,8 @@ pub struct FuzzConfig {
     pub shrink_steps: u32,
     /// Stop at the first failure (the mutant kill table wants the first seed).
     pub stop_at_first: bool,
+    /// Where the live tier writes (required by [`Tier::Live`]).
+    pub live: Option<LiveConfig>,
 }
 
 impl Default for FuzzConfig {
@@ -63,6 +81,7 @@ impl Default for FuzzConfig {
             regressions: Vec::new(),
             shrink_steps: 4096,
             stop_at_first: false,
+            live: None,
         }
     }
 }
@@ -96,6 +115,12 @@ pub struct FuzzReport {
     pub failures: Vec<Failure>,
     /// Seeds the twin could not judge: `(seed, why)` (exit 3 when nothing failed).
     pub inconclusive: Vec<(u64, String)>,
+    /// Seeds whose divergence did not reproduce from a clean state: `(seed, what)` (exit 5).
+    pub flaky: Vec<(u64, String)>,
+    /// Objects a live run's teardowns could not remove (`verify cleanup` finds them).
+    pub leftovers: Vec<String>,
+    /// Ctrl-C stopped the run before every seed was judged.
+    pub interrupted: bool,
     pub elapsed: Duration,
 }
 
@@ -195,7 +220,8 @@ pub fn judge_seed_observed(
     on_generated: &(dyn Fn(&Scenario) + Sync),
 ) -> Result<Option<Failure>, String> {
     judge_seed_on(seed, config, None, on_generated).map_err(|e| match e {
-        Judged::Error(e) | Judged::Inconclusive(e) => e,
+        Judged::Error(e) | Judged::Inconclusive(e) | Judged::Flaky(e) => e,
+        Judged::Interrupted => "interrupted".into(),
     })
 }
 
@@ -206,6 +232,18 @@ pub enum Judged {
     Error(String),
     /// The twin could not judge it (infrastructure, no quiescence).
     Inconclusive(String),
+    /// A cluster divergence that a clean re-run did not reproduce.
+    Flaky(String),
+    /// Ctrl-C.
+    Interrupted,
+}
+
+fn judged(seed: u64, e: twin::TwinError) -> Judged {
+    match e {
+        twin::TwinError::Flaky(d) => Judged::Flaky(format!("seed {seed}: {}", d.message())),
+        twin::TwinError::Interrupted => Judged::Interrupted,
+        e => Judged::Inconclusive(format!("seed {seed}: {e}")),
+    }
 }
 
 /// Judges one seed: the model's properties (or, on the model tier with a mutant, the model
@@ -232,7 +270,7 @@ pub fn judge_seed_on(
             None => None,
             Some(t) => t
                 .judge(&tree.current(), config.mutant)
-                .map_err(|e| Judged::Inconclusive(format!("seed {seed}: {e}")))?
+                .map_err(|e| judged(seed, e))?
                 .map(|d| ((TWIN_PROPERTY.to_string(), d.message()), true)),
         },
     };
@@ -346,22 +384,34 @@ pub fn run_observed(
     let failures: Mutex<Vec<Failure>> = Mutex::new(Vec::new());
     let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let inconclusive: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
+    let flaky: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
+    let leftovers: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let stop = std::sync::atomic::AtomicBool::new(false);
+    let interrupted = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
-        for _ in 0..config.jobs.max(1) {
-            scope.spawn(|| {
-                let twin = match config.tier {
-                    Tier::Model => None,
-                    Tier::Twin => match TwinRunner::start(config.twin.clone()) {
-                        Ok(t) => Some(t),
-                        Err(e) => {
-                            errors.lock().map(|mut v| v.push(e.to_string())).ok();
-                            return;
-                        }
-                    },
+        for lane in 0..config.jobs.max(1) {
+            let (errors, stop, flaky, leftovers, interrupted) =
+                (&errors, &stop, &flaky, &leftovers, &interrupted);
+            let (failures, inconclusive, next, ran, seeds) =
+                (&failures, &inconclusive, &next, &ran, &seeds);
+            scope.spawn(move || {
+                let twin = match runner_for(config, lane) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        errors.lock().map(|mut v| v.push(e)).ok();
+                        return;
+                    }
                 };
                 loop {
                     if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if config
+                        .live
+                        .as_ref()
+                        .is_some_and(|l| l.interrupt.load(Ordering::Relaxed))
+                    {
+                        interrupted.store(true, Ordering::Relaxed);
                         break;
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed) as usize;
@@ -381,10 +431,22 @@ pub fn run_observed(
                             on_done(seed, None);
                             inconclusive.lock().map(|mut v| v.push((seed, why))).ok();
                         }
+                        Err(Judged::Flaky(what)) => {
+                            ran.fetch_add(1, Ordering::Relaxed);
+                            on_done(seed, None);
+                            flaky.lock().map(|mut v| v.push((seed, what))).ok();
+                        }
+                        Err(Judged::Interrupted) => {
+                            interrupted.store(true, Ordering::Relaxed);
+                            stop.store(true, Ordering::Relaxed);
+                        }
                         Err(Judged::Error(e)) => {
                             errors.lock().map(|mut v| v.push(e)).ok();
                         }
                     }
+                }
+                if let Some(t) = &twin {
+                    leftovers.lock().map(|mut v| v.extend(t.leftovers())).ok();
                 }
             });
         }
@@ -397,12 +459,48 @@ pub fn run_observed(
     failures.sort_by_key(|f| f.seed);
     let mut inconclusive = inconclusive.into_inner().unwrap_or_default();
     inconclusive.sort();
+    let mut flaky = flaky.into_inner().unwrap_or_default();
+    flaky.sort();
     Ok(FuzzReport {
         ran: ran.into_inner(),
         failures,
         inconclusive,
+        flaky,
+        leftovers: leftovers.into_inner().unwrap_or_default(),
+        interrupted: interrupted.into_inner(),
         elapsed: started.elapsed(),
     })
+}
+
+/// Worker `lane`'s runner for the tier: none on the model tier, its own embedded twin, or a
+/// lane of the live run.
+fn runner_for(config: &FuzzConfig, lane: usize) -> Result<Option<TwinRunner>, String> {
+    match config.tier {
+        Tier::Model => Ok(None),
+        Tier::Twin => TwinRunner::start(config.twin.clone())
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        Tier::Live => {
+            let live = config
+                .live
+                .as_ref()
+                .ok_or("the live tier needs a cluster (--context)")?;
+            TwinRunner::connect(
+                live.kubeconfig.clone(),
+                &live.context,
+                config.twin.clone(),
+                twin::Lane {
+                    run: live.run.clone(),
+                    lane,
+                    interrupt: live.interrupt.clone(),
+                    teardown_budget: live.teardown_budget,
+                },
+                model::labels::DEFAULT_SYSTEM_NAMESPACE,
+            )
+            .map(Some)
+            .map_err(|e| e.to_string())
+        }
+    }
 }
 
 /// A failure as the reports show it: with a mutant, where the mutated run first parts from

@@ -6,9 +6,12 @@
 //! One twin per worker thread; between seeds its store is replaced by an empty one and its
 //! operator restarted (a fresh operator has no memory of the previous seed's derivation).
 
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use live::client::{self, Client, Quiescence, Quiescer, RunId};
+use live::client::{self, Client, Kubeconfig, Localizer, Quiescence, Quiescer, RunId, Token};
 use live::twin::operator::{run_operator, OperatorHandle};
 use live::twin::server::TwinHandle;
 use live::twin::store::{Store, StoreConfig};
@@ -46,13 +49,36 @@ impl Default for TwinConfig {
     }
 }
 
-/// Why the twin could not judge a seed (exit 3: inconclusive, not a failure).
+/// Why the twin (or a cluster) could not judge a seed: exit 3 (inconclusive, not a failure),
+/// or for [`TwinError::Flaky`] exit 5.
 #[derive(Debug, thiserror::Error)]
 pub enum TwinError {
     #[error("the embedded twin: {0}")]
     Infrastructure(String),
+    #[error("the cluster: {0}")]
+    Cluster(String),
     #[error("at {step}: {reason}")]
     NoQuiescence { step: String, reason: String },
+    /// A divergence that did not come back when the scenario was re-run from a clean state.
+    #[error("flaky: {}; a re-run from a clean state did not diverge", .0.message())]
+    Flaky(TwinDivergence),
+    /// Ctrl-C: the run stopped between two write steps (and tore down).
+    #[error("interrupted")]
+    Interrupted,
+}
+
+/// A live run's share for one worker ([`TwinRunner::connect`]): every attempt gets its own
+/// [`Token`] and run label `<run>.<token>`, so seeds side by side never share a pool.
+#[derive(Clone, Debug)]
+pub struct Lane {
+    /// The run's id (its run directory's).
+    pub run: String,
+    /// This worker's number within the run.
+    pub lane: usize,
+    /// Set on Ctrl-C: the runner stops between write steps and tears down.
+    pub interrupt: Arc<AtomicBool>,
+    /// How long a teardown waits for the operator to drop what it derived from the mocks.
+    pub teardown_budget: Duration,
 }
 
 /// How the run writes a scenario, and what the model is asked at each quiesced step. The
@@ -124,9 +150,35 @@ impl TwinDivergence {
     }
 }
 
-/// One worker's twin: the served store, its tokio runtime for the client, and the client.
+/// Where a runner's scenarios are written.
+enum Backend {
+    /// An embedded twin: emptied, and its operator restarted, for every scenario.
+    Embedded(TwinHandle),
+    /// A cluster running the operator (the live tier): scenarios are localized first.
+    Cluster(LiveLane),
+}
+
+struct LiveLane {
+    lane: Lane,
+    attempts: AtomicU64,
+    /// What teardowns could not remove, for the run's final report.
+    leftovers: Mutex<Vec<String>>,
+}
+
+impl LiveLane {
+    /// A fresh token and run label for the next attempt.
+    fn next(&self) -> Result<(Token, RunId), TwinError> {
+        let attempt = self.attempts.fetch_add(1, Ordering::Relaxed);
+        let token = Token::new(&self.lane.run, self.lane.lane, attempt);
+        let run = RunId::new(&format!("{}.{}", self.lane.run, token.as_str()))
+            .map_err(|e| TwinError::Cluster(e.to_string()))?;
+        Ok((token, run))
+    }
+}
+
+/// One worker's twin (or cluster lane): its tokio runtime for the client, and the client.
 pub struct TwinRunner {
-    twin: TwinHandle,
+    backend: Backend,
     runtime: tokio::runtime::Runtime,
     client: Client,
     config: TwinConfig,
@@ -134,12 +186,14 @@ pub struct TwinRunner {
     session: Option<Session>,
 }
 
-/// A step-by-step run: its id, the model world of what was written, its watcher and operator.
+/// A step-by-step run: its id, the model world of what was written, its watcher, and its
+/// operator (embedded) or localizer and token (cluster).
 struct Session {
     run: RunId,
     world: World,
     quiescer: Quiescer,
-    operator: OperatorHandle,
+    operator: Option<OperatorHandle>,
+    local: Option<(Localizer, Token)>,
 }
 
 fn empty_store() -> Store {
@@ -166,7 +220,7 @@ impl TwinRunner {
             .block_on(Client::from_kubeconfig_yaml(&yaml, "verify-twin"))
             .map_err(|e| infra(e.to_string()))?;
         Ok(TwinRunner {
-            twin,
+            backend: Backend::Embedded(twin),
             runtime,
             client,
             config,
@@ -174,47 +228,202 @@ impl TwinRunner {
         })
     }
 
-    /// `127.0.0.1:PORT` of this worker's twin.
-    pub fn addr(&self) -> std::net::SocketAddr {
-        self.twin.addr()
+    /// A runner on a cluster that runs the operator, through `context` of `kubeconfig` (the
+    /// live tier; the same client code as the twin tier). The cluster's system namespaces are
+    /// never written.
+    pub fn connect(
+        kubeconfig: Kubeconfig,
+        context: &str,
+        config: TwinConfig,
+        lane: Lane,
+        system_namespace: &str,
+    ) -> Result<TwinRunner, TwinError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| TwinError::Cluster(e.to_string()))?;
+        let client = runtime
+            .block_on(Client::from_kubeconfig(kubeconfig, context))
+            .map_err(|e| TwinError::Cluster(e.to_string()))?
+            .keeping_namespaces([
+                system_namespace.to_string(),
+                model::labels::KUBE_SYSTEM.to_string(),
+            ]);
+        Ok(TwinRunner {
+            backend: Backend::Cluster(LiveLane {
+                lane,
+                attempts: AtomicU64::new(0),
+                leftovers: Mutex::new(Vec::new()),
+            }),
+            runtime,
+            client,
+            config,
+            session: None,
+        })
+    }
+
+    /// What this runner writes to: the embedded twin's `http://127.0.0.1:PORT`, or the
+    /// cluster's server and context.
+    pub fn describe(&self) -> String {
+        match &self.backend {
+            Backend::Embedded(twin) => format!("embedded twin at {}", twin.addr()),
+            Backend::Cluster(_) => format!(
+                "cluster {} (context {})",
+                self.client.target().server,
+                self.client.target().context
+            ),
+        }
+    }
+
+    /// Objects that teardowns on a cluster could not remove (empty on the twin).
+    pub fn leftovers(&self) -> Vec<String> {
+        match &self.backend {
+            Backend::Embedded(_) => Vec::new(),
+            Backend::Cluster(l) => l.leftovers.lock().map(|v| v.clone()).unwrap_or_default(),
+        }
+    }
+
+    fn twin(&self) -> Result<&TwinHandle, TwinError> {
+        match &self.backend {
+            Backend::Embedded(twin) => Ok(twin),
+            Backend::Cluster(_) => Err(TwinError::Cluster(
+                "a mutant or an operator restart needs the embedded twin".into(),
+            )),
+        }
+    }
+
+    fn interrupted(&self) -> Result<(), TwinError> {
+        match &self.backend {
+            Backend::Cluster(l) if l.lane.interrupt.load(Ordering::Relaxed) => {
+                Err(TwinError::Interrupted)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Runs `s` through the twin (its operator mutated by `mutant`) and diffs every step
     /// against the unmutated model. Steps after an `AwarenessFlip` are not checked: the
-    /// operator's flags are fixed when it starts.
+    /// operator's flags are fixed when it starts. On a cluster, `s` is localized first and a
+    /// divergence counts only if a re-run from a clean state diverges again
+    /// ([`TwinError::Flaky`] otherwise).
     pub fn judge(
+        &self,
+        s: &Scenario,
+        mutant: Option<Mutant>,
+    ) -> Result<Option<TwinDivergence>, TwinError> {
+        let lane = match &self.backend {
+            Backend::Embedded(_) => return self.judge_embedded(s, mutant),
+            Backend::Cluster(_) if mutant.is_some() => {
+                return Err(TwinError::Cluster(
+                    "a mutant mutates the embedded twin's operator; a cluster runs its own".into(),
+                ))
+            }
+            Backend::Cluster(lane) => lane,
+        };
+        let Some(first) = self.judge_live(s, lane)? else {
+            return Ok(None);
+        };
+        match self.judge_live(s, lane)? {
+            Some(_) => Ok(Some(first)),
+            None => Err(TwinError::Flaky(first)),
+        }
+    }
+
+    fn judge_embedded(
         &self,
         s: &Scenario,
         mutant: Option<Mutant>,
     ) -> Result<Option<TwinDivergence>, TwinError> {
         let run =
             RunId::new("verify-fuzz").map_err(|e| TwinError::Infrastructure(e.to_string()))?;
-        let store = self.twin.store();
+        let store = self.twin()?.store();
         store.write(|st| *st = empty_store());
         let mut settings = s.cluster.settings.clone();
         settings.mutant = mutant;
         let operator: OperatorHandle =
             run_operator(store, settings).map_err(|e| TwinError::Infrastructure(e.to_string()))?;
-        let outcome = self.runtime.block_on(self.steps(s, &run));
+        let outcome = self.runtime.block_on(self.steps(s, &run, None));
         operator.stop();
         outcome
     }
 
-    async fn steps(&self, s: &Scenario, run: &RunId) -> Result<Option<TwinDivergence>, TwinError> {
+    /// One attempt on the cluster: localize with a fresh token, write and diff step by step,
+    /// then tear down whatever happened (a panic is re-raised after the teardown).
+    fn judge_live(
+        &self,
+        s: &Scenario,
+        lane: &LiveLane,
+    ) -> Result<Option<TwinDivergence>, TwinError> {
+        let (token, run) = lane.next()?;
+        let local = client::localize(s, &token);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            self.runtime
+                .block_on(self.steps(&local, &run, Some(&token)))
+        }));
+        let left = self.tear_down(&run, &token);
+        if let Ok(left) = &left {
+            if let Ok(mut all) = lane.leftovers.lock() {
+                all.extend(left.iter().cloned());
+            }
+        }
+        match outcome {
+            Err(panic) => resume_unwind(panic),
+            Ok(outcome) => {
+                left?;
+                outcome
+            }
+        }
+    }
+
+    /// Deletes what `run` labelled, then what the operator derived from it; returns what is
+    /// left.
+    fn tear_down(&self, run: &RunId, token: &Token) -> Result<Vec<String>, TwinError> {
+        let budget = match &self.backend {
+            Backend::Cluster(l) => l.lane.teardown_budget,
+            Backend::Embedded(_) => self.config.budget,
+        };
+        self.runtime.block_on(async {
+            let cluster = |e: client::ClientError| TwinError::Cluster(e.to_string());
+            let mut left = self.client.teardown(run).await.map_err(cluster)?.leftovers;
+            left.extend(
+                self.client
+                    .remove_derived(token, budget)
+                    .await
+                    .map_err(cluster)?,
+            );
+            Ok(left)
+        })
+    }
+
+    async fn steps(
+        &self,
+        s: &Scenario,
+        run: &RunId,
+        scope: Option<&Token>,
+    ) -> Result<Option<TwinDivergence>, TwinError> {
         let client = &self.client;
         let api = |e: client::ClientError| TwinError::Infrastructure(e.to_string());
         let cluster = client::mocked_cluster(&s.cluster, run);
         let (bare, steps) = write_steps(&cluster, &s.events, run);
         let mut world = World::new(bare.clone());
-        let mut quiescer = Quiescer::new(client, run);
+        let mut quiescer = match scope {
+            Some(token) => Quiescer::scoped(client, run, token),
+            None => Quiescer::new(client, run),
+        };
         client.mock(&bare, run).await.map_err(api)?;
         if let Some(d) = self
-            .converge(&mut quiescer, &world, "the nodes, before their Devices")
+            .converge(
+                &mut quiescer,
+                &world,
+                "the nodes, before their Devices",
+                scope,
+            )
             .await?
         {
             return Ok(Some(d));
         }
         for (label, events) in &steps {
+            self.interrupted()?;
             let before = world.cluster().clone();
             for event in events {
                 world.apply(event);
@@ -223,7 +432,7 @@ impl TwinRunner {
                 .sync(Some(&before), world.cluster(), run)
                 .await
                 .map_err(api)?;
-            if let Some(d) = self.converge(&mut quiescer, &world, label).await? {
+            if let Some(d) = self.converge(&mut quiescer, &world, label, scope).await? {
                 return Ok(Some(d));
             }
         }
@@ -231,31 +440,53 @@ impl TwinRunner {
     }
 
     /// Starts a step-by-step run (a soak): writes `start`'s cluster (nodes before their
-    /// Devices, as [`write_steps`] orders them) with the operator mutated by `mutant`, and
-    /// converges. Later events go through [`TwinRunner::step`]; [`TwinRunner::end`] tears down.
+    /// Devices, as [`write_steps`] orders them) with the operator mutated by `mutant` (twin
+    /// only), and converges. Later events go through [`TwinRunner::step`];
+    /// [`TwinRunner::end`] tears down. On a cluster, `start` and every later event are
+    /// localized with one token for the whole run.
     pub fn begin(
         &mut self,
         start: &Scenario,
         mutant: Option<Mutant>,
     ) -> Result<Option<TwinDivergence>, TwinError> {
         self.end()?;
-        let run =
-            RunId::new("verify-soak").map_err(|e| TwinError::Infrastructure(e.to_string()))?;
-        let store = self.twin.store();
-        store.write(|st| *st = empty_store());
-        let mut settings = start.cluster.settings.clone();
-        settings.mutant = mutant;
-        let operator =
-            run_operator(store, settings).map_err(|e| TwinError::Infrastructure(e.to_string()))?;
-        let cluster = client::mocked_cluster(&start.cluster, &run);
+        let (run, operator, local, start_cluster) = match &self.backend {
+            Backend::Embedded(twin) => {
+                let run = RunId::new("verify-soak")
+                    .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+                let store = twin.store();
+                store.write(|st| *st = empty_store());
+                let mut settings = start.cluster.settings.clone();
+                settings.mutant = mutant;
+                let operator = run_operator(store, settings)
+                    .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+                (run, Some(operator), None, start.cluster.clone())
+            }
+            Backend::Cluster(_) if mutant.is_some() => {
+                return Err(TwinError::Cluster(
+                    "a mutant mutates the embedded twin's operator; a cluster runs its own".into(),
+                ))
+            }
+            Backend::Cluster(lane) => {
+                let (token, run) = lane.next()?;
+                let localizer = Localizer::new(start, &token);
+                let cluster = localizer.cluster.clone();
+                (run, None, Some((localizer, token)), cluster)
+            }
+        };
+        let cluster = client::mocked_cluster(&start_cluster, &run);
         let (bare, steps) = write_steps(&cluster, &[], &run);
         let world = World::new(bare.clone());
-        let quiescer = Quiescer::new(&self.client, &run);
+        let quiescer = match &local {
+            Some((_, token)) => Quiescer::scoped(&self.client, &run, token),
+            None => Quiescer::new(&self.client, &run),
+        };
         self.session = Some(Session {
             run,
             world,
             quiescer,
             operator,
+            local,
         });
         let written = self
             .runtime
@@ -281,10 +512,18 @@ impl TwinRunner {
                     .into(),
             ));
         }
+        self.interrupted()?;
         let run = self.session_run()?;
+        let event = match self.session.as_mut().and_then(|s| s.local.as_mut()) {
+            Some((localizer, _)) => match localizer.event(event) {
+                Some(e) => e,
+                None => return Ok(None),
+            },
+            None => event.clone(),
+        };
         let (_, steps) = write_steps(
             &model::Cluster::default(),
-            std::slice::from_ref(event),
+            std::slice::from_ref(&event),
             &run,
         );
         for (label, events) in steps {
@@ -302,23 +541,40 @@ impl TwinRunner {
         })
     }
 
-    /// Requests the twin has served so far (all verbs and resources).
+    /// Requests served so far: the twin's own count (all verbs and resources), or on a
+    /// cluster the responses this runner's client received.
     pub fn api_calls(&self) -> u64 {
-        self.twin.counters().total_requests()
+        match &self.backend {
+            Backend::Embedded(twin) => twin.counters().total_requests(),
+            Backend::Cluster(_) => self.client.requests(),
+        }
     }
 
-    /// Ends a step-by-step run: stops its operator, deletes what the run labelled and returns
-    /// how many of its objects are left (0 when clean).
+    /// Ends a step-by-step run: stops its operator, deletes what the run labelled (on a
+    /// cluster also what the operator derived from it) and returns how many of its objects
+    /// are left (0 when clean).
     pub fn end(&mut self) -> Result<usize, TwinError> {
         let Some(session) = self.session.take() else {
             return Ok(0);
         };
-        session.operator.stop();
-        let teardown = self
-            .runtime
-            .block_on(self.client.teardown(&session.run))
-            .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
-        Ok(teardown.leftovers.len())
+        if let Some(operator) = session.operator {
+            operator.stop();
+        }
+        let left = match &session.local {
+            Some((_, token)) => self.tear_down(&session.run, token)?,
+            None => {
+                self.runtime
+                    .block_on(self.client.teardown(&session.run))
+                    .map_err(|e| TwinError::Infrastructure(e.to_string()))?
+                    .leftovers
+            }
+        };
+        if let Backend::Cluster(lane) = &self.backend {
+            if let Ok(mut all) = lane.leftovers.lock() {
+                all.extend(left.iter().cloned());
+            }
+        }
+        Ok(left.len())
     }
 
     fn session_run(&self) -> Result<RunId, TwinError> {
@@ -356,21 +612,30 @@ impl TwinRunner {
                 "no step-by-step run was begun".into(),
             ));
         };
-        let outcome =
-            self.runtime
-                .block_on(self.converge(&mut session.quiescer, &session.world, label));
+        let scope = session.local.as_ref().map(|(_, t)| t.clone());
+        let outcome = self.runtime.block_on(self.converge(
+            &mut session.quiescer,
+            &session.world,
+            label,
+            scope.as_ref(),
+        ));
         self.session = Some(session);
         outcome
     }
 
     /// Waits for quiescence and diffs; a difference is confirmed after a longer quiet window.
+    /// On a cluster (`scope`), only the run's pools are compared.
     async fn converge(
         &self,
         quiescer: &mut Quiescer,
         world: &World,
         step: &str,
+        scope: Option<&Token>,
     ) -> Result<Option<TwinDivergence>, TwinError> {
-        let expected = client::expected(&world.observe());
+        let mut expected = client::expected(&world.observe());
+        if let Some(token) = scope {
+            expected = expected.scoped_to(token);
+        }
         let mut differences = Vec::new();
         for window in [self.config.window, self.config.confirm_window] {
             if let Quiescence::Inconclusive { reason } =
@@ -381,11 +646,14 @@ impl TwinRunner {
                     reason,
                 });
             }
-            let observed = self
+            let mut observed = self
                 .client
                 .observe()
                 .await
                 .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+            if let Some(token) = scope {
+                observed = observed.scoped_to(token);
+            }
             differences = client::diff(&expected, &observed);
             if differences.is_empty() {
                 return Ok(None);

@@ -45,7 +45,11 @@ pub fn arb_namespaces() -> BoxedStrategy<Vec<Namespace>> {
 
 /// A cluster of 1..=`config.max_nodes` uniquely named nodes, its namespaces and settings.
 pub fn arb_cluster(config: &ShapeConfig) -> BoxedStrategy<Cluster> {
-    (arb_nodes_with(config), arb_namespaces(), arb_settings())
+    let settings = match &config.settings {
+        Some(fixed) => Just(fixed.clone()).boxed(),
+        None => arb_settings(),
+    };
+    (arb_nodes_with(config), arb_namespaces(), settings)
         .prop_map(|(nodes, namespaces, settings)| Cluster {
             nodes,
             namespaces,

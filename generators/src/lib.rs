@@ -34,6 +34,9 @@ pub struct ShapeConfig {
     pub max_events: usize,
     /// Makes every product name (and so every group id) unique to a run, as the live tier needs.
     pub mock: MockKey,
+    /// The operator's settings, when they are fixed (a live cluster runs one configuration);
+    /// `None` generates them.
+    pub settings: Option<model::Settings>,
 }
 
 impl Default for ShapeConfig {
@@ -43,6 +46,7 @@ impl Default for ShapeConfig {
             max_cards: 4,
             max_events: 8,
             mock: MockKey::default(),
+            settings: None,
         }
     }
 }

@@ -57,8 +57,8 @@ impl Target for TwinTarget {
             .mutant
             .map_or(String::new(), |m| format!(", operator mutated by {m}"));
         format!(
-            "tier: twin (embedded Kubernetes-API twin on {}{faults}{mutant}; no cluster contacted)",
-            self.runner.addr()
+            "tier: twin ({}{faults}{mutant}; no cluster contacted)",
+            self.runner.describe()
         )
     }
 

@@ -123,7 +123,9 @@ impl Client {
         // Existing InstanceTypes are mocked once, at the start: later ones in a model cluster
         // are those the operator authored (model::events::World remembers them).
         let initial = from.is_none();
-        let mine = |o: &Mocked| initial || o.0 != kinds::INSTANCE_TYPE;
+        let kept =
+            |o: &Mocked| o.0 == kinds::NAMESPACE && self.kept_namespaces.contains(&name_of(&o.2));
+        let mine = |o: &Mocked| (initial || o.0 != kinds::INSTANCE_TYPE) && !kept(o);
         let old: BTreeMap<_, Mocked> = from
             .map(|c| run_objects(c, run))
             .unwrap_or_default()

@@ -10,6 +10,8 @@
 //! Every request retries 409 Conflict, 429 and 5xx with backoff, honouring `Retry-After`.
 
 pub mod cleanup;
+pub mod derived;
+pub mod localize;
 pub mod mock;
 pub mod observe;
 pub mod preflight;
@@ -23,9 +25,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube::client::{ClientBuilder, DynBody};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::KubeConfigOptions;
 
 pub use cleanup::{Cleanup, Runs};
+pub use kube::config::Kubeconfig;
+pub use localize::{localize, Localizer, Token};
 pub use mock::mocked_cluster;
 pub use observe::{diff, expected, Observed};
 pub use preflight::{connect, Access, ConnectError, TWIN_CONTEXT};
@@ -104,6 +108,10 @@ pub struct Client {
     retry: RetryPolicy,
     /// The last `Retry-After` the server sent, recorded by a response layer.
     retry_after: Arc<Mutex<Option<Duration>>>,
+    /// Namespaces the cluster already has: mocks never create, change or delete them.
+    kept_namespaces: Arc<std::collections::BTreeSet<String>>,
+    /// Responses received (every attempt of every request, watches included).
+    requests: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Client {
@@ -156,8 +164,11 @@ impl Client {
         let server = config.cluster_url.to_string();
         let retry_after = Arc::new(Mutex::new(None));
         let cell = retry_after.clone();
+        let requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = requests.clone();
         let record =
             tower::util::MapResponseLayer::new(move |response: http::Response<Box<DynBody>>| {
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if let Some(wait) = retry::retry_after(response.headers()) {
                     if let Ok(mut c) = cell.lock() {
                         *c = Some(wait);
@@ -177,6 +188,8 @@ impl Client {
             },
             retry: RetryPolicy::default(),
             retry_after,
+            kept_namespaces: Arc::default(),
+            requests,
         })
     }
 
@@ -186,6 +199,17 @@ impl Client {
 
     pub fn with_retry(mut self, retry: RetryPolicy) -> Client {
         self.retry = retry;
+        self
+    }
+
+    /// Responses this client (and its clones) received so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A client whose mocks leave `namespaces` alone (a live cluster's own system namespaces).
+    pub fn keeping_namespaces(mut self, namespaces: impl IntoIterator<Item = String>) -> Client {
+        self.kept_namespaces = Arc::new(namespaces.into_iter().collect());
         self
     }
 

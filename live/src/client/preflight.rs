@@ -269,9 +269,8 @@ impl Client {
         }
     }
 
-    /// One line per verb the caller may not use. The embedded twin (context
-    /// [`TWIN_CONTEXT`]) serves no access reviews and grants everything; any other server
-    /// that cannot answer fails the check.
+    /// One line per verb the caller may not use (a server that cannot answer fails the
+    /// check; the embedded twin answers as a server without RBAC: allowed).
     async fn access_reviews(&self, access: Access) -> Vec<String> {
         let mut out = Vec::new();
         let api: Api<SelfSubjectAccessReview> = Api::all(self.kube().clone());
@@ -302,11 +301,6 @@ impl Client {
                         .map(|why| format!(": {why}"))
                         .unwrap_or_default()
                 )),
-                Err(kube::Error::Api(e))
-                    if e.code == 404 && self.target().context == TWIN_CONTEXT =>
-                {
-                    return Vec::new();
-                }
                 Err(e) => out.push(format!("cannot review access to {what}: {e}")),
             }
         }

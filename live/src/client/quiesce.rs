@@ -15,6 +15,7 @@ use kube::runtime::WatchStreamExt;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::localize::Token;
 use super::scoped::Scoped;
 use super::{Client, RunId};
 use crate::crd::{ClusterQueue, Devices, InstanceType, LocalQueue, NodeFeature, ResourceFlavor};
@@ -32,6 +33,8 @@ pub enum Quiescence {
 enum Change {
     /// An object was added, changed or deleted; `settled` is its generation check.
     Object { key: String, settled: bool },
+    /// An object outside the run's pools changed (a live cluster's own traffic).
+    Elsewhere,
     /// A watcher finished its initial list.
     Listed,
     /// The watch broke (it re-lists by itself after a backoff).
@@ -56,18 +59,27 @@ pub fn settled(object: &Value) -> bool {
     }
 }
 
-fn changes<K: Scoped>(client: &Client, selector: Option<&str>) -> Changes {
+fn changes<K: Scoped>(client: &Client, selector: Option<&str>, scope: Option<&Token>) -> Changes {
     let mut config = watcher::Config::default();
     if let Some(s) = selector {
         config = config.labels(s);
     }
     let kind = K::kind(&()).to_string();
     let api = K::api(client.kube().clone(), None);
+    let scope = scope.cloned();
     let object = move |o: &K| {
         let v = serde_json::to_value(o).unwrap_or(Value::Null);
+        let name = crate::twin::read::name_of(&v);
+        let key = match v.pointer("/metadata/namespace").and_then(Value::as_str) {
+            Some(ns) => format!("{kind}/{ns}/{name}"),
+            None => format!("{kind}/{name}"),
+        };
+        if scope.as_ref().is_some_and(|t| !t.marks(&key)) {
+            return Change::Elsewhere;
+        }
         Change::Object {
-            key: format!("{kind}/{}", crate::twin::read::name_of(&v)),
             settled: settled(&v),
+            key,
         }
     };
     Box::pin(
@@ -97,17 +109,28 @@ pub struct Quiescer {
 impl Quiescer {
     /// Watches `run`'s Nodes, Namespaces, NodeFeatures and Devices, and all derived objects.
     pub fn new(client: &Client, run: &RunId) -> Quiescer {
+        Quiescer::watching(client, run, None)
+    }
+
+    /// [`Quiescer::new`] on a shared cluster: derived objects count only when they belong to
+    /// the pools `token` keys (name or namespace carries it), so other tenants' traffic
+    /// neither delays nor resets the wait.
+    pub fn scoped(client: &Client, run: &RunId, token: &Token) -> Quiescer {
+        Quiescer::watching(client, run, Some(token))
+    }
+
+    fn watching(client: &Client, run: &RunId, scope: Option<&Token>) -> Quiescer {
         let own = run.selector();
         let own = Some(own.as_str());
         let streams = vec![
-            changes::<Node>(client, own),
-            changes::<Namespace>(client, own),
-            changes::<NodeFeature>(client, own),
-            changes::<Devices>(client, own),
-            changes::<ResourceFlavor>(client, None),
-            changes::<InstanceType>(client, None),
-            changes::<ClusterQueue>(client, None),
-            changes::<LocalQueue>(client, None),
+            changes::<Node>(client, own, None),
+            changes::<Namespace>(client, own, None),
+            changes::<NodeFeature>(client, own, None),
+            changes::<Devices>(client, own, None),
+            changes::<ResourceFlavor>(client, None, scope),
+            changes::<InstanceType>(client, None, scope),
+            changes::<ClusterQueue>(client, None, scope),
+            changes::<LocalQueue>(client, None, scope),
         ];
         Quiescer {
             listing: streams.len(),
@@ -145,6 +168,7 @@ impl Quiescer {
                         reason: "the watches ended".into(),
                     }
                 }
+                Ok(Some(Change::Elsewhere)) => {}
                 Ok(Some(change)) => {
                     last_change = Instant::now();
                     changes += 1;
@@ -157,7 +181,7 @@ impl Quiescer {
                             }
                         }
                         Change::Listed => self.listing = self.listing.saturating_sub(1),
-                        Change::Broken => {}
+                        Change::Broken | Change::Elsewhere => {}
                     }
                 }
             }

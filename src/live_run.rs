@@ -1,0 +1,133 @@
+//! What every command that changes a cluster does before and after its run (DESIGN.md "Safety
+//! on a real cluster"): pick the context (a mutating run on a real cluster needs `--context`),
+//! print context, server and operator version first, run the read-only preflight, ask for
+//! confirmation (or take `--yes`; no terminal and no `--yes` refuses), stop between steps on
+//! Ctrl-C, and at the end sweep what the run labelled.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use live::client::preflight::{self, Access, TWIN_CONTEXT};
+use live::client::{Client, Kubeconfig, RunId, RUN_LABEL};
+
+use crate::cli::LiveArgs;
+
+/// A cluster a run may write to, checked and confirmed.
+pub struct Prepared {
+    pub kubeconfig: Kubeconfig,
+    pub context: String,
+    /// Set by Ctrl-C (a second Ctrl-C exits at once, leaving `verify cleanup` to finish).
+    pub interrupt: Arc<AtomicBool>,
+}
+
+/// Connects, prints the banner, runs the preflight and asks for confirmation of `what` the
+/// run will write. `Err(exit code)` when the run must not start (the reason printed).
+pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
+    let loaded = preflight::load_kubeconfig(args.kubeconfig.as_deref()).map_err(|e| {
+        eprintln!("verify: {e}");
+        e.exit_code()
+    })?;
+    let context = preflight::choose_context(&loaded, args.context.as_deref(), Access::Mutating)
+        .map_err(|e| {
+            eprintln!("verify: {e}");
+            2
+        })?;
+    let kubeconfig = loaded.kubeconfig.clone();
+    let server = preflight::block_on(async {
+        let client = Client::from_kubeconfig(loaded.kubeconfig, &context)
+            .await
+            .map_err(|e| {
+                eprintln!("verify: {e}");
+                2
+            })?;
+        for line in client.banner().await {
+            println!("{line}");
+        }
+        let missing = client.preflight(Access::Mutating, true).await;
+        if !missing.is_empty() {
+            for line in &missing {
+                println!("PREFLIGHT {line}");
+            }
+            println!("preflight failed: {} missing piece(s)", missing.len());
+            return Err(3);
+        }
+        Ok(client.target().server.clone())
+    })
+    .map_err(|e| {
+        eprintln!("verify: {e}");
+        3
+    })??;
+    if context != TWIN_CONTEXT && !args.yes {
+        confirm(&context, &server, what)?;
+    }
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let flag = interrupt.clone();
+    // A second handler would fail; soak installs its own, so a failure here is not fatal.
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::Relaxed) {
+            eprintln!("verify: interrupted twice; run `verify cleanup` for what is left");
+            std::process::exit(130);
+        }
+        eprintln!("verify: interrupted; stopping after the current step and tearing down");
+    });
+    Ok(Prepared {
+        kubeconfig,
+        context,
+        interrupt,
+    })
+}
+
+/// Asks on the terminal; without one, refuses (exit 2) and says how to answer.
+fn confirm(context: &str, server: &str, what: &str) -> Result<(), i32> {
+    let question = format!(
+        "verify will write {what} on context `{context}` ({server}), every object labelled \
+         {RUN_LABEL}, and delete them afterwards."
+    );
+    if !std::io::stdin().is_terminal() {
+        eprintln!("verify: {question}\nverify: no terminal to confirm on: pass --yes to proceed");
+        return Err(2);
+    }
+    print!("{question} Continue? [y/N] ");
+    std::io::stdout().flush().ok();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer).ok();
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        eprintln!("verify: not confirmed; nothing was written");
+        Err(2)
+    }
+}
+
+impl Prepared {
+    /// Tears down every run `<run>.*` still labelled (what an interrupted attempt may leave)
+    /// and returns what is left afterwards.
+    pub fn sweep(&self, run: &str) -> Vec<String> {
+        sweep(&self.kubeconfig, &self.context, run)
+    }
+}
+
+fn sweep(kubeconfig: &Kubeconfig, context: &str, run: &str) -> Vec<String> {
+    let prefix = format!("{run}.");
+    let outcome = preflight::block_on(async {
+        let client = match Client::from_kubeconfig(kubeconfig.clone(), context).await {
+            Ok(c) => c,
+            Err(e) => return vec![format!("connecting for the sweep: {e}")],
+        };
+        let mut left = Vec::new();
+        let ids = match client.run_ids().await {
+            Ok(ids) => ids,
+            Err(e) => return vec![format!("listing the run's objects: {e}")],
+        };
+        for id in ids.iter().filter(|id| id.starts_with(&prefix)) {
+            let Ok(run) = RunId::new(id) else { continue };
+            match client.teardown(&run).await {
+                Ok(t) => left.extend(t.leftovers),
+                Err(e) => left.push(format!("tearing down {id}: {e}")),
+            }
+        }
+        left
+    });
+    outcome.unwrap_or_else(|e| vec![format!("the sweep could not run: {e}")])
+}
