@@ -213,9 +213,13 @@ pub enum TwinCommand {
         /// Port on 127.0.0.1 (default: any free port).
         #[arg(long)]
         port: Option<u16>,
-        /// Write a kubeconfig (context `verify-twin`) here.
+        /// Write a kubeconfig (context `verify-twin`, or `--context-name`) here.
         #[arg(long)]
         kubeconfig_out: Option<PathBuf>,
+        /// Name the kubeconfig's context: any name but `verify-twin` makes verify treat the
+        /// twin as a real cluster (it then needs `--context` and a confirmation or `--yes`).
+        #[arg(long, default_value = "verify-twin")]
+        context_name: String,
         /// Start with the mocked Nodes, Namespaces and Devices of the walkthrough cluster
         /// (research/chain.md §15); the reference operator derives the rest.
         #[arg(long)]

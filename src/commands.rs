@@ -31,6 +31,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Twin(TwinCommand::Serve {
             port,
             kubeconfig_out,
+            context_name,
             walkthrough,
             faults,
             mutant,
@@ -43,6 +44,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
                 faults,
                 mutant,
                 lag_ms,
+                context_name,
             },
         ),
         Command::Mutants {
@@ -591,6 +593,7 @@ struct TwinRun {
     faults: Option<String>,
     mutant: Option<String>,
     lag_ms: u64,
+    context_name: String,
 }
 
 /// `verify twin serve`: the twin on loopback, with its reference operator reconciling after
@@ -655,10 +658,14 @@ fn twin_serve(
     if let Some(path) = kubeconfig_out {
         std::fs::write(
             path,
-            live::twin::kubeconfig::kubeconfig_yaml(handle.url(), "verify-twin"),
+            live::twin::kubeconfig::kubeconfig_yaml(handle.url(), &run.context_name),
         )
         .with_context(|| format!("writing the kubeconfig to {}", path.display()))?;
-        say!("kubeconfig: {} (context verify-twin)", path.display());
+        say!(
+            "kubeconfig: {} (context {})",
+            path.display(),
+            run.context_name
+        );
     }
     say!("stop with Ctrl-C");
     handle.wait().context("the twin stopped")?;

@@ -382,17 +382,10 @@ impl TwinRunner {
             Backend::Cluster(l) => l.lane.teardown_budget,
             Backend::Embedded(_) => self.config.budget,
         };
-        self.runtime.block_on(async {
-            let cluster = |e: client::ClientError| TwinError::Cluster(e.to_string());
-            let mut left = self.client.teardown(run).await.map_err(cluster)?.leftovers;
-            left.extend(
-                self.client
-                    .remove_derived(token, budget)
-                    .await
-                    .map_err(cluster)?,
-            );
-            Ok(left)
-        })
+        self.runtime
+            .block_on(self.client.teardown_localized(run, token, budget))
+            .map(|t| t.leftovers)
+            .map_err(|e| TwinError::Cluster(e.to_string()))
     }
 
     async fn steps(

@@ -10,6 +10,9 @@ use super::scoped::Scoped;
 use super::{Client, ClientError, RunId, Teardown, RUN_LABEL};
 use crate::crd::{Devices, InstanceType, NodeFeature};
 
+/// How long a cleanup waits for the operator to drop what a localized run's mocks derived.
+const CLEANUP_BUDGET: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Which runs to clean up.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Runs {
@@ -57,7 +60,19 @@ impl Client {
     /// Tears down `runs` (each by its label) and reports what is left.
     pub async fn cleanup(&self, runs: &Runs) -> Result<Cleanup, ClientError> {
         let ids = match runs {
-            Runs::One(run) => vec![run.clone()],
+            // a live run labels each attempt `<run>.<token>`
+            Runs::One(run) => {
+                let prefix = format!("{}.", run.as_str());
+                let mut ids = vec![run.clone()];
+                ids.extend(
+                    self.run_ids()
+                        .await?
+                        .iter()
+                        .filter(|id| id.starts_with(&prefix))
+                        .filter_map(|id| RunId::new(id).ok()),
+                );
+                ids
+            }
             Runs::All => self
                 .run_ids()
                 .await?
@@ -67,7 +82,13 @@ impl Client {
         };
         let mut out = Cleanup::default();
         for run in ids {
-            let t = self.teardown(&run).await?;
+            let t = match super::Token::of_run(run.as_str()) {
+                Some(token) => {
+                    self.teardown_localized(&run, &token, CLEANUP_BUDGET)
+                        .await?
+                }
+                None => self.teardown(&run).await?,
+            };
             out.runs.push((run, t));
         }
         Ok(out)

@@ -41,20 +41,27 @@ impl Client {
         Ok(left)
     }
 
-    /// Names (LocalQueues: `namespace/name`) of the `K`s keyed by `token`.
+    /// Names of the `K`s keyed by `token`: whose name carries it, or for LocalQueues
+    /// (`namespace/name`) whose ClusterQueue does (a run's namespaces also hold the entrances
+    /// of the cluster's own pools; they go with the namespace).
     async fn keyed<K: Scoped>(&self, token: &Token) -> Result<Vec<String>, ClientError> {
         Ok(self
             .list::<K>(None, None)
             .await?
             .iter()
-            .map(|o| {
+            .filter_map(|o| {
                 let name = o.meta().name.clone().unwrap_or_default();
                 match o.meta().namespace.as_deref() {
-                    Some(ns) => format!("{ns}/{name}"),
-                    None => name,
+                    Some(ns) => {
+                        let v = serde_json::to_value(o).unwrap_or_default();
+                        let queue = v.pointer("/spec/clusterQueue").and_then(|q| q.as_str());
+                        queue
+                            .is_some_and(|q| token.marks(q))
+                            .then(|| format!("{ns}/{name}"))
+                    }
+                    None => token.marks(&name).then_some(name),
                 }
             })
-            .filter(|id| token.marks(id))
             .collect())
     }
 

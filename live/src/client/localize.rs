@@ -40,6 +40,14 @@ impl Token {
         &self.0
     }
 
+    /// The token of a localized run's label value `<run>.<token>` (`None` for other runs).
+    pub fn of_run(run: &str) -> Option<Token> {
+        let (_, last) = run.rsplit_once('.')?;
+        let hex = last.strip_prefix("vfy")?;
+        (hex.len() == 6 && hex.chars().all(|c| c.is_ascii_hexdigit()))
+            .then(|| Token(last.to_string()))
+    }
+
     /// Whether `name` (an object name or `namespace/name`) carries this token.
     pub fn marks(&self, name: &str) -> bool {
         name.contains(self.0.as_str())
@@ -233,15 +241,26 @@ fn entrance_in(
         .instance_types
         .iter()
         .find(|it| it.name == cluster_queue)?;
-    let mut spec = pool.spec.clone();
-    if !spec.accelerator_group.is_empty() {
-        spec.accelerator_group = token.suffixed(&spec.accelerator_group);
+    // a pool is keyed by (CPU key, aKey, os, arch) (chain.md §10); display names and
+    // descriptions may spell the product and so differ
+    let key = |spec: &model::objects::InstanceTypeSpec| {
+        (
+            spec.general_group.clone(),
+            spec.accelerator_group.clone(),
+            spec.acceleratable,
+            spec.os.clone(),
+            spec.arch.clone(),
+        )
+    };
+    let mut wanted = key(&pool.spec);
+    if !wanted.1.is_empty() {
+        wanted.1 = token.suffixed(&wanted.1);
     }
-    spec.arch = token.suffixed(&spec.arch);
+    wanted.4 = token.suffixed(&wanted.4);
     local
         .instance_types
         .iter()
-        .find(|it| it.spec == spec)
+        .find(|it| key(&it.spec) == wanted)
         .map(|it| local_queue_name(&it.name))
 }
 
@@ -332,5 +351,8 @@ mod tests {
         assert_ne!(a, Token::new("r1", 1, 0));
         assert_ne!(a, Token::new("r1", 0, 1));
         assert_eq!(a.as_str().len(), 9);
+        assert_eq!(Token::of_run(&format!("run-1.{}", a.as_str())), Some(a));
+        assert_eq!(Token::of_run("verify-fuzz"), None);
+        assert_eq!(Token::of_run("a.vfyzz"), None);
     }
 }

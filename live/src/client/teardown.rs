@@ -23,15 +23,45 @@ impl Client {
     /// Deletes everything labelled with `run`, then lists again for leftovers.
     pub async fn teardown(&self, run: &RunId) -> Result<Teardown, ClientError> {
         let mut report = Teardown::default();
-        self.delete_labelled::<NodeFeature>(run, &mut report)
-            .await?;
-        self.delete_labelled::<Devices>(run, &mut report).await?;
-        self.delete_labelled::<InstanceType>(run, &mut report)
-            .await?;
-        self.delete_labelled::<Node>(run, &mut report).await?;
+        self.delete_mocks(run, &mut report).await?;
         self.delete_labelled::<Namespace>(run, &mut report).await?;
         report.leftovers = self.labelled(run).await?;
         Ok(report)
+    }
+
+    /// [`Client::teardown`] of a localized run on a shared cluster: the mocks, then what the
+    /// operator derived from them ([`Client::remove_derived`]), and the run's Namespaces last,
+    /// so a run killed half-way still carries its label (and so its token) for
+    /// `verify cleanup`.
+    pub async fn teardown_localized(
+        &self,
+        run: &RunId,
+        token: &super::Token,
+        budget: std::time::Duration,
+    ) -> Result<Teardown, ClientError> {
+        let mut report = Teardown::default();
+        self.delete_mocks(run, &mut report).await?;
+        let deadline = tokio::time::Instant::now() + budget;
+        let derived = self.remove_derived(token, budget).await?;
+        self.delete_labelled::<Namespace>(run, &mut report).await?;
+        // a cluster empties a deleted namespace before it goes
+        loop {
+            report.leftovers = self.labelled(run).await?;
+            if report.leftovers.is_empty() || tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        report.leftovers.extend(derived);
+        Ok(report)
+    }
+
+    /// Every labelled mock but the Namespaces, dependents first.
+    async fn delete_mocks(&self, run: &RunId, report: &mut Teardown) -> Result<(), ClientError> {
+        self.delete_labelled::<NodeFeature>(run, report).await?;
+        self.delete_labelled::<Devices>(run, report).await?;
+        self.delete_labelled::<InstanceType>(run, report).await?;
+        self.delete_labelled::<Node>(run, report).await
     }
 
     /// `Kind namespace/name` of every object still labelled with `run`.
