@@ -433,4 +433,7 @@ pub struct CleanupArgs {
     /// Kubeconfig file (default: KUBECONFIG, else ~/.kube/config).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// Answer the confirmation a cleanup of a real cluster asks for (for CI).
+    #[arg(long)]
+    pub yes: bool,
 }

@@ -875,6 +875,22 @@ fn cleanup(args: CleanupArgs) -> Result<i32> {
             Ok(c) => c,
             Err(code) => return Ok(code),
         };
+        let target = client.target().clone();
+        if target.context != live::client::TWIN_CONTEXT && !args.yes {
+            let which = match &args.run {
+                Some(id) => format!("run {id} (and its attempts {id}.*)"),
+                None => "every run".into(),
+            };
+            if let Err(code) = crate::live_run::confirm(&format!(
+                "verify will delete what {which} left on context `{}` ({}): objects labelled {} \
+                 and the pools their tokens key.",
+                target.context,
+                target.server,
+                live::client::RUN_LABEL
+            )) {
+                return Ok(code);
+            }
+        }
         match client.cleanup(&runs).await {
             Ok(done) => {
                 print!("{}", done.render());

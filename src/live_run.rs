@@ -59,7 +59,10 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
         3
     })??;
     if context != TWIN_CONTEXT && !args.yes {
-        confirm(&context, &server, what)?;
+        confirm(&format!(
+            "verify will write {what} on context `{context}` ({server}), every object labelled \
+             {RUN_LABEL}, and delete them afterwards."
+        ))?;
     }
     let interrupt = Arc::new(AtomicBool::new(false));
     let flag = interrupt.clone();
@@ -78,12 +81,8 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
     })
 }
 
-/// Asks on the terminal; without one, refuses (exit 2) and says how to answer.
-fn confirm(context: &str, server: &str, what: &str) -> Result<(), i32> {
-    let question = format!(
-        "verify will write {what} on context `{context}` ({server}), every object labelled \
-         {RUN_LABEL}, and delete them afterwards."
-    );
+/// Asks `question` on the terminal; without one, refuses (exit 2) and says how to answer.
+pub fn confirm(question: &str) -> Result<(), i32> {
     if !std::io::stdin().is_terminal() {
         eprintln!("verify: {question}\nverify: no terminal to confirm on: pass --yes to proceed");
         return Err(2);

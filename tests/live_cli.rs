@@ -1,0 +1,289 @@
+//! `verify fuzz --context` end to end against `verify twin serve` playing a real cluster (its
+//! kubeconfig context is not the twin's): the refusals, the preflight, a clean run, and runs
+//! stopped by SIGINT or SIGKILL leaving nothing behind (after `verify cleanup` for SIGKILL).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+const CONTEXT: &str = "kind-verify";
+
+/// A served twin (with the walkthrough cluster unless `empty`) and its kubeconfig.
+struct Served {
+    child: Child,
+    addr: String,
+    kubeconfig: PathBuf,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(name: &str, walkthrough: bool) -> Served {
+    let dir = std::env::temp_dir().join(format!("verify-live-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let mut args = vec![
+        "twin",
+        "serve",
+        "--context-name",
+        CONTEXT,
+        "--kubeconfig-out",
+        kubeconfig.to_str().unwrap(),
+    ];
+    if walkthrough {
+        args.push("--walkthrough");
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(&args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the twin");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr = first
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_string();
+    // the kubeconfig is written once the line naming it is printed
+    for line in lines.by_ref() {
+        if line.unwrap().starts_with("kubeconfig:") {
+            break;
+        }
+    }
+    let served = Served {
+        child,
+        addr,
+        kubeconfig,
+    };
+    if walkthrough {
+        // the preflight wants the operator's pools: wait for its first reconcile, bounded
+        for _ in 0..200 {
+            if get(&served.addr, "/apis/kueue.x-k8s.io/v1beta2/clusterqueues")
+                .contains("gpustack--")
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    served
+}
+
+fn get(addr: &str, path: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+/// Every object a run could have left: mocks (labelled) and what the operator derived from
+/// them (named after a token).
+fn traces(addr: &str) -> Vec<String> {
+    let paths = [
+        "/api/v1/nodes",
+        "/api/v1/namespaces",
+        "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures",
+        "/apis/worker.gpustack.ai/v1alpha1/devices",
+        "/apis/worker.gpustack.ai/v1alpha1/instancetypes",
+        "/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
+        "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
+        "/apis/kueue.x-k8s.io/v1beta2/localqueues",
+    ];
+    paths
+        .iter()
+        .filter(|p| {
+            let body = get(addr, p);
+            body.contains("verify.gpustack.ai/run") || body.contains("-vfy")
+        })
+        .map(|p| p.to_string())
+        .collect()
+}
+
+fn verify(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run verify")
+}
+
+fn fuzz_args<'a>(kubeconfig: &'a Path, runs: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "fuzz",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--run-dir",
+        runs.to_str().unwrap(),
+        "--regressions",
+        "/dev/null",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn a_real_cluster_needs_context_and_confirmation_and_nothing_is_written_without() {
+    let twin = serve("refusals", true);
+    let runs = twin.kubeconfig.with_file_name("runs");
+    // the current context is not the twin's: --tier live without --context refuses
+    let o = verify(&fuzz_args(
+        &twin.kubeconfig,
+        &runs,
+        &["--tier", "live", "--seeds", "1"],
+    ));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("--context {CONTEXT}")),
+        "{}",
+        text(&o)
+    );
+    // named, but no terminal and no --yes: refuses after the banner and the preflight
+    let o = verify(&fuzz_args(
+        &twin.kubeconfig,
+        &runs,
+        &["--context", CONTEXT, "--seeds", "1"],
+    ));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains(&format!("context: {CONTEXT}")), "{out}");
+    assert!(out.contains("server: http://127.0.0.1:"), "{out}");
+    assert!(out.contains("pass --yes"), "{out}");
+    assert_eq!(traces(&twin.addr), Vec::<String>::new());
+}
+
+#[test]
+fn a_cluster_without_the_operators_pools_fails_the_preflight_with_exit_3() {
+    let twin = serve("preflight", false);
+    let runs = twin.kubeconfig.with_file_name("runs");
+    let o = verify(&fuzz_args(
+        &twin.kubeconfig,
+        &runs,
+        &["--context", CONTEXT, "--yes", "--seeds", "1"],
+    ));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        text(&o).contains("PREFLIGHT no ClusterQueue named gpustack--"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn a_confirmed_run_passes_and_leaves_nothing() {
+    let twin = serve("clean", true);
+    let runs = twin.kubeconfig.with_file_name("runs");
+    let o = verify(&fuzz_args(
+        &twin.kubeconfig,
+        &runs,
+        &["--context", CONTEXT, "--yes", "--seeds", "3"],
+    ));
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.starts_with("tier: live"), "{out}");
+    assert!(out.contains("teardown: nothing labelled"), "{out}");
+    assert_eq!(traces(&twin.addr), Vec::<String>::new());
+}
+
+/// Starts a long live run and returns it with its run id, once it has started writing.
+fn long_run(twin: &Served, runs: &Path) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(fuzz_args(
+            &twin.kubeconfig,
+            runs,
+            &[
+                "--context",
+                CONTEXT,
+                "--yes",
+                "--seeds",
+                "400",
+                "--jobs",
+                "2",
+            ],
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the run");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let run = loop {
+        let line = lines.next().expect("the run prints its label").unwrap();
+        if let Some(rest) = line.strip_prefix("run label: verify.gpustack.ai/run=") {
+            break rest.split('.').next().unwrap().to_string();
+        }
+    };
+    // keep draining stdout so the run never blocks on a full pipe
+    std::thread::spawn(move || for _ in lines {});
+    (child, run)
+}
+
+/// A point in the run, different per process (the signal lands wherever it lands).
+fn some_delay() -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    Duration::from_millis(300 + u64::from(nanos % 1500))
+}
+
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+}
+
+#[test]
+fn a_run_interrupted_by_sigint_tears_down_everything_it_wrote() {
+    let twin = serve("sigint", true);
+    let runs = twin.kubeconfig.with_file_name("runs");
+    let (mut child, _run) = long_run(&twin, &runs);
+    std::thread::sleep(some_delay());
+    signal(&child, "-INT");
+    let status = child.wait().unwrap();
+    assert!(matches!(status.code(), Some(0 | 3)), "{status:?}");
+    assert_eq!(traces(&twin.addr), Vec::<String>::new());
+}
+
+#[test]
+fn a_run_killed_by_sigkill_is_finished_by_verify_cleanup() {
+    let twin = serve("sigkill", true);
+    let runs = twin.kubeconfig.with_file_name("runs");
+    let (mut child, run) = long_run(&twin, &runs);
+    std::thread::sleep(some_delay());
+    signal(&child, "-KILL");
+    let _ = child.wait();
+    let o = verify(&[
+        "cleanup",
+        "--run",
+        &run,
+        "--context",
+        CONTEXT,
+        "--kubeconfig",
+        twin.kubeconfig.to_str().unwrap(),
+        "--yes",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(traces(&twin.addr), Vec::<String>::new(), "{}", text(&o));
+}
