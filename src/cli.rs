@@ -345,9 +345,12 @@ pub struct CaseArgs {
     /// requirement lacks, touching nothing.
     #[arg(long, requires = "block")]
     pub report_only: bool,
-    /// Where the case runs; only `model` is available yet.
-    #[arg(long, value_enum, default_value_t = CaseTier::Model)]
-    pub tier: CaseTier,
+    /// Where the case runs: the model, an embedded twin, or a cluster running the operator
+    /// (`live`, implied by `--context`; the case's scenario is mocked in run-unique pools).
+    #[arg(long, value_enum)]
+    pub tier: Option<CaseTier>,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Output: the case table, or JUnit XML for CI.
     #[arg(long, value_enum, default_value_t = CaseFormat::Table)]
     pub format: CaseFormat,

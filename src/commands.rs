@@ -80,9 +80,113 @@ fn cases_index() -> Result<i32> {
     Ok(0)
 }
 
+/// The live tier of `verify case`: a prepared cluster (banner, preflight, confirmation), its
+/// hardware probed read-only, one lane of a run named after the case.
+fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::TwinTier, i32> {
+    if args.mutant.is_some() {
+        eprintln!(
+            "verify: --mutant mutates the model or the twin's operator; a cluster runs its own"
+        );
+        return Err(2);
+    }
+    let p = crate::live_run::prepare(
+        &args.live,
+        "fake Nodes, NodeFeatures, Devices and Namespaces (the case's shape, in run-unique pools)",
+    )?;
+    let hardware = live::client::preflight::block_on(async {
+        let client =
+            live::client::Client::from_kubeconfig(p.kubeconfig.clone(), &p.context).await?;
+        cases::probe::cluster_hardware(&client).await
+    })
+    .map_err(|e| {
+        eprintln!("verify: {e}");
+        3
+    })?
+    .map_err(|e| {
+        eprintln!("verify: probing the cluster's hardware: {e}");
+        3
+    })?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let run = format!(
+        "case-{}-{stamp}",
+        args.number.map_or("block".into(), |n| n.to_string())
+    );
+    println!("run label: {}={run}.<token>", live::client::RUN_LABEL);
+    let runner = fuzz::twin::TwinRunner::connect(
+        p.kubeconfig.clone(),
+        &p.context,
+        fuzz::twin::TwinConfig::default(),
+        fuzz::twin::Lane {
+            run,
+            lane: 0,
+            interrupt: p.interrupt.clone(),
+            teardown_budget: args.live.teardown_budget,
+        },
+        model::labels::DEFAULT_SYSTEM_NAMESPACE,
+    )
+    .map_err(|e| {
+        eprintln!("verify: {e}");
+        3
+    })?;
+    Ok(cases::TwinTier::on_cluster(runner, hardware))
+}
+
+/// `verify case --block rdma --report-only`: which RDMA readings a cluster shape can answer,
+/// touching nothing (the model tier reads the embedded walkthrough; the live tier lists the
+/// cluster read-only).
+fn rdma_report_only(tier: crate::cli::CaseTier, live_args: &crate::cli::LiveArgs) -> Result<i32> {
+    use crate::cli::CaseTier;
+    match tier {
+        CaseTier::Live => {
+            let listed = live::client::preflight::block_on(async {
+                let client = match connect_checked(
+                    live_args.kubeconfig.as_deref(),
+                    live_args.context.as_deref(),
+                    live::client::Access::ReadOnly,
+                    false,
+                )
+                .await
+                {
+                    Ok(c) => c,
+                    Err(code) => return Err(code),
+                };
+                live::audit::Snapshot::list(&client).await.map_err(|e| {
+                    eprintln!("verify: {e}");
+                    3
+                })
+            })
+            .context("starting the async runtime")?;
+            let snapshot = match listed {
+                Ok(s) => s,
+                Err(code) => return Ok(code),
+            };
+            let cluster = live::audit::cluster_of(&snapshot, &model::Settings::default())
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            print!("{}", cases::block::rdma_report(&cluster, &snapshot.source));
+            Ok(0)
+        }
+        CaseTier::Twin => Err(UsageError(
+            "--report-only reads a cluster (--context) or the model tier's embedded shape".into(),
+        )
+        .into()),
+        CaseTier::Model => {
+            print!(
+                "{}",
+                cases::block::rdma_report(
+                    &model::examples::walkthrough(),
+                    "the model tier's embedded cluster shape (the walkthrough, research/chain.md §15)"
+                )
+            );
+            Ok(0)
+        }
+    }
+}
+
 /// `verify case N | --block mig|rdma [--report-only]`: run on a tier, print tables, exit code.
 fn case(args: crate::cli::CaseArgs) -> Result<i32> {
-    use crate::cli::{CaseBlock, CaseFormat, CaseTier};
+    use crate::cli::{CaseBlock, CaseTier};
     let block = args.block.map(|b| match b {
         CaseBlock::Mig => cases::Block::Mig,
         CaseBlock::Rdma => cases::Block::Rdma,
@@ -90,56 +194,74 @@ fn case(args: crate::cli::CaseArgs) -> Result<i32> {
     let model_tier = cases::ModelTier {
         mutant: args.mutant,
     };
-    let twin_tier = match args.tier {
-        CaseTier::Twin => Some(
-            cases::TwinTier::start(args.mutant)
-                .map_err(|e| anyhow::anyhow!("starting the embedded twin: {e}"))?,
-        ),
-        _ => None,
-    };
-    let (tier, runner): (&str, &dyn cases::TierRunner) = match (&args.tier, &twin_tier) {
-        (CaseTier::Twin, Some(t)) => ("twin", t),
-        (CaseTier::Live, _) => ("live", &cases::UnavailableTier(cases::Tier::Live)),
-        _ => ("model", &model_tier),
+    let chosen = match (args.tier, &args.live.context) {
+        (Some(t), _) => t,
+        (None, Some(_)) => CaseTier::Live,
+        (None, None) => CaseTier::Model,
     };
     if args.report_only {
         if block != Some(cases::Block::Rdma) {
             return Err(UsageError("--report-only applies to --block rdma only".into()).into());
         }
-        if args.tier != CaseTier::Model {
-            return Err(UsageError(format!("the {tier} tier is not available yet: --report-only reads the model tier's embedded cluster shape only")).into());
-        }
-        print!(
-            "{}",
-            cases::block::rdma_report(
-                &model::examples::walkthrough(),
-                "the model tier's embedded cluster shape (the walkthrough, research/chain.md §15)"
-            )
-        );
-        return Ok(0);
+        return rdma_report_only(chosen, &args.live);
     }
     let env = |k: &str| std::env::var(k).ok();
-    let runs = match (block, args.number) {
+    let run_on = |runner: &dyn cases::TierRunner| match (block, args.number) {
         (Some(b), _) => cases::run_block(b, runner, &env),
         (None, Some(n)) => cases::run_case(n, runner, &env).map(|r| vec![r]),
         (None, None) => Err("name a case number or --block".to_string()),
+    };
+    // the live tier's input gate (MIG_NODE_SSH, PPU_NODE_SSH) speaks before any cluster is
+    // contacted
+    if chosen == CaseTier::Live {
+        let gated = run_on(&cases::UnavailableTier(cases::Tier::Live)).map_err(UsageError)?;
+        if gated
+            .iter()
+            .any(|r| matches!(r.verdict, cases::Verdict::InputRequired { .. }))
+        {
+            print_case_runs(&gated, args.format)?;
+            return Ok(cases::exit_code(&gated));
+        }
     }
-    .map_err(UsageError)?;
-    match args.format {
-        CaseFormat::Table => {
-            for r in &runs {
+    let twin_tier = match chosen {
+        CaseTier::Twin => Some(
+            cases::TwinTier::start(args.mutant)
+                .map_err(|e| anyhow::anyhow!("starting the embedded twin: {e}"))?,
+        ),
+        CaseTier::Live => match live_case_tier(&args) {
+            Ok(t) => Some(t),
+            Err(code) => return Ok(code),
+        },
+        CaseTier::Model => None,
+    };
+    let runner: &dyn cases::TierRunner = match &twin_tier {
+        Some(t) => t,
+        None => &model_tier,
+    };
+    let runs = run_on(runner).map_err(UsageError)?;
+    print_case_runs(&runs, args.format)?;
+    Ok(cases::exit_code(&runs))
+}
+
+/// Each case's table (and a block summary), or JUnit XML.
+fn print_case_runs(runs: &[cases::CaseRun], format: crate::cli::CaseFormat) -> Result<()> {
+    match format {
+        crate::cli::CaseFormat::Table => {
+            for r in runs {
                 print!("{}", cases::render::case_text(r));
             }
             if runs.len() > 1 {
                 println!("\nblock summary:");
-                for r in &runs {
+                for r in runs {
                     println!("  {}", cases::render::verdict_line(r));
                 }
             }
         }
-        CaseFormat::Junit => println!("{}", cases::render::junit(&runs).map_err(UsageError)?),
+        crate::cli::CaseFormat::Junit => {
+            println!("{}", cases::render::junit(runs).map_err(UsageError)?)
+        }
     }
-    Ok(cases::exit_code(&runs))
+    Ok(())
 }
 
 fn conformance(dir: &Path) -> Result<i32> {

@@ -287,3 +287,66 @@ fn a_run_killed_by_sigkill_is_finished_by_verify_cleanup() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(traces(&twin.addr), Vec::<String>::new(), "{}", text(&o));
 }
+
+#[test]
+fn a_case_runs_live_in_run_unique_pools_and_leaves_nothing() {
+    let twin = serve("case", true);
+    let o = verify(&[
+        "case",
+        "14",
+        "--context",
+        CONTEXT,
+        "--kubeconfig",
+        twin.kubeconfig.to_str().unwrap(),
+        "--yes",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("(tier: live)"), "{out}");
+    assert!(
+        out.contains(&format!("PASS | {}", cases::twin::LIVE_CHECK)),
+        "{out}"
+    );
+    assert!(out.contains("CASE 14 PASS"), "{out}");
+    assert_eq!(traces(&twin.addr), Vec::<String>::new());
+}
+
+#[test]
+fn the_live_mig_block_asks_for_its_address_first_and_skips_without_hardware() {
+    let twin = serve("mig", true);
+    let kubeconfig = twin.kubeconfig.to_str().unwrap();
+    let args = [
+        "case",
+        "--block",
+        "mig",
+        "--context",
+        CONTEXT,
+        "--kubeconfig",
+        kubeconfig,
+        "--yes",
+    ];
+    let o = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(args)
+        .env_remove("MIG_NODE_SSH")
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(out.contains("MIG_NODE_SSH"), "{out}");
+    assert!(
+        !out.contains("context:"),
+        "contacted the cluster first: {out}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(args)
+        .env("MIG_NODE_SSH", "root@mig-node")
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("NOTHING WAS VERIFIED: this cluster lacks a partition-capable NVIDIA card"),
+        "{out}"
+    );
+    assert_eq!(traces(&twin.addr), Vec::<String>::new());
+}

@@ -16,6 +16,7 @@
 pub mod block;
 pub mod index;
 pub mod library;
+pub mod probe;
 pub mod render;
 pub mod run;
 pub mod tier;

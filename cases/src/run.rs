@@ -114,6 +114,9 @@ pub fn verdict_of(rows: &[Row]) -> Verdict {
     }
 }
 
+/// How a row that only a running workload answers reads (on every tier).
+pub const LIVE_ONLY: &str = "not checked by verify (needs running workloads): ";
+
 /// Replays `s` (the case's scenario, possibly with a mutant) through `oracle::replay` and
 /// turns its verdicts into rows.
 pub fn run_on_model(case: &LockedCase, s: &Scenario) -> CaseRun {
@@ -147,9 +150,10 @@ pub fn run_on_model(case: &LockedCase, s: &Scenario) -> CaseRun {
         });
     }
     rows.extend(case.header.live_only.iter().map(|l| Row {
+        // a runtime fact no tier of verify reads (running containers, a device manager)
         status: Status::Skip,
         check: l.check.clone(),
-        object: format!("model tier: {}", l.why),
+        object: format!("{LIVE_ONLY}{}", l.why),
         expectation: None,
     }));
     let verdict = verdict_of(&rows);

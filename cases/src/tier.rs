@@ -90,7 +90,7 @@ pub fn gate_verdict(
         }
     }
     if tier.available() && !tier.has_hardware(gate) {
-        return GateVerdict::Skip(format!("no {}", gate.hardware));
+        return GateVerdict::Skip(format!("this cluster lacks {}", gate.hardware));
     }
     GateVerdict::Run
 }

@@ -16,35 +16,60 @@ use crate::tier::{Tier, TierRunner};
 /// The check the twin row names.
 pub const TWIN_CHECK: &str = "the twin's objects equal the model's at every write step";
 
-/// Cases on an embedded twin on 127.0.0.1 (one twin, reset between cases).
+/// The check the live row names.
+pub const LIVE_CHECK: &str = "the cluster's objects equal the model's at every write step";
+
+/// Cases on an embedded twin on 127.0.0.1 (one twin, reset between cases), or on a cluster
+/// running the operator ([`TwinTier::on_cluster`]: the live tier, the scenario localized so
+/// its pools are the run's own).
 pub struct TwinTier {
     runner: TwinRunner,
     /// Mutates the twin's operator, never the model.
     pub mutant: Option<Mutant>,
+    tier: Tier,
+    /// On a cluster: the hardware gates it satisfies (`probe::cluster_hardware`).
+    hardware: Vec<String>,
 }
 
 impl TwinTier {
     pub fn start(mutant: Option<Mutant>) -> Result<Self, String> {
         let runner = TwinRunner::start(TwinConfig::default()).map_err(|e| e.to_string())?;
-        Ok(TwinTier { runner, mutant })
+        Ok(TwinTier {
+            runner,
+            mutant,
+            tier: Tier::Twin,
+            hardware: Vec::new(),
+        })
+    }
+
+    /// The live tier through `runner` (`TwinRunner::connect`), on a cluster that has
+    /// `hardware`.
+    pub fn on_cluster(runner: TwinRunner, hardware: Vec<String>) -> Self {
+        TwinTier {
+            runner,
+            mutant: None,
+            tier: Tier::Live,
+            hardware,
+        }
     }
 }
 
 impl TierRunner for TwinTier {
     fn tier(&self) -> Tier {
-        Tier::Twin
+        self.tier
     }
 
-    /// The twin mocks whatever hardware the case's own scenario builds.
-    fn has_hardware(&self, _gate: &LiveGate) -> bool {
-        true
+    /// The twin mocks whatever hardware the case's own scenario builds; a cluster must have
+    /// the real thing for a hardware block's gate.
+    fn has_hardware(&self, gate: &LiveGate) -> bool {
+        self.tier == Tier::Twin || self.hardware.contains(&gate.hardware)
     }
 
     fn run(&self, case: &LockedCase) -> CaseRun {
         let mut run = run_on_model(case, &case.scenario);
         if run.rows.iter().all(|r| r.status == Status::Skip) {
             // Nothing the model checks: the twin has nothing to agree on either.
-            run.tier = Tier::Twin;
+            run.tier = self.tier;
             return run;
         }
         let (status, object) = match self.runner.judge(&case.scenario, self.mutant) {
@@ -52,13 +77,27 @@ impl TierRunner for TwinTier {
             Ok(Some(d)) => (Status::Fail, d.message()),
             Err(e) => (Status::Fail, format!("inconclusive: {e}")),
         };
+        let check = match self.tier {
+            Tier::Live => LIVE_CHECK,
+            _ => TWIN_CHECK,
+        };
         run.rows.push(Row {
             status,
-            check: TWIN_CHECK.into(),
+            check: check.into(),
             object,
             expectation: None,
         });
-        run.tier = Tier::Twin;
+        if self.tier == Tier::Live && case.header.gate.is_some() {
+            run.rows.push(Row {
+                status: Status::Skip,
+                check: "the hardware step on the real card (mode toggle, restore)".into(),
+                object: "not automated by verify: the modelled part ran on mocked Devices in \
+                         run-unique pools"
+                    .into(),
+                expectation: None,
+            });
+        }
+        run.tier = self.tier;
         run.verdict = verdict_of(&run.rows);
         run
     }

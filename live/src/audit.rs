@@ -260,8 +260,23 @@ pub async fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, Au
     })
 }
 
+/// The model cluster a snapshot describes (its Nodes, Devices, Namespaces and InstanceTypes),
+/// validated: what a read-only report about the cluster's shape reads.
+pub fn cluster_of(snapshot: &Snapshot, settings: &Settings) -> Result<model::Cluster, AuditError> {
+    let (store, _) = load(snapshot)?;
+    read_model(&store, settings, &snapshot.source)
+}
+
 /// The model's derivation for the cluster in `store` (from scratch: an audit has no history).
 fn predict(store: &Store, settings: &Settings, source: &str) -> Result<Derived, AuditError> {
+    Ok(model::derive::derive(&read_model(store, settings, source)?))
+}
+
+fn read_model(
+    store: &Store,
+    settings: &Settings,
+    source: &str,
+) -> Result<model::Cluster, AuditError> {
     let cluster = read::read_cluster(store, settings).map_err(|e| match e {
         read::ReadError::Field {
             kind,
@@ -275,7 +290,7 @@ fn predict(store: &Store, settings: &Settings, source: &str) -> Result<Derived, 
     })?;
     model::derive::validate(&cluster)
         .map_err(|e| AuditError::input(source, "(cluster)", e.to_string()))?;
-    Ok(model::derive::derive(&cluster))
+    Ok(cluster)
 }
 
 /// The objects in their observed form, read through the client from a private loopback

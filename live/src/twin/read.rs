@@ -285,7 +285,7 @@ impl At<'_> {
 /// (research/devices.md §1.2). A status-only group or card is kept without the missing side.
 /// `remaining` is `omitempty` on the wire, so an absent one reads as 0; `allocatedSlices` is in
 /// no CRD revision (devices.md Open questions) and reads as 0.
-fn read_devices(o: &Value) -> Result<Devices, ReadError> {
+pub fn read_devices(o: &Value) -> Result<Devices, ReadError> {
     let name = name_of(o);
     let at = At { name: &name };
     let spec = o.get("spec").unwrap_or(&Value::Null);
