@@ -176,13 +176,15 @@ pub struct SoakArgs {
     /// Stop after this many events even if time remains.
     #[arg(long)]
     pub max_events: Option<u64>,
-    /// Tier to drive: the model against itself (default), or the embedded twin through the
-    /// kube-rs client.
-    #[arg(long, value_enum, default_value_t = Tier::Model)]
-    pub tier: Tier,
+    /// Tier to drive: the model against itself (default), the embedded twin through the
+    /// kube-rs client, or a cluster running the operator (`live`, implied by `--context`).
+    #[arg(long, value_enum)]
+    pub tier: Option<Tier>,
     /// Short for `--tier twin`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "context")]
     pub twin: bool,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// On the twin tier, inject faults into the client's requests, replayable from a seed:
     /// `SEED[:conflict=0.05,throttle=0.05,error=0.05,watch-cut=0.2,slow=0.05,delay-ms=20]`.
     #[arg(long)]

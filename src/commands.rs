@@ -797,7 +797,20 @@ fn twin_serve(
 /// `verify soak`: churn until the deadline, Ctrl-C or the first finding; series, checkpoint,
 /// counterexample and a history row.
 fn soak(args: SoakArgs) -> Result<i32> {
-    let twin = args.twin || args.tier == Tier::Twin;
+    let tier = match (args.tier, args.twin, &args.live.context) {
+        (_, true, _) => Tier::Twin,
+        (Some(t), _, _) => t,
+        (None, _, Some(_)) => Tier::Live,
+        (None, _, None) => Tier::Model,
+    };
+    let twin = tier == Tier::Twin;
+    let on_cluster = tier == Tier::Live;
+    if on_cluster && args.mutant.is_some() {
+        return Err(UsageError(
+            "--mutant mutates the model or the twin's operator; a cluster runs its own".into(),
+        )
+        .into());
+    }
     let faults = args
         .faults
         .as_deref()
@@ -807,30 +820,77 @@ fn soak(args: SoakArgs) -> Result<i32> {
     if faults.is_some() && !twin {
         return Err(UsageError("--faults needs the twin tier (--twin)".into()).into());
     }
-    let config = soak::SoakConfig {
+    let prepared = match on_cluster {
+        true => match crate::live_run::prepare(
+            &args.live,
+            "fake Nodes, NodeFeatures, Devices and Namespaces churned for the whole soak (run-unique pools)",
+        ) {
+            Ok(p) => Some(p),
+            Err(code) => return Ok(code),
+        },
+        false => None,
+    };
+    let mut config = soak::SoakConfig {
         seed: args.seed,
         shape: generators::ShapeConfig {
             max_nodes: args.max_nodes,
+            settings: match on_cluster {
+                true => Some(operator_settings(&args.live)?),
+                false => None,
+            },
             ..generators::ShapeConfig::default()
         },
         duration: args.duration,
         max_events: args.max_events,
         rate: args.rate,
         checkpoint_every: args.checkpoint_every,
-        awareness_flips: !twin,
-        // A twin replay costs a twin and its convergence: fewer shrink candidates there.
-        shrink_budget: if twin { 24 } else { 400 },
+        // the operator's flags are fixed on a twin or a cluster
+        awareness_flips: tier == Tier::Model,
+        // A twin (or cluster) replay costs a run and its convergence: fewer shrink candidates.
+        shrink_budget: if tier == Tier::Model { 400 } else { 24 },
         ..soak::SoakConfig::default()
     };
-    let stop = config.stop.clone();
-    ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::Relaxed))
-        .context("installing the Ctrl-C handler")?;
+    match &prepared {
+        // Ctrl-C is already caught (a second one exits at once, leaving verify cleanup)
+        Some(p) => config.stop = p.interrupt.clone(),
+        None => {
+            let stop = config.stop.clone();
+            ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::Relaxed))
+                .context("installing the Ctrl-C handler")?;
+        }
+    }
     let mutant = args.mutant;
     let twin_config = fuzz::twin::TwinConfig {
         faults,
         ..fuzz::twin::TwinConfig::default()
     };
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let soak_run = format!("soak-{}-{stamp}", args.seed);
+    if prepared.is_some() {
+        println!("run label: {}={soak_run}.<token>", live::client::RUN_LABEL);
+    }
+    let lanes = std::sync::atomic::AtomicUsize::new(0);
     let make = |twin_config: &fuzz::twin::TwinConfig| -> Result<Box<dyn soak::Target>> {
+        if let Some(p) = &prepared {
+            // each target (the soak's, then each shrink replay's) is its own lane of the run
+            let lane = lanes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let runner = fuzz::twin::TwinRunner::connect(
+                p.kubeconfig.clone(),
+                &p.context,
+                twin_config.clone(),
+                fuzz::twin::Lane {
+                    run: soak_run.clone(),
+                    lane,
+                    interrupt: p.interrupt.clone(),
+                    teardown_budget: args.live.teardown_budget,
+                },
+                model::labels::DEFAULT_SYSTEM_NAMESPACE,
+            )
+            .map_err(|e| anyhow::anyhow!("connecting to the cluster: {e}"))?;
+            return Ok(Box::new(soak::TwinTarget::on_cluster(runner)));
+        }
         Ok(if twin {
             Box::new(
                 soak::TwinTarget::start(twin_config.clone(), mutant)
@@ -868,7 +928,12 @@ fn soak(args: SoakArgs) -> Result<i32> {
         },
     )
     .map_err(|e| anyhow::anyhow!(e))?;
-    let row = report.history_row(dir.id(), if twin { "twin" } else { "model" }, args.seed);
+    let tier_name = match tier {
+        Tier::Model => "model",
+        Tier::Twin => "twin",
+        Tier::Live => "live",
+    };
+    let row = report.history_row(dir.id(), tier_name, args.seed);
     soak::series::append_history(&args.history, &row)
         .with_context(|| format!("appending to {}", args.history.display()))?;
     if let Some(f) = &report.failure {

@@ -350,3 +350,36 @@ fn the_live_mig_block_asks_for_its_address_first_and_skips_without_hardware() {
     );
     assert_eq!(traces(&twin.addr), Vec::<String>::new());
 }
+
+#[test]
+fn a_live_soak_churns_in_its_own_pools_and_leaves_nothing() {
+    let twin = serve("soak", true);
+    let runs = twin.kubeconfig.with_file_name("runs");
+    let history = twin.kubeconfig.with_file_name("history.csv");
+    let o = verify(&[
+        "soak",
+        "--context",
+        CONTEXT,
+        "--kubeconfig",
+        twin.kubeconfig.to_str().unwrap(),
+        "--yes",
+        "--max-events",
+        "20",
+        "--duration",
+        "120s",
+        "--seed",
+        "3",
+        "--run-dir",
+        runs.to_str().unwrap(),
+        "--history",
+        history.to_str().unwrap(),
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("tier: live"), "{out}");
+    assert!(out.contains("leftovers 0: held"), "{out}");
+    assert!(std::fs::read_to_string(&history)
+        .unwrap()
+        .contains(",live,"));
+    assert_eq!(traces(&twin.addr), Vec::<String>::new());
+}

@@ -20,6 +20,8 @@ pub struct TwinTarget {
     faults: Option<u64>,
     /// The divergence the last write converged to, until [`Target::divergence`] takes it.
     pending: Option<TwinDivergence>,
+    /// Writing to a cluster that runs the operator (the live tier), not an embedded twin.
+    live: bool,
 }
 
 impl TwinTarget {
@@ -32,7 +34,20 @@ impl TwinTarget {
             mutant,
             faults,
             pending: None,
+            live: false,
         })
+    }
+
+    /// The live tier: the churn, localized with one token per run, written to the cluster
+    /// `runner` is connected to (`TwinRunner::connect`).
+    pub fn on_cluster(runner: TwinRunner) -> Self {
+        TwinTarget {
+            runner,
+            mutant: None,
+            faults: None,
+            pending: None,
+            live: true,
+        }
     }
 
     fn timed(
@@ -56,6 +71,12 @@ impl Target for TwinTarget {
         let mutant = self
             .mutant
             .map_or(String::new(), |m| format!(", operator mutated by {m}"));
+        if self.live {
+            return format!(
+                "tier: live ({}; run-unique pools, only they are compared)",
+                self.runner.describe()
+            );
+        }
         format!(
             "tier: twin ({}{faults}{mutant}; no cluster contacted)",
             self.runner.describe()
