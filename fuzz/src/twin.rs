@@ -184,7 +184,13 @@ pub struct TwinRunner {
     config: TwinConfig,
     /// A step-by-step run in progress ([`TwinRunner::begin`]).
     session: Option<Session>,
+    /// The fewest requests the last judged scenario needed ([`TwinRunner::minimum_requests`]).
+    needed: AtomicU64,
 }
+
+/// Kinds one observation reads (Nodes, ResourceFlavors, InstanceTypes, ClusterQueues,
+/// LocalQueues): at least one list each per write step.
+pub const OBSERVED_KINDS: u64 = 5;
 
 /// A step-by-step run: its id, the model world of what was written, its watcher, and its
 /// operator (embedded) or localizer and token (cluster).
@@ -225,6 +231,7 @@ impl TwinRunner {
             client,
             config,
             session: None,
+            needed: AtomicU64::new(0),
         })
     }
 
@@ -259,6 +266,7 @@ impl TwinRunner {
             client,
             config,
             session: None,
+            needed: AtomicU64::new(0),
         })
     }
 
@@ -403,7 +411,11 @@ impl TwinRunner {
             Some(token) => Quiescer::scoped(client, run, token),
             None => Quiescer::new(client, run),
         };
-        client.mock(&bare, run).await.map_err(api)?;
+        let mut writes = client.mock(&bare, run).await.map_err(api)? as u64;
+        let mut steps_done = 1;
+        let need = |writes: u64, steps: u64| writes + OBSERVED_KINDS * steps;
+        self.needed
+            .store(need(writes, steps_done), Ordering::Relaxed);
         if let Some(d) = self
             .converge(
                 &mut quiescer,
@@ -421,10 +433,13 @@ impl TwinRunner {
             for event in events {
                 world.apply(event);
             }
-            client
+            writes += client
                 .sync(Some(&before), world.cluster(), run)
                 .await
-                .map_err(api)?;
+                .map_err(api)? as u64;
+            steps_done += 1;
+            self.needed
+                .store(need(writes, steps_done), Ordering::Relaxed);
             if let Some(d) = self.converge(&mut quiescer, &world, label, scope).await? {
                 return Ok(Some(d));
             }
@@ -534,6 +549,14 @@ impl TwinRunner {
         })
     }
 
+    /// The fewest requests the last scenario [`TwinRunner::judge`] wrote needed: every write
+    /// its mocks took (creates, `/status` writes, patches, deletes) plus one list of each
+    /// observed kind per write step. What was served beyond it is the client's overhead
+    /// (watches, retries, confirmations, teardown).
+    pub fn minimum_requests(&self) -> u64 {
+        self.needed.load(Ordering::Relaxed)
+    }
+
     /// Requests served so far: the twin's own count (all verbs and resources), or on a
     /// cluster the responses this runner's client received.
     pub fn api_calls(&self) -> u64 {
@@ -639,11 +662,8 @@ impl TwinRunner {
                     reason,
                 });
             }
-            let mut observed = self
-                .client
-                .observe()
-                .await
-                .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+            // what the watches delivered: at quiescence, what a list would return
+            let mut observed = quiescer.observed();
             if let Some(token) = scope {
                 observed = observed.scoped_to(token);
             }

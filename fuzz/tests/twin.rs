@@ -119,3 +119,21 @@ fn nodes_are_written_before_their_devices() {
         other => panic!("expected a join, got {other:?}"),
     }
 }
+
+/// Issue 7: a seed costs at most 1.2 × the requests it needs (its writes, and one list of each
+/// observed kind per write step); the objects are read from the quiescence watches.
+#[test]
+fn every_seed_costs_at_most_a_fifth_more_requests_than_it_needs() {
+    let twin = TwinRunner::start(TwinConfig::default()).expect("the twin starts");
+    for seed in 0..20 {
+        let s = scenario_for(seed, &ShapeConfig::default()).expect("a scenario");
+        let before = twin.api_calls();
+        let verdict = twin.judge(&s, None).expect("judged");
+        assert!(verdict.is_none(), "seed {seed} diverges");
+        let (spent, needed) = (twin.api_calls() - before, twin.minimum_requests());
+        assert!(
+            spent * 5 <= needed * 6,
+            "seed {seed}: {spent} requests for {needed} needed"
+        );
+    }
+}

@@ -34,7 +34,7 @@ impl Observed {
         self.len() == 0
     }
 
-    fn insert(&mut self, kind: &Kind, object: Value) {
+    pub(crate) fn insert(&mut self, kind: &Kind, object: Value) {
         let Some(k) = object_kind(kind) else { return };
         let name = crate::twin::read::name_of(&object);
         let id = match object

@@ -1,15 +1,15 @@
 //! Waiting for the operator to finish, by watching (never by sleeping): the run's own objects
-//! (by run label) and every derived object (ResourceFlavors, InstanceTypes, ClusterQueues,
+//! that others write (Nodes and Devices, by run label) and every derived object (ResourceFlavors, InstanceTypes, ClusterQueues,
 //! LocalQueues) must stop changing for a window, and every object that reports
 //! `status.observedGeneration` must have caught up with its `metadata.generation`. A budget
 //! bounds the wait; running out of it is [`Quiescence::Inconclusive`], a value.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::pin::Pin;
 use std::time::Duration;
 
 use futures::stream::{select_all, Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::core::v1::Node;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use serde_json::Value;
@@ -17,8 +17,9 @@ use tokio::time::Instant;
 
 use super::localize::Token;
 use super::scoped::Scoped;
-use super::{Client, RunId};
-use crate::crd::{ClusterQueue, Devices, InstanceType, LocalQueue, NodeFeature, ResourceFlavor};
+use super::{Client, Observed, RunId};
+use crate::crd::{ClusterQueue, Devices, InstanceType, LocalQueue, ResourceFlavor};
+use crate::twin::kinds::{self, Kind};
 
 /// How a wait ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,14 +30,32 @@ pub enum Quiescence {
     Inconclusive { reason: String },
 }
 
-/// One watch event, reduced to what quiescence needs.
-enum Change {
-    /// An object was added, changed or deleted; `settled` is its generation check.
-    Object { key: String, settled: bool },
+/// One watch event of stream `stream`, reduced to what quiescence and the cache need.
+struct Change {
+    stream: usize,
+    what: What,
+}
+
+enum What {
+    /// An object was added or changed (`object`) or deleted (`None`); `settled` is its
+    /// generation check.
+    Object {
+        key: String,
+        settled: bool,
+        object: Option<Value>,
+    },
     /// An object outside the run's pools changed (a live cluster's own traffic).
     Elsewhere,
-    /// A watcher finished its initial list.
-    Listed,
+    /// A (re-)list began: its objects replace the stream's when it is done.
+    Relisting,
+    /// One object of a (re-)list.
+    Listed {
+        key: String,
+        object: Value,
+        settled: bool,
+    },
+    /// A (re-)list finished.
+    ListDone,
     /// The watch broke (it re-lists by itself after a backoff).
     Broken,
 }
@@ -59,7 +78,12 @@ pub fn settled(object: &Value) -> bool {
     }
 }
 
-fn changes<K: Scoped>(client: &Client, selector: Option<&str>, scope: Option<&Token>) -> Changes {
+fn changes<K: Scoped>(
+    client: &Client,
+    stream: usize,
+    selector: Option<&str>,
+    scope: Option<&Token>,
+) -> Changes {
     let mut config = watcher::Config::default();
     if let Some(s) = selector {
         config = config.labels(s);
@@ -67,6 +91,7 @@ fn changes<K: Scoped>(client: &Client, selector: Option<&str>, scope: Option<&To
     let kind = K::kind(&()).to_string();
     let api = K::api(client.kube().clone(), None);
     let scope = scope.cloned();
+    // (key, settled, object), or `None` outside the run's pools
     let object = move |o: &K| {
         let v = serde_json::to_value(o).unwrap_or(Value::Null);
         let name = crate::twin::read::name_of(&v);
@@ -75,39 +100,80 @@ fn changes<K: Scoped>(client: &Client, selector: Option<&str>, scope: Option<&To
             None => format!("{kind}/{name}"),
         };
         if scope.as_ref().is_some_and(|t| !t.marks(&key)) {
-            return Change::Elsewhere;
+            return None;
         }
-        Change::Object {
-            settled: settled(&v),
-            key,
-        }
+        Some((key, settled(&v), v))
     };
     Box::pin(
         watcher::watcher(api, config)
             .default_backoff()
-            .map(move |event| match event {
-                Ok(Event::Apply(o) | Event::InitApply(o)) => object(&o),
-                Ok(Event::Delete(o)) => match object(&o) {
-                    Change::Object { key, .. } => Change::Object { key, settled: true },
-                    other => other,
-                },
-                Ok(Event::InitDone) => Change::Listed,
-                Ok(Event::Init) => Change::Broken,
-                Err(_) => Change::Broken,
+            .map(move |event| {
+                let what = match event {
+                    Ok(Event::Apply(o)) => match object(&o) {
+                        Some((key, settled, v)) => What::Object {
+                            key,
+                            settled,
+                            object: Some(v),
+                        },
+                        None => What::Elsewhere,
+                    },
+                    Ok(Event::Delete(o)) => match object(&o) {
+                        Some((key, _, _)) => What::Object {
+                            key,
+                            settled: true,
+                            object: None,
+                        },
+                        None => What::Elsewhere,
+                    },
+                    Ok(Event::InitApply(o)) => match object(&o) {
+                        Some((key, settled, object)) => What::Listed {
+                            key,
+                            object,
+                            settled,
+                        },
+                        None => What::Elsewhere,
+                    },
+                    Ok(Event::Init) => What::Relisting,
+                    Ok(Event::InitDone) => What::ListDone,
+                    Err(_) => What::Broken,
+                };
+                Change { stream, what }
             }),
     )
 }
 
 /// The watches of one run, kept open across waits (one list + one watch per kind per run).
+/// What they deliver is also kept, so the objects are read from the watches
+/// ([`Quiescer::observed`]) instead of listed again after every write step.
 pub struct Quiescer {
     stream: Pin<Box<dyn Stream<Item = Change> + Send>>,
     /// Watchers that have not finished their first list.
     listing: usize,
     unsettled: BTreeSet<String>,
+    /// Each stream's objects by key, as the watch last delivered them.
+    cache: Vec<BTreeMap<String, Value>>,
+    /// Each stream's (re-)list in progress.
+    relist: Vec<Option<BTreeMap<String, Value>>>,
+    /// Whether each stream finished its first list.
+    listed_once: Vec<bool>,
 }
 
+/// The kind of each watched stream, in [`Quiescer::watching`]'s order. Of the run's own
+/// objects only those something else writes are watched: Nodes (NFD's master and the worker
+/// label them) and Devices (the node-devices check rebuilds their ledger, admission.md §6.5);
+/// nothing but the run writes its NodeFeatures, and what a Namespace changes shows in its
+/// LocalQueues.
+const STREAM_KINDS: [Kind; 6] = [
+    kinds::NODE,
+    kinds::DEVICES,
+    kinds::RESOURCE_FLAVOR,
+    kinds::INSTANCE_TYPE,
+    kinds::CLUSTER_QUEUE,
+    kinds::LOCAL_QUEUE,
+];
+
 impl Quiescer {
-    /// Watches `run`'s Nodes, Namespaces, NodeFeatures and Devices, and all derived objects.
+    /// Watches `run`'s Nodes and Devices, and all derived objects.
     pub fn new(client: &Client, run: &RunId) -> Quiescer {
         Quiescer::watching(client, run, None)
     }
@@ -123,19 +189,83 @@ impl Quiescer {
         let own = run.selector();
         let own = Some(own.as_str());
         let streams = vec![
-            changes::<Node>(client, own, None),
-            changes::<Namespace>(client, own, None),
-            changes::<NodeFeature>(client, own, None),
-            changes::<Devices>(client, own, None),
-            changes::<ResourceFlavor>(client, None, scope),
-            changes::<InstanceType>(client, None, scope),
-            changes::<ClusterQueue>(client, None, scope),
-            changes::<LocalQueue>(client, None, scope),
+            changes::<Node>(client, 0, own, None),
+            changes::<Devices>(client, 1, own, None),
+            changes::<ResourceFlavor>(client, 2, None, scope),
+            changes::<InstanceType>(client, 3, None, scope),
+            changes::<ClusterQueue>(client, 4, None, scope),
+            changes::<LocalQueue>(client, 5, None, scope),
         ];
         Quiescer {
             listing: streams.len(),
             stream: Box::pin(select_all(streams)),
             unsettled: BTreeSet::new(),
+            cache: vec![BTreeMap::new(); STREAM_KINDS.len()],
+            relist: vec![None; STREAM_KINDS.len()],
+            listed_once: vec![false; STREAM_KINDS.len()],
+        }
+    }
+
+    /// The objects the watches hold, as [`Client::observe`] would list them (the run's Nodes
+    /// and every derived object in scope): at quiescence, what a list would return.
+    pub fn observed(&self) -> Observed {
+        let mut out = Observed::default();
+        for (kind, objects) in STREAM_KINDS.iter().zip(&self.cache) {
+            for object in objects.values() {
+                out.insert(kind, object.clone());
+            }
+        }
+        out
+    }
+
+    /// Keeps the cache and the unsettled set up to date with one change.
+    fn record(&mut self, change: Change) {
+        let Change { stream, what } = change;
+        match what {
+            What::Object {
+                key,
+                settled,
+                object,
+            } => {
+                if settled {
+                    self.unsettled.remove(&key);
+                } else {
+                    self.unsettled.insert(key.clone());
+                }
+                match object {
+                    Some(o) => self.cache[stream].insert(key, o),
+                    None => self.cache[stream].remove(&key),
+                };
+            }
+            What::Relisting => self.relist[stream] = Some(BTreeMap::new()),
+            What::Listed {
+                key,
+                object,
+                settled,
+            } => {
+                if !settled {
+                    self.unsettled.insert(key.clone());
+                }
+                if let Some(buffer) = self.relist[stream].as_mut() {
+                    buffer.insert(key, object);
+                }
+            }
+            What::ListDone => {
+                if let Some(listed) = self.relist[stream].take() {
+                    // what the re-list did not return is gone
+                    for key in self.cache[stream].keys() {
+                        if !listed.contains_key(key) {
+                            self.unsettled.remove(key);
+                        }
+                    }
+                    self.cache[stream] = listed;
+                }
+                if self.listing > 0 && !self.listed_once[stream] {
+                    self.listing -= 1;
+                }
+                self.listed_once[stream] = true;
+            }
+            What::Broken | What::Elsewhere => {}
         }
     }
 
@@ -168,21 +298,14 @@ impl Quiescer {
                         reason: "the watches ended".into(),
                     }
                 }
-                Ok(Some(Change::Elsewhere)) => {}
+                Ok(Some(Change {
+                    what: What::Elsewhere,
+                    ..
+                })) => {}
                 Ok(Some(change)) => {
                     last_change = Instant::now();
                     changes += 1;
-                    match change {
-                        Change::Object { key, settled } => {
-                            if settled {
-                                self.unsettled.remove(&key);
-                            } else {
-                                self.unsettled.insert(key);
-                            }
-                        }
-                        Change::Listed => self.listing = self.listing.saturating_sub(1),
-                        Change::Broken | Change::Elsewhere => {}
-                    }
+                    self.record(change);
                 }
             }
         }
