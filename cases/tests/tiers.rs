@@ -52,7 +52,9 @@ fn hardware_absent_is_a_skip_with_nothing_verified_never_exit_2() {
     let c = cases::case(24).unwrap().unwrap();
     assert_eq!(
         gate_verdict(&NoHardware, c.header.gate.as_ref(), &set),
-        GateVerdict::Skip("no a partition-capable NVIDIA card reachable over SSH".into())
+        GateVerdict::Skip(
+            "this cluster lacks a partition-capable NVIDIA card reachable over SSH".into()
+        )
     );
     let run = run_gated(&NoHardware, &c, &set);
     assert_eq!(run.verdict.exit_code(), 0);
@@ -156,4 +158,28 @@ fn case_39_on_the_live_tier_needs_ppu_node_ssh() {
     // On the model it is a vendor runtime case: nothing verified, exit 0.
     let run = run_case(39, &ModelTier::default(), &unset).unwrap();
     assert!(matches!(run.verdict, Verdict::Skipped { .. }), "{run:#?}");
+}
+
+/// Every hardware a case's live gate names is one the live tier's probe knows how to look for
+/// (an unknown text would skip forever).
+#[test]
+fn every_gate_names_hardware_the_live_probe_knows() {
+    use cases::probe::{HYGON_MULTI_INSTANCE, NVIDIA_PARTITIONS, RDMA_ENDPOINT, THEAD_TWO_IDLE};
+    let known = [
+        NVIDIA_PARTITIONS,
+        HYGON_MULTI_INSTANCE,
+        THEAD_TWO_IDLE,
+        RDMA_ENDPOINT,
+    ];
+    for c in cases::cases() {
+        let c = c.expect("the case file parses");
+        if let Some(gate) = &c.header.gate {
+            assert!(
+                known.contains(&gate.hardware.as_str()),
+                "case {}: {}",
+                c.header.number,
+                gate.hardware
+            );
+        }
+    }
 }

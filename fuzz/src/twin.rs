@@ -274,7 +274,9 @@ impl TwinRunner {
     /// cluster's server and context.
     pub fn describe(&self) -> String {
         match &self.backend {
-            Backend::Embedded(twin) => format!("embedded twin at {}", twin.addr()),
+            Backend::Embedded(twin) => {
+                format!("embedded Kubernetes-API twin on {}", twin.addr())
+            }
             Backend::Cluster(_) => format!(
                 "cluster {} (context {})",
                 self.client.target().server,

@@ -251,7 +251,9 @@ fn count_and_decide(served: &Served, method: &str, path: &str, query: &str) -> D
     let target = served.store.read(|s| routes::parse_path(s.kinds(), path));
     let query = Query::parse(query);
     let Ok(target) = target else {
-        served.counters.request("get", path);
+        // discovery and the access reviews (created, never stored)
+        let verb = if method == "POST" { "create" } else { "get" };
+        served.counters.request(verb, path);
         return Decision::default();
     };
     let (verb, resource) = routes::request_verb(method, &target, &query, path);
