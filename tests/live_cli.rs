@@ -24,6 +24,10 @@ impl Drop for Served {
 }
 
 fn serve(name: &str, walkthrough: bool) -> Served {
+    serve_with(name, walkthrough, &[])
+}
+
+fn serve_with(name: &str, walkthrough: bool, extra: &[&str]) -> Served {
     let dir = std::env::temp_dir().join(format!("verify-live-cli-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let kubeconfig = dir.join("kubeconfig");
@@ -38,6 +42,7 @@ fn serve(name: &str, walkthrough: bool) -> Served {
     if walkthrough {
         args.push("--walkthrough");
     }
+    args.extend_from_slice(extra);
     let mut child = Command::new(env!("CARGO_BIN_EXE_verify"))
         .args(&args)
         .stdout(Stdio::piped())
@@ -382,4 +387,28 @@ fn a_live_soak_churns_in_its_own_pools_and_leaves_nothing() {
         .unwrap()
         .contains(",live,"));
     assert_eq!(traces(&twin.addr), Vec::<String>::new());
+}
+
+#[test]
+fn a_live_run_rides_out_faults_and_leaves_nothing() {
+    let twin = serve_with(
+        "faults",
+        true,
+        &[
+            "--faults",
+            "7:conflict=0.1,throttle=0.03,error=0.05,watch-cut=0.2,slow=0.05,delay-ms=5",
+        ],
+    );
+    let runs = twin.kubeconfig.with_file_name("runs");
+    let o = verify(&fuzz_args(
+        &twin.kubeconfig,
+        &runs,
+        &["--context", CONTEXT, "--yes", "--seeds", "3"],
+    ));
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("teardown: nothing labelled"), "{out}");
+    assert_eq!(traces(&twin.addr), Vec::<String>::new());
+    let counters = get(&twin.addr, "/verify/counters");
+    assert!(counters.contains("\"conflict\""), "{counters}");
 }
