@@ -293,7 +293,7 @@ impl Tier {
 
     /// [`Tier::chosen`], with `--context` implying the live tier.
     pub fn with_context(tier: Option<Tier>, twin: bool, live: &LiveArgs) -> Tier {
-        match (tier, &live.context) {
+        match (tier, &live.cluster.context) {
             (None, Some(_)) if !twin => Tier::Live,
             _ => Tier::chosen(tier, twin),
         }
@@ -310,20 +310,28 @@ impl Tier {
     }
 }
 
-/// Where a live run writes (DESIGN.md "Safety on a real cluster").
+/// Which cluster a command changes, and the confirmation it asks for (DESIGN.md "Safety on a
+/// real cluster").
 #[derive(Clone, Debug, Default, clap::Args)]
-pub struct LiveArgs {
-    /// Kubeconfig context of the cluster to run against (required to change a real
-    /// cluster; the kubeconfig's current context is never changed). Implies `--tier live`.
+pub struct ClusterArgs {
+    /// Kubeconfig context of the cluster (required to change a real cluster; the kubeconfig's
+    /// current context is never changed). On fuzz, case and soak it implies `--tier live`.
     #[arg(long)]
     pub context: Option<String>,
     /// Kubeconfig file (default: KUBECONFIG, else ~/.kube/config).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
-    /// Answer the confirmation a run on a real cluster asks for (for CI). Without a
-    /// terminal and without `--yes`, a run that would change a real cluster refuses (exit 2).
+    /// Answer the confirmation a change to a real cluster asks for (for CI). Without a
+    /// terminal and without `--yes`, such a command refuses (exit 2).
     #[arg(long)]
     pub yes: bool,
+}
+
+/// Where a live run writes.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct LiveArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// How long each teardown waits for the operator to drop what it derived from the mocks.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
     pub teardown_budget: std::time::Duration,
@@ -432,13 +440,6 @@ pub struct CleanupArgs {
     /// Every run that left labelled objects.
     #[arg(long)]
     pub all_runs: bool,
-    /// Kubeconfig context (required unless it is the embedded twin's `verify-twin`).
-    #[arg(long)]
-    pub context: Option<String>,
-    /// Kubeconfig file (default: KUBECONFIG, else ~/.kube/config).
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
-    /// Answer the confirmation a cleanup of a real cluster asks for (for CI).
-    #[arg(long)]
-    pub yes: bool,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }

@@ -142,8 +142,8 @@ fn rdma_report_only(tier: crate::cli::CaseTier, live_args: &crate::cli::LiveArgs
         CaseTier::Live => {
             let listed = live::client::preflight::block_on(async {
                 let client = match connect_checked(
-                    live_args.kubeconfig.as_deref(),
-                    live_args.context.as_deref(),
+                    live_args.cluster.kubeconfig.as_deref(),
+                    live_args.cluster.context.as_deref(),
                     live::client::Access::ReadOnly,
                     false,
                 )
@@ -194,7 +194,7 @@ fn case(args: crate::cli::CaseArgs) -> Result<i32> {
     let model_tier = cases::ModelTier {
         mutant: args.mutant,
     };
-    let chosen = match (args.tier, &args.live.context) {
+    let chosen = match (args.tier, &args.live.cluster.context) {
         (Some(t), _) => t,
         (None, Some(_)) => CaseTier::Live,
         (None, None) => CaseTier::Model,
@@ -797,7 +797,7 @@ fn twin_serve(
 /// `verify soak`: churn until the deadline, Ctrl-C or the first finding; series, checkpoint,
 /// counterexample and a history row.
 fn soak(args: SoakArgs) -> Result<i32> {
-    let tier = match (args.tier, args.twin, &args.live.context) {
+    let tier = match (args.tier, args.twin, &args.live.cluster.context) {
         (_, true, _) => Tier::Twin,
         (Some(t), _, _) => t,
         (None, _, Some(_)) => Tier::Live,
@@ -1052,8 +1052,8 @@ fn cleanup(args: CleanupArgs) -> Result<i32> {
     };
     live::client::preflight::block_on(async {
         let client = match connect_checked(
-            args.kubeconfig.as_deref(),
-            args.context.as_deref(),
+            args.cluster.kubeconfig.as_deref(),
+            args.cluster.context.as_deref(),
             live::client::Access::Mutating,
             false,
         )
@@ -1063,7 +1063,7 @@ fn cleanup(args: CleanupArgs) -> Result<i32> {
             Err(code) => return Ok(code),
         };
         let target = client.target().clone();
-        if target.context != live::client::TWIN_CONTEXT && !args.yes {
+        if target.context != live::client::TWIN_CONTEXT && !args.cluster.yes {
             let which = match &args.run {
                 Some(id) => format!("run {id} (and its attempts {id}.*)"),
                 None => "every run".into(),

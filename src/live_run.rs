@@ -24,15 +24,16 @@ pub struct Prepared {
 /// Connects, prints the banner, runs the preflight and asks for confirmation of `what` the
 /// run will write. `Err(exit code)` when the run must not start (the reason printed).
 pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
-    let loaded = preflight::load_kubeconfig(args.kubeconfig.as_deref()).map_err(|e| {
+    let loaded = preflight::load_kubeconfig(args.cluster.kubeconfig.as_deref()).map_err(|e| {
         eprintln!("verify: {e}");
         e.exit_code()
     })?;
-    let context = preflight::choose_context(&loaded, args.context.as_deref(), Access::Mutating)
-        .map_err(|e| {
-            eprintln!("verify: {e}");
-            2
-        })?;
+    let context =
+        preflight::choose_context(&loaded, args.cluster.context.as_deref(), Access::Mutating)
+            .map_err(|e| {
+                eprintln!("verify: {e}");
+                2
+            })?;
     let kubeconfig = loaded.kubeconfig.clone();
     let server = preflight::block_on(async {
         let client = Client::from_kubeconfig(loaded.kubeconfig, &context)
@@ -58,7 +59,7 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
         eprintln!("verify: {e}");
         3
     })??;
-    if context != TWIN_CONTEXT && !args.yes {
+    if context != TWIN_CONTEXT && !args.cluster.yes {
         confirm(&format!(
             "verify will write {what} on context `{context}` ({server}), every object labelled \
              {RUN_LABEL}, and delete them afterwards."

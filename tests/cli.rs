@@ -1,5 +1,8 @@
 //! The `verify` binary end to end: outputs, exit codes and error messages.
 
+mod common;
+
+use common::http_get;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -370,20 +373,6 @@ fn twin_serve_answers_discovery_on_loopback_and_writes_a_kubeconfig() {
     assert!(response.contains("APIVersions"), "{response}");
     let config = std::fs::read_to_string(&kubeconfig).unwrap();
     assert!(config.contains(&url), "{config}");
-}
-
-/// One HTTP GET on the twin; the response text.
-fn http_get(addr: &str, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
 }
 
 #[test]

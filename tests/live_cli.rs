@@ -2,7 +2,10 @@
 //! kubeconfig context is not the twin's): the refusals, the preflight, a clean run, and runs
 //! stopped by SIGINT or SIGKILL leaving nothing behind (after `verify cleanup` for SIGKILL).
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use common::http_get as get;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
@@ -79,18 +82,6 @@ fn serve_with(name: &str, walkthrough: bool, extra: &[&str]) -> Served {
         }
     }
     served
-}
-
-fn get(addr: &str, path: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
 }
 
 /// Every object a run could have left: mocks (labelled) and what the operator derived from
@@ -196,6 +187,13 @@ fn a_cluster_without_the_operators_pools_fails_the_preflight_with_exit_3() {
 #[test]
 fn a_confirmed_run_passes_and_leaves_nothing() {
     let twin = serve("clean", true);
+    let out = three_seeds_leave_nothing(&twin);
+    assert!(out.starts_with("tier: live"), "{out}");
+}
+
+/// Runs three seeds on `twin` (confirmed), expects them to hold and nothing to be left;
+/// returns the run's output.
+fn three_seeds_leave_nothing(twin: &Served) -> String {
     let runs = twin.kubeconfig.with_file_name("runs");
     let o = verify(&fuzz_args(
         &twin.kubeconfig,
@@ -204,9 +202,9 @@ fn a_confirmed_run_passes_and_leaves_nothing() {
     ));
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
-    assert!(out.starts_with("tier: live"), "{out}");
     assert!(out.contains("teardown: nothing labelled"), "{out}");
     assert_eq!(traces(&twin.addr), Vec::<String>::new());
+    out
 }
 
 /// Starts a long live run and returns it with its run id, once it has started writing.
@@ -399,16 +397,7 @@ fn a_live_run_rides_out_faults_and_leaves_nothing() {
             "7:conflict=0.1,throttle=0.03,error=0.05,watch-cut=0.2,slow=0.05,delay-ms=5",
         ],
     );
-    let runs = twin.kubeconfig.with_file_name("runs");
-    let o = verify(&fuzz_args(
-        &twin.kubeconfig,
-        &runs,
-        &["--context", CONTEXT, "--yes", "--seeds", "3"],
-    ));
-    let out = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
-    assert!(out.contains("teardown: nothing labelled"), "{out}");
-    assert_eq!(traces(&twin.addr), Vec::<String>::new());
+    three_seeds_leave_nothing(&twin);
     let counters = get(&twin.addr, "/verify/counters");
     assert!(counters.contains("\"conflict\""), "{counters}");
 }
