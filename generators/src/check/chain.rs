@@ -397,46 +397,41 @@ impl ChainModel {
     /// budget is already taken (admission.md §6.5: in-flight demands are fitted first on the
     /// same per-card budget; every derived queue is TAS at hostname level, so each in-flight
     /// Workload has the node assignment the rule counts). Nothing is charged on the real world.
+    ///
+    /// Memoised by what `AdmissionState::submit` reads (lifecycle.rs): the structure, the
+    /// cluster (shape, namespaces, awareness, and the card rows after the in-flight charges),
+    /// the reserved quota (as the multiset of the holds' quota) and the template. It reads the
+    /// holds map only for the template's own key, which no hold has (an `Idle`, `Pending` or
+    /// `Retry` template holds nothing), so which hold charged a card is not part of the key:
+    /// states whose in-flight and admitted Workloads leave the same rows share the verdict.
     fn judge(&self, s: &State, k: usize) -> Option<State> {
         let template = self.templates.get(k)?;
-        let key = fingerprint(&(s.world_key(), s.held(), k));
-        let (status, fault) = self.tables.judged.get_or(key, || {
-            let w = self.world_of(s);
-            let mut scratch = w;
-            let mut fault = None;
-            if self.count_inflight {
-                for (j, st) in s.workloads.iter().enumerate() {
-                    let (Status::InFlight(h), Some(t)) = (st, self.templates.get(j)) else {
-                        continue;
-                    };
-                    let hold = self.tables.hold(*h).hold.clone();
-                    if charge_cards(&mut scratch.admission, &hold.charges).is_err() {
-                        fault = Some(Fault::ChargeRefused);
-                    }
-                    scratch.admission.holds.insert(workload_key(t), hold);
-                }
-            }
-            let status = match scratch.admission.submit(template) {
+        let (cards, refused) = self.inflight_charged(s);
+        let scratch = State { cards, ..*s };
+        let key = fingerprint(&(scratch.world_key(), self.tables.quota_key(&s.workloads), k));
+        let (status, unplaceable) = self.tables.judged.get_or(key, || {
+            let mut w = self.world_of(&scratch);
+            match w.admission.submit(template) {
                 Outcome::Admitted => {
-                    let hold = scratch
+                    let hold = w
                         .admission
                         .holds
                         .get(&workload_key(template))
                         .cloned()
                         .unwrap_or_default();
-                    Status::InFlight(self.tables.intern_hold(hold))
+                    (Status::InFlight(self.tables.intern_hold(hold)), false)
                 }
-                Outcome::Pending { .. } => Status::Pending,
-                Outcome::Retry { .. } => Status::Retry,
-                Outcome::Rejected { .. } => Status::Rejected,
-                Outcome::Unplaceable { .. } => {
-                    fault = Some(Fault::Unplaceable);
-                    Status::Idle
-                }
-            };
-            (status, fault)
+                Outcome::Pending { .. } => (Status::Pending, false),
+                Outcome::Retry { .. } => (Status::Retry, false),
+                Outcome::Rejected { .. } => (Status::Rejected, false),
+                Outcome::Unplaceable { .. } => (Status::Idle, true),
+            }
         });
-        let fault = fault.unwrap_or(s.fault);
+        let fault = match (unplaceable, refused) {
+            (true, _) => Fault::Unplaceable,
+            (false, true) => Fault::ChargeRefused,
+            (false, false) => s.fault,
+        };
         if status == s.workloads[k] && fault == s.fault {
             return None;
         }
@@ -446,18 +441,64 @@ impl ChainModel {
         Some(self.with_verdicts(next))
     }
 
+    /// The card rows once every in-flight Workload's budget is charged, in template order, and
+    /// whether a charge was refused (`count_inflight = false`: the rows as they are).
+    fn inflight_charged(&self, s: &State) -> ([u16; MAX_CARD_SLOTS], bool) {
+        let mut cards = s.cards;
+        let mut refused = false;
+        if self.count_inflight {
+            for st in s.workloads.iter().take(self.templates.len()) {
+                if let Status::InFlight(h) = *st {
+                    let (after, r) = self.charged(s.present, cards, h);
+                    cards = after;
+                    refused |= r;
+                }
+            }
+        }
+        (cards, refused)
+    }
+
+    /// The card rows after hold `h`'s charges, as gates 4–5 apply them (`charge_cards`), and
+    /// whether one was refused. Charging reads and writes card rows only (ledgers and live
+    /// instances), so the present nodes, their rows and the hold are the whole key.
+    fn charged(
+        &self,
+        present: u8,
+        cards: [u16; MAX_CARD_SLOTS],
+        h: u32,
+    ) -> ([u16; MAX_CARD_SLOTS], bool) {
+        self.tables
+            .landed
+            .get_or(fingerprint(&(present, cards, h)), || {
+                let mut w = self.world_of(&self.with_rows(present, cards));
+                let hold = self.tables.hold(h);
+                let refused = charge_cards(&mut w.admission, &hold.hold.charges).is_err();
+                (self.cards_of(&w).0, refused)
+            })
+    }
+
+    /// A state with only these nodes and card rows (what charging and releasing read).
+    fn with_rows(&self, present: u8, cards: [u16; MAX_CARD_SLOTS]) -> State {
+        State {
+            scope: self.scope,
+            present,
+            mig: 0,
+            cards,
+            extra_ns: false,
+            aware: false,
+            structure: 0,
+            workloads: [Status::Idle; MAX_WORKLOADS],
+            fault: Fault::None,
+            verdicts: Verdicts(0),
+        }
+    }
+
     /// Workload `k`'s Pods land: the cards gate 3 budgeted are charged (gates 4–5).
     fn land(&self, s: &State, k: usize) -> Option<State> {
         let Status::InFlight(h) = *s.workloads.get(k)? else {
             return None;
         };
-        let key = fingerprint(&(s.world_key(), h));
-        let (cards, refused) = self.tables.landed.get_or(key, || {
-            let mut w = self.world_of(s);
-            let hold = self.tables.hold(h);
-            let refused = charge_cards(&mut w.admission, &hold.hold.charges).is_err();
-            (self.cards_of(&w).0, refused)
-        });
+        let (cards, refused) = self.charged(s.present, s.cards, h);
         let mut next = *s;
         next.cards = cards;
         next.workloads[k] = Status::Admitted(h);
@@ -467,15 +508,20 @@ impl ChainModel {
         Some(self.with_verdicts(next))
     }
 
-    /// Workload `k` finishes: the model releases its cards (`World::apply(Finish)`).
+    /// Workload `k` finishes: the model releases its cards (`World::apply(Finish)`). Finishing
+    /// reads the Workload's own hold and the card rows it charged (lifecycle.rs
+    /// `AdmissionState::finish`; reserved quota is written, not read), so the present nodes,
+    /// their rows and the hold are the whole key.
     fn finish(&self, s: &State, k: usize) -> Option<State> {
         let template = self.templates.get(k)?;
-        if !matches!(s.workloads.get(k)?, Status::Admitted(_)) {
+        let Status::Admitted(h) = *s.workloads.get(k)? else {
             return None;
-        }
-        let key = fingerprint(&(s.world_key(), s.held(), k));
+        };
+        let key = fingerprint(&(s.present, s.cards, h, k));
         let cards = self.tables.released.get_or(key, || {
-            let mut w = self.world_of(s);
+            let mut alone = self.with_rows(s.present, s.cards);
+            alone.workloads[k] = Status::Admitted(h);
+            let mut w = self.world_of(&alone);
             let effect = w.apply(&Event::Finish {
                 namespace: template.namespace.clone(),
                 name: template.name.clone(),

@@ -115,15 +115,16 @@ pub fn status_verdicts(m: &ChainModel, s: &State) -> u32 {
         .iter()
         .filter(|st| matches!(st, Status::InFlight(_) | Status::Retry))
         .count();
-    let quota = t
-        .quota_ok
-        .get_or(fingerprint(&(s.structure, s.held())), || {
+    let quota = t.quota_ok.get_or(
+        fingerprint(&(s.structure, t.quota_key(&s.workloads))),
+        || {
             credits_within_quota(
                 &m.structure(s.structure).derived,
                 &m.reserved_of(&s.workloads),
             )
             .is_ok()
-        });
+        },
+    );
     bit(CREDITS_WITHIN_QUOTA, quota)
         | bit(READY_PLACEABLE, s.fault == Fault::None)
         | bit(RETRY_HAPPENS, s.workloads.contains(&Status::Retry))
