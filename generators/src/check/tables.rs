@@ -3,6 +3,7 @@
 //! symmetry reduction uses.
 
 use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::time::Duration;
 
 use model::cluster::ExistingInstanceType;
 use model::derive::Derived;
@@ -61,7 +62,7 @@ pub struct MemoStat {
     /// Distinct keys computed (misses kept).
     pub entries: usize,
     /// Time spent computing misses, summed over threads.
-    pub busy: std::time::Duration,
+    pub busy: Duration,
 }
 
 /// A renaming of node slots: slot `i` becomes slot `perm[i]`.
@@ -232,7 +233,8 @@ impl Tables {
             .fold(0, |m, h| m | self.hold(h).nodes)
     }
 
-    /// Per memo table: entries (how many times that model work ran) and the time it took.
+    /// Per memo table: entries (how many times that model work ran) and the time it took;
+    /// then the interners' sizes (no time of their own).
     pub fn sizes(&self) -> Vec<MemoStat> {
         let stat = |name, entries, busy| MemoStat {
             name,
@@ -264,6 +266,9 @@ impl Tables {
                 self.renamed_structure.len(),
                 self.renamed_structure.busy(),
             ),
+            stat("interned card rows", self.card_rows.len(), Duration::ZERO),
+            stat("interned structures", self.structures.len(), Duration::ZERO),
+            stat("interned holds", self.holds.len(), Duration::ZERO),
         ]
     }
 
