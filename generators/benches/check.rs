@@ -18,7 +18,9 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<usize> = raw.iter().filter_map(|a| a.parse().ok()).collect();
-    let only = raw.iter().find(|a| a.parse::<usize>().is_err() && !a.starts_with('-'));
+    let only = raw
+        .iter()
+        .find(|a| a.parse::<usize>().is_err() && !a.starts_with('-'));
     let scope = CheckConfig {
         nodes: args.first().copied().unwrap_or(3),
         cards: args.get(1).copied().unwrap_or(2),

@@ -5,8 +5,9 @@
 //! on ([`Tables`]): the derivation by shape and previous structure (it does not read the
 //! ledger), gate 3 by the world and the holds, so a step usually costs a few table lookups.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use model::cluster::{Cluster, Namespace};
@@ -20,9 +21,7 @@ use stateright::{Model, Property};
 use super::memo::fingerprint;
 use super::palette;
 use super::properties as props;
-use super::state::{
-    CardState, Fault, State, Status, Verdicts, MAX_CARD_SLOTS, MAX_NODES, MAX_WORKLOADS,
-};
+use super::state::{CardState, Fault, State, Status, MAX_CARD_SLOTS, MAX_NODES, MAX_WORKLOADS};
 pub use super::tables::Structure;
 use super::tables::{self, Tables};
 
@@ -62,9 +61,15 @@ pub struct ChainModel {
     pub broken: Option<props::Broken>,
     pub tables: Arc<Tables>,
     scope: u32,
+    /// Unique per model built in this process (the verdict cache's owner tag: registry slots
+    /// are reused once a check ends).
+    id: u64,
     /// Properties already discovered (see [`first_discovery`]).
     discovered: [AtomicBool; props::ALL.len()],
 }
+
+/// The id the next [`ChainModel`] gets.
+static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(0);
 
 /// Why a scope cannot be checked.
 pub fn scope_error(nodes: usize, cards: usize, workloads: usize) -> Option<String> {
@@ -108,6 +113,7 @@ impl ChainModel {
             broken: None,
             tables,
             scope,
+            id: NEXT_MODEL_ID.fetch_add(1, Ordering::Relaxed),
             discovered: std::array::from_fn(|_| AtomicBool::new(false)),
         })
     }
@@ -251,25 +257,43 @@ impl ChainModel {
         (cards, mig)
     }
 
-    /// The state with its verdicts computed: world-level bits memoised per world key, the
-    /// [M3] shape bit (invariance, isolation, idempotence: properties of the derivation, so
-    /// judged on free cards) per shape, the rest from the statuses.
-    fn with_verdicts(&self, mut s: State) -> State {
+    /// The property verdict bits of `s`. Stateright evaluates every property of a state in a
+    /// row, once per unique state (successors it has seen before are dropped unevaluated), so
+    /// the bits are computed here, on demand, and a one-entry cache per thread serves the
+    /// properties after the first. Computing them in `next_state` instead cost a dozen lookups
+    /// for each of the ~12 successors generated per unique state.
+    pub fn verdicts(&self, s: &State) -> u32 {
+        thread_local! {
+            static LAST: Cell<Option<(u64, State, u32)>> = const { Cell::new(None) };
+        }
+        LAST.with(|last| match last.get() {
+            Some((id, seen, bits)) if id == self.id && seen == *s => bits,
+            _ => {
+                let bits = self.compute_verdicts(s);
+                last.set(Some((self.id, *s, bits)));
+                bits
+            }
+        })
+    }
+
+    /// The verdict bits: world-level bits memoised per world key, the [M3] shape bit
+    /// (invariance, isolation, idempotence: properties of the derivation, so judged on free
+    /// cards) per shape, the rest from the statuses.
+    fn compute_verdicts(&self, s: &State) -> u32 {
         let world = self
             .tables
             .world_bits
             .get_or(fingerprint(&s.world_key()), || {
-                props::world_verdicts(&self.world_of(&s))
+                props::world_verdicts(&self.world_of(s))
             });
         // The [M3] shape checks read the cluster only: shape and authored InstanceTypes.
         let authored = self.tables.authored_fingerprint(s.structure);
         let shape = self.tables.shape_ok.get_or(
             fingerprint(&(s.present, s.mig, s.extra_ns, s.aware, authored)),
-            || props::m3_shape(&self.world_of(&self.free_cards(&s))).is_ok(),
+            || props::m3_shape(&self.world_of(&self.free_cards(s))).is_ok(),
         );
-        let bits = world | (u32::from(shape) << props::M3_SHAPE) | props::status_verdicts(self, &s);
-        s.verdicts = Verdicts(self.broken.map_or(bits, |b| b.apply(bits, &s)));
-        s
+        let bits = world | (u32::from(shape) << props::M3_SHAPE) | props::status_verdicts(self, s);
+        self.broken.map_or(bits, |b| b.apply(bits, s))
     }
 
     pub fn initial_state(&self) -> State {
@@ -280,7 +304,7 @@ impl ChainModel {
             w.cluster().instance_types.clone(),
         ));
         let present = ((1u16 << self.nodes) - 1) as u8;
-        self.with_verdicts(State {
+        State {
             scope: self.scope,
             present,
             mig,
@@ -290,8 +314,7 @@ impl ChainModel {
             structure,
             workloads: [Status::Idle; MAX_WORKLOADS],
             fault: Fault::None,
-            verdicts: Verdicts(0),
-        })
+        }
     }
 
     /// The state's shape with every card free in its family and no Workload: what the
@@ -390,7 +413,7 @@ impl ChainModel {
             _ => return None,
         }
         next.structure = self.structure_after(s, action);
-        Some(self.with_verdicts(next))
+        Some(next)
     }
 
     /// Gates 1–3 for template `k` on a scratch world in which every in-flight Workload's
@@ -438,7 +461,7 @@ impl ChainModel {
         let mut next = *s;
         next.workloads[k] = status;
         next.fault = fault;
-        Some(self.with_verdicts(next))
+        Some(next)
     }
 
     /// The card rows once every in-flight Workload's budget is charged, in template order, and
@@ -489,7 +512,6 @@ impl ChainModel {
             structure: 0,
             workloads: [Status::Idle; MAX_WORKLOADS],
             fault: Fault::None,
-            verdicts: Verdicts(0),
         }
     }
 
@@ -505,7 +527,7 @@ impl ChainModel {
         if refused {
             next.fault = Fault::ChargeRefused;
         }
-        Some(self.with_verdicts(next))
+        Some(next)
     }
 
     /// Workload `k` finishes: the model releases its cards (`World::apply(Finish)`). Finishing
@@ -531,7 +553,7 @@ impl ChainModel {
         let mut next = *s;
         next.cards = cards;
         next.workloads[k] = Status::Idle;
-        Some(self.with_verdicts(next))
+        Some(next)
     }
 
     /// The model `Event` an action maps to in a replayable scenario (`None` for a ledger

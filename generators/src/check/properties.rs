@@ -51,7 +51,7 @@ macro_rules! prop {
             name: $name,
             kind: Kind::$kind,
             bit: $bit,
-            holds: |_, s| s.verdict($bit),
+            holds: |m, s| m.verdicts(s) & (1 << $bit) != 0,
         }
     };
 }
@@ -179,7 +179,8 @@ pub fn explain(m: &ChainModel, s: &State) -> Vec<(&'static str, String)> {
         (ALL[6].name, m3_accounting(&w, &observed)),
         (ALL[7].name, m3_shape(&w)),
     ];
-    let broken = m.broken.filter(|b| !s.verdict(b.bit)).map(|b| b.bit);
+    let bits = m.verdicts(s);
+    let broken = m.broken.filter(|b| bits & (1 << b.bit) == 0).map(|b| b.bit);
     checks
         .into_iter()
         .enumerate()
