@@ -61,6 +61,10 @@ pub struct ChainModel {
     pub broken: Option<props::Broken>,
     pub tables: Arc<Tables>,
     scope: u32,
+    /// Each node slot as it joins, and each card family's capability (`[logical, MIG]`),
+    /// built once: every memo miss builds a cluster from them.
+    palette_nodes: Vec<model::cluster::Node>,
+    capabilities: [model::devices::Capability; 2],
     /// Unique per model built in this process (the verdict cache's owner tag: registry slots
     /// are reused once a check ends).
     id: u64,
@@ -114,6 +118,8 @@ impl ChainModel {
             tables,
             scope,
             id: NEXT_MODEL_ID.fetch_add(1, Ordering::Relaxed),
+            palette_nodes: (0..nodes).map(|i| palette::node(i, cards)).collect(),
+            capabilities: [false, true].map(palette::card_capability),
             discovered: std::array::from_fn(|_| AtomicBool::new(false)),
         })
     }
@@ -164,7 +170,7 @@ impl ChainModel {
         cluster.settings.mutant = self.mutant;
         let mut instances = BTreeMap::new();
         for i in (0..self.nodes).filter(|i| s.is_present(*i)) {
-            let mut node = palette::node(i, self.cards);
+            let mut node = self.palette_nodes[i].clone();
             let name = node.name.clone();
             let cards = node
                 .devices
@@ -173,7 +179,7 @@ impl ChainModel {
                 .flat_map(|g| g.cards.iter_mut());
             for (c, card) in cards.enumerate().take(self.cards) {
                 let row = self.tables.card_row(s.cards[self.slot(i, c)]);
-                card.capability = Some(palette::card_capability(row.mig));
+                card.capability = Some(self.capabilities[usize::from(row.mig)].clone());
                 card.ledger = Some(row.ledger.clone());
                 if !row.instances.is_empty() {
                     instances.insert((name.clone(), card.id.clone()), row.instances.clone());
