@@ -804,13 +804,20 @@ fn renamed(t: &Tables, s: &State, p: usize) -> Option<State> {
     if t.cards > 1 {
         let held = t.held_nodes(&out.workloads);
         for i in (0..t.nodes).filter(|i| held & (1 << i) == 0) {
-            let slots = i * t.cards..(i + 1) * t.cards;
-            out.cards[slots.clone()].sort_unstable();
-            for slot in slots {
-                if t.card_row(out.cards[slot]).mig {
-                    out.mig |= 1 << slot;
+            // Each card's MIG bit moves with its row (the row records the family), so the
+            // bits are sorted along with the rows instead of read back from the interner.
+            let first = i * t.cards;
+            let mut slots = [(0u16, false); MAX_CARD_SLOTS];
+            for (c, slot) in slots.iter_mut().enumerate().take(t.cards) {
+                *slot = (out.cards[first + c], out.mig & (1 << (first + c)) != 0);
+            }
+            slots[..t.cards].sort_unstable();
+            for (c, (row, mig)) in slots.into_iter().enumerate().take(t.cards) {
+                out.cards[first + c] = row;
+                if mig {
+                    out.mig |= 1 << (first + c);
                 } else {
-                    out.mig &= !(1 << slot);
+                    out.mig &= !(1 << (first + c));
                 }
             }
         }
