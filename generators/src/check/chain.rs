@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use model::cluster::{Cluster, Namespace};
+use model::derive::Derived;
 use model::events::{Effect, Event, World};
 use model::ledger::{charge, CardLedger};
 use model::lifecycle::{workload_key, AdmissionState, CardCharge, Outcome};
@@ -70,6 +71,12 @@ pub struct ChainModel {
     id: u64,
     /// Properties already discovered (see [`first_discovery`]).
     discovered: [AtomicBool; props::ALL.len()],
+}
+
+thread_local! {
+    /// One spare copy of a structure's derived objects per thread (see
+    /// [`ChainModel::take_derived`]), tagged with its model and structure.
+    static SPARE_DERIVED: Cell<Option<(u64, u32, Derived)>> = const { Cell::new(None) };
 }
 
 /// The id the next [`ChainModel`] gets.
@@ -206,12 +213,34 @@ impl ChainModel {
         World {
             admission: AdmissionState {
                 cluster,
-                derived: st.derived.clone(),
+                derived: self.take_derived(s.structure, &st),
                 reserved,
                 holds,
                 instances,
             },
         }
+    }
+
+    /// The derived objects of structure `id` for a world to own: the copy a step on this
+    /// thread gave back with [`ChainModel::give_back`] when it is that structure's, else a
+    /// clone (cloning a `Derived` was a tenth of a check's time).
+    fn take_derived(&self, id: u32, st: &Structure) -> Derived {
+        SPARE_DERIVED.with(|spare| match spare.take() {
+            Some((model, kept, derived)) if model == self.id && kept == id => derived,
+            _ => st.derived.clone(),
+        })
+    }
+
+    /// Keeps a world's derived objects for the next [`ChainModel::world_of`] of the same
+    /// structure on this thread. Only for a world whose derived objects were not changed
+    /// since `world_of` (checks, gates 1–3, charges and releases read them; shape events
+    /// re-derive them and must not give them back).
+    fn give_back(&self, id: u32, w: World) {
+        debug_assert!(
+            w.admission.derived == self.structure(id).derived,
+            "a world gave back derived objects it changed"
+        );
+        SPARE_DERIVED.with(|spare| spare.set(Some((self.id, id, w.admission.derived))));
     }
 
     /// Quota Kueue holds reserved for in-flight and admitted Workloads.
@@ -290,13 +319,21 @@ impl ChainModel {
             .tables
             .world_bits
             .get_or(fingerprint(&s.world_key()), || {
-                props::world_verdicts(&self.world_of(s))
+                let w = self.world_of(s);
+                let bits = props::world_verdicts(&w);
+                self.give_back(s.structure, w);
+                bits
             });
         // The [M3] shape checks read the cluster only: shape and authored InstanceTypes.
         let authored = self.tables.authored_fingerprint(s.structure);
         let shape = self.tables.shape_ok.get_or(
             fingerprint(&(s.present, s.mig, s.extra_ns, s.aware, authored)),
-            || props::m3_shape(&self.world_of(&self.free_cards(s))).is_ok(),
+            || {
+                let w = self.world_of(&self.free_cards(s));
+                let ok = props::m3_shape(&w).is_ok();
+                self.give_back(s.structure, w);
+                ok
+            },
         );
         let bits = world | (u32::from(shape) << props::M3_SHAPE) | props::status_verdicts(self, s);
         self.broken.map_or(bits, |b| b.apply(bits, s))
@@ -440,7 +477,7 @@ impl ChainModel {
         let key = fingerprint(&(scratch.world_key(), self.tables.quota_key(&s.workloads), k));
         let (status, unplaceable) = self.tables.judged.get_or(key, || {
             let mut w = self.world_of(&scratch);
-            match w.admission.submit(template) {
+            let judged = match w.admission.submit(template) {
                 Outcome::Admitted => {
                     let hold = w
                         .admission
@@ -454,7 +491,11 @@ impl ChainModel {
                 Outcome::Retry { .. } => (Status::Retry, false),
                 Outcome::Rejected { .. } => (Status::Rejected, false),
                 Outcome::Unplaceable { .. } => (Status::Idle, true),
-            }
+            };
+            // Gates 1–3 read the derived objects and change only the cluster's ledgers,
+            // reserved quota and holds (lifecycle.rs `try_submit`).
+            self.give_back(scratch.structure, w);
+            judged
         });
         let fault = match (unplaceable, refused) {
             (true, _) => Fault::Unplaceable,
