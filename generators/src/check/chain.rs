@@ -3,7 +3,10 @@
 //! `AdmissionState::submit` for gates 1–3 on a world that counts in-flight Workloads,
 //! `ledger::charge` for the Pods landing). Each rule's answer is memoised by what it depends
 //! on ([`Tables`]): the derivation by shape and previous structure (it does not read the
-//! ledger), gate 3 by the world and the holds, so a step usually costs a few table lookups.
+//! ledger), gate 3 by the world after the in-flight charges and the reserved quota, charges
+//! and releases by the card rows and the hold, so a step usually costs a few table lookups.
+//! Property verdicts are computed once per unique state, when stateright evaluates them
+//! ([`ChainModel::verdicts`]).
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
