@@ -6,6 +6,11 @@ mod live_run;
 
 use clap::Parser;
 
+/// The model's derivations allocate many small strings; mimalloc roughly halves `verify
+/// check`'s time against glibc's allocator (generators/README.md, `check/` speed).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args = cli::Cli::parse();
     let code = match commands::dispatch(args.command) {

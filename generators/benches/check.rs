@@ -4,29 +4,37 @@
 //! repeated sampling would take minutes). Run:
 //! `cargo bench -p generators --bench check` (release profile). Pass a scope as
 //! `-- NODES CARDS WORKLOADS [MAX_STATES]` to measure another one or to stop each search after
-//! about MAX_STATES generated states. Also prints where the time went (memo tables: how many
+//! about MAX_STATES generated states (0: no bound), and a fifth argument (`bfs1`, `bfs2` or
+//! `dfs2`) to run only that search. Also prints where the time went (memo tables: how many
 //! times each kind of model work ran and how long it took, summed over threads).
 
 use generators::check::{run_check, CheckConfig, Search};
 
+/// The model's derivations allocate many small strings; glibc's allocator spent about half the
+/// bench's time in malloc/free (perf), mimalloc far less.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<usize> = raw.iter().filter_map(|a| a.parse().ok()).collect();
+    let only = raw
+        .iter()
+        .find(|a| a.parse::<usize>().is_err() && !a.starts_with('-'));
     let scope = CheckConfig {
         nodes: args.first().copied().unwrap_or(3),
         cards: args.get(1).copied().unwrap_or(2),
         workloads: args.get(2).copied().unwrap_or(4),
-        max_states: args.get(3).copied(),
+        max_states: args.get(3).copied().filter(|n| *n > 0),
         ..CheckConfig::default()
     };
     println!(
         "{:<24} {:>12} {:>12} {:>6} {:>10} {:>14}  verdict",
         "search", "generated", "unique", "depth", "wall", "unique/s"
     );
-    for (name, config) in [
+    for (tag, name, config) in [
         (
+            "bfs1",
             "bfs, 1 thread",
             CheckConfig {
                 threads: 1,
@@ -34,6 +42,7 @@ fn main() {
             },
         ),
         (
+            "bfs2",
             "bfs, 2 threads",
             CheckConfig {
                 threads: 2,
@@ -41,6 +50,7 @@ fn main() {
             },
         ),
         (
+            "dfs2",
             "dfs + symmetry, 2 threads",
             CheckConfig {
                 threads: 2,
@@ -50,6 +60,9 @@ fn main() {
             },
         ),
     ] {
+        if only.is_some_and(|o| o != tag) {
+            continue;
+        }
         match run_check(&config) {
             Ok(r) => {
                 println!(

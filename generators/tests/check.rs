@@ -4,7 +4,7 @@
 //! names its scope.
 
 use generators::check::properties::{self, Broken};
-use generators::check::{run_check, CheckConfig, CheckReport, Search, Verdict};
+use generators::check::{run_check, ChainModel, CheckConfig, CheckReport, Search, State, Verdict};
 use model::mutants::Mutant;
 
 fn scope(nodes: usize, cards: usize, workloads: usize) -> CheckConfig {
@@ -278,4 +278,23 @@ fn gate3_forgetting_inflight_workloads_is_caught() {
     assert_eq!(cx.first_failing, Some(3), "{}", r.render());
     let sound = check(bounded);
     assert!(!sound.violated(), "{}", sound.render());
+}
+
+#[test]
+fn verdicts_are_never_shared_between_models() {
+    // Verdicts are cached per thread for the last state judged. Two models of scope 1 × 1 × 0,
+    // one with the cohort-set mutant (its initial state breaks [M3] structure): their initial
+    // states are equal field for field once the registry slot (reused when a check ends) is
+    // made equal, and the second must not be answered from the first's cache.
+    let structure = 1 << properties::M3_STRUCTURE;
+    let sound = ChainModel::new(1, 1, 0, None, true).expect("in range");
+    let first = sound.initial_state();
+    assert_ne!(sound.verdicts(&first) & structure, 0);
+    let mutated = ChainModel::new(1, 1, 0, Some(Mutant::CohortSet), true).expect("in range");
+    let second = State {
+        scope: first.scope,
+        ..mutated.initial_state()
+    };
+    assert_eq!(first, second, "the test needs equal states");
+    assert_eq!(mutated.verdicts(&second) & structure, 0);
 }

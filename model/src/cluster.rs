@@ -130,7 +130,7 @@ impl Default for Settings {
 /// An InstanceType that already exists: written by an administrator (its pool is resolved by
 /// labels), or authored earlier by the operator from a node (`derived_from_node`; such types
 /// are create-only and never removed for lack of flavors, chain.md §8.4, §14 item 11).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ExistingInstanceType {
     pub name: String,

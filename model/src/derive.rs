@@ -21,7 +21,7 @@ use crate::views::CpuFlavorUsage;
 use crate::{detail, flavor, nodefeature, pool, queue, views, webhook};
 
 /// One node after the Worker and Device Manager have labelled it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DerivedNode {
     pub name: String,
     /// Effective labels (NFD ∪ Device Manager ∪ Worker ∪ topology profile).
@@ -35,7 +35,7 @@ pub struct DerivedNode {
 }
 
 /// Every object the chain produces for a cluster shape.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Derived {
     pub nodes: Vec<DerivedNode>,
     pub resource_flavors: Vec<ResourceFlavor>,

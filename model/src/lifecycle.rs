@@ -50,7 +50,7 @@ pub enum Outcome {
 }
 
 /// One charge on one card of one node.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CardCharge {
     pub node: String,
     pub accelerator_key: String,
@@ -59,7 +59,7 @@ pub struct CardCharge {
 }
 
 /// What an admitted Workload holds: reserved quota and card charges.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Hold {
     pub queue: String,
     /// (flavor, resource, amount in the resource's quota unit).

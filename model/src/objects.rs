@@ -37,7 +37,7 @@ pub struct Toleration {
 }
 
 /// A Kueue ResourceFlavor (chain.md §6.3).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ResourceFlavor {
     pub name: String,
     pub labels: Labels,
@@ -157,7 +157,7 @@ pub struct InstanceTypeStatus {
     pub cpu: ResourceView,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct InstanceType {
     pub name: String,
     pub labels: Labels,
@@ -198,7 +198,7 @@ pub struct ResourceGroup {
 }
 
 /// A Kueue ClusterQueue backing one pool (chain.md §10).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ClusterQueue {
     pub name: String,
     pub labels: Labels,
@@ -212,7 +212,7 @@ pub struct ClusterQueue {
 }
 
 /// A LocalQueue: the pool's entrance in one namespace (chain.md §11).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LocalQueue {
     pub namespace: String,
     pub name: String,

@@ -3,13 +3,18 @@
 //! `AdmissionState::submit` for gates 1–3 on a world that counts in-flight Workloads,
 //! `ledger::charge` for the Pods landing). Each rule's answer is memoised by what it depends
 //! on ([`Tables`]): the derivation by shape and previous structure (it does not read the
-//! ledger), gate 3 by the world and the holds, so a step usually costs a few table lookups.
+//! ledger), gate 3 by the world after the in-flight charges and the reserved quota, charges
+//! and releases by the card rows and the hold, so a step usually costs a few table lookups.
+//! Property verdicts are computed once per unique state, when stateright evaluates them
+//! ([`ChainModel::verdicts`]).
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use model::cluster::{Cluster, Namespace};
+use model::derive::Derived;
 use model::events::{Effect, Event, World};
 use model::ledger::{charge, CardLedger};
 use model::lifecycle::{workload_key, AdmissionState, CardCharge, Outcome};
@@ -20,9 +25,7 @@ use stateright::{Model, Property};
 use super::memo::fingerprint;
 use super::palette;
 use super::properties as props;
-use super::state::{
-    CardState, Fault, State, Status, Verdicts, MAX_CARD_SLOTS, MAX_NODES, MAX_WORKLOADS,
-};
+use super::state::{CardState, Fault, State, Status, MAX_CARD_SLOTS, MAX_NODES, MAX_WORKLOADS};
 pub use super::tables::Structure;
 use super::tables::{self, Tables};
 
@@ -62,9 +65,25 @@ pub struct ChainModel {
     pub broken: Option<props::Broken>,
     pub tables: Arc<Tables>,
     scope: u32,
+    /// Each node slot as it joins, and each card family's capability (`[logical, MIG]`),
+    /// built once: every memo miss builds a cluster from them.
+    palette_nodes: Vec<model::cluster::Node>,
+    capabilities: [model::devices::Capability; 2],
+    /// Unique per model built in this process (the verdict cache's owner tag: registry slots
+    /// are reused once a check ends).
+    id: u64,
     /// Properties already discovered (see [`first_discovery`]).
     discovered: [AtomicBool; props::ALL.len()],
 }
+
+thread_local! {
+    /// One spare copy of a structure's derived objects per thread (see
+    /// [`ChainModel::take_derived`]), tagged with its model and structure.
+    static SPARE_DERIVED: Cell<Option<(u64, u32, Derived)>> = const { Cell::new(None) };
+}
+
+/// The id the next [`ChainModel`] gets.
+static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(0);
 
 /// Why a scope cannot be checked.
 pub fn scope_error(nodes: usize, cards: usize, workloads: usize) -> Option<String> {
@@ -108,6 +127,9 @@ impl ChainModel {
             broken: None,
             tables,
             scope,
+            id: NEXT_MODEL_ID.fetch_add(1, Ordering::Relaxed),
+            palette_nodes: (0..nodes).map(|i| palette::node(i, cards)).collect(),
+            capabilities: [false, true].map(palette::card_capability),
             discovered: std::array::from_fn(|_| AtomicBool::new(false)),
         })
     }
@@ -158,7 +180,7 @@ impl ChainModel {
         cluster.settings.mutant = self.mutant;
         let mut instances = BTreeMap::new();
         for i in (0..self.nodes).filter(|i| s.is_present(*i)) {
-            let mut node = palette::node(i, self.cards);
+            let mut node = self.palette_nodes[i].clone();
             let name = node.name.clone();
             let cards = node
                 .devices
@@ -167,7 +189,7 @@ impl ChainModel {
                 .flat_map(|g| g.cards.iter_mut());
             for (c, card) in cards.enumerate().take(self.cards) {
                 let row = self.tables.card_row(s.cards[self.slot(i, c)]);
-                card.capability = Some(palette::card_capability(row.mig));
+                card.capability = Some(self.capabilities[usize::from(row.mig)].clone());
                 card.ledger = Some(row.ledger.clone());
                 if !row.instances.is_empty() {
                     instances.insert((name.clone(), card.id.clone()), row.instances.clone());
@@ -194,12 +216,34 @@ impl ChainModel {
         World {
             admission: AdmissionState {
                 cluster,
-                derived: st.derived.clone(),
+                derived: self.take_derived(s.structure, &st),
                 reserved,
                 holds,
                 instances,
             },
         }
+    }
+
+    /// The derived objects of structure `id` for a world to own: the copy a step on this
+    /// thread gave back with [`ChainModel::give_back`] when it is that structure's, else a
+    /// clone (cloning a `Derived` was a tenth of a check's time).
+    fn take_derived(&self, id: u32, st: &Structure) -> Derived {
+        SPARE_DERIVED.with(|spare| match spare.take() {
+            Some((model, kept, derived)) if model == self.id && kept == id => derived,
+            _ => st.derived.clone(),
+        })
+    }
+
+    /// Keeps a world's derived objects for the next [`ChainModel::world_of`] of the same
+    /// structure on this thread. Only for a world whose derived objects were not changed
+    /// since `world_of` (checks, gates 1–3, charges and releases read them; shape events
+    /// re-derive them and must not give them back).
+    fn give_back(&self, id: u32, w: World) {
+        debug_assert!(
+            w.admission.derived == self.structure(id).derived,
+            "a world gave back derived objects it changed"
+        );
+        SPARE_DERIVED.with(|spare| spare.set(Some((self.id, id, w.admission.derived))));
     }
 
     /// Quota Kueue holds reserved for in-flight and admitted Workloads.
@@ -251,25 +295,51 @@ impl ChainModel {
         (cards, mig)
     }
 
-    /// The state with its verdicts computed: world-level bits memoised per world key, the
-    /// [M3] shape bit (invariance, isolation, idempotence: properties of the derivation, so
-    /// judged on free cards) per shape, the rest from the statuses.
-    fn with_verdicts(&self, mut s: State) -> State {
+    /// The property verdict bits of `s`. Stateright evaluates every property of a state in a
+    /// row, once per unique state (successors it has seen before are dropped unevaluated), so
+    /// the bits are computed here, on demand, and a one-entry cache per thread serves the
+    /// properties after the first. Computing them in `next_state` instead cost a dozen lookups
+    /// for each of the ~12 successors generated per unique state.
+    pub fn verdicts(&self, s: &State) -> u32 {
+        thread_local! {
+            static LAST: Cell<Option<(u64, State, u32)>> = const { Cell::new(None) };
+        }
+        LAST.with(|last| match last.get() {
+            Some((id, seen, bits)) if id == self.id && seen == *s => bits,
+            _ => {
+                let bits = self.compute_verdicts(s);
+                last.set(Some((self.id, *s, bits)));
+                bits
+            }
+        })
+    }
+
+    /// The verdict bits: world-level bits memoised per world key, the [M3] shape bit
+    /// (invariance, isolation, idempotence: properties of the derivation, so judged on free
+    /// cards) per shape, the rest from the statuses.
+    fn compute_verdicts(&self, s: &State) -> u32 {
         let world = self
             .tables
             .world_bits
             .get_or(fingerprint(&s.world_key()), || {
-                props::world_verdicts(&self.world_of(&s))
+                let w = self.world_of(s);
+                let bits = props::world_verdicts(&w);
+                self.give_back(s.structure, w);
+                bits
             });
         // The [M3] shape checks read the cluster only: shape and authored InstanceTypes.
         let authored = self.tables.authored_fingerprint(s.structure);
         let shape = self.tables.shape_ok.get_or(
             fingerprint(&(s.present, s.mig, s.extra_ns, s.aware, authored)),
-            || props::m3_shape(&self.world_of(&self.free_cards(&s))).is_ok(),
+            || {
+                let w = self.world_of(&self.free_cards(s));
+                let ok = props::m3_shape(&w).is_ok();
+                self.give_back(s.structure, w);
+                ok
+            },
         );
-        let bits = world | (u32::from(shape) << props::M3_SHAPE) | props::status_verdicts(self, &s);
-        s.verdicts = Verdicts(self.broken.map_or(bits, |b| b.apply(bits, &s)));
-        s
+        let bits = world | (u32::from(shape) << props::M3_SHAPE) | props::status_verdicts(self, s);
+        self.broken.map_or(bits, |b| b.apply(bits, s))
     }
 
     pub fn initial_state(&self) -> State {
@@ -280,7 +350,7 @@ impl ChainModel {
             w.cluster().instance_types.clone(),
         ));
         let present = ((1u16 << self.nodes) - 1) as u8;
-        self.with_verdicts(State {
+        State {
             scope: self.scope,
             present,
             mig,
@@ -290,8 +360,7 @@ impl ChainModel {
             structure,
             workloads: [Status::Idle; MAX_WORKLOADS],
             fault: Fault::None,
-            verdicts: Verdicts(0),
-        })
+        }
     }
 
     /// The state's shape with every card free in its family and no Workload: what the
@@ -390,60 +459,110 @@ impl ChainModel {
             _ => return None,
         }
         next.structure = self.structure_after(s, action);
-        Some(self.with_verdicts(next))
+        Some(next)
     }
 
     /// Gates 1–3 for template `k` on a scratch world in which every in-flight Workload's
     /// budget is already taken (admission.md §6.5: in-flight demands are fitted first on the
     /// same per-card budget; every derived queue is TAS at hostname level, so each in-flight
     /// Workload has the node assignment the rule counts). Nothing is charged on the real world.
+    ///
+    /// Memoised by what `AdmissionState::submit` reads (lifecycle.rs): the structure, the
+    /// cluster (shape, namespaces, awareness, and the card rows after the in-flight charges),
+    /// the reserved quota (as the multiset of the holds' quota) and the template. It reads the
+    /// holds map only for the template's own key, which no hold has (an `Idle`, `Pending` or
+    /// `Retry` template holds nothing), so which hold charged a card is not part of the key:
+    /// states whose in-flight and admitted Workloads leave the same rows share the verdict.
     fn judge(&self, s: &State, k: usize) -> Option<State> {
         let template = self.templates.get(k)?;
-        let key = fingerprint(&(s.world_key(), s.held(), k));
-        let (status, fault) = self.tables.judged.get_or(key, || {
-            let w = self.world_of(s);
-            let mut scratch = w;
-            let mut fault = None;
-            if self.count_inflight {
-                for (j, st) in s.workloads.iter().enumerate() {
-                    let (Status::InFlight(h), Some(t)) = (st, self.templates.get(j)) else {
-                        continue;
-                    };
-                    let hold = self.tables.hold(*h).hold.clone();
-                    if charge_cards(&mut scratch.admission, &hold.charges).is_err() {
-                        fault = Some(Fault::ChargeRefused);
-                    }
-                    scratch.admission.holds.insert(workload_key(t), hold);
-                }
-            }
-            let status = match scratch.admission.submit(template) {
+        let (cards, refused) = self.inflight_charged(s);
+        let scratch = State { cards, ..*s };
+        let key = fingerprint(&(scratch.world_key(), self.tables.quota_key(&s.workloads), k));
+        let (status, unplaceable) = self.tables.judged.get_or(key, || {
+            let mut w = self.world_of(&scratch);
+            let judged = match w.admission.submit(template) {
                 Outcome::Admitted => {
-                    let hold = scratch
+                    let hold = w
                         .admission
                         .holds
                         .get(&workload_key(template))
                         .cloned()
                         .unwrap_or_default();
-                    Status::InFlight(self.tables.intern_hold(hold))
+                    (Status::InFlight(self.tables.intern_hold(hold)), false)
                 }
-                Outcome::Pending { .. } => Status::Pending,
-                Outcome::Retry { .. } => Status::Retry,
-                Outcome::Rejected { .. } => Status::Rejected,
-                Outcome::Unplaceable { .. } => {
-                    fault = Some(Fault::Unplaceable);
-                    Status::Idle
-                }
+                Outcome::Pending { .. } => (Status::Pending, false),
+                Outcome::Retry { .. } => (Status::Retry, false),
+                Outcome::Rejected { .. } => (Status::Rejected, false),
+                Outcome::Unplaceable { .. } => (Status::Idle, true),
             };
-            (status, fault)
+            // Gates 1–3 read the derived objects and change only the cluster's ledgers,
+            // reserved quota and holds (lifecycle.rs `try_submit`).
+            self.give_back(scratch.structure, w);
+            judged
         });
-        let fault = fault.unwrap_or(s.fault);
+        let fault = match (unplaceable, refused) {
+            (true, _) => Fault::Unplaceable,
+            (false, true) => Fault::ChargeRefused,
+            (false, false) => s.fault,
+        };
         if status == s.workloads[k] && fault == s.fault {
             return None;
         }
         let mut next = *s;
         next.workloads[k] = status;
         next.fault = fault;
-        Some(self.with_verdicts(next))
+        Some(next)
+    }
+
+    /// The card rows once every in-flight Workload's budget is charged, in template order, and
+    /// whether a charge was refused (`count_inflight = false`: the rows as they are).
+    fn inflight_charged(&self, s: &State) -> ([u16; MAX_CARD_SLOTS], bool) {
+        let mut cards = s.cards;
+        let mut refused = false;
+        if self.count_inflight {
+            for st in s.workloads.iter().take(self.templates.len()) {
+                if let Status::InFlight(h) = *st {
+                    let (after, r) = self.charged(s.present, cards, h);
+                    cards = after;
+                    refused |= r;
+                }
+            }
+        }
+        (cards, refused)
+    }
+
+    /// The card rows after hold `h`'s charges, as gates 4–5 apply them (`charge_cards`), and
+    /// whether one was refused. Charging reads and writes card rows only (ledgers and live
+    /// instances), so the present nodes, their rows and the hold are the whole key.
+    fn charged(
+        &self,
+        present: u8,
+        cards: [u16; MAX_CARD_SLOTS],
+        h: u32,
+    ) -> ([u16; MAX_CARD_SLOTS], bool) {
+        self.tables
+            .landed
+            .get_or(fingerprint(&(present, cards, h)), || {
+                let mut w = self.world_of(&self.with_rows(present, cards));
+                let hold = self.tables.hold(h);
+                let refused = charge_cards(&mut w.admission, &hold.hold.charges).is_err();
+                (self.cards_of(&w).0, refused)
+            })
+    }
+
+    /// A state with only these nodes and card rows (what charging and releasing read).
+    fn with_rows(&self, present: u8, cards: [u16; MAX_CARD_SLOTS]) -> State {
+        State {
+            scope: self.scope,
+            present,
+            mig: 0,
+            cards,
+            extra_ns: false,
+            aware: false,
+            structure: 0,
+            workloads: [Status::Idle; MAX_WORKLOADS],
+            fault: Fault::None,
+        }
     }
 
     /// Workload `k`'s Pods land: the cards gate 3 budgeted are charged (gates 4–5).
@@ -451,31 +570,30 @@ impl ChainModel {
         let Status::InFlight(h) = *s.workloads.get(k)? else {
             return None;
         };
-        let key = fingerprint(&(s.world_key(), h));
-        let (cards, refused) = self.tables.landed.get_or(key, || {
-            let mut w = self.world_of(s);
-            let hold = self.tables.hold(h);
-            let refused = charge_cards(&mut w.admission, &hold.hold.charges).is_err();
-            (self.cards_of(&w).0, refused)
-        });
+        let (cards, refused) = self.charged(s.present, s.cards, h);
         let mut next = *s;
         next.cards = cards;
         next.workloads[k] = Status::Admitted(h);
         if refused {
             next.fault = Fault::ChargeRefused;
         }
-        Some(self.with_verdicts(next))
+        Some(next)
     }
 
-    /// Workload `k` finishes: the model releases its cards (`World::apply(Finish)`).
+    /// Workload `k` finishes: the model releases its cards (`World::apply(Finish)`). Finishing
+    /// reads the Workload's own hold and the card rows it charged (lifecycle.rs
+    /// `AdmissionState::finish`; reserved quota is written, not read), so the present nodes,
+    /// their rows and the hold are the whole key.
     fn finish(&self, s: &State, k: usize) -> Option<State> {
         let template = self.templates.get(k)?;
-        if !matches!(s.workloads.get(k)?, Status::Admitted(_)) {
+        let Status::Admitted(h) = *s.workloads.get(k)? else {
             return None;
-        }
-        let key = fingerprint(&(s.world_key(), s.held(), k));
+        };
+        let key = fingerprint(&(s.present, s.cards, h, k));
         let cards = self.tables.released.get_or(key, || {
-            let mut w = self.world_of(s);
+            let mut alone = self.with_rows(s.present, s.cards);
+            alone.workloads[k] = Status::Admitted(h);
+            let mut w = self.world_of(&alone);
             let effect = w.apply(&Event::Finish {
                 namespace: template.namespace.clone(),
                 name: template.name.clone(),
@@ -485,7 +603,7 @@ impl ChainModel {
         let mut next = *s;
         next.cards = cards;
         next.workloads[k] = Status::Idle;
-        Some(self.with_verdicts(next))
+        Some(next)
     }
 
     /// The model `Event` an action maps to in a replayable scenario (`None` for a ledger
@@ -730,13 +848,20 @@ fn renamed(t: &Tables, s: &State, p: usize) -> Option<State> {
     if t.cards > 1 {
         let held = t.held_nodes(&out.workloads);
         for i in (0..t.nodes).filter(|i| held & (1 << i) == 0) {
-            let slots = i * t.cards..(i + 1) * t.cards;
-            out.cards[slots.clone()].sort_unstable();
-            for slot in slots {
-                if t.card_row(out.cards[slot]).mig {
-                    out.mig |= 1 << slot;
+            // Each card's MIG bit moves with its row (the row records the family), so the
+            // bits are sorted along with the rows instead of read back from the interner.
+            let first = i * t.cards;
+            let mut slots = [(0u16, false); MAX_CARD_SLOTS];
+            for (c, slot) in slots.iter_mut().enumerate().take(t.cards) {
+                *slot = (out.cards[first + c], out.mig & (1 << (first + c)) != 0);
+            }
+            slots[..t.cards].sort_unstable();
+            for (c, (row, mig)) in slots.into_iter().enumerate().take(t.cards) {
+                out.cards[first + c] = row;
+                if mig {
+                    out.mig |= 1 << (first + c);
                 } else {
-                    out.mig &= !(1 << slot);
+                    out.mig &= !(1 << (first + c));
                 }
             }
         }

@@ -51,7 +51,7 @@ macro_rules! prop {
             name: $name,
             kind: Kind::$kind,
             bit: $bit,
-            holds: |_, s| s.verdict($bit),
+            holds: |m, s| m.verdicts(s) & (1 << $bit) != 0,
         }
     };
 }
@@ -115,15 +115,16 @@ pub fn status_verdicts(m: &ChainModel, s: &State) -> u32 {
         .iter()
         .filter(|st| matches!(st, Status::InFlight(_) | Status::Retry))
         .count();
-    let quota = t
-        .quota_ok
-        .get_or(fingerprint(&(s.structure, s.held())), || {
+    let quota = t.quota_ok.get_or(
+        fingerprint(&(s.structure, t.quota_key(&s.workloads))),
+        || {
             credits_within_quota(
                 &m.structure(s.structure).derived,
                 &m.reserved_of(&s.workloads),
             )
             .is_ok()
-        });
+        },
+    );
     bit(CREDITS_WITHIN_QUOTA, quota)
         | bit(READY_PLACEABLE, s.fault == Fault::None)
         | bit(RETRY_HAPPENS, s.workloads.contains(&Status::Retry))
@@ -178,7 +179,8 @@ pub fn explain(m: &ChainModel, s: &State) -> Vec<(&'static str, String)> {
         (ALL[6].name, m3_accounting(&w, &observed)),
         (ALL[7].name, m3_shape(&w)),
     ];
-    let broken = m.broken.filter(|b| !s.verdict(b.bit)).map(|b| b.bit);
+    let bits = m.verdicts(s);
+    let broken = m.broken.filter(|b| bits & (1 << b.bit) == 0).map(|b| b.bit);
     checks
         .into_iter()
         .enumerate()

@@ -3,9 +3,6 @@
 //! partition instances), the structure at the last quiescence is an id, a Workload's hold
 //! (quota and card charges) is an id.
 
-use std::cmp::Ordering;
-use std::hash::{Hash, Hasher};
-
 use model::devices::Ledger;
 use model::ledger::Instance;
 
@@ -72,31 +69,6 @@ pub enum Fault {
     Unplaceable,
 }
 
-/// Per-state property verdicts, computed once when the state is built. Excluded from `Hash`,
-/// `Eq` and `Ord`: they are a function of the rest of the state.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Verdicts(pub u32);
-
-impl PartialEq for Verdicts {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-impl Eq for Verdicts {}
-impl Hash for Verdicts {
-    fn hash<H: Hasher>(&self, _: &mut H) {}
-}
-impl PartialOrd for Verdicts {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Verdicts {
-    fn cmp(&self, _: &Self) -> Ordering {
-        Ordering::Equal
-    }
-}
-
 /// One reachable state of the chain within the scope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct State {
@@ -119,14 +91,9 @@ pub struct State {
     /// One status per Workload template; unused slots stay Idle.
     pub workloads: [Status; MAX_WORKLOADS],
     pub fault: Fault,
-    pub verdicts: Verdicts,
 }
 
 impl State {
-    pub fn verdict(&self, bit: u32) -> bool {
-        self.verdicts.0 & (1 << bit) != 0
-    }
-
     pub fn is_present(&self, node: usize) -> bool {
         self.present & (1 << node) != 0
     }

@@ -3,6 +3,7 @@
 //! symmetry reduction uses.
 
 use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::time::Duration;
 
 use model::cluster::ExistingInstanceType;
 use model::derive::Derived;
@@ -15,7 +16,7 @@ use super::state::{CardState, Status, MAX_CARD_SLOTS, MAX_NODES, MAX_WORKLOADS};
 
 /// Derived objects at a quiescence plus the InstanceTypes the operator authored so far (they
 /// are create-only, chain.md §8.4): everything `derive_after` remembers between events.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Structure {
     pub derived: Derived,
     pub authored: Vec<ExistingInstanceType>,
@@ -31,11 +32,12 @@ impl Structure {
         Structure { derived, authored }
     }
 
-    /// A fingerprint of the whole structure. `Debug` prints it deterministically (ordered
-    /// maps and vectors only); a partial fingerprint was cheaper to print but left buckets of
-    /// structures that differ deeper down, each compared in full on every intern.
+    /// A fingerprint of the whole structure (its derived `Hash`: ordered maps and vectors
+    /// only, so deterministic; printing it with `Debug` first cost a tenth of a check). A
+    /// partial fingerprint left buckets of structures that differ deeper down, each compared
+    /// in full on every intern.
     fn fingerprint(&self) -> u64 {
-        fingerprint(&format!("{self:?}"))
+        fingerprint(self)
     }
 }
 
@@ -49,6 +51,8 @@ pub struct HoldEntry {
     pub cards: u16,
     /// Whether it charges a partition instance.
     pub partition: bool,
+    /// Fingerprint of its queue and quota: what it adds to the reserved quota.
+    pub quota_fp: u64,
 }
 
 /// What one memo table did during a check.
@@ -58,7 +62,7 @@ pub struct MemoStat {
     /// Distinct keys computed (misses kept).
     pub entries: usize,
     /// Time spent computing misses, summed over threads.
-    pub busy: std::time::Duration,
+    pub busy: Duration,
 }
 
 /// A renaming of node slots: slot `i` becomes slot `perm[i]`.
@@ -81,13 +85,16 @@ pub struct Tables {
     pub authored_fp: Memo<u64>,
     /// Shape, structure and shape action → structure after the event.
     pub structure_after: Memo<u32>,
-    /// World key, holds and template → gate-3 status and fault.
-    pub judged: Memo<(Status, Option<super::state::Fault>)>,
-    /// World key and hold → card rows after the Pods land, and whether a charge was refused.
+    /// World key after the in-flight charges, reserved quota and template → gate-3 status and
+    /// whether gates 4–5 could not place it.
+    pub judged: Memo<(Status, bool)>,
+    /// Present nodes, card rows and hold → card rows after its charges, and whether a charge
+    /// was refused.
     pub landed: Memo<([u16; MAX_CARD_SLOTS], bool)>,
-    /// World key, holds and template → card rows after the release (`None`: not released).
+    /// Present nodes, card rows, hold and template → card rows after the release (`None`:
+    /// not released).
     pub released: Memo<Option<[u16; MAX_CARD_SLOTS]>>,
-    /// Structure and holds → whether reserved quota is within the nominal quota.
+    /// Structure and reserved quota → whether reserved quota is within the nominal quota.
     pub quota_ok: Memo<bool>,
     /// Node renamings that map every slot to one of the same kind (identity first).
     pub perms: Vec<Perm>,
@@ -151,9 +158,8 @@ impl Tables {
 
     /// A fingerprint of the structure's authored InstanceTypes.
     pub fn authored_fingerprint(&self, id: u32) -> u64 {
-        self.authored_fp.get_or(u64::from(id), || {
-            fingerprint(&format!("{:?}", self.structure(id).authored))
-        })
+        self.authored_fp
+            .get_or(u64::from(id), || fingerprint(&self.structure(id).authored))
     }
 
     pub fn intern_structure(&self, s: Structure) -> u32 {
@@ -167,6 +173,7 @@ impl Tables {
                 nodes: 0,
                 cards: 0,
                 partition: false,
+                quota_fp: 0,
             })
         })
     }
@@ -187,7 +194,8 @@ impl Tables {
             .charges
             .iter()
             .any(|c| matches!(c.charge, Charge::Partition(_)));
-        let fp = fingerprint(&format!("{hold:?}"));
+        let fp = fingerprint(&hold);
+        let quota_fp = fingerprint(&(&hold.queue, &hold.quota));
         self.holds.intern(
             fp,
             HoldEntry {
@@ -195,8 +203,18 @@ impl Tables {
                 nodes,
                 cards,
                 partition,
+                quota_fp,
             },
         )
+    }
+
+    /// What the reserved quota of these statuses is made of: the sorted quota fingerprints
+    /// of their holds (in-flight and admitted). Equal keys mean equal reserved quota
+    /// ([`ChainModel::reserved_of`](super::chain::ChainModel::reserved_of) sums them).
+    pub fn quota_key(&self, workloads: &[Status; MAX_WORKLOADS]) -> [u64; MAX_WORKLOADS] {
+        let mut key = workloads.map(|s| s.hold().map_or(0, |h| self.hold(h).quota_fp));
+        key.sort_unstable();
+        key
     }
 
     /// Card slots charged or promised by the holds among `workloads`.
@@ -215,7 +233,8 @@ impl Tables {
             .fold(0, |m, h| m | self.hold(h).nodes)
     }
 
-    /// Per memo table: entries (how many times that model work ran) and the time it took.
+    /// Per memo table: entries (how many times that model work ran) and the time it took;
+    /// then the interners' sizes (no time of their own).
     pub fn sizes(&self) -> Vec<MemoStat> {
         let stat = |name, entries, busy| MemoStat {
             name,
@@ -247,6 +266,9 @@ impl Tables {
                 self.renamed_structure.len(),
                 self.renamed_structure.busy(),
             ),
+            stat("interned card rows", self.card_rows.len(), Duration::ZERO),
+            stat("interned structures", self.structures.len(), Duration::ZERO),
+            stat("interned holds", self.holds.len(), Duration::ZERO),
         ]
     }
 
