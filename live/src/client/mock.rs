@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use model::cluster::{Cluster, Namespace};
+use model::nodefeature::accelerator_node_labels;
 use serde_json::{json, Map, Value};
 
 use super::scoped::describe;
@@ -36,7 +37,8 @@ pub fn mocked_cluster(cluster: &Cluster, run: &RunId) -> Cluster {
 type Mocked = (Kind, Option<String>, Value);
 
 /// The objects for `cluster` (already [`mocked_cluster`]), each with the run label; Nodes
-/// tainted; a NodeFeature per Node in the system namespace carrying the Node's labels.
+/// tainted; a NodeFeature per Node in the system namespace carrying the Node's labels and,
+/// for a node with Devices, the Device Manager's accelerator labels.
 pub fn run_objects(cluster: &Cluster, run: &RunId) -> Vec<Mocked> {
     let mut out = Vec::new();
     // NodeFeatures live in the system namespace; a scenario that deletes it takes them along
@@ -52,7 +54,19 @@ pub fn run_objects(cluster: &Cluster, run: &RunId) -> Vec<Mocked> {
                 {"key": MOCK_TAINT, "value": run.as_str(), "effect": "NoSchedule"}
             ]});
             let node = name_of(&o);
-            let labels = o["metadata"]["labels"].clone();
+            // what NFD's worker and, for a node with Devices, the Device Manager would report
+            // (no DM runs on a fake node: the mock recipe's step 1, devices.md §2.4)
+            let mut labels = o["metadata"]["labels"].clone();
+            let devices = cluster
+                .nodes
+                .iter()
+                .find(|n| n.name == node)
+                .and_then(|n| n.devices.as_ref());
+            if let (Some(devices), Some(map)) = (devices, labels.as_object_mut()) {
+                for (k, v) in accelerator_node_labels(devices) {
+                    map.insert(k, json!(v));
+                }
+            }
             out.push((kind, ns, o));
             if !features {
                 continue;
@@ -249,5 +263,31 @@ mod tests {
             .namespaces
             .iter()
             .any(|n| n.name == cluster.settings.system_namespace));
+    }
+
+    #[test]
+    fn a_node_with_devices_reports_its_accelerator_labels_through_its_node_feature() {
+        let run = RunId::new("r1").expect("valid");
+        let cluster = mocked_cluster(&model::examples::walkthrough(), &run);
+        let objects = run_objects(&cluster, &run);
+        for node in &cluster.nodes {
+            let feature = objects
+                .iter()
+                .find(|(k, _, o)| {
+                    *k == kinds::NODE_FEATURE
+                        && o["metadata"]["name"] == json!(format!("{}-verify", node.name))
+                })
+                .expect("a NodeFeature per node");
+            let labels = feature.2["spec"]["labels"].as_object().expect("labels");
+            let wanted = node
+                .devices
+                .as_ref()
+                .map(accelerator_node_labels)
+                .unwrap_or_default();
+            assert_eq!(node.devices.is_some(), !wanted.is_empty());
+            for (k, v) in wanted {
+                assert_eq!(labels.get(&k), Some(&json!(v)), "{}: {k}", node.name);
+            }
+        }
     }
 }
