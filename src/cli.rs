@@ -335,6 +335,11 @@ pub struct LiveArgs {
     /// How long each teardown waits for the operator to drop what it derived from the mocks.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
     pub teardown_budget: std::time::Duration,
+    /// Mock onto this real node instead of fake ones, as the operator's e2e suite does: a
+    /// Ready node with no Devices of its own; only its NodeFeature and Devices are written, the
+    /// Node itself never. One seed at a time; nodes joining or leaving are left out.
+    #[arg(long)]
+    pub overlay_node: Option<String>,
     /// The cluster operator's settings as JSON (model `Settings` fields: `aware_cpu_manufacturer`,
     /// `mixed_on_node`, …, `system_namespace`), when they differ from the operator's defaults.
     /// A cluster runs one configuration, so generated scenarios use exactly these.

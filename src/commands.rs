@@ -123,6 +123,7 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
             lane: 0,
             interrupt: p.interrupt.clone(),
             teardown_budget: args.live.teardown_budget,
+            overlay: p.overlay.clone(),
         },
         model::labels::DEFAULT_SYSTEM_NAMESPACE,
     )
@@ -397,7 +398,12 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
             run: run_id.clone(),
             interrupt: p.interrupt.clone(),
             teardown_budget: args.live.teardown_budget,
+            overlay: p.overlay.clone(),
         });
+        if p.overlay.is_some() {
+            // one node hosts one seed's mocks at a time
+            config.jobs = 1;
+        }
     }
     let bar = indicatif::ProgressBar::new(total);
     bar.set_style(
@@ -885,6 +891,7 @@ fn soak(args: SoakArgs) -> Result<i32> {
                     lane,
                     interrupt: p.interrupt.clone(),
                     teardown_budget: args.live.teardown_budget,
+                    overlay: p.overlay.clone(),
                 },
                 model::labels::DEFAULT_SYSTEM_NAMESPACE,
             )

@@ -17,6 +17,8 @@ use crate::cli::LiveArgs;
 pub struct Prepared {
     pub kubeconfig: Kubeconfig,
     pub context: String,
+    /// `--overlay-node`: the real node, read and found suitable.
+    pub overlay: Option<live::client::OverlayNode>,
     /// Set by Ctrl-C (a second Ctrl-C exits at once, leaving `verify cleanup` to finish).
     pub interrupt: Arc<AtomicBool>,
 }
@@ -35,7 +37,7 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
                 2
             })?;
     let kubeconfig = loaded.kubeconfig.clone();
-    let server = preflight::block_on(async {
+    let (server, overlay) = preflight::block_on(async {
         let client = Client::from_kubeconfig(loaded.kubeconfig, &context)
             .await
             .map_err(|e| {
@@ -53,7 +55,20 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
             println!("preflight failed: {} missing piece(s)", missing.len());
             return Err(3);
         }
-        Ok(client.target().server.clone())
+        let overlay = match &args.overlay_node {
+            Some(name) => match client.overlay_node(name).await {
+                Ok(node) => {
+                    println!("overlay: node {name} (its NodeFeature and Devices are mocked; the Node is only read)");
+                    Some(node)
+                }
+                Err(why) => {
+                    eprintln!("verify: {why}");
+                    return Err(2);
+                }
+            },
+            None => None,
+        };
+        Ok((client.target().server.clone(), overlay))
     })
     .map_err(|e| {
         eprintln!("verify: {e}");
@@ -78,6 +93,7 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
     Ok(Prepared {
         kubeconfig,
         context,
+        overlay,
         interrupt,
     })
 }

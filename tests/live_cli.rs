@@ -401,3 +401,54 @@ fn a_live_run_rides_out_faults_and_leaves_nothing() {
     let counters = get(&twin.addr, "/verify/counters");
     assert!(counters.contains("\"conflict\""), "{counters}");
 }
+
+#[test]
+fn a_run_overlaid_on_a_real_node_never_changes_it() {
+    let twin = serve("overlay", true);
+    let runs = twin.kubeconfig.with_file_name("runs");
+    let node = |name: &str| {
+        let body = get(&twin.addr, &format!("/api/v1/nodes/{name}"));
+        let json = body
+            .split("\r\n\r\n")
+            .nth(1)
+            .unwrap_or_default()
+            .to_string();
+        let v: serde_json::Value = serde_json::from_str(&json).expect("a Node");
+        v["metadata"]["labels"].clone()
+    };
+    // a node with Devices of its own is refused before anything is written
+    let o = verify(&fuzz_args(
+        &twin.kubeconfig,
+        &runs,
+        &[
+            "--context",
+            CONTEXT,
+            "--yes",
+            "--overlay-node",
+            "node-a10g",
+            "--seeds",
+            "1",
+        ],
+    ));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("has Devices of its own"), "{}", text(&o));
+    let before = node("node-cpu");
+    let o = verify(&fuzz_args(
+        &twin.kubeconfig,
+        &runs,
+        &[
+            "--context",
+            CONTEXT,
+            "--yes",
+            "--overlay-node",
+            "node-cpu",
+            "--seeds",
+            "4",
+        ],
+    ));
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("overlay: node node-cpu"), "{out}");
+    assert_eq!(node("node-cpu"), before);
+    assert_eq!(traces(&twin.addr), Vec::<String>::new());
+}

@@ -41,6 +41,8 @@ pub struct LiveConfig {
     pub interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// How long each teardown waits for the operator to drop what it derived.
     pub teardown_budget: Duration,
+    /// A real node to mock onto instead of fake ones (`--overlay-node`; one lane only).
+    pub overlay: Option<live::client::OverlayNode>,
 }
 
 /// What one fuzz run does.
@@ -494,6 +496,7 @@ fn runner_for(config: &FuzzConfig, lane: usize) -> Result<Option<TwinRunner>, St
                     lane,
                     interrupt: live.interrupt.clone(),
                     teardown_budget: live.teardown_budget,
+                    overlay: live.overlay.clone(),
                 },
                 model::labels::DEFAULT_SYSTEM_NAMESPACE,
             )

@@ -79,6 +79,8 @@ pub struct Lane {
     pub interrupt: Arc<AtomicBool>,
     /// How long a teardown waits for the operator to drop what it derived from the mocks.
     pub teardown_budget: Duration,
+    /// A real node to mock onto instead of fake ones (`--overlay-node`).
+    pub overlay: Option<client::OverlayNode>,
 }
 
 /// How the run writes a scenario, and what the model is asked at each quiesced step. The
@@ -255,7 +257,8 @@ impl TwinRunner {
             .keeping_namespaces([
                 system_namespace.to_string(),
                 model::labels::KUBE_SYSTEM.to_string(),
-            ]);
+            ])
+            .keeping_nodes(lane.overlay.iter().map(|n| n.name.clone()));
         Ok(TwinRunner {
             backend: Backend::Cluster(LiveLane {
                 lane,
@@ -365,7 +368,7 @@ impl TwinRunner {
         lane: &LiveLane,
     ) -> Result<Option<TwinDivergence>, TwinError> {
         let (token, run) = lane.next()?;
-        let local = client::localize(s, &token);
+        let local = client::localize_onto(s, &token, lane.lane.overlay.as_ref());
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             self.runtime
                 .block_on(self.steps(&local, &run, Some(&token)))
@@ -406,7 +409,7 @@ impl TwinRunner {
     ) -> Result<Option<TwinDivergence>, TwinError> {
         let client = &self.client;
         let api = |e: client::ClientError| TwinError::Infrastructure(e.to_string());
-        let cluster = client::mocked_cluster(&s.cluster, run);
+        let cluster = client::mocked_cluster_keeping(&s.cluster, run, self.client.kept_nodes());
         let (bare, steps) = write_steps(&cluster, &s.events, run);
         let mut world = World::new(bare.clone());
         let mut quiescer = match scope {
@@ -479,12 +482,13 @@ impl TwinRunner {
             }
             Backend::Cluster(lane) => {
                 let (token, run) = lane.next()?;
-                let localizer = Localizer::new(start, &token);
+                let localizer = Localizer::onto(start, &token, lane.lane.overlay.as_ref());
                 let cluster = localizer.cluster.clone();
                 (run, None, Some((localizer, token)), cluster)
             }
         };
-        let cluster = client::mocked_cluster(&start_cluster, &run);
+        let cluster =
+            client::mocked_cluster_keeping(&start_cluster, &run, self.client.kept_nodes());
         let (bare, steps) = write_steps(&cluster, &[], &run);
         let world = World::new(bare.clone());
         let quiescer = match &local {

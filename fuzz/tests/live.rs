@@ -42,6 +42,7 @@ fn lane(run: &str) -> Lane {
         lane: 0,
         interrupt: Arc::new(AtomicBool::new(false)),
         teardown_budget: Duration::from_secs(20),
+        overlay: None,
     }
 }
 
@@ -152,6 +153,7 @@ fn the_fuzz_loop_runs_the_live_tier_side_by_side() {
                 run: "live-loop".into(),
                 interrupt: Arc::new(AtomicBool::new(false)),
                 teardown_budget: Duration::from_secs(20),
+                overlay: None,
             }),
             ..FuzzConfig::default()
         },

@@ -66,7 +66,16 @@ impl Token {
 /// Expectations are dropped: the live tiers compare the cluster with the model at every step,
 /// and a case's expectations are judged on the model's own run of the original scenario.
 pub fn localize(scenario: &Scenario, token: &Token) -> Scenario {
-    let mut localizer = Localizer::new(scenario, token);
+    localize_onto(scenario, token, None)
+}
+
+/// [`localize`], onto a real node when `overlay` names one ([`Localizer::onto`]).
+pub fn localize_onto(
+    scenario: &Scenario,
+    token: &Token,
+    overlay: Option<&OverlayNode>,
+) -> Scenario {
+    let mut localizer = Localizer::onto(scenario, token, overlay);
     let events = scenario
         .events
         .iter()
@@ -83,11 +92,24 @@ pub fn localize(scenario: &Scenario, token: &Token) -> Scenario {
     }
 }
 
+/// A real node a run mocks onto instead of a fake one (`--overlay-node`, the e2e suite's way:
+/// devices.md §2.4 "Choosing the node"): its own name, labels, annotations and capacity are
+/// kept, only its NodeFeature and Devices are mocked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OverlayNode {
+    pub name: String,
+    pub labels: model::labels::Labels,
+    pub annotations: model::labels::Labels,
+    pub cpu_millis: u64,
+}
+
 /// [`localize`] one event at a time (a soak's stream): the original and the localized world
 /// move together, so each Workload's queue is found in the world it is submitted to.
 pub struct Localizer {
     token: Token,
     system: String,
+    /// With `--overlay-node`: the real node, and the scenario node it stands for.
+    overlay: Option<(OverlayNode, String)>,
     /// The localized starting cluster.
     pub cluster: Cluster,
     original: World,
@@ -96,9 +118,33 @@ pub struct Localizer {
 
 impl Localizer {
     pub fn new(scenario: &Scenario, token: &Token) -> Localizer {
+        Localizer::onto(scenario, token, None)
+    }
+
+    /// [`Localizer::new`], onto a real node when `overlay` names one: the scenario's first
+    /// node with Devices (else its first node) becomes that node with its own identity and
+    /// the scenario's cards; other nodes, and nodes joining or leaving, are left out (a real
+    /// node is never created, changed or deleted).
+    pub fn onto(scenario: &Scenario, token: &Token, overlay: Option<&OverlayNode>) -> Localizer {
         let system = scenario.cluster.settings.system_namespace.clone();
         let mut cluster = scenario.cluster.clone();
-        cluster.nodes = cluster.nodes.iter().map(|n| node(n, token)).collect();
+        let overlay = overlay.and_then(|real| {
+            let stand_in = cluster
+                .nodes
+                .iter()
+                .find(|n| n.devices.is_some())
+                .or(cluster.nodes.first())?;
+            Some((real.clone(), stand_in.name.clone()))
+        });
+        cluster.nodes = match &overlay {
+            Some((real, stand_in)) => cluster
+                .nodes
+                .iter()
+                .filter(|n| &n.name == stand_in)
+                .map(|n| onto_real(n, real, token))
+                .collect(),
+            None => cluster.nodes.iter().map(|n| node(n, token)).collect(),
+        };
         for ns in &mut cluster.namespaces {
             if ns.name == system || ns.name == KUBE_SYSTEM {
                 ns.terminating = false;
@@ -118,6 +164,7 @@ impl Localizer {
         Localizer {
             token: token.clone(),
             system,
+            overlay,
             original: scenario.start(),
             local: World::new(cluster.clone()),
             cluster,
@@ -140,7 +187,9 @@ impl Localizer {
     /// `event` localized (`None`: left out on a live cluster), both worlds moved past it.
     pub fn event(&mut self, event: &Event) -> Option<Event> {
         let token = &self.token;
+        let overlay = self.overlay.as_ref();
         let mapped = match event {
+            Event::NodeJoin { .. } | Event::NodeLeave { .. } if overlay.is_some() => None,
             Event::NodeJoin { node: n } => Some(Event::NodeJoin {
                 node: node(n, token),
             }),
@@ -151,11 +200,19 @@ impl Localizer {
                 node,
                 card,
                 capability,
-            } => Some(Event::CardFamily {
-                node: token.prefixed(node),
-                card: card.clone(),
-                capability: capability.clone(),
-            }),
+            } => match overlay {
+                Some((real, stand_in)) if node == stand_in => Some(Event::CardFamily {
+                    node: real.name.clone(),
+                    card: card.clone(),
+                    capability: capability.clone(),
+                }),
+                Some(_) => None,
+                None => Some(Event::CardFamily {
+                    node: token.prefixed(node),
+                    card: card.clone(),
+                    capability: capability.clone(),
+                }),
+            },
             Event::Submit { workload } => {
                 let mut w = workload.clone();
                 w.namespace = self.namespace(&w.namespace);
@@ -164,6 +221,7 @@ impl Localizer {
                     &self.local.observe(),
                     workload,
                     token,
+                    overlay.is_some(),
                 )
                 .unwrap_or_else(|| w.queue.clone());
                 Some(Event::Submit { workload: w })
@@ -196,6 +254,30 @@ impl Localizer {
     }
 }
 
+/// The real node `real` standing in for scenario node `n`: its identity, `n`'s cards (their
+/// groups made unique by `token`).
+fn onto_real(n: &Node, real: &OverlayNode, token: &Token) -> Node {
+    let mut out = Node {
+        name: real.name.clone(),
+        labels: real.labels.clone(),
+        annotations: real.annotations.clone(),
+        cpu_millis: real.cpu_millis,
+        deleting: false,
+        devices: n.devices.clone(),
+    };
+    suffix_groups(&mut out, token);
+    out
+}
+
+fn suffix_groups(n: &mut Node, token: &Token) {
+    if let Some(devices) = &mut n.devices {
+        for g in &mut devices.groups {
+            g.name = token.suffixed(&g.name);
+            g.id = token.suffixed(&g.id);
+        }
+    }
+}
+
 /// A node with its name, hostname, arch and device groups made unique by `token`.
 fn node(n: &Node, token: &Token) -> Node {
     let mut n = n.clone();
@@ -207,23 +289,21 @@ fn node(n: &Node, token: &Token) -> Node {
     if let Some(arch) = n.labels.get(ARCH).cloned() {
         n.labels.insert(ARCH.into(), token.suffixed(&arch));
     }
-    if let Some(devices) = &mut n.devices {
-        for g in &mut devices.groups {
-            g.name = token.suffixed(&g.name);
-            g.id = token.suffixed(&g.id);
-        }
-    }
+    suffix_groups(&mut n, token);
     n
 }
 
 /// The LocalQueue `w` must go to in the localized world: the entrance of the pool whose
 /// InstanceType pairs with the one fronting `w.queue` in the original world. `None` when
 /// `w.queue` fronts no pool there (the Workload then names a queue that does not exist).
+/// Onto a real node (`overlay`) only the accelerator key pairs pools: the node's own CPU key,
+/// os and arch replace the scenario's.
 fn entrance_in(
     original: &Derived,
     local: &Derived,
     w: &model::workload::Workload,
     token: &Token,
+    overlay: bool,
 ) -> Option<String> {
     let cluster_queue = original
         .local_queues
@@ -260,7 +340,13 @@ fn entrance_in(
     local
         .instance_types
         .iter()
-        .find(|it| key(&it.spec) == wanted)
+        .find(|it| {
+            let k = key(&it.spec);
+            match overlay {
+                true => (&k.1, k.2) == (&wanted.1, wanted.2),
+                false => k == wanted,
+            }
+        })
         .map(|it| local_queue_name(&it.name))
 }
 
@@ -354,5 +440,53 @@ mod tests {
         assert_eq!(Token::of_run(&format!("run-1.{}", a.as_str())), Some(a));
         assert_eq!(Token::of_run("verify-fuzz"), None);
         assert_eq!(Token::of_run("a.vfyzz"), None);
+    }
+
+    #[test]
+    fn onto_a_real_node_only_its_cards_are_the_scenarios() {
+        let token = Token::new("r1", 0, 0);
+        let mut s = Scenario {
+            cluster: model::examples::walkthrough(),
+            ..Scenario::default()
+        };
+        let leaving = s.cluster.nodes[0].name.clone();
+        s.events = vec![Event::NodeLeave { name: leaving }];
+        let real = OverlayNode {
+            name: "real-0".into(),
+            labels: [(ARCH.to_string(), "amd64".to_string())]
+                .into_iter()
+                .collect(),
+            annotations: Default::default(),
+            cpu_millis: 4000,
+        };
+        let local = localize_onto(&s, &token, Some(&real));
+        assert_eq!(local.cluster.nodes.len(), 1);
+        let node = &local.cluster.nodes[0];
+        assert_eq!(
+            (node.name.as_str(), &node.labels, node.cpu_millis),
+            ("real-0", &real.labels, 4000)
+        );
+        let stand_in = s
+            .cluster
+            .nodes
+            .iter()
+            .find(|n| n.devices.is_some())
+            .expect("a node with cards");
+        let groups = |n: &Node| {
+            n.devices
+                .iter()
+                .flat_map(|d| &d.groups)
+                .map(|g| g.id.clone())
+                .collect::<Vec<_>>()
+        };
+        let wanted: Vec<String> = groups(stand_in)
+            .iter()
+            .map(|id| format!("{id}-{}", token.as_str()))
+            .collect();
+        assert_eq!(groups(node), wanted);
+        assert!(
+            local.events.is_empty(),
+            "a real node neither joins nor leaves"
+        );
     }
 }

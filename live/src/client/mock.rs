@@ -19,8 +19,17 @@ use crate::twin::read::{mock_objects, name_of};
 /// The cluster as the run writes it, which is what the model must be asked about: every node
 /// carries the run label, and the system namespace (home of the mocked NodeFeatures) exists.
 pub fn mocked_cluster(cluster: &Cluster, run: &RunId) -> Cluster {
+    mocked_cluster_keeping(cluster, run, &std::collections::BTreeSet::new())
+}
+
+/// [`mocked_cluster`], leaving the real nodes `kept` as they are (no run label on them).
+pub fn mocked_cluster_keeping(
+    cluster: &Cluster,
+    run: &RunId,
+    kept: &std::collections::BTreeSet<String>,
+) -> Cluster {
     let mut c = cluster.clone();
-    for node in &mut c.nodes {
+    for node in c.nodes.iter_mut().filter(|n| !kept.contains(&n.name)) {
         node.labels.insert(RUN_LABEL.into(), run.as_str().into());
     }
     let system = c.settings.system_namespace.clone();
@@ -137,8 +146,11 @@ impl Client {
         // Existing InstanceTypes are mocked once, at the start: later ones in a model cluster
         // are those the operator authored (model::events::World remembers them).
         let initial = from.is_none();
-        let kept =
-            |o: &Mocked| o.0 == kinds::NAMESPACE && self.kept_namespaces.contains(&name_of(&o.2));
+        let kept = |o: &Mocked| {
+            let name = name_of(&o.2);
+            (o.0 == kinds::NAMESPACE && self.kept_namespaces.contains(&name))
+                || (o.0 == kinds::NODE && self.kept_nodes.contains(&name))
+        };
         let mine = |o: &Mocked| (initial || o.0 != kinds::INSTANCE_TYPE) && !kept(o);
         let old: BTreeMap<_, Mocked> = from
             .map(|c| run_objects(c, run))

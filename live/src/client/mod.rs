@@ -14,6 +14,7 @@ pub mod derived;
 pub mod localize;
 pub mod mock;
 pub mod observe;
+pub mod overlay;
 pub mod preflight;
 pub mod quiesce;
 pub mod retry;
@@ -29,8 +30,8 @@ use kube::config::KubeConfigOptions;
 
 pub use cleanup::{Cleanup, Runs};
 pub use kube::config::Kubeconfig;
-pub use localize::{localize, Localizer, Token};
-pub use mock::mocked_cluster;
+pub use localize::{localize, localize_onto, Localizer, OverlayNode, Token};
+pub use mock::{mocked_cluster, mocked_cluster_keeping};
 pub use observe::{diff, expected, Observed};
 pub use preflight::{connect, Access, ConnectError, TWIN_CONTEXT};
 pub use quiesce::{Quiescence, Quiescer};
@@ -110,6 +111,8 @@ pub struct Client {
     retry_after: Arc<Mutex<Option<Duration>>>,
     /// Namespaces the cluster already has: mocks never create, change or delete them.
     kept_namespaces: Arc<std::collections::BTreeSet<String>>,
+    /// Real Nodes mocked onto (`--overlay-node`): never created, changed or deleted.
+    kept_nodes: Arc<std::collections::BTreeSet<String>>,
     /// Responses received (every attempt of every request, watches included).
     requests: Arc<std::sync::atomic::AtomicU64>,
 }
@@ -189,6 +192,7 @@ impl Client {
             retry: RetryPolicy::default(),
             retry_after,
             kept_namespaces: Arc::default(),
+            kept_nodes: Arc::default(),
             requests,
         })
     }
@@ -211,6 +215,17 @@ impl Client {
     pub fn keeping_namespaces(mut self, namespaces: impl IntoIterator<Item = String>) -> Client {
         self.kept_namespaces = Arc::new(namespaces.into_iter().collect());
         self
+    }
+
+    /// A client whose mocks leave the Nodes `names` alone (real nodes mocked onto).
+    pub fn keeping_nodes(mut self, names: impl IntoIterator<Item = String>) -> Client {
+        self.kept_nodes = Arc::new(names.into_iter().collect());
+        self
+    }
+
+    /// The real Nodes this client's mocks leave alone.
+    pub fn kept_nodes(&self) -> &std::collections::BTreeSet<String> {
+        &self.kept_nodes
     }
 
     /// The underlying kube client (same connection, same retry layer).

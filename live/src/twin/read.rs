@@ -163,7 +163,7 @@ fn read_node(o: &Value, devices: Option<&Value>) -> Result<Node, ReadError> {
     })
 }
 
-fn cpu_millis(v: &Value) -> Result<u64, String> {
+pub(crate) fn cpu_millis(v: &Value) -> Result<u64, String> {
     let text = match v {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),

@@ -1,0 +1,75 @@
+//! `--overlay-node NAME`: mocking onto a real node the way the e2e suite does (devices.md §2.4
+//! "Choosing the node"): a node with no `Devices` of its own (so no Device Manager rewrites the
+//! mocked ledger), never one of verify's fake nodes. The node itself is only read.
+
+use k8s_openapi::api::core::v1::Node;
+use serde_json::Value;
+
+use super::localize::OverlayNode;
+use super::{Client, RUN_LABEL};
+use crate::crd::Devices;
+
+impl Client {
+    /// The real node `name` as a run may mock onto it, or why it may not (one line).
+    pub async fn overlay_node(&self, name: &str) -> Result<OverlayNode, String> {
+        let nodes = self
+            .list::<Node>(None, None)
+            .await
+            .map_err(|e| format!("reading Node {name}: {e}"))?;
+        let node = nodes
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(name))
+            .ok_or_else(|| format!("--overlay-node {name}: no such Node"))?;
+        let labels: model::labels::Labels = node
+            .metadata
+            .labels
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        if labels.contains_key(RUN_LABEL) {
+            return Err(format!(
+                "--overlay-node {name}: a node verify mocked ({RUN_LABEL}), not a real one"
+            ));
+        }
+        let devices = self
+            .list::<Devices>(None, None)
+            .await
+            .map_err(|e| format!("listing Devices: {e}"))?;
+        if devices
+            .iter()
+            .any(|d| d.metadata.name.as_deref() == Some(name))
+        {
+            return Err(format!(
+                "--overlay-node {name}: it has Devices of its own; a Device Manager would rewrite \
+                 a mocked ledger there (pick a node without accelerators)"
+            ));
+        }
+        let v = serde_json::to_value(node).unwrap_or_default();
+        let ready = v
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|c| c.iter().find(|c| c["type"] == "Ready"));
+        if ready.is_some_and(|c| c["status"] != "True") {
+            return Err(format!("--overlay-node {name}: the node is not Ready"));
+        }
+        let cpu = v
+            .pointer("/status/capacity/cpu")
+            .map(crate::twin::read::cpu_millis)
+            .transpose()
+            .map_err(|e| format!("--overlay-node {name}: status.capacity.cpu: {e}"))?
+            .unwrap_or(0);
+        Ok(OverlayNode {
+            name: name.to_string(),
+            labels,
+            annotations: node
+                .metadata
+                .annotations
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+            cpu_millis: cpu,
+        })
+    }
+}
