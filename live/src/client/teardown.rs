@@ -3,7 +3,7 @@
 //! that nothing with the label remains. Derived objects carry no run label and are the
 //! operator's to remove.
 
-use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use serde_json::json;
 
 use super::scoped::Scoped;
@@ -23,6 +23,8 @@ impl Client {
     /// Deletes everything labelled with `run`, then lists again for leftovers.
     pub async fn teardown(&self, run: &RunId) -> Result<Teardown, ClientError> {
         let mut report = Teardown::default();
+        // charging Pods first (research/devices.md §2.4 cleanup order)
+        self.delete_labelled::<Pod>(run, &mut report).await?;
         self.delete_labelled::<NodeFeature>(run, &mut report)
             .await?;
         self.delete_labelled::<Devices>(run, &mut report).await?;
@@ -37,6 +39,7 @@ impl Client {
     /// `Kind namespace/name` of every object still labelled with `run`.
     pub async fn labelled(&self, run: &RunId) -> Result<Vec<String>, ClientError> {
         let mut out = Vec::new();
+        self.names::<Pod>(run, &mut out).await?;
         self.names::<NodeFeature>(run, &mut out).await?;
         self.names::<Devices>(run, &mut out).await?;
         self.names::<InstanceType>(run, &mut out).await?;
