@@ -93,20 +93,8 @@ fn the_walkthrough_mocked_through_the_client_matches_the_model_and_tears_down_cl
         // a node leaves: the client syncs, the operator re-derives, the model agrees
         let mut world = World::new(cluster.clone());
         let leaving = cluster.nodes[0].name.clone();
-        world.apply(&Event::NodeLeave { name: leaving });
-        client
-            .sync(Some(&cluster), world.cluster(), &run)
-            .await
-            .expect("sync");
-        let q = quiescer.wait(WINDOW, BUDGET).await;
-        assert!(matches!(q, Quiescence::Quiet { .. }), "{q:?}");
-        let observed = client.observe().await.expect("observe");
-        let differences = diff(&expected(&world.observe()), &observed);
-        assert!(
-            differences.is_empty(),
-            "{}",
-            oracle::render_table(&differences)
-        );
+        let event = Event::NodeLeave { name: leaving };
+        apply_and_match(&client, &mut quiescer, &run, &mut world, &event).await;
 
         let teardown = client.teardown(&run).await.expect("teardown");
         assert!(!teardown.deleted.is_empty());
@@ -233,6 +221,33 @@ fn a_node_mocked_as_deleting_goes_when_it_leaves() {
     });
 }
 
+/// Applies `event` to `world`, syncs the twin to the new shape, waits for quiescence and
+/// asserts the twin's objects are the model's; returns what the event did.
+async fn apply_and_match(
+    client: &Client,
+    quiescer: &mut Quiescer,
+    run: &RunId,
+    world: &mut World,
+    event: &Event,
+) -> model::events::Effect {
+    let before = world.cluster().clone();
+    let effect = world.apply(event);
+    client
+        .sync(Some(&before), world.cluster(), run)
+        .await
+        .expect("sync");
+    let q = quiescer.wait(WINDOW, BUDGET).await;
+    assert!(matches!(q, Quiescence::Quiet { .. }), "{q:?}");
+    let observed = client.observe().await.expect("observe");
+    let differences = diff(&expected(&world.observe()), &observed);
+    assert!(
+        differences.is_empty(),
+        "after {event:?}:\n{}",
+        oracle::render_table(&differences)
+    );
+    effect
+}
+
 /// The finding "sliced ledgers on the wire": the Devices CRD has no `allocatedSlices`, so a
 /// slice's slot travels as the charging Pod's allocation record, and the twin's operator counts
 /// it back from the Pods bound to the node. One A10G card with a single slot takes one slice:
@@ -274,7 +289,8 @@ fn a_sliced_charge_keeps_its_slot_on_the_wire() {
                 ("nvidia.com/gpu.sliced.memory-percentage", "20"),
             ],
         );
-        let effect = world.apply(&Event::Submit { workload: slice });
+        let event = Event::Submit { workload: slice };
+        let effect = apply_and_match(&client, &mut quiescer, &run, &mut world, &event).await;
         assert!(
             matches!(
                 effect,
@@ -284,25 +300,13 @@ fn a_sliced_charge_keeps_its_slot_on_the_wire() {
             ),
             "{effect:?}"
         );
-        let sl = |w: &World| {
-            w.observe()
-                .instance_types
-                .iter()
-                .find(|it| it.name == "gpustack--nvidia-a10g-linux-amd64")
-                .map(|it| it.status.views.sliced.remaining)
-        };
-        assert_eq!(
-            sl(&world),
-            Some(0),
-            "the model: the card's only slot is taken"
-        );
-
-        client
-            .sync(Some(&cluster), world.cluster(), &run)
-            .await
-            .expect("sync");
-        let q = quiescer.wait(WINDOW, BUDGET).await;
-        assert!(matches!(q, Quiescence::Quiet { .. }), "{q:?}");
+        let sl = world
+            .observe()
+            .instance_types
+            .iter()
+            .find(|it| it.name == "gpustack--nvidia-a10g-linux-amd64")
+            .map(|it| it.status.views.sliced.remaining);
+        assert_eq!(sl, Some(0), "the model: the card's only slot is taken");
         let pods = client
             .list::<k8s_openapi::api::core::v1::Pod>(None, Some(&run.selector()))
             .await
@@ -312,33 +316,13 @@ fn a_sliced_charge_keeps_its_slot_on_the_wire() {
             .filter_map(|p| p.spec.as_ref()?.node_name.clone())
             .collect();
         assert_eq!(bound, ["node-a10g"], "one charging Pod, bound to the node");
-        let observed = client.observe().await.expect("observe");
-        let differences = diff(&expected(&world.observe()), &observed);
-        assert!(
-            differences.is_empty(),
-            "{}",
-            oracle::render_table(&differences)
-        );
 
         // the slice finishes: its Pod goes, the slot is free again on both sides
-        let before = world.cluster().clone();
-        world.apply(&Event::Finish {
+        let event = Event::Finish {
             namespace: "default".into(),
             name: "one-slice".into(),
-        });
-        client
-            .sync(Some(&before), world.cluster(), &run)
-            .await
-            .expect("sync");
-        let q = quiescer.wait(WINDOW, BUDGET).await;
-        assert!(matches!(q, Quiescence::Quiet { .. }), "{q:?}");
-        let observed = client.observe().await.expect("observe");
-        let differences = diff(&expected(&world.observe()), &observed);
-        assert!(
-            differences.is_empty(),
-            "{}",
-            oracle::render_table(&differences)
-        );
+        };
+        apply_and_match(&client, &mut quiescer, &run, &mut world, &event).await;
         let teardown = client.teardown(&run).await.expect("teardown");
         assert_eq!(teardown.leftovers, Vec::<String>::new());
     });
