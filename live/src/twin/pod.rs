@@ -17,8 +17,9 @@ const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
 /// `model::allocation::holds_explaining` (None when the node's cards hold nothing). Its name
 /// carries the container count: a real apiserver refuses to change a Pod's containers, so a
 /// different count is a different Pod, while a change of units alone patches the annotation.
-/// It tolerates not-ready and unreachable (no kubelet will ever report the Node ready) and
-/// has no grace period, so deleting it does not wait for a kubelet.
+/// It tolerates not-ready and unreachable (no kubelet will ever report the Node ready), has
+/// no grace period, so deleting it does not wait for a kubelet, and meets Pod Security's
+/// `restricted` level.
 pub fn charging_pod(node: &str, namespace: &str, devices: &Devices) -> Option<Value> {
     let holds = model::allocation::holds_explaining(devices);
     if holds.is_empty() {
@@ -30,9 +31,15 @@ pub fn charging_pod(node: &str, namespace: &str, devices: &Devices) -> Option<Va
         .zip(&holds)
         .map(|(name, container)| (name.clone(), container_record(container)))
         .collect();
+    // what Pod Security's `restricted` level asks of a container, so that no namespace
+    // policy on a real cluster refuses the mock
     let containers: Vec<Value> = names
         .iter()
-        .map(|name| json!({"name": name, "image": PAUSE_IMAGE}))
+        .map(|name| {
+            json!({"name": name, "image": PAUSE_IMAGE, "securityContext": {
+                "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]},
+            }})
+        })
         .collect();
     let tolerations: Vec<Value> = [
         "node.kubernetes.io/not-ready",
@@ -52,6 +59,10 @@ pub fn charging_pod(node: &str, namespace: &str, devices: &Devices) -> Option<Va
             "nodeName": node,
             "terminationGracePeriodSeconds": 0,
             "tolerations": tolerations,
+            "securityContext": {
+                "runAsNonRoot": true, "runAsUser": 65535,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
             "containers": containers,
         },
     }))
