@@ -93,20 +93,8 @@ fn the_walkthrough_mocked_through_the_client_matches_the_model_and_tears_down_cl
         // a node leaves: the client syncs, the operator re-derives, the model agrees
         let mut world = World::new(cluster.clone());
         let leaving = cluster.nodes[0].name.clone();
-        world.apply(&Event::NodeLeave { name: leaving });
-        client
-            .sync(Some(&cluster), world.cluster(), &run)
-            .await
-            .expect("sync");
-        let q = quiescer.wait(WINDOW, BUDGET).await;
-        assert!(matches!(q, Quiescence::Quiet { .. }), "{q:?}");
-        let observed = client.observe().await.expect("observe");
-        let differences = diff(&expected(&world.observe()), &observed);
-        assert!(
-            differences.is_empty(),
-            "{}",
-            oracle::render_table(&differences)
-        );
+        let event = Event::NodeLeave { name: leaving };
+        apply_and_match(&client, &mut quiescer, &run, &mut world, &event).await;
 
         let teardown = client.teardown(&run).await.expect("teardown");
         assert!(!teardown.deleted.is_empty());
@@ -230,5 +218,112 @@ fn a_node_mocked_as_deleting_goes_when_it_leaves() {
             !left.iter().any(|o| o == &format!("Node {name}")),
             "{left:?}"
         );
+    });
+}
+
+/// Applies `event` to `world`, syncs the twin to the new shape, waits for quiescence and
+/// asserts the twin's objects are the model's; returns what the event did.
+async fn apply_and_match(
+    client: &Client,
+    quiescer: &mut Quiescer,
+    run: &RunId,
+    world: &mut World,
+    event: &Event,
+) -> model::events::Effect {
+    let before = world.cluster().clone();
+    let effect = world.apply(event);
+    client
+        .sync(Some(&before), world.cluster(), run)
+        .await
+        .expect("sync");
+    let q = quiescer.wait(WINDOW, BUDGET).await;
+    assert!(matches!(q, Quiescence::Quiet { .. }), "{q:?}");
+    let observed = client.observe().await.expect("observe");
+    let differences = diff(&expected(&world.observe()), &observed);
+    assert!(
+        differences.is_empty(),
+        "after {event:?}:\n{}",
+        oracle::render_table(&differences)
+    );
+    effect
+}
+
+/// The finding "sliced ledgers on the wire": the Devices CRD has no `allocatedSlices`, so a
+/// slice's slot travels as the charging Pod's allocation record, and the twin's operator counts
+/// it back from the Pods bound to the node. One A10G card with a single slot takes one slice:
+/// the model's SL view has no free slot left, and neither must the twin's.
+#[test]
+fn a_sliced_charge_keeps_its_slot_on_the_wire() {
+    let t = twin(Settings::default());
+    runtime().block_on(async {
+        let client = Client::connect(&t.kubeconfig, "verify-twin")
+            .await
+            .expect("connects");
+        let run = RunId::new("slots").expect("valid id");
+        let mut shape = model::examples::walkthrough();
+        let a10g = shape
+            .nodes
+            .iter_mut()
+            .find(|n| n.name == "node-a10g")
+            .expect("the walkthrough has an A10G node");
+        for card in a10g
+            .devices
+            .iter_mut()
+            .flat_map(|d| &mut d.groups)
+            .flat_map(|g| &mut g.cards)
+        {
+            if let Some(cap) = &mut card.capability {
+                cap.logical_sliced_count = 1;
+            }
+        }
+        let cluster = mocked_cluster(&shape, &run);
+        let mut quiescer = Quiescer::new(&client, &run);
+        client.mock(&cluster, &run).await.expect("mock");
+        let mut world = World::new(cluster.clone());
+        let slice = model::examples::workload(
+            "one-slice",
+            "gpustack--nvidia-a10g-linux-amd64",
+            1,
+            &[
+                ("nvidia.com/gpu.sliced", "1"),
+                ("nvidia.com/gpu.sliced.memory-percentage", "20"),
+            ],
+        );
+        let event = Event::Submit { workload: slice };
+        let effect = apply_and_match(&client, &mut quiescer, &run, &mut world, &event).await;
+        assert!(
+            matches!(
+                effect,
+                model::events::Effect::Judged {
+                    outcome: model::lifecycle::Outcome::Admitted
+                }
+            ),
+            "{effect:?}"
+        );
+        let sl = world
+            .observe()
+            .instance_types
+            .iter()
+            .find(|it| it.name == "gpustack--nvidia-a10g-linux-amd64")
+            .map(|it| it.status.views.sliced.remaining);
+        assert_eq!(sl, Some(0), "the model: the card's only slot is taken");
+        let pods = client
+            .list::<k8s_openapi::api::core::v1::Pod>(None, Some(&run.selector()))
+            .await
+            .expect("list pods");
+        let bound: Vec<_> = pods
+            .iter()
+            .filter_map(|p| p.spec.as_ref()?.node_name.clone())
+            .collect();
+        assert_eq!(bound, ["node-a10g"], "one charging Pod, bound to the node");
+
+        // the slice finishes: its Pod goes, the slot is free again on both sides
+        let event = Event::Finish {
+            namespace: "default".into(),
+            name: "one-slice".into(),
+        };
+        apply_and_match(&client, &mut quiescer, &run, &mut world, &event).await;
+        let teardown = client.teardown(&run).await.expect("teardown");
+        assert_eq!(teardown.leftovers, Vec::<String>::new());
     });
 }

@@ -941,6 +941,29 @@ fn counters_count_requests_per_verb_and_resource() {
     assert_eq!(served, counts);
 }
 
+/// The charging Pod the mock binds to `node` for a card hosting two slices.
+fn charging_pod_for(node: &str) -> Value {
+    use model::devices::{Card, DeviceGroup, Devices, Ledger, Mode};
+    let devices = Devices {
+        groups: vec![DeviceGroup {
+            manufacturer: "nvidia".into(),
+            id: "a10".into(),
+            cards: vec![Card {
+                id: "GPU-0".into(),
+                ledger: Some(Ledger {
+                    mode: Mode::Sliced,
+                    remaining_units: 1_000_000,
+                    allocated_slices: 2,
+                    ..Ledger::default()
+                }),
+                ..Card::default()
+            }],
+            ..DeviceGroup::default()
+        }],
+    };
+    live::twin::pod::charging_pod(node, "charging", &devices).unwrap_or(Value::Null)
+}
+
 /// The kubectl to run: `$VERIFY_KUBECTL`, else `kubectl` on PATH.
 fn kubectl_binary() -> String {
     std::env::var("VERIFY_KUBECTL").unwrap_or_else(|_| "kubectl".to_string())
@@ -1010,6 +1033,9 @@ fn kubectl_works_against_the_twin_when_installed() {
         serde_json::to_vec(&node("n1", "west")).unwrap_or_default(),
     );
     let moved_file = moved_file.to_string_lossy().to_string();
+    let pod_file = dir.join("pod.json");
+    let _ = std::fs::write(&pod_file, charging_pod_for("n1").to_string());
+    let pod_file = pod_file.to_string_lossy().to_string();
     let steps: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["create", "--validate=false", "-f", &manifest],
@@ -1106,6 +1132,38 @@ fn kubectl_works_against_the_twin_when_installed() {
         (
             vec!["get", "nodes", "-l", "tier=gold,zone=west", "-o", "name"],
             "node/n1",
+        ),
+        // a charging Pod as the client's mock writes it, bound to the Node
+        (vec!["create", "namespace", "charging"], "created"),
+        (
+            vec!["apply", "--validate=false", "-f", &pod_file],
+            "created",
+        ),
+        (
+            vec![
+                "get",
+                "pods",
+                "-A",
+                "-o",
+                "jsonpath={.items[*].spec.nodeName}",
+            ],
+            "n1",
+        ),
+        (
+            vec![
+                "get",
+                "pod",
+                "n1-charges-2",
+                "-n",
+                "charging",
+                "-o",
+                "jsonpath={.status.phase}",
+            ],
+            "Pending",
+        ),
+        (
+            vec!["delete", "pod", "n1-charges-2", "-n", "charging"],
+            "deleted",
         ),
         (vec!["delete", "node", "n1"], "deleted"),
         (vec!["delete", "instancetype", "a10"], "deleted"),

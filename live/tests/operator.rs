@@ -127,6 +127,50 @@ fn mig_node() -> Node {
     node
 }
 
+/// A sliced card's hosted slices are in no Devices CRD: they come back from the charging Pod
+/// `mock_objects` binds to the node (one container per slice). Without a namespace to hold
+/// the Pod, they read as 0.
+#[test]
+fn round_trip_of_a_card_hosting_slices() {
+    let mut c = walkthrough();
+    let at = c
+        .nodes
+        .iter()
+        .position(|n| n.devices.is_some())
+        .expect("the walkthrough has accelerated nodes");
+    let card = c.nodes[at]
+        .devices
+        .iter_mut()
+        .flat_map(|d| &mut d.groups)
+        .flat_map(|g| &mut g.cards)
+        .next()
+        .expect("an accelerated node has a card");
+    card.ledger = Some(Ledger {
+        mode: Mode::Sliced,
+        remaining_units: 1_600_000 - 3 * 320_000,
+        allocated_slices: 3,
+        ..Ledger::default()
+    });
+    let store = store_with(&c);
+    let pods = items(&store, &kinds::POD);
+    assert_eq!(pods.len(), 1, "one charging Pod");
+    assert_eq!(pods[0]["spec"]["nodeName"], json!(c.nodes[at].name));
+    assert_eq!(read_cluster(&store, &c.settings), Ok(canonical(c.clone())));
+
+    c.namespaces.clear();
+    let store = store_with(&c);
+    assert!(items(&store, &kinds::POD).is_empty());
+    let read = read_cluster(&store, &c.settings).expect("reads");
+    let slices: Vec<u32> = read
+        .nodes
+        .iter()
+        .flat_map(|n| n.devices.iter().flat_map(|d| &d.groups))
+        .flat_map(|g| &g.cards)
+        .filter_map(|card| card.ledger.as_ref().map(|l| l.allocated_slices))
+        .collect();
+    assert!(slices.iter().all(|s| *s == 0), "{slices:?}");
+}
+
 #[test]
 fn round_trip_of_a_mig_card_with_carved_instances() {
     let mut c = walkthrough();

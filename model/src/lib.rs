@@ -3,6 +3,7 @@
 //! LocalQueues. No I/O, no async; every rule is one function named for what it decides.
 
 pub mod admission;
+pub mod allocation;
 pub mod cluster;
 pub mod credits;
 pub mod derive;

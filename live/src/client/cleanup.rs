@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 
 use super::scoped::Scoped;
 use super::{Client, ClientError, RunId, Teardown, RUN_LABEL};
@@ -97,6 +97,7 @@ impl Client {
     /// The values of [`RUN_LABEL`] on the kinds a run creates (those teardown deletes).
     pub async fn run_ids(&self) -> Result<BTreeSet<String>, ClientError> {
         let mut ids = BTreeSet::new();
+        self.run_ids_of::<Pod>(&mut ids).await?;
         self.run_ids_of::<NodeFeature>(&mut ids).await?;
         self.run_ids_of::<Devices>(&mut ids).await?;
         self.run_ids_of::<InstanceType>(&mut ids).await?;

@@ -93,6 +93,12 @@ pub fn run_objects(cluster: &Cluster, run: &RunId) -> Vec<Mocked> {
                 }),
             ));
         } else {
+            if kind == kinds::POD {
+                // a charging Pod is bound to a fake Node, whose mock taint it must tolerate
+                if let Some(t) = o["spec"]["tolerations"].as_array_mut() {
+                    t.push(json!({"key": MOCK_TAINT, "operator": "Equal", "value": run.as_str(), "effect": "NoSchedule"}));
+                }
+            }
             out.push((kind, ns, o));
         }
     }

@@ -310,7 +310,7 @@ impl Client {
 
 /// `(verb, kind, subresource)` a run needs: a read-only run lists; a mutating run also
 /// creates, patches and deletes what it mocks (Nodes, Namespaces, NodeFeatures, Devices with
-/// their `/status`, InstanceTypes).
+/// their `/status`, InstanceTypes, charging Pods — which teardown also lists).
 pub fn needed_verbs(access: Access) -> Vec<(&'static str, Kind, Option<&'static str>)> {
     let mut out: Vec<_> = crate::audit::AUDITED_KINDS
         .into_iter()
@@ -329,6 +329,9 @@ pub fn needed_verbs(access: Access) -> Vec<(&'static str, Kind, Option<&'static 
             }
         }
         out.push(("patch", kinds::DEVICES, Some("status")));
+        for verb in ["list", "create", "patch", "delete"] {
+            out.push((verb, kinds::POD, None));
+        }
     }
     out
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Debug;
 
-use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
@@ -58,7 +58,7 @@ cluster_scoped!(
     ClusterQueue,
     AdmissionCheck
 );
-namespaced!(NodeFeature, LocalQueue, Workload);
+namespaced!(NodeFeature, LocalQueue, Workload, Pod);
 
 /// Runs `$body` with `$t` bound to the Rust type of twin kind `$kind` (a `Kind`); `$other`
 /// for a kind verify has no type for.
@@ -66,9 +66,9 @@ namespaced!(NodeFeature, LocalQueue, Workload);
 macro_rules! with_type {
     ($kind:expr, $t:ident => $body:expr, _ => $other:expr) => {{
         use $crate::crd::*;
-        use k8s_openapi::api::core::v1::{Namespace, Node};
+        use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
         $crate::with_type!(@each $kind, $t, $body, $other; Node, Namespace, NodeFeature, Devices,
-            InstanceType, ResourceFlavor, ClusterQueue, LocalQueue, AdmissionCheck, Workload)
+            InstanceType, ResourceFlavor, ClusterQueue, LocalQueue, AdmissionCheck, Workload, Pod)
     }};
     (@each $kind:expr, $t:ident, $body:expr, $other:expr; $($ty:ident),*) => {
         $(if $kind.kind == stringify!($ty) {

@@ -3,7 +3,7 @@
 //! that nothing with the label remains. Derived objects carry no run label and are the
 //! operator's to remove.
 
-use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use serde_json::json;
 
 use super::scoped::Scoped;
@@ -58,6 +58,8 @@ impl Client {
 
     /// Every labelled mock but the Namespaces, dependents first.
     async fn delete_mocks(&self, run: &RunId, report: &mut Teardown) -> Result<(), ClientError> {
+        // charging Pods first (research/devices.md §2.4 cleanup order)
+        self.delete_labelled::<Pod>(run, report).await?;
         self.delete_labelled::<NodeFeature>(run, report).await?;
         self.delete_labelled::<Devices>(run, report).await?;
         self.delete_labelled::<InstanceType>(run, report).await?;
@@ -67,6 +69,7 @@ impl Client {
     /// `Kind namespace/name` of every object still labelled with `run`.
     pub async fn labelled(&self, run: &RunId) -> Result<Vec<String>, ClientError> {
         let mut out = Vec::new();
+        self.names::<Pod>(run, &mut out).await?;
         self.names::<NodeFeature>(run, &mut out).await?;
         self.names::<Devices>(run, &mut out).await?;
         self.names::<InstanceType>(run, &mut out).await?;

@@ -80,4 +80,6 @@ pub fn install_validators(store: &mut Store) {
             store.set_validator(&kind, structural::validator(schema));
         }
     }
+    // Pods (core, no CRD): the apiserver's checks on what a charging Pod carries
+    crate::twin::pod::install_validator(store);
 }

@@ -12,6 +12,7 @@ pub mod faults;
 pub mod kinds;
 pub mod kubeconfig;
 pub mod operator;
+pub mod pod;
 pub mod read;
 pub mod render;
 pub mod routes;

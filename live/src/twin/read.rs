@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use model::allocation::{hosted_slices, PodHolds};
 use model::cluster::{Cluster, ExistingInstanceType, Namespace, Node, Settings};
 use model::credits::parse_quantity;
 use model::devices::{
@@ -16,6 +17,7 @@ use model::units::UNITS_PER_CARD;
 use serde_json::{json, Map, Value};
 
 use super::kinds::{self, Kind};
+use super::pod::{charging_pod, pod_holds};
 use super::selector::Selector;
 use super::store::{DeleteOptions, Status, Store};
 
@@ -55,9 +57,22 @@ pub fn read_cluster(store: &Store, settings: &Settings) -> Result<Cluster, ReadE
         .into_iter()
         .map(|o| (name_of(&o), o))
         .collect();
+    // the Pods bound to each node, whose allocation records the ledger rebuild counts
+    // (admission.md §6.5 "Ledger rebuild": Pods listed by spec.nodeName)
+    let mut pods: BTreeMap<String, Vec<PodHolds>> = BTreeMap::new();
+    for (node, holds) in list(store, &kinds::POD)?.iter().filter_map(pod_holds) {
+        pods.entry(node).or_default().push(holds);
+    }
     let nodes = list(store, &kinds::NODE)?
         .iter()
-        .map(|o| read_node(o, devices.get(&name_of(o))))
+        .map(|o| {
+            let name = name_of(o);
+            read_node(
+                o,
+                devices.get(&name),
+                pods.get(&name).map_or(&[], Vec::as_slice),
+            )
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let namespaces = list(store, &kinds::NAMESPACE)?
         .iter()
@@ -135,8 +150,10 @@ pub(crate) fn worker_owned_labels(o: &Value) -> Vec<String> {
 }
 
 /// A Node: NFD/kubelet labels (the worker's own left out), annotations, `status.capacity.cpu`
-/// in millicores (absent = 0, not reported yet), deletionTimestamp → deleting.
-fn read_node(o: &Value, devices: Option<&Value>) -> Result<Node, ReadError> {
+/// in millicores (absent = 0, not reported yet), deletionTimestamp → deleting; each card's
+/// `allocatedSlices` from the allocation records of the Pods bound to it (`pods`), which the
+/// Devices CRD cannot carry.
+fn read_node(o: &Value, devices: Option<&Value>, pods: &[PodHolds]) -> Result<Node, ReadError> {
     let kind = &kinds::NODE;
     let name = name_of(o);
     let mut labels = string_map(kind, o, "/metadata/labels", "metadata.labels")?;
@@ -150,7 +167,14 @@ fn read_node(o: &Value, devices: Option<&Value>) -> Result<Node, ReadError> {
             cpu_millis(v).map_err(|m| ReadError::field(kind, &name, "status.capacity.cpu", m))?
         }
     };
-    let devices = devices.map(read_devices).transpose()?;
+    let mut devices = devices.map(read_devices).transpose()?;
+    for group in devices.iter_mut().flat_map(|d| &mut d.groups) {
+        for card in &mut group.cards {
+            if let Some(ledger) = &mut card.ledger {
+                ledger.allocated_slices = hosted_slices(pods, &group.id, &card.id);
+            }
+        }
+    }
     Ok(Node {
         name,
         labels,
@@ -284,7 +308,8 @@ impl At<'_> {
 /// `.accelerators[]` → ledger, joined by group `(id, manufacturer)` and card id
 /// (research/devices.md §1.2). A status-only group or card is kept without the missing side.
 /// `remaining` is `omitempty` on the wire, so an absent one reads as 0; `allocatedSlices` is in
-/// no CRD revision (devices.md Open questions) and reads as 0.
+/// no CRD revision (devices.md Open questions) and reads as 0 here ([`read_cluster`] counts it
+/// from the node's Pods).
 pub fn read_devices(o: &Value) -> Result<Devices, ReadError> {
     let name = name_of(o);
     let at = At { name: &name };
@@ -408,10 +433,13 @@ fn read_ledger(at: &At<'_>, row: &Value, path: &str) -> Result<Ledger, ReadError
 
 /// The objects a mock kubelet/NFD/Device Manager would leave for `cluster` — the inverse of
 /// [`read_cluster`]: a Node per node (labels, annotations, `status.capacity.cpu`), its Devices,
-/// a Namespace each, and each existing InstanceType. A deleting node or namespace is written
-/// with a `deletionTimestamp` and a finalizer (the store keeps it until the finalizer goes).
+/// the charging Pod bound to it when its cards hold something (what the device plugin would
+/// have recorded; in [`charging_namespace`]), a Namespace each, and each existing InstanceType.
+/// A deleting node or namespace is written with a `deletionTimestamp` and a finalizer (the
+/// store keeps it until the finalizer goes).
 pub fn mock_objects(cluster: &Cluster) -> Vec<(Kind, Option<String>, Value)> {
     let mut out = Vec::new();
+    let pod_namespace = charging_namespace(cluster);
     for ns in &cluster.namespaces {
         let mut o = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns.name}});
         if ns.terminating {
@@ -434,6 +462,11 @@ pub fn mock_objects(cluster: &Cluster) -> Vec<(Kind, Option<String>, Value)> {
         out.push((kinds::NODE, None, o));
         if let Some(devices) = &node.devices {
             out.push((kinds::DEVICES, None, devices_object(&node.name, devices)));
+            let pod =
+                pod_namespace.and_then(|ns| Some((ns, charging_pod(&node.name, ns, devices)?)));
+            if let Some((ns, pod)) = pod {
+                out.push((kinds::POD, Some(ns.to_string()), pod));
+            }
         }
     }
     for it in &cluster.instance_types {
@@ -452,6 +485,21 @@ pub fn mock_objects(cluster: &Cluster) -> Vec<(Kind, Option<String>, Value)> {
         ));
     }
     out
+}
+
+/// Where charging Pods live: the system namespace, else the first other namespace, if any is
+/// not terminating (a terminating one takes no new Pods). None: no namespace can hold them,
+/// and the nodes' slots read as free.
+pub fn charging_namespace(cluster: &Cluster) -> Option<&str> {
+    let live = |n: &&Namespace| !n.terminating;
+    let system = &cluster.settings.system_namespace;
+    cluster
+        .namespaces
+        .iter()
+        .filter(live)
+        .find(|n| &n.name == system)
+        .or_else(|| cluster.namespaces.iter().find(live))
+        .map(|n| n.name.as_str())
 }
 
 /// Writes [`mock_objects`] into `store` the way their writers would: each object created, a
