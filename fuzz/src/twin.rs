@@ -140,14 +140,19 @@ pub fn write_steps(
 pub struct TwinDivergence {
     /// Which write step: the nodes before their Devices, the Devices reported, or an event.
     pub step: String,
+    /// Every differing field, one row each.
     pub table: String,
+    /// The same differences folded along the derivation graph (node → flavor → pool's
+    /// InstanceType/ClusterQueue → LocalQueue): upstream-most objects first, their downstream
+    /// consequences beneath, so one wrong ResourceFlavor reads as one finding.
+    pub findings: String,
 }
 
 impl TwinDivergence {
     pub fn message(&self) -> String {
         format!(
-            "the twin diverges from the model after {}:\n{}",
-            self.step, self.table
+            "the twin diverges from the model after {}:\n{}\n{}",
+            self.step, self.findings, self.table
         )
     }
 }
@@ -678,9 +683,11 @@ impl TwinRunner {
                 return Ok(None);
             }
         }
+        let graph = oracle::DerivationGraph::from_derived(&world.observe());
         Ok(Some(TwinDivergence {
             step: step.to_string(),
             table: oracle::render_table(&differences),
+            findings: oracle::render_findings(&oracle::fold(&differences, &graph)),
         }))
     }
 }

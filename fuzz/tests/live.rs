@@ -130,7 +130,11 @@ fn a_mutated_operator_on_the_cluster_is_caught_and_reproduced() {
     )
     .expect("connects");
     match runner.judge(&s, None) {
-        Ok(Some(d)) => assert!(d.message().contains("diverges")),
+        Ok(Some(d)) => {
+            assert!(d.message().contains("diverges"));
+            // folded along the derivation graph: upstream-most objects first
+            assert!(d.message().contains("finding 1: "), "{}", d.message());
+        }
         Ok(None) => panic!("seed {seed}: the mutated operator was not caught"),
         Err(TwinError::Flaky(d)) => panic!("seed {seed}: did not reproduce: {}", d.message()),
         Err(e) => panic!("seed {seed}: {e}"),

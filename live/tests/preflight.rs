@@ -320,3 +320,27 @@ fn cleanup_removes_one_run_then_all_and_leaves_nothing() {
         assert!(none.render().starts_with("no objects labelled"));
     });
 }
+
+#[test]
+fn inside_a_pod_the_service_account_is_the_kubeconfig() {
+    use live::client::preflight::{in_cluster_kubeconfig, IN_CLUSTER_CONTEXT};
+    let kubeconfig = in_cluster_kubeconfig("10.96.0.1", "443", std::path::Path::new("/sa"))
+        .expect("a kubeconfig");
+    assert_eq!(
+        kubeconfig.current_context.as_deref(),
+        Some(IN_CLUSTER_CONTEXT)
+    );
+    let cluster = kubeconfig.clusters[0].cluster.as_ref().expect("a cluster");
+    assert_eq!(cluster.server.as_deref(), Some("https://10.96.0.1:443"));
+    assert_eq!(cluster.certificate_authority.as_deref(), Some("/sa/ca.crt"));
+    let user = kubeconfig.auth_infos[0].auth_info.as_ref().expect("a user");
+    assert_eq!(user.token_file.as_deref(), Some("/sa/token"));
+    let v6 = in_cluster_kubeconfig("fd00::1", "6443", std::path::Path::new("/sa")).expect("v6");
+    assert_eq!(
+        v6.clusters[0]
+            .cluster
+            .as_ref()
+            .and_then(|c| c.server.as_deref()),
+        Some("https://[fd00::1]:6443")
+    );
+}

@@ -46,6 +46,21 @@ pub fn load_kubeconfig(explicit: Option<&Path>) -> Result<Loaded, ConnectError> 
         Some(p) => Kubeconfig::read_from(p),
         None => Kubeconfig::read(),
     };
+    // inside a Pod with no kubeconfig: the service account, as kubectl and kube-rs fall back
+    if explicit.is_none() && read.is_err() {
+        if let (Ok(host), Ok(port)) = (
+            std::env::var("KUBERNETES_SERVICE_HOST"),
+            std::env::var("KUBERNETES_SERVICE_PORT"),
+        ) {
+            if let Ok(kubeconfig) = in_cluster_kubeconfig(&host, &port, Path::new(SERVICE_ACCOUNT))
+            {
+                return Ok(Loaded {
+                    kubeconfig,
+                    origin: format!("the in-cluster service account ({SERVICE_ACCOUNT})"),
+                });
+            }
+        }
+    }
     read.map(|kubeconfig| Loaded {
         kubeconfig,
         origin: origin.clone(),
@@ -56,6 +71,40 @@ pub fn load_kubeconfig(explicit: Option<&Path>) -> Result<Loaded, ConnectError> 
             message: e.to_string(),
         })
     })
+}
+
+/// Where a Pod's service account credentials are mounted.
+pub const SERVICE_ACCOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// The context name of the in-cluster kubeconfig ([`in_cluster_kubeconfig`]).
+pub const IN_CLUSTER_CONTEXT: &str = "in-cluster";
+
+/// A kubeconfig for the API server a Pod reaches (`KUBERNETES_SERVICE_HOST`/`_PORT`) with its
+/// service account's token file and CA (`sa_dir`), as the one current context
+/// [`IN_CLUSTER_CONTEXT`]; the token file is re-read as it rotates.
+pub fn in_cluster_kubeconfig(host: &str, port: &str, sa_dir: &Path) -> Result<Kubeconfig, String> {
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    let text = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": IN_CLUSTER_CONTEXT,
+        "clusters": [{"name": IN_CLUSTER_CONTEXT, "cluster": {
+            "server": format!("https://{host}:{port}"),
+            "certificate-authority": sa_dir.join("ca.crt").display().to_string(),
+        }}],
+        "users": [{"name": IN_CLUSTER_CONTEXT, "user": {
+            "tokenFile": sa_dir.join("token").display().to_string(),
+        }}],
+        "contexts": [{"name": IN_CLUSTER_CONTEXT, "context": {
+            "cluster": IN_CLUSTER_CONTEXT, "user": IN_CLUSTER_CONTEXT,
+        }}],
+    })
+    .to_string();
+    Kubeconfig::from_yaml(&text).map_err(|e| e.to_string())
 }
 
 fn default_path() -> PathBuf {
