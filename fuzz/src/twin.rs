@@ -193,6 +193,9 @@ pub struct TwinRunner {
     session: Option<Session>,
     /// The fewest requests the last judged scenario needed ([`TwinRunner::minimum_requests`]).
     needed: AtomicU64,
+    /// On the embedded twin: how far its running operator has reconciled (the store's
+    /// resourceVersion), so a wait starts only once it has seen every write.
+    operator_progress: Mutex<Option<Arc<AtomicU64>>>,
 }
 
 /// Kinds one observation reads (Nodes, ResourceFlavors, InstanceTypes, ClusterQueues,
@@ -239,6 +242,7 @@ impl TwinRunner {
             config,
             session: None,
             needed: AtomicU64::new(0),
+            operator_progress: Mutex::new(None),
         })
     }
 
@@ -275,6 +279,7 @@ impl TwinRunner {
             config,
             session: None,
             needed: AtomicU64::new(0),
+            operator_progress: Mutex::new(None),
         })
     }
 
@@ -307,6 +312,32 @@ impl TwinRunner {
             Backend::Cluster(_) => Err(TwinError::Cluster(
                 "a mutant or an operator restart needs the embedded twin".into(),
             )),
+        }
+    }
+
+    fn follow(&self, progress: Option<Arc<AtomicU64>>) {
+        if let Ok(mut p) = self.operator_progress.lock() {
+            *p = progress;
+        }
+    }
+
+    /// On the embedded twin: waits (within `budget`) until its operator has reconciled every
+    /// write so far, so a slow operator thread on a loaded machine is waited for, not timed.
+    /// A cluster's operator gives no such signal; there the quiet window alone decides.
+    async fn operator_caught_up(&self, budget: Duration) {
+        let (Backend::Embedded(twin), Some(progress)) = (
+            &self.backend,
+            self.operator_progress.lock().ok().and_then(|p| p.clone()),
+        ) else {
+            return;
+        };
+        let deadline = tokio::time::Instant::now() + budget;
+        let store = twin.store();
+        while progress.load(Ordering::SeqCst)
+            < store.read(live::twin::store::Store::resource_version)
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
@@ -360,7 +391,9 @@ impl TwinRunner {
         settings.mutant = mutant;
         let operator: OperatorHandle =
             run_operator(store, settings).map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+        self.follow(Some(operator.reconciled()));
         let outcome = self.runtime.block_on(self.steps(s, &run, None));
+        self.follow(None);
         operator.stop();
         outcome
     }
@@ -492,6 +525,7 @@ impl TwinRunner {
                 (run, None, Some((localizer, token)), cluster)
             }
         };
+        self.follow(operator.as_ref().map(OperatorHandle::reconciled));
         let cluster =
             client::mocked_cluster_keeping(&start_cluster, &run, self.client.kept_nodes());
         let (bare, steps) = write_steps(&cluster, &[], &run);
@@ -584,6 +618,7 @@ impl TwinRunner {
         let Some(session) = self.session.take() else {
             return Ok(0);
         };
+        self.follow(None);
         if let Some(operator) = session.operator {
             operator.stop();
         }
@@ -665,6 +700,7 @@ impl TwinRunner {
         }
         let mut differences = Vec::new();
         for window in [self.config.window, self.config.confirm_window] {
+            self.operator_caught_up(self.config.budget).await;
             if let Quiescence::Inconclusive { reason } =
                 quiescer.wait(window, self.config.budget).await
             {

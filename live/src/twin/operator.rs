@@ -420,6 +420,8 @@ pub struct OperatorHandle {
     stop: Arc<AtomicBool>,
     last: Arc<Mutex<Option<Result<Derived, OperatorError>>>>,
     reconciles: Arc<AtomicU64>,
+    /// The store's resourceVersion the latest reconcile left (its own writes included).
+    reconciled: Arc<AtomicU64>,
     thread: Option<thread::JoinHandle<()>>,
 }
 
@@ -438,6 +440,12 @@ impl OperatorHandle {
     /// How many reconciles ran so far.
     pub fn reconciles(&self) -> u64 {
         self.reconciles.load(Ordering::SeqCst)
+    }
+
+    /// The store's resourceVersion after the latest reconcile: the operator has seen every
+    /// write up to it. Shared, so a caller can wait on it without holding the handle.
+    pub fn reconciled(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.reconciled)
     }
 
     /// Stops the thread and waits for it.
@@ -484,10 +492,12 @@ pub fn run_operator(
     let stop = Arc::new(AtomicBool::new(false));
     let last = Arc::new(Mutex::new(None));
     let reconciles = Arc::new(AtomicU64::new(0));
-    let (stop_flag, last_out, count) = (
+    let reconciled = Arc::new(AtomicU64::new(0));
+    let (stop_flag, last_out, count, done) = (
         Arc::clone(&stop),
         Arc::clone(&last),
         Arc::clone(&reconciles),
+        Arc::clone(&reconciled),
     );
     let thread = thread::Builder::new()
         .name("verify-twin-operator".into())
@@ -511,7 +521,9 @@ pub fn run_operator(
                             *slot = Some(outcome);
                         }
                         count.fetch_add(1, Ordering::SeqCst);
-                        s.resource_version()
+                        let rv = s.resource_version();
+                        done.store(rv, Ordering::SeqCst);
+                        rv
                     }));
                 }
                 thread::sleep(OPERATOR_POLL);
@@ -521,6 +533,7 @@ pub fn run_operator(
         stop,
         last,
         reconciles,
+        reconciled,
         thread: Some(thread),
     })
 }
