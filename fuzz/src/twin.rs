@@ -235,15 +235,29 @@ impl TwinRunner {
         let client = runtime
             .block_on(Client::from_kubeconfig_yaml(&yaml, "verify-twin"))
             .map_err(|e| infra(e.to_string()))?;
-        Ok(TwinRunner {
-            backend: Backend::Embedded(twin),
+        Ok(TwinRunner::assemble(
+            Backend::Embedded(twin),
+            runtime,
+            client,
+            config,
+        ))
+    }
+
+    fn assemble(
+        backend: Backend,
+        runtime: tokio::runtime::Runtime,
+        client: Client,
+        config: TwinConfig,
+    ) -> TwinRunner {
+        TwinRunner {
+            backend,
             runtime,
             client,
             config,
             session: None,
             needed: AtomicU64::new(0),
             operator_progress: Mutex::new(None),
-        })
+        }
     }
 
     /// A runner on a cluster that runs the operator, through `context` of `kubeconfig` (the
@@ -268,19 +282,17 @@ impl TwinRunner {
                 model::labels::KUBE_SYSTEM.to_string(),
             ])
             .keeping_nodes(lane.overlay.iter().map(|n| n.name.clone()));
-        Ok(TwinRunner {
-            backend: Backend::Cluster(LiveLane {
-                lane,
-                attempts: AtomicU64::new(0),
-                leftovers: Mutex::new(Vec::new()),
-            }),
+        let lane = LiveLane {
+            lane,
+            attempts: AtomicU64::new(0),
+            leftovers: Mutex::new(Vec::new()),
+        };
+        Ok(TwinRunner::assemble(
+            Backend::Cluster(lane),
             runtime,
             client,
             config,
-            session: None,
-            needed: AtomicU64::new(0),
-            operator_progress: Mutex::new(None),
-        })
+        ))
     }
 
     /// What this runner writes to: the embedded twin's `http://127.0.0.1:PORT`, or the
