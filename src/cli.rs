@@ -281,21 +281,24 @@ pub enum Tier {
 }
 
 impl Tier {
-    /// `--tier`/`--twin`/`--context` resolved: the twin unless another tier was asked for;
-    /// a context means the live tier.
-    pub fn chosen(tier: Option<Tier>, twin: bool) -> Tier {
-        match (tier, twin) {
-            (_, true) => Tier::Twin,
-            (Some(t), false) => t,
-            (None, false) => Tier::Twin,
+    /// `--tier`/`--twin`/`--context` resolved: `--twin` is the twin, an explicit `--tier`
+    /// wins, a context means the live tier, else `default` (the twin for fuzz, the model for
+    /// soak and case).
+    pub fn resolve(tier: Option<Tier>, twin: bool, context: Option<&str>, default: Tier) -> Tier {
+        match (twin, tier, context) {
+            (true, _, _) => Tier::Twin,
+            (false, Some(t), _) => t,
+            (false, None, Some(_)) => Tier::Live,
+            (false, None, None) => default,
         }
     }
 
-    /// [`Tier::chosen`], with `--context` implying the live tier.
-    pub fn with_context(tier: Option<Tier>, twin: bool, live: &LiveArgs) -> Tier {
-        match (tier, &live.cluster.context) {
-            (None, Some(_)) if !twin => Tier::Live,
-            _ => Tier::chosen(tier, twin),
+    /// The tier's name in run summaries and history rows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Model => "model",
+            Tier::Twin => "twin",
+            Tier::Live => "live",
         }
     }
 
@@ -363,7 +366,7 @@ pub struct CaseArgs {
     /// Where the case runs: the model, an embedded twin, or a cluster running the operator
     /// (`live`, implied by `--context`; the case's scenario is mocked in run-unique pools).
     #[arg(long, value_enum)]
-    pub tier: Option<CaseTier>,
+    pub tier: Option<Tier>,
     #[command(flatten)]
     pub live: LiveArgs,
     /// Output: the case table, or JUnit XML for CI.
@@ -378,13 +381,6 @@ pub struct CaseArgs {
 pub enum CaseBlock {
     Mig,
     Rdma,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CaseTier {
-    Model,
-    Twin,
-    Live,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -84,9 +84,7 @@ fn cases_index() -> Result<i32> {
 /// hardware probed read-only, one lane of a run named after the case.
 fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::TwinTier, i32> {
     if args.mutant.is_some() {
-        eprintln!(
-            "verify: --mutant mutates the model or the twin's operator; a cluster runs its own"
-        );
+        eprintln!("verify: {}", crate::live_run::NO_MUTANT_ON_A_CLUSTER);
         return Err(2);
     }
     let p = crate::live_run::prepare(
@@ -106,41 +104,31 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
         eprintln!("verify: probing the cluster's hardware: {e}");
         3
     })?;
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let run = format!(
-        "case-{}-{stamp}",
+    let run = crate::live_run::run_name(&format!(
+        "case-{}",
         args.number.map_or("block".into(), |n| n.to_string())
-    );
+    ));
     println!("run label: {}={run}.<token>", live::client::RUN_LABEL);
-    let runner = fuzz::twin::TwinRunner::connect(
-        p.kubeconfig.clone(),
-        &p.context,
-        fuzz::twin::TwinConfig::default(),
-        fuzz::twin::Lane {
-            run,
-            lane: 0,
-            interrupt: p.interrupt.clone(),
-            teardown_budget: args.live.teardown_budget,
-            overlay: p.overlay.clone(),
-        },
-        model::labels::DEFAULT_SYSTEM_NAMESPACE,
-    )
-    .map_err(|e| {
-        eprintln!("verify: {e}");
-        3
-    })?;
+    let runner = p
+        .runner(
+            &run,
+            0,
+            fuzz::twin::TwinConfig::default(),
+            args.live.teardown_budget,
+        )
+        .map_err(|e| {
+            eprintln!("verify: {e}");
+            3
+        })?;
     Ok(cases::TwinTier::on_cluster(runner, hardware))
 }
 
 /// `verify case --block rdma --report-only`: which RDMA readings a cluster shape can answer,
 /// touching nothing (the model tier reads the embedded walkthrough; the live tier lists the
 /// cluster read-only).
-fn rdma_report_only(tier: crate::cli::CaseTier, live_args: &crate::cli::LiveArgs) -> Result<i32> {
-    use crate::cli::CaseTier;
+fn rdma_report_only(tier: Tier, live_args: &crate::cli::LiveArgs) -> Result<i32> {
     match tier {
-        CaseTier::Live => {
+        Tier::Live => {
             let listed = live::client::preflight::block_on(async {
                 let client = match connect_checked(
                     live_args.cluster.kubeconfig.as_deref(),
@@ -168,11 +156,11 @@ fn rdma_report_only(tier: crate::cli::CaseTier, live_args: &crate::cli::LiveArgs
             print!("{}", cases::block::rdma_report(&cluster, &snapshot.source));
             Ok(0)
         }
-        CaseTier::Twin => Err(UsageError(
+        Tier::Twin => Err(UsageError(
             "--report-only reads a cluster (--context) or the model tier's embedded shape".into(),
         )
         .into()),
-        CaseTier::Model => {
+        Tier::Model => {
             print!(
                 "{}",
                 cases::block::rdma_report(
@@ -187,7 +175,7 @@ fn rdma_report_only(tier: crate::cli::CaseTier, live_args: &crate::cli::LiveArgs
 
 /// `verify case N | --block mig|rdma [--report-only]`: run on a tier, print tables, exit code.
 fn case(args: crate::cli::CaseArgs) -> Result<i32> {
-    use crate::cli::{CaseBlock, CaseTier};
+    use crate::cli::CaseBlock;
     let block = args.block.map(|b| match b {
         CaseBlock::Mig => cases::Block::Mig,
         CaseBlock::Rdma => cases::Block::Rdma,
@@ -195,11 +183,12 @@ fn case(args: crate::cli::CaseArgs) -> Result<i32> {
     let model_tier = cases::ModelTier {
         mutant: args.mutant,
     };
-    let chosen = match (args.tier, &args.live.cluster.context) {
-        (Some(t), _) => t,
-        (None, Some(_)) => CaseTier::Live,
-        (None, None) => CaseTier::Model,
-    };
+    let chosen = Tier::resolve(
+        args.tier,
+        false,
+        args.live.cluster.context.as_deref(),
+        Tier::Model,
+    );
     if args.report_only {
         if block != Some(cases::Block::Rdma) {
             return Err(UsageError("--report-only applies to --block rdma only".into()).into());
@@ -214,7 +203,7 @@ fn case(args: crate::cli::CaseArgs) -> Result<i32> {
     };
     // the live tier's input gate (MIG_NODE_SSH, PPU_NODE_SSH) speaks before any cluster is
     // contacted
-    if chosen == CaseTier::Live {
+    if chosen == Tier::Live {
         let gated = run_on(&cases::UnavailableTier(cases::Tier::Live)).map_err(UsageError)?;
         if gated
             .iter()
@@ -225,15 +214,15 @@ fn case(args: crate::cli::CaseArgs) -> Result<i32> {
         }
     }
     let twin_tier = match chosen {
-        CaseTier::Twin => Some(
+        Tier::Twin => Some(
             cases::TwinTier::start(args.mutant)
                 .map_err(|e| anyhow::anyhow!("starting the embedded twin: {e}"))?,
         ),
-        CaseTier::Live => match live_case_tier(&args) {
+        Tier::Live => match live_case_tier(&args) {
             Ok(t) => Some(t),
             Err(code) => return Ok(code),
         },
-        CaseTier::Model => None,
+        Tier::Model => None,
     };
     let runner: &dyn cases::TierRunner = match &twin_tier {
         Some(t) => t,
@@ -295,18 +284,22 @@ fn derive(cluster: Option<&Path>, format: Format) -> Result<i32> {
     Ok(0)
 }
 
-/// Reads a cluster shape; errors name the file, the line and the field serde stopped at.
 /// The live operator's settings: `--operator-settings FILE`, else the operator's defaults.
 fn operator_settings(live: &crate::cli::LiveArgs) -> Result<model::Settings> {
-    let Some(path) = &live.operator_settings else {
-        return Ok(model::Settings::default());
-    };
+    match &live.operator_settings {
+        Some(path) => read_json(path),
+        None => Ok(model::Settings::default()),
+    }
+}
+
+/// A JSON file as `T`; errors name the file, the line and the field serde stopped at.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
     let de = &mut serde_json::Deserializer::from_str(&text);
     serde_path_to_error::deserialize(de).map_err(|e| {
         UsageError(format!(
-            "{}: field `{}`: {} (expected model Settings as JSON)",
+            "{}: field `{}`: {}",
             path.display(),
             e.path(),
             e.inner()
@@ -315,18 +308,9 @@ fn operator_settings(live: &crate::cli::LiveArgs) -> Result<model::Settings> {
     })
 }
 
+/// Reads a cluster shape; errors name the file, the line and the field serde stopped at.
 fn read_cluster(path: &Path) -> Result<model::Cluster> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
-    let de = &mut serde_json::Deserializer::from_str(&text);
-    let cluster: model::Cluster = serde_path_to_error::deserialize(de).map_err(|e| {
-        UsageError(format!(
-            "{}: field `{}`: {}",
-            path.display(),
-            e.path(),
-            e.inner()
-        ))
-    })?;
+    let cluster: model::Cluster = read_json(path)?;
     model::derive::validate(&cluster)
         .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
     Ok(cluster)
@@ -338,7 +322,8 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Mutex;
 
-    let tier = Tier::with_context(args.tier, args.twin, &args.live);
+    let context = args.live.cluster.context.as_deref();
+    let tier = Tier::resolve(args.tier, args.twin, context, Tier::Twin);
     println!("{}", tier_banner(tier));
     let prepared = match tier {
         Tier::Live => match crate::live_run::prepare(
@@ -374,12 +359,7 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         config.twin.shrink_steps = budget;
     }
     let total = fuzz::seed_list(&config).len() as u64;
-    let tier_name = match tier {
-        Tier::Model => "model",
-        Tier::Twin => "twin",
-        Tier::Live => "live",
-    };
-    let recorder = start_run_record(&args, &config, total, tier_name)?;
+    let recorder = start_run_record(&args, &config, total, tier.name())?;
     println!("run directory: {}", recorder.path().display());
     let run_id = recorder
         .path()
@@ -800,8 +780,6 @@ fn twin_serve(
     Ok(0)
 }
 
-/// `verify soak`: churn until the deadline, Ctrl-C or the first finding; series, checkpoint,
-/// counterexample and a history row.
 /// One malloc arena for the whole process, set before any thread starts: glibc gives each
 /// allocating thread (the twin's server and operator threads, the client) its own arena, and
 /// over a long soak they hold memory the soak no longer uses (+12 % at the peak of a 30-minute
@@ -814,21 +792,16 @@ fn one_malloc_arena() {
     }
 }
 
+/// `verify soak`: churn until the deadline, Ctrl-C or the first finding; series, checkpoint,
+/// counterexample and a history row.
 fn soak(args: SoakArgs) -> Result<i32> {
     one_malloc_arena();
-    let tier = match (args.tier, args.twin, &args.live.cluster.context) {
-        (_, true, _) => Tier::Twin,
-        (Some(t), _, _) => t,
-        (None, _, Some(_)) => Tier::Live,
-        (None, _, None) => Tier::Model,
-    };
+    let context = args.live.cluster.context.as_deref();
+    let tier = Tier::resolve(args.tier, args.twin, context, Tier::Model);
     let twin = tier == Tier::Twin;
     let on_cluster = tier == Tier::Live;
     if on_cluster && args.mutant.is_some() {
-        return Err(UsageError(
-            "--mutant mutates the model or the twin's operator; a cluster runs its own".into(),
-        )
-        .into());
+        return Err(UsageError(crate::live_run::NO_MUTANT_ON_A_CLUSTER.into()).into());
     }
     let faults = args
         .faults
@@ -883,10 +856,7 @@ fn soak(args: SoakArgs) -> Result<i32> {
         faults,
         ..fuzz::twin::TwinConfig::default()
     };
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let soak_run = format!("soak-{}-{stamp}", args.seed);
+    let soak_run = crate::live_run::run_name(&format!("soak-{}", args.seed));
     if prepared.is_some() {
         println!("run label: {}={soak_run}.<token>", live::client::RUN_LABEL);
     }
@@ -895,20 +865,14 @@ fn soak(args: SoakArgs) -> Result<i32> {
         if let Some(p) = &prepared {
             // each target (the soak's, then each shrink replay's) is its own lane of the run
             let lane = lanes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let runner = fuzz::twin::TwinRunner::connect(
-                p.kubeconfig.clone(),
-                &p.context,
-                twin_config.clone(),
-                fuzz::twin::Lane {
-                    run: soak_run.clone(),
+            let runner = p
+                .runner(
+                    &soak_run,
                     lane,
-                    interrupt: p.interrupt.clone(),
-                    teardown_budget: args.live.teardown_budget,
-                    overlay: p.overlay.clone(),
-                },
-                model::labels::DEFAULT_SYSTEM_NAMESPACE,
-            )
-            .map_err(|e| anyhow::anyhow!("connecting to the cluster: {e}"))?;
+                    twin_config.clone(),
+                    args.live.teardown_budget,
+                )
+                .map_err(|e| anyhow::anyhow!("connecting to the cluster: {e}"))?;
             return Ok(Box::new(soak::TwinTarget::on_cluster(runner)));
         }
         Ok(if twin {
@@ -948,12 +912,7 @@ fn soak(args: SoakArgs) -> Result<i32> {
         },
     )
     .map_err(|e| anyhow::anyhow!(e))?;
-    let tier_name = match tier {
-        Tier::Model => "model",
-        Tier::Twin => "twin",
-        Tier::Live => "live",
-    };
-    let row = report.history_row(dir.id(), tier_name, args.seed);
+    let row = report.history_row(dir.id(), tier.name(), args.seed);
     soak::series::append_history(&args.history, &row)
         .with_context(|| format!("appending to {}", args.history.display()))?;
     if let Some(f) = &report.failure {

@@ -13,6 +13,19 @@ use live::client::{Client, Kubeconfig, RunId, RUN_LABEL};
 
 use crate::cli::LiveArgs;
 
+/// Why `--mutant` has no place on a cluster.
+pub const NO_MUTANT_ON_A_CLUSTER: &str =
+    "--mutant mutates the model or the twin's operator; a cluster runs its own";
+
+/// A run id for a command without a run directory: `<what>-<unix seconds>`, so two runs on one
+/// cluster do not share tokens.
+pub fn run_name(what: &str) -> String {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{what}-{stamp}")
+}
+
 /// A cluster a run may write to, checked and confirmed.
 pub struct Prepared {
     pub kubeconfig: Kubeconfig,
@@ -117,6 +130,29 @@ pub fn confirm(question: &str) -> Result<(), i32> {
 }
 
 impl Prepared {
+    /// Lane `lane` of run `run` on this cluster (a case's, a soak target's).
+    pub fn runner(
+        &self,
+        run: &str,
+        lane: usize,
+        config: fuzz::twin::TwinConfig,
+        teardown_budget: std::time::Duration,
+    ) -> Result<fuzz::twin::TwinRunner, fuzz::twin::TwinError> {
+        fuzz::twin::TwinRunner::connect(
+            self.kubeconfig.clone(),
+            &self.context,
+            config,
+            fuzz::twin::Lane {
+                run: run.to_string(),
+                lane,
+                interrupt: self.interrupt.clone(),
+                teardown_budget,
+                overlay: self.overlay.clone(),
+            },
+            model::labels::DEFAULT_SYSTEM_NAMESPACE,
+        )
+    }
+
     /// Tears down every run `<run>.*` still labelled (what an interrupted attempt may leave)
     /// and returns what is left afterwards.
     pub fn sweep(&self, run: &str) -> Vec<String> {

@@ -20,16 +20,15 @@ const RDMA_CAPABLE: &str = "feature.gpustack.ai/rdma.capable";
 pub async fn cluster_hardware(client: &Client) -> Result<Vec<String>, ClientError> {
     let mut groups: Vec<DeviceGroup> = Vec::new();
     for d in client.list::<Devices>(None, None).await? {
-        let value = serde_json::to_value(&d).unwrap_or_default();
-        if value
-            .pointer(&format!(
-                "/metadata/labels/{}",
-                RUN_LABEL.replace('/', "~1")
-            ))
-            .is_some()
+        // a verify mock is not the cluster's hardware
+        if d.metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(RUN_LABEL))
         {
             continue;
         }
+        let value = serde_json::to_value(&d).unwrap_or_default();
         if let Ok(devices) = live::twin::read::read_devices(&value) {
             groups.extend(devices.groups);
         }

@@ -424,11 +424,6 @@ impl TwinRunner {
                 .block_on(self.steps(&local, &run, Some(&token)))
         }));
         let left = self.tear_down(&run, &token);
-        if let Ok(left) = &left {
-            if let Ok(mut all) = lane.leftovers.lock() {
-                all.extend(left.iter().cloned());
-            }
-        }
         match outcome {
             Err(panic) => resume_unwind(panic),
             Ok(outcome) => {
@@ -438,17 +433,24 @@ impl TwinRunner {
         }
     }
 
-    /// Deletes what `run` labelled, then what the operator derived from it; returns what is
-    /// left.
+    /// Deletes what a cluster run `run` labelled, then what the operator derived from it;
+    /// returns what is left and keeps it for the run's report.
     fn tear_down(&self, run: &RunId, token: &Token) -> Result<Vec<String>, TwinError> {
-        let budget = match &self.backend {
-            Backend::Cluster(l) => l.lane.teardown_budget,
-            Backend::Embedded(_) => self.config.budget,
+        let Backend::Cluster(lane) = &self.backend else {
+            return Ok(Vec::new());
         };
-        self.runtime
-            .block_on(self.client.teardown_localized(run, token, budget))
+        let left = self
+            .runtime
+            .block_on(
+                self.client
+                    .teardown_localized(run, token, lane.lane.teardown_budget),
+            )
             .map(|t| t.leftovers)
-            .map_err(|e| TwinError::Cluster(e.to_string()))
+            .map_err(|e| TwinError::Cluster(e.to_string()))?;
+        if let Ok(mut all) = lane.leftovers.lock() {
+            all.extend(left.iter().cloned());
+        }
+        Ok(left)
     }
 
     async fn steps(
@@ -643,11 +645,6 @@ impl TwinRunner {
                     .leftovers
             }
         };
-        if let Backend::Cluster(lane) = &self.backend {
-            if let Ok(mut all) = lane.leftovers.lock() {
-                all.extend(left.iter().cloned());
-            }
-        }
         Ok(left.len())
     }
 

@@ -52,13 +52,9 @@ impl Client {
             .filter_map(|o| {
                 let name = o.meta().name.clone().unwrap_or_default();
                 match o.meta().namespace.as_deref() {
-                    Some(ns) => {
-                        let v = serde_json::to_value(o).unwrap_or_default();
-                        let queue = v.pointer("/spec/clusterQueue").and_then(|q| q.as_str());
-                        queue
-                            .is_some_and(|q| token.marks(q))
-                            .then(|| format!("{ns}/{name}"))
-                    }
+                    Some(ns) => token
+                        .fronts(&serde_json::to_value(o).unwrap_or_default())
+                        .then(|| format!("{ns}/{name}")),
                     None => token.marks(&name).then_some(name),
                 }
             })

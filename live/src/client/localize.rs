@@ -53,6 +53,15 @@ impl Token {
         name.contains(self.0.as_str())
     }
 
+    /// Whether a LocalQueue (as JSON) fronts one of the pools this token keys: its
+    /// `spec.clusterQueue` carries it (any namespace may hold an entrance of a run's pool).
+    pub fn fronts(&self, local_queue: &serde_json::Value) -> bool {
+        local_queue
+            .pointer("/spec/clusterQueue")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|q| self.marks(q))
+    }
+
     fn suffixed(&self, s: &str) -> String {
         format!("{s}-{}", self.0)
     }
@@ -373,11 +382,7 @@ impl super::Observed {
                 .iter()
                 .filter(|(id, o)| {
                     // a run namespace also holds the entrances of the cluster's own pools
-                    token.marks(id)
-                        && (*kind != oracle::ObjectKind::LocalQueue
-                            || o.pointer("/spec/clusterQueue")
-                                .and_then(serde_json::Value::as_str)
-                                .is_some_and(|q| token.marks(q)))
+                    token.marks(id) && (*kind != oracle::ObjectKind::LocalQueue || token.fronts(o))
                 })
                 .map(|(id, o)| (id.clone(), o.clone()))
                 .collect();
