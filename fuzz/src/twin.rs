@@ -718,8 +718,16 @@ impl TwinRunner {
                     reason,
                 });
             }
-            // what the watches delivered: at quiescence, what a list would return
-            let mut observed = quiescer.observed();
+            // first what the watches delivered (no request); a difference is confirmed on a
+            // fresh list, as a cut watch may still be re-establishing and its cache stale
+            let mut observed = match differences.is_empty() {
+                true => quiescer.observed(),
+                false => self
+                    .client
+                    .observe()
+                    .await
+                    .map_err(|e| TwinError::Infrastructure(e.to_string()))?,
+            };
             if let Some(token) = scope {
                 observed = observed.scoped_to(token);
             }
