@@ -467,6 +467,12 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
     if report.ran == 0 {
         println!("NOTHING WAS VERIFIED: no seed was run");
     }
+    if config.tier != fuzz::Tier::Model {
+        println!(
+            "gate-3 verdicts read back from Workloads on the wire: {}",
+            report.verdicts
+        );
+    }
     println!(
         "{} seeds, {} failing, in {:.2} s ({:.0} seeds/s, {} jobs)",
         report.ran,

@@ -123,6 +123,8 @@ pub struct FuzzReport {
     pub leftovers: Vec<String>,
     /// Ctrl-C stopped the run before every seed was judged.
     pub interrupted: bool,
+    /// Gate-3 verdicts read back from Workloads on the wire (twin and live tiers).
+    pub verdicts: u64,
     pub elapsed: Duration,
 }
 
@@ -296,6 +298,30 @@ pub fn judge_seed_on(
                 _ => (first_scenario(seed, config)?, message, 0),
             }
         }
+        // On a cluster, deletions are judged side by side in disjoint pools; the result is
+        // confirmed as any divergence is (a clean re-run), else the seed's scenario stands.
+        (true, Some(t)) if t.on_cluster() => {
+            let start = tree.current();
+            let mut judge = |batch: &[Scenario]| {
+                t.judge_side_by_side(batch)
+                    .into_iter()
+                    .map(|r| matches!(r, Ok(Some(_))))
+                    .collect()
+            };
+            let shrunk = generators::deletion::shrink_by_deletion(
+                &start,
+                config.twin.shrink_steps as usize,
+                config.twin.shrink_width,
+                &mut judge,
+            );
+            match shrunk.kept {
+                0 => (start, message, 0),
+                kept => match t.judge(&shrunk.scenario, None) {
+                    Ok(Some(d)) => (shrunk.scenario, d.message(), kept),
+                    _ => (start, message, 0),
+                },
+            }
+        }
         (true, Some(t)) => shrink(&mut tree, message, config.twin.shrink_steps, |s| {
             t.judge(s, config.mutant)
                 .ok()
@@ -388,14 +414,15 @@ pub fn run_observed(
     let inconclusive: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
     let flaky: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
     let leftovers: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let verdicts = AtomicU64::new(0);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let interrupted = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
         for lane in 0..config.jobs.max(1) {
             let (errors, stop, flaky, leftovers, interrupted) =
                 (&errors, &stop, &flaky, &leftovers, &interrupted);
-            let (failures, inconclusive, next, ran, seeds) =
-                (&failures, &inconclusive, &next, &ran, &seeds);
+            let (failures, inconclusive, next, ran, seeds, verdicts) =
+                (&failures, &inconclusive, &next, &ran, &seeds, &verdicts);
             scope.spawn(move || {
                 let twin = match runner_for(config, lane) {
                     Ok(t) => t,
@@ -449,6 +476,7 @@ pub fn run_observed(
                 }
                 if let Some(t) = &twin {
                     leftovers.lock().map(|mut v| v.extend(t.leftovers())).ok();
+                    verdicts.fetch_add(t.verdicts_read(), Ordering::Relaxed);
                 }
             });
         }
@@ -470,6 +498,7 @@ pub fn run_observed(
         flaky,
         leftovers: leftovers.into_inner().unwrap_or_default(),
         interrupted: interrupted.into_inner(),
+        verdicts: verdicts.into_inner(),
         elapsed: started.elapsed(),
     })
 }

@@ -6,16 +6,20 @@
 //! One twin per worker thread; between seeds its store is replaced by an empty one and its
 //! operator restarted (a fresh operator has no memory of the previous seed's derivation).
 
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::panic::{resume_unwind, AssertUnwindSafe};
+
+use futures::FutureExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use live::client::{self, Client, Kubeconfig, Localizer, Quiescence, Quiescer, RunId, Token};
+use live::client::{
+    self, Client, Kubeconfig, Localizer, Quiescence, Quiescer, Readback, RunId, Token,
+};
 use live::twin::operator::{run_operator, OperatorHandle};
 use live::twin::server::TwinHandle;
 use live::twin::store::{Store, StoreConfig};
-use model::events::{Event, World};
+use model::events::{Effect, Event, World};
 use model::mutants::Mutant;
 use model::scenario::Scenario;
 
@@ -33,6 +37,8 @@ pub struct TwinConfig {
     pub budget: Duration,
     /// Twin evaluations a shrink may spend when the model alone cannot reproduce a failure.
     pub shrink_steps: u32,
+    /// On a cluster: shrink candidates judged side by side, each in pools of its own.
+    pub shrink_width: usize,
     /// Faults the twin injects into the client's requests (the client retries them).
     pub faults: Option<live::twin::faults::FaultConfig>,
 }
@@ -44,6 +50,7 @@ impl Default for TwinConfig {
             confirm_window: Duration::from_millis(500),
             budget: Duration::from_secs(30),
             shrink_steps: 24,
+            shrink_width: 4,
             faults: None,
         }
     }
@@ -196,7 +203,13 @@ pub struct TwinRunner {
     /// On the embedded twin: how far its running operator has reconciled (the store's
     /// resourceVersion), so a wait starts only once it has seen every write.
     operator_progress: Mutex<Option<Arc<AtomicU64>>>,
+    /// Gate-3 verdicts read back so far ([`TwinRunner::verdicts_read`]).
+    verdicts: AtomicU64,
 }
+
+/// The fewest requests reading one gate-3 verdict back takes: the Workload's create, one
+/// watch, its delete ([`Client::gate3_verdict`]).
+pub const READBACK_REQUESTS: u64 = 3;
 
 /// Kinds one observation reads (Nodes, ResourceFlavors, InstanceTypes, ClusterQueues,
 /// LocalQueues): at least one list each per write step.
@@ -257,6 +270,7 @@ impl TwinRunner {
             session: None,
             needed: AtomicU64::new(0),
             operator_progress: Mutex::new(None),
+            verdicts: AtomicU64::new(0),
         }
     }
 
@@ -308,6 +322,11 @@ impl TwinRunner {
                 self.client.target().context
             ),
         }
+    }
+
+    /// Gate-3 verdicts this runner read back from Workloads on the wire, agreeing or not.
+    pub fn verdicts_read(&self) -> u64 {
+        self.verdicts.load(Ordering::Relaxed)
     }
 
     /// Objects that teardowns on a cluster could not remove (empty on the twin).
@@ -417,13 +436,20 @@ impl TwinRunner {
         s: &Scenario,
         lane: &LiveLane,
     ) -> Result<Option<TwinDivergence>, TwinError> {
+        self.runtime.block_on(self.attempt(s, lane))
+    }
+
+    async fn attempt(
+        &self,
+        s: &Scenario,
+        lane: &LiveLane,
+    ) -> Result<Option<TwinDivergence>, TwinError> {
         let (token, run) = lane.next()?;
         let local = client::localize_onto(s, &token, lane.lane.overlay.as_ref());
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            self.runtime
-                .block_on(self.steps(&local, &run, Some(&token)))
-        }));
-        let left = self.tear_down(&run, &token);
+        let outcome = AssertUnwindSafe(self.steps(&local, &run, Some(&token)))
+            .catch_unwind()
+            .await;
+        let left = self.tear_down(&run, &token).await;
         match outcome {
             Err(panic) => resume_unwind(panic),
             Ok(outcome) => {
@@ -433,18 +459,36 @@ impl TwinRunner {
         }
     }
 
+    /// Judges `candidates` at once: on a cluster side by side, each in pools of its own (a
+    /// fresh token per attempt), one attempt each (no clean re-run: a shrink confirms only its
+    /// result); on the embedded twin one after another. One answer per candidate, in order.
+    pub fn judge_side_by_side(
+        &self,
+        candidates: &[Scenario],
+    ) -> Vec<Result<Option<TwinDivergence>, TwinError>> {
+        match &self.backend {
+            Backend::Cluster(lane) => self.runtime.block_on(futures::future::join_all(
+                candidates.iter().map(|c| self.attempt(c, lane)),
+            )),
+            Backend::Embedded(_) => candidates.iter().map(|c| self.judge(c, None)).collect(),
+        }
+    }
+
+    /// Whether this runner writes to a cluster (the live tier).
+    pub fn on_cluster(&self) -> bool {
+        matches!(self.backend, Backend::Cluster(_))
+    }
+
     /// Deletes what a cluster run `run` labelled, then what the operator derived from it;
     /// returns what is left and keeps it for the run's report.
-    fn tear_down(&self, run: &RunId, token: &Token) -> Result<Vec<String>, TwinError> {
+    async fn tear_down(&self, run: &RunId, token: &Token) -> Result<Vec<String>, TwinError> {
         let Backend::Cluster(lane) = &self.backend else {
             return Ok(Vec::new());
         };
         let left = self
-            .runtime
-            .block_on(
-                self.client
-                    .teardown_localized(run, token, lane.lane.teardown_budget),
-            )
+            .client
+            .teardown_localized(run, token, lane.lane.teardown_budget)
+            .await
             .map(|t| t.leftovers)
             .map_err(|e| TwinError::Cluster(e.to_string()))?;
         if let Ok(mut all) = lane.leftovers.lock() {
@@ -488,7 +532,13 @@ impl TwinRunner {
             self.interrupted()?;
             let before = world.cluster().clone();
             for event in events {
-                world.apply(event);
+                let effect = world.apply(event);
+                let (requests, verdict) =
+                    self.read_back(event, &effect, run, label, &world).await?;
+                writes += requests;
+                if verdict.is_some() {
+                    return Ok(verdict);
+                }
             }
             writes += client
                 .sync(Some(&before), world.cluster(), run)
@@ -637,7 +687,7 @@ impl TwinRunner {
             operator.stop();
         }
         let left = match &session.local {
-            Some((_, token)) => self.tear_down(&session.run, token)?,
+            Some((_, token)) => self.runtime.block_on(self.tear_down(&session.run, token))?,
             None => {
                 self.runtime
                     .block_on(self.client.teardown(&session.run))
@@ -661,16 +711,29 @@ impl TwinRunner {
         label: &str,
         events: &[Event],
     ) -> Result<Option<TwinDivergence>, TwinError> {
-        let session = self
-            .session
-            .as_mut()
-            .ok_or_else(|| TwinError::Infrastructure("no step-by-step run was begun".into()))?;
+        let Some(mut session) = self.session.take() else {
+            return Err(TwinError::Infrastructure(
+                "no step-by-step run was begun".into(),
+            ));
+        };
         let before = session.world.cluster().clone();
+        let mut read = Ok(None);
         for event in events {
-            session.world.apply(event);
+            let effect = session.world.apply(event);
+            read = self
+                .runtime
+                .block_on(self.read_back(event, &effect, &session.run, label, &session.world))
+                .map(|(_, verdict)| verdict);
+            if !matches!(read, Ok(None)) {
+                break;
+            }
         }
         let after = session.world.cluster().clone();
         let run = session.run.clone();
+        self.session = Some(session);
+        if let Some(d) = read? {
+            return Ok(Some(d));
+        }
         self.runtime
             .block_on(self.client.sync(Some(&before), &after, &run))
             .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
@@ -692,6 +755,72 @@ impl TwinRunner {
         ));
         self.session = Some(session);
         outcome
+    }
+
+    /// For a Workload the model's gate 3 judged (`event` a Submit, `effect` its outcome):
+    /// submits it to its pool's entrance LocalQueue on the wire, reads the
+    /// `gpustack-node-devices` verdict back and compares it with the model's; the wire is in
+    /// the state before the event (its charge is written after). Returns the requests the
+    /// readback needed at least (create, watch, delete) and the divergence, if any. No
+    /// verdict within the budget is inconclusive, as a wait for quiescence is.
+    async fn read_back(
+        &self,
+        event: &Event,
+        effect: &Effect,
+        run: &RunId,
+        step: &str,
+        world: &World,
+    ) -> Result<(u64, Option<TwinDivergence>), TwinError> {
+        let (Event::Submit { workload }, Effect::Judged { outcome }) = (event, effect) else {
+            return Ok((0, None));
+        };
+        let Some(expected) = client::gate3_expectation(outcome) else {
+            return Ok((0, None));
+        };
+        self.operator_caught_up(self.config.budget).await;
+        let readback = self
+            .client
+            .gate3_verdict(workload, run, self.config.budget)
+            .await
+            .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+        self.verdicts.fetch_add(1, Ordering::Relaxed);
+        let object = format!("Workload {}/{}", workload.namespace, workload.name);
+        let observed = match readback {
+            Readback::Verdict(v) if client::verdict_agrees(&expected, &v) => {
+                return Ok((READBACK_REQUESTS, None))
+            }
+            Readback::Verdict(v) => v,
+            Readback::Undecided { last } => {
+                return Err(TwinError::NoQuiescence {
+                    step: step.to_string(),
+                    reason: format!(
+                        "{object} got no {} verdict within {:?} (last seen: {})",
+                        model::labels::NODE_DEVICES_CHECK,
+                        self.config.budget,
+                        last.as_ref().map_or("none".into(), client::verdict_text)
+                    ),
+                })
+            }
+        };
+        let differences = [oracle::Difference {
+            kind: oracle::ObjectKind::Effect,
+            name: object,
+            field: format!(
+                "status.admissionChecks[{}]",
+                model::labels::NODE_DEVICES_CHECK
+            ),
+            expected: Some(client::verdict_text(&expected)),
+            observed: Some(client::verdict_text(&observed)),
+        }];
+        let graph = oracle::DerivationGraph::from_derived(&world.observe());
+        Ok((
+            READBACK_REQUESTS,
+            Some(TwinDivergence {
+                step: step.to_string(),
+                table: oracle::render_table(&differences),
+                findings: oracle::render_findings(&oracle::fold(&differences, &graph)),
+            }),
+        ))
     }
 
     /// Waits for quiescence and diffs; a difference is confirmed after a longer quiet window.

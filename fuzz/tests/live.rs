@@ -93,15 +93,19 @@ fn seeds_run_on_a_cluster_agree_leave_nothing_and_touch_none_of_its_objects() {
             Err(e) => panic!("seed {seed}: {e}"),
         }
     }
+    // Workloads went to the run's own (localized) queues and their verdicts agreed
+    assert!(
+        runner.verdicts_read() > 0,
+        "no gate-3 verdict was read back"
+    );
     assert_eq!(runner.leftovers(), Vec::<String>::new());
     assert_eq!(own_objects(&kubeconfig), before);
 }
 
-#[test]
-fn a_mutated_operator_on_the_cluster_is_caught_and_reproduced() {
-    let m = Mutant::QuotaOffByOne;
-    // the first seed on which the mutated operator publishes different objects
-    let seed = (0..200)
+/// The first seed on which operator mutant `m` publishes different objects (before any
+/// awareness flip, which a cluster's operator cannot take).
+fn seed_changing_an_object(m: Mutant) -> u64 {
+    (0..200)
         .find(|&seed| {
             let s = scenario_for(seed, &live_shape()).expect("a scenario");
             let mut mutated = s.clone();
@@ -118,7 +122,13 @@ fn a_mutated_operator_on_the_cluster_is_caught_and_reproduced() {
                         .any(|x| x.kind != oracle::ObjectKind::Effect)
             })
         })
-        .expect("a seed where the mutant changes an object");
+        .expect("a seed where the mutant changes an object")
+}
+
+#[test]
+fn a_mutated_operator_on_the_cluster_is_caught_and_reproduced() {
+    let m = Mutant::QuotaOffByOne;
+    let seed = seed_changing_an_object(m);
     let s = scenario_for(seed, &live_shape()).expect("a scenario");
     let (_twin, _operator, kubeconfig) = cluster(Some(m));
     let runner = TwinRunner::connect(
@@ -167,6 +177,55 @@ fn the_fuzz_loop_runs_the_live_tier_side_by_side() {
     assert_eq!(report.ran, 4);
     assert!(report.failures.is_empty() && report.inconclusive.is_empty());
     assert!(report.flaky.is_empty() && report.leftovers.is_empty());
+}
+
+/// A divergence only the cluster shows (its operator is mutated; the model is not) is shrunk
+/// by deletion, candidates side by side in pools of their own: the counterexample is smaller
+/// than the seed's scenario, still diverges, and every candidate was torn down.
+#[test]
+fn a_divergence_on_a_cluster_shrinks_side_by_side_and_leaves_nothing() {
+    let m = Mutant::QuotaOffByOne;
+    let seed = seed_changing_an_object(m);
+    let original = scenario_for(seed, &live_shape()).expect("a scenario");
+    let (_twin, _operator, kubeconfig) = cluster(Some(m));
+    let report = fuzz::run(
+        &FuzzConfig {
+            tier: Tier::Live,
+            seed: Some(seed),
+            jobs: 1,
+            shape: live_shape(),
+            twin: TwinConfig {
+                shrink_steps: 40,
+                shrink_width: 3,
+                ..TwinConfig::default()
+            },
+            live: Some(LiveConfig {
+                kubeconfig,
+                context: CONTEXT.into(),
+                run: "live-shrink".into(),
+                interrupt: Arc::new(AtomicBool::new(false)),
+                teardown_budget: Duration::from_secs(20),
+                overlay: None,
+            }),
+            ..FuzzConfig::default()
+        },
+        &|_, _| {},
+    )
+    .expect("runs");
+    let [failure] = report.failures.as_slice() else {
+        panic!("one failure expected: {report:?}");
+    };
+    let size = |s: &model::scenario::Scenario| s.events.len() + s.cluster.nodes.len();
+    assert!(failure.shrinks > 0, "nothing was deleted");
+    assert!(
+        size(&failure.scenario) < size(&original),
+        "{} < {}",
+        size(&failure.scenario),
+        size(&original)
+    );
+    assert!(failure.message.contains("diverges"), "{}", failure.message);
+    assert!(report.flaky.is_empty(), "{:?}", report.flaky);
+    assert_eq!(report.leftovers, Vec::<String>::new());
 }
 
 /// The outcome of each event without the names localization changes.

@@ -9,6 +9,7 @@
 
 pub mod check;
 pub mod cluster;
+pub mod deletion;
 pub mod devices;
 pub mod events;
 pub mod nodes;

@@ -327,3 +327,81 @@ fn a_sliced_charge_keeps_its_slot_on_the_wire() {
         assert_eq!(teardown.leftovers, Vec::<String>::new());
     });
 }
+
+/// The admission test's sequence through the kube-rs client: each Workload the model's gate 3
+/// judges is submitted, its verdict read back by watching and compared, and it is withdrawn;
+/// the model's charge is then written as the mock writes any hold, so the next Workload is
+/// judged against it. A Workload whose queue fronts no pool gets no gate-3 verdict.
+#[test]
+fn gate_three_verdicts_are_read_back_and_the_workloads_withdrawn() {
+    use live::client::{gate3_expectation, verdict_agrees, Readback};
+    use model::admission::CheckState;
+    use model::events::Effect;
+    use model::examples::workload;
+
+    let t = twin(Settings::default());
+    runtime().block_on(async {
+        let client = Client::connect(&t.kubeconfig, "verify-twin")
+            .await
+            .expect("connects");
+        let run = RunId::new("verdicts-1").expect("valid id");
+        let cluster = mocked_cluster(&model::examples::walkthrough(), &run);
+        let mut quiescer = Quiescer::new(&client, &run);
+        client.mock(&cluster, &run).await.expect("mock");
+        let q = quiescer.wait(WINDOW, BUDGET).await;
+        assert!(matches!(q, Quiescence::Quiet { .. }), "{q:?}");
+
+        const T4: &str = "gpustack--nvidia-tesla-t4-linux-amd64";
+        let mut world = World::new(cluster.clone());
+        let mut states = Vec::new();
+        for w in [
+            workload("whole", T4, 4, &[("nvidia.com/gpu", "1")]),
+            workload("shared", T4, 1, &[("nvidia.com/gpu.shared", "2")]),
+            workload("one-more", T4, 1, &[("nvidia.com/gpu", "1")]),
+        ] {
+            let before = world.cluster().clone();
+            let Effect::Judged { outcome } = world.apply(&Event::Submit {
+                workload: w.clone(),
+            }) else {
+                panic!("a Submit is judged");
+            };
+            if let Some(want) = gate3_expectation(&outcome) {
+                let got = client
+                    .gate3_verdict(&w, &run, BUDGET)
+                    .await
+                    .expect("readback");
+                let Readback::Verdict(v) = got else {
+                    panic!("{}: no verdict: {got:?}", w.name);
+                };
+                assert!(verdict_agrees(&want, &v), "{}: {want:?} vs {v:?}", w.name);
+                states.push(v.state);
+            }
+            client
+                .sync(Some(&before), world.cluster(), &run)
+                .await
+                .expect("sync");
+            let q = quiescer.wait(WINDOW, BUDGET).await;
+            assert!(matches!(q, Quiescence::Quiet { .. }), "{q:?}");
+        }
+        assert!(
+            states.contains(&CheckState::Ready) && states.contains(&CheckState::Retry),
+            "the sequence reads back a Ready and a Retry: {states:?}"
+        );
+        let left = client
+            .list::<live::crd::Workload>(None, Some(&run.selector()))
+            .await
+            .expect("list");
+        assert!(left.is_empty(), "withdrawn: {left:?}");
+
+        // its queue fronts no pool: Kueue (played by the twin) leaves it Pending
+        let stray = workload("stray", "no-such-pool", 1, &[("nvidia.com/gpu", "1")]);
+        let got = client
+            .gate3_verdict(&stray, &run, Duration::from_millis(600))
+            .await
+            .expect("readback");
+        assert!(matches!(got, Readback::Undecided { .. }), "{got:?}");
+
+        let teardown = client.teardown(&run).await.expect("teardown");
+        assert_eq!(teardown.leftovers, Vec::<String>::new());
+    });
+}

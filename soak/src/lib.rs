@@ -8,7 +8,6 @@
 
 pub mod invariants;
 pub mod series;
-pub mod shrink;
 pub mod stream;
 pub mod target;
 pub mod twin;
@@ -418,7 +417,11 @@ fn write_failure(
     let mut fails = |s: &Scenario| matches!(judge_stretch(s, replay_target().as_mut()), Ok(Some((_, f))) if f.property == property);
     // Shrink only a stretch that reproduces from its checkpoint; else keep it whole.
     let (mut shrunk, _) = if fails(stretch) {
-        shrink::shrink_stretch(stretch, config.shrink_budget, &mut fails)
+        // one replay at a time: each replay target is a fresh lane of its own
+        let mut judge = |batch: &[Scenario]| batch.iter().map(&mut fails).collect();
+        let shrunk =
+            generators::deletion::shrink_by_deletion(stretch, config.shrink_budget, 1, &mut judge);
+        (shrunk.scenario, shrunk.judged)
     } else {
         (stretch.clone(), 0)
     };

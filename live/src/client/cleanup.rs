@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 
 use super::scoped::Scoped;
 use super::{Client, ClientError, RunId, Teardown, RUN_LABEL};
-use crate::crd::{Devices, InstanceType, NodeFeature};
+use crate::crd::{Devices, InstanceType, NodeFeature, Workload};
 
 /// How long a cleanup waits for the operator to drop what a localized run's mocks derived.
 const CLEANUP_BUDGET: std::time::Duration = std::time::Duration::from_secs(60);
@@ -97,6 +97,7 @@ impl Client {
     /// The values of [`RUN_LABEL`] on the kinds a run creates (those teardown deletes).
     pub async fn run_ids(&self) -> Result<BTreeSet<String>, ClientError> {
         let mut ids = BTreeSet::new();
+        self.run_ids_of::<Workload>(&mut ids).await?;
         self.run_ids_of::<Pod>(&mut ids).await?;
         self.run_ids_of::<NodeFeature>(&mut ids).await?;
         self.run_ids_of::<Devices>(&mut ids).await?;

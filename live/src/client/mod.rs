@@ -20,6 +20,7 @@ pub mod quiesce;
 pub mod retry;
 pub mod scoped;
 pub mod teardown;
+pub mod verdicts;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -37,6 +38,7 @@ pub use preflight::{connect, Access, ConnectError, TWIN_CONTEXT};
 pub use quiesce::{Quiescence, Quiescer};
 pub use retry::RetryPolicy;
 pub use teardown::Teardown;
+pub use verdicts::{gate3_expectation, verdict_agrees, verdict_text, Readback};
 
 /// The label every object a run creates carries; its value is the run id.
 pub const RUN_LABEL: &str = "verify.gpustack.ai/run";

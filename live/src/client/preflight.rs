@@ -359,7 +359,8 @@ impl Client {
 
 /// `(verb, kind, subresource)` a run needs: a read-only run lists; a mutating run also
 /// creates, patches and deletes what it mocks (Nodes, Namespaces, NodeFeatures, Devices with
-/// their `/status`, InstanceTypes, charging Pods — which teardown also lists).
+/// their `/status`, InstanceTypes, charging Pods — which teardown also lists) and the
+/// Workloads whose gate-3 verdicts it reads back.
 pub fn needed_verbs(access: Access) -> Vec<(&'static str, Kind, Option<&'static str>)> {
     let mut out: Vec<_> = crate::audit::AUDITED_KINDS
         .into_iter()
@@ -380,6 +381,10 @@ pub fn needed_verbs(access: Access) -> Vec<(&'static str, Kind, Option<&'static 
         out.push(("patch", kinds::DEVICES, Some("status")));
         for verb in ["list", "create", "patch", "delete"] {
             out.push((verb, kinds::POD, None));
+        }
+        // gate-3 verdicts are read back from Workloads submitted to the run's queues
+        for verb in ["list", "create", "get", "watch", "delete"] {
+            out.push((verb, kinds::WORKLOAD, None));
         }
     }
     out

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::scoped::Scoped;
 use super::{Client, ClientError, RunId};
-use crate::crd::{Devices, InstanceType, NodeFeature};
+use crate::crd::{Devices, InstanceType, NodeFeature, Workload};
 
 /// What a teardown did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -58,7 +58,9 @@ impl Client {
 
     /// Every labelled mock but the Namespaces, dependents first.
     async fn delete_mocks(&self, run: &RunId, report: &mut Teardown) -> Result<(), ClientError> {
-        // charging Pods first (research/devices.md §2.4 cleanup order)
+        // Workloads before what they were judged against, then the charging Pods
+        // (research/devices.md §2.4 cleanup order)
+        self.delete_labelled::<Workload>(run, report).await?;
         self.delete_labelled::<Pod>(run, report).await?;
         self.delete_labelled::<NodeFeature>(run, report).await?;
         self.delete_labelled::<Devices>(run, report).await?;
@@ -69,6 +71,7 @@ impl Client {
     /// `Kind namespace/name` of every object still labelled with `run`.
     pub async fn labelled(&self, run: &RunId) -> Result<Vec<String>, ClientError> {
         let mut out = Vec::new();
+        self.names::<Workload>(run, &mut out).await?;
         self.names::<Pod>(run, &mut out).await?;
         self.names::<NodeFeature>(run, &mut out).await?;
         self.names::<Devices>(run, &mut out).await?;
