@@ -46,6 +46,18 @@ fn lane(run: &str) -> Lane {
     }
 }
 
+/// A live run `run` on the twin playing a cluster.
+fn live_config(kubeconfig: Kubeconfig, run: &str) -> LiveConfig {
+    LiveConfig {
+        kubeconfig,
+        context: CONTEXT.into(),
+        run: run.into(),
+        interrupt: Arc::new(AtomicBool::new(false)),
+        teardown_budget: Duration::from_secs(20),
+        overlay: None,
+    }
+}
+
 /// Scenarios as a cluster with the operator's default settings can run them.
 fn live_shape() -> ShapeConfig {
     ShapeConfig {
@@ -161,14 +173,7 @@ fn the_fuzz_loop_runs_the_live_tier_side_by_side() {
             seeds: 4,
             jobs: 2,
             shape: live_shape(),
-            live: Some(LiveConfig {
-                kubeconfig,
-                context: CONTEXT.into(),
-                run: "live-loop".into(),
-                interrupt: Arc::new(AtomicBool::new(false)),
-                teardown_budget: Duration::from_secs(20),
-                overlay: None,
-            }),
+            live: Some(live_config(kubeconfig, "live-loop")),
             ..FuzzConfig::default()
         },
         &|_, _| {},
@@ -199,14 +204,7 @@ fn a_divergence_on_a_cluster_shrinks_side_by_side_and_leaves_nothing() {
                 shrink_width: 3,
                 ..TwinConfig::default()
             },
-            live: Some(LiveConfig {
-                kubeconfig,
-                context: CONTEXT.into(),
-                run: "live-shrink".into(),
-                interrupt: Arc::new(AtomicBool::new(false)),
-                teardown_budget: Duration::from_secs(20),
-                overlay: None,
-            }),
+            live: Some(live_config(kubeconfig, "live-shrink")),
             ..FuzzConfig::default()
         },
         &|_, _| {},
