@@ -19,7 +19,7 @@ use live::client::{
 use live::twin::operator::{run_operator, OperatorHandle};
 use live::twin::server::TwinHandle;
 use live::twin::store::{Store, StoreConfig};
-use model::events::{Effect, Event, World};
+use model::events::{Event, World};
 use model::mutants::Mutant;
 use model::scenario::Scenario;
 
@@ -532,13 +532,12 @@ impl TwinRunner {
             self.interrupted()?;
             let before = world.cluster().clone();
             for event in events {
-                let effect = world.apply(event);
-                let (requests, verdict) =
-                    self.read_back(event, &effect, run, label, &world).await?;
+                let (requests, verdict) = self.read_back(event, &world, run, label).await?;
                 writes += requests;
                 if verdict.is_some() {
                     return Ok(verdict);
                 }
+                world.apply(event);
             }
             writes += client
                 .sync(Some(&before), world.cluster(), run)
@@ -719,14 +718,14 @@ impl TwinRunner {
         let before = session.world.cluster().clone();
         let mut read = Ok(None);
         for event in events {
-            let effect = session.world.apply(event);
             read = self
                 .runtime
-                .block_on(self.read_back(event, &effect, &session.run, label, &session.world))
+                .block_on(self.read_back(event, &session.world, &session.run, label))
                 .map(|(_, verdict)| verdict);
             if !matches!(read, Ok(None)) {
                 break;
             }
+            session.world.apply(event);
         }
         let after = session.world.cluster().clone();
         let run = session.run.clone();
@@ -757,24 +756,26 @@ impl TwinRunner {
         outcome
     }
 
-    /// For a Workload the model's gate 3 judged (`event` a Submit, `effect` its outcome):
-    /// submits it to its pool's entrance LocalQueue on the wire, reads the
-    /// `gpustack-node-devices` verdict back and compares it with the model's; the wire is in
-    /// the state before the event (its charge is written after). Returns the requests the
-    /// readback needed at least (create, watch, delete) and the divergence, if any. No
-    /// verdict within the budget is inconclusive, as a wait for quiescence is.
+    /// For a submitted Workload (`event` a Submit) whose verdict gate 3 gives in the wire's
+    /// state — `world` before the event, every earlier charge on the ledger and no earlier
+    /// Workload left ([`model::lifecycle::AdmissionState::alone`]) —: submits it to its pool's
+    /// entrance LocalQueue on the wire, reads the `gpustack-node-devices` verdict back and
+    /// compares it with the model's (its charge is written after, as the world decides it).
+    /// Returns the requests the readback needed at least (create, watch, delete) and the
+    /// divergence, if any. No verdict within the budget is inconclusive, as a wait for
+    /// quiescence is.
     async fn read_back(
         &self,
         event: &Event,
-        effect: &Effect,
+        world: &World,
         run: &RunId,
         step: &str,
-        world: &World,
     ) -> Result<(u64, Option<TwinDivergence>), TwinError> {
-        let (Event::Submit { workload }, Effect::Judged { outcome }) = (event, effect) else {
+        let Event::Submit { workload } = event else {
             return Ok((0, None));
         };
-        let Some(expected) = client::gate3_expectation(outcome) else {
+        let alone = world.admission.alone().submit(workload);
+        let Some(expected) = client::gate3_expectation(&alone) else {
             return Ok((0, None));
         };
         self.operator_caught_up(self.config.budget).await;

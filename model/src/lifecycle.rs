@@ -99,6 +99,23 @@ impl AdmissionState {
         }
     }
 
+    /// The same cluster (ledgers as they stand) and structure, with nothing reserved and no
+    /// Workload holding anything: what a Workload meets when it is submitted alone, every
+    /// earlier charge on the ledger but no earlier Workload left (a live run withdraws each
+    /// Workload once its verdict is read). Quota reserved by others changes which flavor gate
+    /// 2 assigns, and gate 3 judges within the assigned flavor, so this is the state a
+    /// verdict read back from the wire must be predicted in. Partition instances are those
+    /// the ledgers record, as an operator reading the cluster rebuilds them.
+    pub fn alone(&self) -> AdmissionState {
+        AdmissionState {
+            cluster: self.cluster.clone(),
+            derived: self.derived.clone(),
+            reserved: BTreeMap::new(),
+            holds: BTreeMap::new(),
+            instances: carved_instances(&self.cluster),
+        }
+    }
+
     /// The objects as the operator would publish them now (views follow the ledger).
     pub fn observe(&self) -> Derived {
         derive_after(&self.cluster, Some(&self.derived))
