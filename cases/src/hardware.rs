@@ -491,17 +491,28 @@ pub struct Restore {
 }
 
 impl Restore {
-    pub fn summary(&self, node: &str) -> String {
+    pub fn summary(&self) -> String {
         let mut out = if self.restored.is_empty() {
-            format!("nothing to restore on {node}")
+            "nothing to restore".to_string()
         } else {
-            format!("restored card(s) {} on {node}", join(&self.restored))
+            format!("restored card(s) {}", join(&self.restored))
         };
         for (i, e) in &self.failed {
             out.push_str(&format!("; card {i} NOT restored: {e}"));
         }
         out
     }
+}
+
+/// A step that switched cards: what it found, switched and put back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Toggled {
+    pub node: String,
+    pub before: Vec<CardMode>,
+    pub toggled: Vec<u32>,
+    /// The error that stopped the toggles, if any.
+    pub error: Option<HardwareError>,
+    pub restore: Restore,
 }
 
 /// One case's hardware step.
@@ -511,13 +522,7 @@ pub enum Step {
     Skipped(String),
     /// The step could not run or the case cannot run as asked.
     Failed(String),
-    Ran {
-        node: String,
-        before: Vec<CardMode>,
-        toggled: Vec<u32>,
-        error: Option<HardwareError>,
-        restore: Restore,
-    },
+    Ran(Box<Toggled>),
 }
 
 impl Step {
@@ -527,13 +532,14 @@ impl Step {
         let (status, object) = match self {
             Step::Skipped(why) => (Status::Skip, why.clone()),
             Step::Failed(why) => (Status::Fail, why.clone()),
-            Step::Ran {
-                node,
-                before,
-                toggled,
-                error,
-                restore,
-            } => {
+            Step::Ran(ran) => {
+                let Toggled {
+                    node,
+                    before,
+                    toggled,
+                    error,
+                    restore,
+                } = ran.as_ref();
                 let after = match &restore.after {
                     Some(Ok(m)) => Ok(m),
                     Some(Err(e)) => Err(e.to_string()),
@@ -547,7 +553,7 @@ impl Step {
                 let mut text = format!(
                     "on {node}: toggled card(s) [{}] to Enabled; {}; modes before: {}; after: {}",
                     join(toggled),
-                    restore.summary(node),
+                    restore.summary(),
                     modes_text(before),
                     after.as_ref().map_or_else(|e| e.clone(), |a| modes_text(a))
                 );
@@ -591,11 +597,11 @@ pub struct MigNode {
 }
 
 impl MigNode {
-    pub fn new(shell: Box<dyn NodeShell>, knobs: MigKnobs, interrupt: Arc<AtomicBool>) -> Self {
+    pub fn new(shell: Box<dyn NodeShell>, knobs: MigKnobs) -> Self {
         MigNode {
             shell,
             knobs,
-            interrupt,
+            interrupt: Arc::new(AtomicBool::new(false)),
             convergence: Convergence::default(),
             start: None,
             held: Vec::new(),
@@ -603,13 +609,16 @@ impl MigNode {
     }
 
     /// Over `ssh` from the environment (`Ssh::from_env`, `MigKnobs::from_env`); `None` when
-    /// `MIG_NODE_SSH` is unset.
-    pub fn from_env(
-        env: &dyn Fn(&str) -> Option<String>,
-        interrupt: Arc<AtomicBool>,
-    ) -> Result<Option<Self>, HardwareError> {
+    /// `MIG_NODE_SSH` is unset. Bad values are errors naming the variable.
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Self>, HardwareError> {
         let knobs = MigKnobs::from_env(env)?;
-        Ok(Ssh::from_env(env)?.map(|ssh| MigNode::new(Box::new(ssh), knobs, interrupt)))
+        Ok(Ssh::from_env(env)?.map(|ssh| MigNode::new(Box::new(ssh), knobs)))
+    }
+
+    /// Stops toggling once `flag` is set (Ctrl-C) and restores.
+    pub fn interrupted_by(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.interrupt = flag;
+        self
     }
 
     pub fn with_convergence(mut self, convergence: Convergence) -> Self {
@@ -792,13 +801,13 @@ impl MigNode {
             }
         }
         let restore = self.restore();
-        Step::Ran {
+        Step::Ran(Box::new(Toggled {
             node: self.node().to_string(),
             before,
             toggled,
             error,
             restore,
-        }
+        }))
     }
 }
 
@@ -806,7 +815,11 @@ impl Drop for MigNode {
     fn drop(&mut self) {
         if !self.held.is_empty() {
             let r = self.restore();
-            eprintln!("verify: MIG block ending: {}", r.summary(self.node()));
+            eprintln!(
+                "verify: MIG block ending on {}: {}",
+                self.node(),
+                r.summary()
+            );
         }
     }
 }

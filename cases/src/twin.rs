@@ -11,7 +11,6 @@ use model::scenario::LiveGate;
 
 use crate::hardware::{MigNode, HARDWARE_CHECK};
 use crate::library::LockedCase;
-use crate::probe::NVIDIA_PARTITIONS;
 use crate::run::{run_on_model, verdict_of, CaseRun, Row, Status};
 use crate::tier::{Tier, TierRunner};
 
@@ -69,13 +68,8 @@ impl TwinTier {
     /// The hardware row of a gated case on a cluster: the real step for an NVIDIA partition
     /// case when a MIG node is set, else a SKIP naming what was not automated.
     fn hardware_row(&self, case: &LockedCase) -> Row {
-        let nvidia = case
-            .header
-            .gate
-            .as_ref()
-            .is_some_and(|g| g.hardware == NVIDIA_PARTITIONS);
         match &self.mig {
-            Some(node) if nvidia => node
+            Some(node) if case.toggles_mig() => node
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .case_step(case.header.number)

@@ -62,7 +62,7 @@ impl Fake {
             "MIG_MIXED_INDEXES" => mixed.map(str::to_string),
             _ => None,
         };
-        MigNode::from_env(&env, Arc::new(AtomicBool::new(false)))
+        MigNode::from_env(&env)
             .unwrap()
             .unwrap()
             .with_convergence(quick())
@@ -242,7 +242,10 @@ fn an_interrupted_run_toggles_nothing() {
         _ => None,
     };
     let interrupt = Arc::new(AtomicBool::new(false));
-    let mut node = MigNode::from_env(&env, interrupt.clone()).unwrap().unwrap();
+    let mut node = MigNode::from_env(&env)
+        .unwrap()
+        .unwrap()
+        .interrupted_by(interrupt.clone());
     interrupt.store(true, Ordering::Relaxed);
     let row = node.case_step(27).row();
     assert_eq!(row.status, Status::Skip, "{}", row.object);
@@ -284,12 +287,7 @@ fn a_panic_midway_is_restored_by_the_guard() {
         switched: AtomicBool::new(false),
         panicked: AtomicBool::new(false),
     };
-    let mut node = MigNode::new(
-        Box::new(shell),
-        Default::default(),
-        Arc::new(AtomicBool::new(false)),
-    )
-    .with_convergence(quick());
+    let mut node = MigNode::new(Box::new(shell), Default::default()).with_convergence(quick());
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
         node.case_step(27);
     }));
