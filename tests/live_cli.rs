@@ -315,20 +315,24 @@ fn a_case_runs_live_in_run_unique_pools_and_leaves_nothing() {
     assert_eq!(traces(&twin.addr), Vec::<String>::new());
 }
 
-#[test]
-fn the_live_mig_block_asks_for_its_address_first_and_skips_without_hardware() {
-    let twin = serve("mig", true);
-    let kubeconfig = twin.kubeconfig.to_str().unwrap();
-    let args = [
+/// `verify case --block mig` on `twin`'s context, confirmed.
+fn mig_block_args(twin: &Served) -> [&str; 8] {
+    [
         "case",
         "--block",
         "mig",
         "--context",
         CONTEXT,
         "--kubeconfig",
-        kubeconfig,
+        twin.kubeconfig.to_str().unwrap(),
         "--yes",
-    ];
+    ]
+}
+
+#[test]
+fn the_live_mig_block_asks_for_its_address_first_and_skips_without_hardware() {
+    let twin = serve("mig", true);
+    let args = mig_block_args(&twin);
     let o = Command::new(env!("CARGO_BIN_EXE_verify"))
         .args(args)
         .env_remove("MIG_NODE_SSH")
@@ -397,16 +401,7 @@ fn the_live_mig_block_toggles_the_cards_over_ssh_and_puts_them_back() {
     let ssh = fake_mig_node(&dir, start);
     let block = || {
         Command::new(env!("CARGO_BIN_EXE_verify"))
-            .args([
-                "case",
-                "--block",
-                "mig",
-                "--context",
-                CONTEXT,
-                "--kubeconfig",
-                twin.kubeconfig.to_str().unwrap(),
-                "--yes",
-            ])
+            .args(mig_block_args(&twin))
             .env("MIG_NODE_SSH", "root@gpu-node-1")
             .env("VERIFY_SSH", &ssh)
             .env_remove("MIG_NODE_SSH_OPTS")

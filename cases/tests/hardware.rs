@@ -12,7 +12,7 @@ use std::time::Duration;
 use cases::hardware::{
     Convergence, HardwareError, MigNode, NodeShell, Ssh, Step, HARDWARE_CHECK, QUERY_MODES,
 };
-use cases::run::Status;
+use cases::run::{Row, Status};
 use cases::Block;
 
 const NODE: &str = "root@gpu-node-1";
@@ -44,25 +44,23 @@ impl Fake {
         self
     }
 
-    fn ssh(&self) -> Ssh {
+    /// The environment of a run on this node (`MIG_MIXED_INDEXES` = `mixed`).
+    fn env<'a>(&self, mixed: Option<&'a str>) -> impl Fn(&str) -> Option<String> + 'a {
         let program = self.dir.join("ssh").display().to_string();
-        let env = |k: &str| match k {
-            "MIG_NODE_SSH" => Some(NODE.to_string()),
-            "VERIFY_SSH" => Some(program.clone()),
-            _ => None,
-        };
-        Ssh::from_env(&env).unwrap().unwrap()
-    }
-
-    fn node(&self, mixed: Option<&str>) -> MigNode {
-        let program = self.dir.join("ssh").display().to_string();
-        let env = |k: &str| match k {
+        move |k| match k {
             "MIG_NODE_SSH" => Some(NODE.to_string()),
             "VERIFY_SSH" => Some(program.clone()),
             "MIG_MIXED_INDEXES" => mixed.map(str::to_string),
             _ => None,
-        };
-        MigNode::from_env(&env)
+        }
+    }
+
+    fn ssh(&self) -> Ssh {
+        Ssh::from_env(&self.env(None)).unwrap().unwrap()
+    }
+
+    fn node(&self, mixed: Option<&str>) -> MigNode {
+        MigNode::from_env(&self.env(mixed))
             .unwrap()
             .unwrap()
             .with_convergence(quick())
@@ -103,6 +101,15 @@ fn quick() -> Convergence {
     }
 }
 
+/// `row` has `status` and its object says each of `says`.
+fn assert_row(row: &Row, status: Status, says: &[&str]) {
+    assert_eq!(row.check, HARDWARE_CHECK);
+    assert_eq!(row.status, status, "{}", row.object);
+    for text in says {
+        assert!(row.object.contains(text), "{text:?} not in {}", row.object);
+    }
+}
+
 fn on(i: u32) -> String {
     format!("sudo -n nvidia-smi -i {i} -mig 1")
 }
@@ -119,14 +126,10 @@ fn the_block_toggles_in_its_order_and_puts_every_card_back() {
     let mut toggled_by = Vec::new();
     for &n in Block::Mig.order() {
         let before = fake.switches().len();
-        let row = node.case_step(n).row();
-        assert_eq!(row.check, HARDWARE_CHECK);
-        assert_eq!(row.status, Status::Pass, "case {n}: {}", row.object);
-        assert!(
-            row.object
-                .contains("modes before: 0 Disabled, 1 Disabled; after: 0 Disabled, 1 Disabled"),
-            "{}",
-            row.object
+        assert_row(
+            &node.case_step(n).row(),
+            Status::Pass,
+            &["modes before: 0 Disabled, 1 Disabled; after: 0 Disabled, 1 Disabled"],
         );
         if fake.switches().len() > before {
             toggled_by.push(n);
@@ -149,24 +152,17 @@ fn exactly_the_toggled_cards_are_restored_and_a_partitioned_card_is_untouched() 
     let fake = Fake::new("exact", start);
     let mut node = fake.node(Some("0,1,2"));
     let row = node.case_step(24).row();
-    assert_eq!(row.status, Status::Pass, "{}", row.object);
+    assert_row(&row, Status::Pass, &["restored card(s) 0, 2"]);
     assert_eq!(fake.switches(), vec![on(0), on(2), off(0), off(2)]);
     // card 1 was already in the wanted mode: never switched, never "restored"
     assert!(!fake.log().iter().any(|c| c.contains("-i 1 ")));
-    assert!(
-        row.object.contains("restored card(s) 0, 2"),
-        "{}",
-        row.object
-    );
     assert_eq!(fake.state(), start);
     // with a partitioned card present, the other cases leave the node as found
     let before = fake.switches().len();
-    let row = node.case_step(25).row();
-    assert_eq!(row.status, Status::Skip, "{}", row.object);
-    assert!(
-        row.object.contains("card(s) 1 already partitioned"),
-        "{}",
-        row.object
+    assert_row(
+        &node.case_step(25).row(),
+        Status::Skip,
+        &["card(s) 1 already partitioned"],
     );
     assert_eq!(fake.switches().len(), before);
 }
@@ -176,15 +172,11 @@ fn a_failure_midway_restores_what_was_toggled_and_fails() {
     let start = "0, Disabled\n1, Disabled\n2, Disabled\n";
     let fake = Fake::new("midway", start).with("fail", &on(2));
     let mut node = fake.node(Some("0 2"));
-    let row = node.case_step(24).row();
-    assert_eq!(row.status, Status::Fail, "{}", row.object);
-    assert!(
-        row.object.contains(&on(2)) && row.object.contains(NODE),
-        "{}",
-        row.object
+    assert_row(
+        &node.case_step(24).row(),
+        Status::Fail,
+        &[&on(2), NODE, "exit status: 3", "simulated failure"],
     );
-    assert!(row.object.contains("exit status: 3"), "{}", row.object);
-    assert!(row.object.contains("simulated failure"), "{}", row.object);
     // card 0 went back; card 2's switch was refused, so it changed nothing and is not touched
     assert_eq!(fake.switches(), vec![on(0), on(2), off(0)]);
     assert_eq!(fake.state(), start);
@@ -196,12 +188,10 @@ fn a_toggle_that_does_not_converge_is_switched_back_and_fails() {
     let start = "0, Disabled\n1, Disabled\n";
     let fake = Fake::new("stuck", start).with("stuck", "0");
     let mut node = fake.node(None);
-    let row = node.case_step(27).row();
-    assert_eq!(row.status, Status::Fail, "{}", row.object);
-    assert!(
-        row.object.contains("still reads Disabled"),
-        "{}",
-        row.object
+    assert_row(
+        &node.case_step(27).row(),
+        Status::Fail,
+        &["still reads Disabled"],
     );
     // its pending mode is unknown, so it is switched back as well
     assert_eq!(fake.switches(), vec![on(0), off(0)]);
@@ -219,13 +209,7 @@ fn an_unreachable_node_is_named_and_nothing_is_toggled() {
     for n in [27, 24] {
         let step = node.case_step(n);
         assert!(matches!(&step, Step::Failed(_)), "{step:?}");
-        let row = step.row();
-        assert_eq!(row.status, Status::Fail);
-        assert!(
-            row.object.contains("MIG_NODE_SSH=root@gpu-node-1"),
-            "{}",
-            row.object
-        );
+        assert_row(&step.row(), Status::Fail, &["MIG_NODE_SSH=root@gpu-node-1"]);
     }
     // the start modes were asked for once; no switch was tried
     assert_eq!(fake.log().len(), 2);
@@ -235,20 +219,10 @@ fn an_unreachable_node_is_named_and_nothing_is_toggled() {
 #[test]
 fn an_interrupted_run_toggles_nothing() {
     let fake = Fake::new("interrupt", "0, Disabled\n1, Disabled\n");
-    let program = fake.dir.join("ssh").display().to_string();
-    let env = |k: &str| match k {
-        "MIG_NODE_SSH" => Some(NODE.to_string()),
-        "VERIFY_SSH" => Some(program.clone()),
-        _ => None,
-    };
     let interrupt = Arc::new(AtomicBool::new(false));
-    let mut node = MigNode::from_env(&env)
-        .unwrap()
-        .unwrap()
-        .interrupted_by(interrupt.clone());
+    let mut node = fake.node(None).interrupted_by(interrupt.clone());
     interrupt.store(true, Ordering::Relaxed);
-    let row = node.case_step(27).row();
-    assert_eq!(row.status, Status::Skip, "{}", row.object);
+    assert_row(&node.case_step(27).row(), Status::Skip, &["interrupted"]);
     assert!(fake.switches().is_empty());
 }
 
