@@ -359,22 +359,9 @@ fn the_live_mig_block_asks_for_its_address_first_and_skips_without_hardware() {
     assert_eq!(traces(&twin.addr), Vec::<String>::new());
 }
 
-/// A fake MIG node for `VERIFY_SSH`: `cases/tests/fake-ssh.sh` in `dir`, its cards in
-/// `dir/state`, every remote command logged to `dir/log`.
-fn fake_mig_node(dir: &Path, state: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(dir).unwrap();
-    let ssh = dir.join("ssh");
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/cases/tests/fake-ssh.sh"),
-        &ssh,
-    )
-    .unwrap();
-    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::write(dir.join("state"), state).unwrap();
-    let _ = std::fs::remove_file(dir.join("log"));
-    ssh
-}
+/// The fake `ssh` of the MIG hardware step's tests (`VERIFY_SSH`); a fake node is the directory
+/// of the `-F DIR/ssh_config` it is given, holding `state` (its cards) and `log`.
+const FAKE_SSH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/cases/tests/fake-ssh.sh");
 
 #[test]
 fn the_live_mig_block_toggles_the_cards_over_ssh_and_puts_them_back() {
@@ -398,13 +385,16 @@ fn the_live_mig_block_toggles_the_cards_over_ssh_and_puts_them_back() {
     }
     let start = "0, Disabled\n1, Disabled\n";
     let dir = twin.kubeconfig.with_file_name("mig-node");
-    let ssh = fake_mig_node(&dir, start);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("state"), start).unwrap();
+    let _ = std::fs::remove_file(dir.join("log"));
+    let options = format!("-F {}", dir.join("ssh_config").display());
     let block = || {
         Command::new(env!("CARGO_BIN_EXE_verify"))
             .args(mig_block_args(&twin))
             .env("MIG_NODE_SSH", "root@gpu-node-1")
-            .env("VERIFY_SSH", &ssh)
-            .env_remove("MIG_NODE_SSH_OPTS")
+            .env("VERIFY_SSH", FAKE_SSH)
+            .env("MIG_NODE_SSH_OPTS", &options)
             .env_remove("MIG_GPU_INDEX")
             .env_remove("MIG_MIXED_INDEXES")
             .stdin(Stdio::null())

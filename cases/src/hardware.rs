@@ -637,14 +637,11 @@ impl MigNode {
 
     /// Every card's mode before the first case (read on first use, then kept).
     pub fn start_modes(&mut self) -> Result<&[CardMode], HardwareError> {
-        if self.start.is_none() {
-            self.start = Some(self.modes());
-        }
-        match self.start.as_ref() {
-            Some(Ok(m)) => Ok(m),
-            Some(Err(e)) => Err(e.clone()),
-            None => unreachable!("read above"),
-        }
+        let start = match self.start.take() {
+            Some(start) => start,
+            None => self.modes(),
+        };
+        self.start.insert(start).as_deref().map_err(Clone::clone)
     }
 
     /// Cards switched and not switched back yet.
@@ -652,7 +649,8 @@ impl MigNode {
         self.held.iter().map(|h| h.index).collect()
     }
 
-    /// Puts card `index` (found in `from`) into `want` and waits until it reports it. The card
+    /// Puts card `index` (found in `from`; the block only ever switches Disabled → Enabled,
+    /// which is what `cards_to_restore` reverses) into `want` and waits until it reports it. The card
     /// is held from the moment the command may have changed it: a command nvidia-smi refused,
     /// or ssh could not deliver, changed nothing.
     fn switch(&mut self, index: u32, from: MigMode, want: MigMode) -> Result<(), HardwareError> {

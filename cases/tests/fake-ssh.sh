@@ -1,18 +1,25 @@
 #!/bin/sh
-# A fake `ssh` for the MIG hardware step's tests (VERIFY_SSH points at a copy of it). It emulates
-# `nvidia-smi` on the cards listed in ./state next to this script ("<index>, <mode>" per line) and
-# appends every remote command to ./log. Optional files next to it:
+# A fake `ssh` for the MIG hardware step's tests (VERIFY_SSH points at it). Each fake node is a
+# directory, named by the config file given with `-F DIR/ssh_config` (MIG_NODE_SSH_OPTS), so
+# tests never write an executable (a fork in another thread could hold it open: ETXTBSY). It
+# emulates `nvidia-smi` on the cards listed in DIR/state ("<index>, <mode>" per line) and appends
+# every remote command to DIR/log. Optional files in DIR:
 #   unreachable   present: exit 255 as ssh does when it cannot connect
 #   fail          a remote command that answers non-zero (exit 3)
 #   stuck         a card index whose mode never changes (a toggle that does not converge)
-dir=$(dirname "$0")
+dir=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    -o | -i | -p | -J | -F | -l) shift 2 ;;
+    -F) dir=$(dirname "$2"); shift 2 ;;
+    -o | -i | -p | -J | -l) shift 2 ;;
     -*) shift ;;
     *) break ;;
   esac
 done
+if [ -z "$dir" ]; then
+  echo "fake ssh: give the fake node's directory with -F DIR/ssh_config" >&2
+  exit 255
+fi
 dest="$1"
 shift
 cmd="$*"

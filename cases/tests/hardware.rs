@@ -17,7 +17,10 @@ use cases::Block;
 
 const NODE: &str = "root@gpu-node-1";
 
-/// A fake node: a copy of `fake-ssh.sh` in its own directory, with its card state.
+/// The fake `ssh`; a node is the directory of the `-F` config it is given.
+const FAKE_SSH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fake-ssh.sh");
+
+/// A fake node: a directory with its card state, reached with `-F DIR/ssh_config`.
 struct Fake {
     dir: PathBuf,
 }
@@ -27,14 +30,6 @@ impl Fake {
         let dir = std::env::temp_dir().join(format!("verify-hw-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let ssh = dir.join("ssh");
-        std::fs::copy(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fake-ssh.sh"),
-            &ssh,
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::write(dir.join("state"), state).unwrap();
         Fake { dir }
     }
@@ -46,10 +41,11 @@ impl Fake {
 
     /// The environment of a run on this node (`MIG_MIXED_INDEXES` = `mixed`).
     fn env<'a>(&self, mixed: Option<&'a str>) -> impl Fn(&str) -> Option<String> + 'a {
-        let program = self.dir.join("ssh").display().to_string();
+        let options = format!("-F {}", self.dir.join("ssh_config").display());
         move |k| match k {
             "MIG_NODE_SSH" => Some(NODE.to_string()),
-            "VERIFY_SSH" => Some(program.clone()),
+            "VERIFY_SSH" => Some(FAKE_SSH.to_string()),
+            "MIG_NODE_SSH_OPTS" => Some(options.clone()),
             "MIG_MIXED_INDEXES" => mixed.map(str::to_string),
             _ => None,
         }
