@@ -650,9 +650,9 @@ impl MigNode {
     }
 
     /// Puts card `index` (found in `from`; the block only ever switches Disabled → Enabled,
-    /// which is what `cards_to_restore` reverses) into `want` and waits until it reports it. The card
-    /// is held from the moment the command may have changed it: a command nvidia-smi refused,
-    /// or ssh could not deliver, changed nothing.
+    /// which is what `cards_to_restore` reverses) into `want` and waits until it reports it.
+    /// The card is held from the moment the command may have changed it: a command nvidia-smi
+    /// refused, or ssh could not deliver, changed nothing.
     fn switch(&mut self, index: u32, from: MigMode, want: MigMode) -> Result<(), HardwareError> {
         let command = set_mode_command(index, want);
         let result = self.shell.run(&command);
