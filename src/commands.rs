@@ -87,10 +87,32 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
         eprintln!("verify: {}", crate::live_run::NO_MUTANT_ON_A_CLUSTER);
         return Err(2);
     }
-    let p = crate::live_run::prepare(
-        &args.live,
+    // the MIG cases' hardware step (cases::hardware); a bad MIG_* value is exit 2 before any
+    // cluster is contacted
+    let mig_cases = match (args.block, args.number) {
+        (Some(crate::cli::CaseBlock::Mig), _) => true,
+        (None, Some(n)) => cases::case(n).is_some_and(|c| c.is_ok_and(|c| c.toggles_mig())),
+        _ => false,
+    };
+    let mig = if mig_cases {
+        cases::hardware::MigNode::from_env(&|k| std::env::var(k).ok()).map_err(|e| {
+            eprintln!("verify: {e}");
+            2
+        })?
+    } else {
+        None
+    };
+    let mut what = String::from(
         "fake Nodes, NodeFeatures, Devices and Namespaces (the case's shape, in run-unique pools)",
-    )?;
+    );
+    if let Some(node) = &mig {
+        what.push_str(&format!(
+            ", and switch MIG mode on the cards of {} (nvidia-smi -mig 1, then back) for the \
+             MIG cases",
+            node.node()
+        ));
+    }
+    let p = crate::live_run::prepare(&args.live, &what)?;
     let hardware = live::client::preflight::block_on(async {
         let client =
             live::client::Client::from_kubeconfig(p.kubeconfig.clone(), &p.context).await?;
@@ -120,7 +142,15 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
             eprintln!("verify: {e}");
             3
         })?;
-    Ok(cases::TwinTier::on_cluster(runner, hardware))
+    let nvidia = hardware
+        .iter()
+        .any(|h| h == cases::probe::NVIDIA_PARTITIONS);
+    let tier = cases::TwinTier::on_cluster(runner, hardware);
+    Ok(match mig {
+        // without the card the MIG cases skip before their hardware step
+        Some(node) if nvidia => tier.with_mig_node(node.interrupted_by(p.interrupt.clone())),
+        _ => tier,
+    })
 }
 
 /// `verify case --block rdma --report-only`: which RDMA readings a cluster shape can answer,

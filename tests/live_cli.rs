@@ -5,6 +5,7 @@
 mod common;
 
 use common::http_get as get;
+use common::http_post as post;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -314,20 +315,24 @@ fn a_case_runs_live_in_run_unique_pools_and_leaves_nothing() {
     assert_eq!(traces(&twin.addr), Vec::<String>::new());
 }
 
-#[test]
-fn the_live_mig_block_asks_for_its_address_first_and_skips_without_hardware() {
-    let twin = serve("mig", true);
-    let kubeconfig = twin.kubeconfig.to_str().unwrap();
-    let args = [
+/// `verify case --block mig` on `twin`'s context, confirmed.
+fn mig_block_args(twin: &Served) -> [&str; 8] {
+    [
         "case",
         "--block",
         "mig",
         "--context",
         CONTEXT,
         "--kubeconfig",
-        kubeconfig,
+        twin.kubeconfig.to_str().unwrap(),
         "--yes",
-    ];
+    ]
+}
+
+#[test]
+fn the_live_mig_block_asks_for_its_address_first_and_skips_without_hardware() {
+    let twin = serve("mig", true);
+    let args = mig_block_args(&twin);
     let o = Command::new(env!("CARGO_BIN_EXE_verify"))
         .args(args)
         .env_remove("MIG_NODE_SSH")
@@ -351,6 +356,98 @@ fn the_live_mig_block_asks_for_its_address_first_and_skips_without_hardware() {
         out.contains("NOTHING WAS VERIFIED: this cluster lacks a partition-capable NVIDIA card"),
         "{out}"
     );
+    assert_eq!(traces(&twin.addr), Vec::<String>::new());
+}
+
+/// The fake `ssh` of the MIG hardware step's tests (`VERIFY_SSH`); a fake node is the directory
+/// of the `-F DIR/ssh_config` it is given, holding `state` (its cards) and `log`.
+const FAKE_SSH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/cases/tests/fake-ssh.sh");
+
+#[test]
+fn the_live_mig_block_toggles_the_cards_over_ssh_and_puts_them_back() {
+    let twin = serve("mig-hw", true);
+    // the cluster's own partitioned NVIDIA card (no run label), as the probe wants it: case
+    // 25's A100 node after its first step partitions the card, written as its Node and Devices
+    let case = cases::case(25).unwrap().unwrap();
+    let mut world = model::events::World::new(case.scenario.cluster.clone());
+    world.apply(&case.scenario.events[0]);
+    let mut cluster = world.cluster().clone();
+    cluster.nodes.retain(|n| n.devices.is_some());
+    assert!(cluster.nodes[0].devices.as_ref().unwrap().groups[0].cards[0].is_partitioned());
+    for (_, _, object) in live::twin::read::mock_objects(&cluster) {
+        let path = match object["kind"].as_str() {
+            Some("Node") => "/api/v1/nodes",
+            Some("Devices") => "/apis/worker.gpustack.ai/v1alpha1/devices",
+            _ => continue,
+        };
+        let created = post(&twin.addr, path, &object.to_string());
+        assert!(created.starts_with("HTTP/1.1 201"), "{created}");
+    }
+    let start = "0, Disabled\n1, Disabled\n";
+    let dir = twin.kubeconfig.with_file_name("mig-node");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("state"), start).unwrap();
+    let _ = std::fs::remove_file(dir.join("log"));
+    let options = format!("-F {}", dir.join("ssh_config").display());
+    let block = || {
+        Command::new(env!("CARGO_BIN_EXE_verify"))
+            .args(mig_block_args(&twin))
+            .env("MIG_NODE_SSH", "root@gpu-node-1")
+            .env("VERIFY_SSH", FAKE_SSH)
+            .env("MIG_NODE_SSH_OPTS", &options)
+            .env_remove("MIG_GPU_INDEX")
+            .env_remove("MIG_MIXED_INDEXES")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let o = block();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(cases::hardware::HARDWARE_CHECK))
+        .collect();
+    assert!(rows.len() >= 2, "{out}");
+    for row in &rows {
+        assert!(row.starts_with("PASS | "), "{row}\n{out}");
+        assert!(
+            row.contains("on root@gpu-node-1: toggled card(s) [0]")
+                && row.contains("after: 0 Disabled, 1 Disabled"),
+            "{row}"
+        );
+    }
+    let at = |n: u32| out.find(&format!("== CASE {n} —")).unwrap();
+    assert!(at(27) < at(24) && at(24) < at(25), "{out}");
+    // one switch on and one back per hardware row, and the cards as found
+    let log = std::fs::read_to_string(dir.join("log")).unwrap();
+    let switches: Vec<&str> = log.lines().filter(|l| l.contains(" -mig ")).collect();
+    let pair = [
+        "sudo -n nvidia-smi -i 0 -mig 1",
+        "sudo -n nvidia-smi -i 0 -mig 0",
+    ];
+    assert_eq!(switches, pair.repeat(rows.len()), "{log}");
+    assert_eq!(std::fs::read_to_string(dir.join("state")).unwrap(), start);
+    assert_eq!(traces(&twin.addr), Vec::<String>::new());
+    // an unreachable node: every hardware row FAILs naming the address, nothing is switched
+    std::fs::write(dir.join("unreachable"), "").unwrap();
+    std::fs::remove_file(dir.join("log")).unwrap();
+    let o = block();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let failed: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with(&format!("FAIL | {}", cases::hardware::HARDWARE_CHECK)))
+        .collect();
+    assert_eq!(failed.len(), rows.len(), "{out}");
+    assert!(
+        failed
+            .iter()
+            .all(|l| l.contains("cannot reach MIG_NODE_SSH=root@gpu-node-1")),
+        "{out}"
+    );
+    let log = std::fs::read_to_string(dir.join("log")).unwrap();
+    assert!(!log.contains(" -mig "), "{log}");
     assert_eq!(traces(&twin.addr), Vec::<String>::new());
 }
 

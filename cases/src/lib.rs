@@ -9,11 +9,14 @@
 //! - [`run`]: a case's `STATUS | CHECK | OBJECT` rows and verdict, from the oracle's replay.
 //! - [`block`]: the MIG block (order 27, 24, then the rest; restore only toggled cards) and
 //!   the RDMA block (`--report-only` requirement matrix).
+//! - [`hardware`]: the MIG block's hardware step on the live tier: mode toggles over SSH on
+//!   `MIG_NODE_SSH`, restoring exactly the cards it switched.
 //! - [`render`]: the table, the verdict line, JUnit XML.
 //!
 //! No rule lives here: expectations are checked by `oracle::replay`, which asks the model.
 
 pub mod block;
+pub mod hardware;
 pub mod index;
 pub mod library;
 pub mod probe;

@@ -12,6 +12,17 @@ pub struct LockedCase {
     pub file: &'static str,
 }
 
+impl LockedCase {
+    /// Whether its live gate is an NVIDIA partition card: the cases whose hardware step
+    /// switches MIG mode (`hardware.rs`).
+    pub fn toggles_mig(&self) -> bool {
+        self.header
+            .gate
+            .as_ref()
+            .is_some_and(|g| g.hardware == crate::probe::NVIDIA_PARTITIONS)
+    }
+}
+
 macro_rules! files {
     ($($n:literal),* $(,)?) => {
         &[$((concat!("scenarios/", $n, ".yaml"), include_str!(concat!("../scenarios/", $n, ".yaml")))),*]

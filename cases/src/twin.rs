@@ -9,6 +9,7 @@ use fuzz::twin::{TwinConfig, TwinRunner};
 use model::mutants::Mutant;
 use model::scenario::LiveGate;
 
+use crate::hardware::{MigNode, HARDWARE_CHECK};
 use crate::library::LockedCase;
 use crate::run::{run_on_model, verdict_of, CaseRun, Row, Status};
 use crate::tier::{Tier, TierRunner};
@@ -29,6 +30,9 @@ pub struct TwinTier {
     tier: Tier,
     /// On a cluster: the hardware gates it satisfies (`probe::cluster_hardware`).
     hardware: Vec<String>,
+    /// On a cluster with `MIG_NODE_SSH`: the node whose cards the MIG cases toggle (dropped
+    /// with the tier, which switches back whatever is still held).
+    mig: Option<std::sync::Mutex<MigNode>>,
 }
 
 impl TwinTier {
@@ -39,6 +43,7 @@ impl TwinTier {
             mutant,
             tier: Tier::Twin,
             hardware: Vec::new(),
+            mig: None,
         })
     }
 
@@ -50,6 +55,33 @@ impl TwinTier {
             mutant: None,
             tier: Tier::Live,
             hardware,
+            mig: None,
+        }
+    }
+
+    /// The live tier's MIG cases run their hardware step on `node`.
+    pub fn with_mig_node(mut self, node: MigNode) -> Self {
+        self.mig = Some(std::sync::Mutex::new(node));
+        self
+    }
+
+    /// The hardware row of a gated case on a cluster: the real step for an NVIDIA partition
+    /// case when a MIG node is set, else a SKIP naming what was not automated.
+    fn hardware_row(&self, case: &LockedCase) -> Row {
+        match &self.mig {
+            Some(node) if case.toggles_mig() => node
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .case_step(case.header.number)
+                .row(),
+            _ => Row {
+                status: Status::Skip,
+                check: HARDWARE_CHECK.into(),
+                object: "not automated by verify: the modelled part ran on mocked Devices in \
+                         run-unique pools"
+                    .into(),
+                expectation: None,
+            },
         }
     }
 }
@@ -88,14 +120,7 @@ impl TierRunner for TwinTier {
             expectation: None,
         });
         if self.tier == Tier::Live && case.header.gate.is_some() {
-            run.rows.push(Row {
-                status: Status::Skip,
-                check: "the hardware step on the real card (mode toggle, restore)".into(),
-                object: "not automated by verify: the modelled part ran on mocked Devices in \
-                         run-unique pools"
-                    .into(),
-                expectation: None,
-            });
+            run.rows.push(self.hardware_row(case));
         }
         run.tier = self.tier;
         run.verdict = verdict_of(&run.rows);

@@ -14,3 +14,18 @@ pub fn http_get(addr: &str, path: &str) -> String {
     stream.read_to_string(&mut response).unwrap();
     response
 }
+
+/// One HTTP POST of a JSON `body` to a twin at `addr`; the whole response text.
+#[allow(dead_code)] // not every test binary posts
+pub fn http_post(addr: &str, path: &str, body: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
