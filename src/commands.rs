@@ -113,17 +113,31 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
         ));
     }
     let p = crate::live_run::prepare(&args.live, &what)?;
-    let hardware = live::client::preflight::block_on(async {
+    let settings = operator_settings(&args.live).map_err(|e| {
+        eprintln!("verify: {e:#}");
+        2
+    })?;
+    // read-only, before anything is written: the hardware the gates need, and the cluster's
+    // own pools for the cases that need a pool shape
+    let probed = live::client::preflight::block_on(async {
         let client =
             live::client::Client::from_kubeconfig(p.kubeconfig.clone(), &p.context).await?;
-        cases::probe::cluster_hardware(&client).await
+        let hardware = cases::probe::cluster_hardware(&client).await?;
+        let snapshot = live::audit::Snapshot::list(&client).await?;
+        Ok::<_, live::client::ClientError>((hardware, snapshot))
     })
     .map_err(|e| {
         eprintln!("verify: {e}");
         3
-    })?
-    .map_err(|e| {
-        eprintln!("verify: probing the cluster's hardware: {e}");
+    })?;
+    let (hardware, snapshot) = probed.map_err(|e| {
+        eprintln!("verify: probing the cluster: {e}");
+        3
+    })?;
+    // the hardware blocks' cases need no pool shape
+    let numbers: Vec<u32> = args.number.into_iter().collect();
+    let pool_rows = cases_pool_rows(&snapshot, &settings, &numbers).map_err(|e| {
+        eprintln!("verify: reading the cluster's pools: {e}");
         3
     })?;
     let run = crate::live_run::run_name(&format!(
@@ -145,12 +159,35 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
     let nvidia = hardware
         .iter()
         .any(|h| h == cases::probe::NVIDIA_PARTITIONS);
-    let tier = cases::TwinTier::on_cluster(runner, hardware);
+    let tier = cases::TwinTier::on_cluster(runner, hardware).with_pool_rows(pool_rows);
     Ok(match mig {
         // without the card the MIG cases skip before their hardware step
         Some(node) if nvidia => tier.with_mig_node(node.interrupted_by(p.interrupt.clone())),
         _ => tier,
     })
+}
+
+/// The live tier's pool rows of each case in `numbers` that needs a pool shape: the cluster's
+/// pool that has it, and its audit against the model (read-only, from `snapshot`).
+fn cases_pool_rows(
+    snapshot: &live::audit::Snapshot,
+    settings: &model::Settings,
+    numbers: &[u32],
+) -> std::result::Result<std::collections::BTreeMap<u32, Vec<cases::Row>>, String> {
+    let shaped: Vec<(u32, &cases::index::PoolShape)> = numbers
+        .iter()
+        .filter_map(|&n| Some((n, cases::index::entry(n)?.pool.as_ref()?)))
+        .collect();
+    if shaped.is_empty() {
+        return Ok(Default::default());
+    }
+    let audit = live::client::preflight::block_on(live::audit::audit(snapshot, settings))
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    Ok(shaped
+        .into_iter()
+        .map(|(n, shape)| (n, cases::probe::pool_rows(snapshot, &audit, Some(shape))))
+        .collect())
 }
 
 /// `verify case --block rdma --report-only`: which RDMA readings a cluster shape can answer,

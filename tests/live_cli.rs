@@ -312,6 +312,20 @@ fn a_case_runs_live_in_run_unique_pools_and_leaves_nothing() {
         "{out}"
     );
     assert!(out.contains("CASE 14 PASS"), "{out}");
+    // case 14 needs a single-card sliceable pool: the cluster's own A10G pool has it, picked by
+    // "pool backs node", and its objects equal the model's prediction
+    assert!(
+        out.contains(&format!(
+            "PASS | {} | a pool of exactly 1 logically sliceable card(s): \
+             gpustack--nvidia-a10g-linux-amd64 (backs node-a10g: 1 card)",
+            cases::probe::POOL_CHECK
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("PASS | {}", cases::probe::POOL_AUDIT_CHECK)),
+        "{out}"
+    );
     assert_eq!(traces(&twin.addr), Vec::<String>::new());
 }
 

@@ -82,6 +82,47 @@ pub struct IndexEntry {
     /// Why `verify` does not model it; absent for a modelled case (one with a scenario file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_modelled: Option<String>,
+    /// The pool shape the case needs on a real cluster (its `needs`, as data): on the live tier
+    /// the case looks for a pool of the cluster that has it (`probe::pools_of_shape`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolShape>,
+}
+
+/// A pool shape a case needs (cases.md §5: 14 wants a single-card sliceable pool; 11, 22 and
+/// 41 two or more cards on one node). Counted over the cards of the pool's accelerator group
+/// on the nodes the pool backs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolShape {
+    /// Only logically sliceable cards count.
+    #[serde(default)]
+    pub sliceable: bool,
+    /// The cards' manufacturer (`nvidia`, …), if the case names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manufacturer: Option<String>,
+    /// Exactly this many cards in the whole pool (14: a single-card pool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cards: Option<u32>,
+    /// At least this many on one node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cards_on_a_node: Option<u32>,
+}
+
+impl PoolShape {
+    /// "a pool of exactly 1 logically sliceable nvidia card", for rows.
+    pub fn describe(&self) -> String {
+        let kind = match (self.sliceable, &self.manufacturer) {
+            (true, Some(m)) => format!("logically sliceable {m} card"),
+            (true, None) => "logically sliceable card".to_string(),
+            (false, Some(m)) => format!("{m} card"),
+            (false, None) => "accelerator card".to_string(),
+        };
+        match (self.cards, self.min_cards_on_a_node) {
+            (Some(n), _) => format!("a pool of exactly {n} {kind}(s)"),
+            (None, Some(n)) => format!("a pool with at least {n} {kind}s on one node"),
+            (None, None) => format!("a pool of {kind}s"),
+        }
+    }
 }
 
 fn yes() -> bool {

@@ -7,6 +7,8 @@ use live::client::{Client, ClientError, RUN_LABEL};
 use live::crd::Devices;
 use model::devices::DeviceGroup;
 
+use crate::index::PoolShape;
+
 /// The hardware a gate names (the `hardware` text of the cases' `live_gate`s).
 pub const NVIDIA_PARTITIONS: &str = "a partition-capable NVIDIA card reachable over SSH";
 pub const HYGON_MULTI_INSTANCE: &str = "a Hygon DCU node in Multi-Instance mode";
@@ -68,4 +70,180 @@ pub async fn cluster_hardware(client: &Client) -> Result<Vec<String>, ClientErro
         out.push(RDMA_ENDPOINT.to_string());
     }
     Ok(out)
+}
+
+/// A pool of a live cluster that has a case's shape: its InstanceType and, for each node it
+/// backs, the cards that count there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolChoice {
+    pub pool: String,
+    pub nodes: Vec<(String, u32)>,
+}
+
+impl PoolChoice {
+    /// `gpustack--nvidia-a10-linux-amd64 (backs gpu-1: 1 card)`.
+    pub fn describe(&self) -> String {
+        let nodes: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|(n, c)| format!("{n}: {c} card{}", if *c == 1 { "" } else { "s" }))
+            .collect();
+        format!("{} (backs {})", self.pool, nodes.join(", "))
+    }
+}
+
+/// String labels at `pointer` of a listed object.
+fn labels_at(o: &serde_json::Value, pointer: &str) -> model::labels::Labels {
+    o.pointer(pointer)
+        .and_then(serde_json::Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect()
+}
+
+/// Whether a listed object is one of verify's own mocks (not the cluster's).
+fn is_mock(o: &serde_json::Value) -> bool {
+    o.pointer("/metadata/labels")
+        .and_then(|l| l.get(RUN_LABEL))
+        .is_some()
+}
+
+/// The pools of a listed cluster that have `shape`, by name, picked as the e2e suite picks a
+/// pool (cases.md §1 "Does this pool back the node?"): the pool's labels other than
+/// `schedule.gpustack.ai/*` must leave at least one label and all be on the node
+/// (`model::pool::pool_backs_node`), and of the node's accelerator groups only the one whose
+/// id ends `spec.acceleratorGroup` (`-<groupId>`) counts. Cards counted are healthy ones (and
+/// logically sliceable ones when the shape asks). Verify's own mocks back nothing here.
+pub fn pools_of_shape(snapshot: &live::audit::Snapshot, shape: &PoolShape) -> Vec<PoolChoice> {
+    use live::twin::kinds;
+    let of_kind = |kind: live::twin::kinds::Kind| {
+        snapshot
+            .items
+            .iter()
+            .filter(move |(_, k, o)| *k == kind && !is_mock(o))
+            .map(|(_, _, o)| o)
+    };
+    let name = |o: &serde_json::Value| live::twin::read::name_of(o);
+    let devices: std::collections::BTreeMap<String, Vec<DeviceGroup>> = of_kind(kinds::DEVICES)
+        .filter_map(|o| Some((name(o), live::twin::read::read_devices(o).ok()?.groups)))
+        .collect();
+    let nodes: Vec<(String, model::labels::Labels)> = of_kind(kinds::NODE)
+        .map(|o| (name(o), labels_at(o, "/metadata/labels")))
+        .collect();
+    let mut out: Vec<PoolChoice> = of_kind(kinds::INSTANCE_TYPE)
+        .filter_map(|it| {
+            let group = it.pointer("/spec/acceleratorGroup")?.as_str()?;
+            let pool_labels = labels_at(it, "/metadata/labels");
+            let keyed = pool_labels
+                .keys()
+                .any(|k| !k.starts_with(model::labels::SCHEDULE_PREFIX));
+            if group.is_empty() || !keyed {
+                return None;
+            }
+            let backed: Vec<(String, u32)> = nodes
+                .iter()
+                .filter(|(_, labels)| model::pool::pool_backs_node(&pool_labels, labels))
+                .map(|(node, _)| {
+                    let cards = devices
+                        .get(node)
+                        .into_iter()
+                        .flatten()
+                        .filter(|g| group.ends_with(&format!("-{}", g.id)))
+                        .filter(|g| {
+                            shape
+                                .manufacturer
+                                .as_ref()
+                                .is_none_or(|m| *m == g.manufacturer)
+                        })
+                        .flat_map(|g| &g.cards)
+                        .map(|c| c.capability_or_default())
+                        .filter(|c| {
+                            !c.unhealthy && (!shape.sliceable || c.is_logically_sliceable())
+                        })
+                        .count();
+                    (node.clone(), u32::try_from(cards).unwrap_or(u32::MAX))
+                })
+                .filter(|(_, cards)| *cards > 0)
+                .collect();
+            let total: u32 = backed.iter().map(|(_, c)| c).sum();
+            let most = backed.iter().map(|(_, c)| *c).max().unwrap_or(0);
+            let fits = total > 0
+                && shape.cards.is_none_or(|n| total == n)
+                && shape.min_cards_on_a_node.is_none_or(|n| most >= n);
+            fits.then(|| PoolChoice {
+                pool: name(it),
+                nodes: backed,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.pool.cmp(&b.pool));
+    out
+}
+
+/// The check the pool-selection row names.
+pub const POOL_CHECK: &str = "a pool of this cluster has the case's shape (pool backs node)";
+
+/// The check the selected pool's audit row names.
+pub const POOL_AUDIT_CHECK: &str =
+    "the selected pool's InstanceType and ClusterQueue equal the model's prediction";
+
+/// The live tier's rows for a case that needs a pool shape: which pool of the cluster has it
+/// (SKIP, naming the shape, when none does: the case then ran on its mocked shape only), and
+/// whether that pool's InstanceType and ClusterQueue equal what the model predicts from the
+/// cluster's own Nodes and Devices (`audit`, read-only). Empty for a case without a shape.
+pub fn pool_rows(
+    snapshot: &live::audit::Snapshot,
+    audit: &live::audit::Audit,
+    shape: Option<&PoolShape>,
+) -> Vec<crate::run::Row> {
+    use crate::run::{Row, Status};
+    let Some(shape) = shape else {
+        return Vec::new();
+    };
+    let row = |status, check: &str, object: String| Row {
+        status,
+        check: check.into(),
+        object,
+        expectation: None,
+    };
+    let Some(choice) = pools_of_shape(snapshot, shape).into_iter().next() else {
+        return vec![row(
+            Status::Skip,
+            POOL_CHECK,
+            format!(
+                "no pool of this cluster has {}: the case ran on its mocked shape in run-unique \
+                 pools only",
+                shape.describe()
+            ),
+        )];
+    };
+    let differences: Vec<oracle::Difference> = audit
+        .differences
+        .iter()
+        .filter(|d| {
+            d.name == choice.pool
+                && matches!(
+                    d.kind,
+                    oracle::ObjectKind::InstanceType | oracle::ObjectKind::ClusterQueue
+                )
+        })
+        .cloned()
+        .collect();
+    let audited = match differences.is_empty() {
+        true => row(Status::Pass, POOL_AUDIT_CHECK, choice.pool.clone()),
+        false => row(
+            Status::Fail,
+            POOL_AUDIT_CHECK,
+            oracle::render_table(&differences),
+        ),
+    };
+    vec![
+        row(
+            Status::Pass,
+            POOL_CHECK,
+            format!("{}: {}", shape.describe(), choice.describe()),
+        ),
+        audited,
+    ]
 }

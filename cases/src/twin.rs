@@ -33,6 +33,8 @@ pub struct TwinTier {
     /// On a cluster with `MIG_NODE_SSH`: the node whose cards the MIG cases toggle (dropped
     /// with the tier, which switches back whatever is still held).
     mig: Option<std::sync::Mutex<MigNode>>,
+    /// On a cluster: each case's pool rows (`probe::pool_rows`), read before the run.
+    pools: std::collections::BTreeMap<u32, Vec<Row>>,
 }
 
 impl TwinTier {
@@ -44,6 +46,7 @@ impl TwinTier {
             tier: Tier::Twin,
             hardware: Vec::new(),
             mig: None,
+            pools: Default::default(),
         })
     }
 
@@ -56,12 +59,19 @@ impl TwinTier {
             tier: Tier::Live,
             hardware,
             mig: None,
+            pools: Default::default(),
         }
     }
 
     /// The live tier's MIG cases run their hardware step on `node`.
     pub fn with_mig_node(mut self, node: MigNode) -> Self {
         self.mig = Some(std::sync::Mutex::new(node));
+        self
+    }
+
+    /// The live tier's pool rows of each case (`probe::pool_rows`), appended to its run.
+    pub fn with_pool_rows(mut self, pools: std::collections::BTreeMap<u32, Vec<Row>>) -> Self {
+        self.pools = pools;
         self
     }
 
@@ -121,6 +131,9 @@ impl TierRunner for TwinTier {
         });
         if self.tier == Tier::Live && case.header.gate.is_some() {
             run.rows.push(self.hardware_row(case));
+        }
+        if let Some(rows) = self.pools.get(&case.header.number) {
+            run.rows.extend(rows.iter().cloned());
         }
         run.tier = self.tier;
         run.verdict = verdict_of(&run.rows);

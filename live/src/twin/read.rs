@@ -100,7 +100,7 @@ fn list(store: &Store, kind: &Kind) -> Result<Vec<Value>, ReadError> {
         })
 }
 
-pub(crate) fn name_of(o: &Value) -> String {
+pub fn name_of(o: &Value) -> String {
     o.pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
