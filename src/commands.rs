@@ -162,7 +162,13 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
     let tier = cases::TwinTier::on_cluster(runner, hardware).with_pool_rows(pool_rows);
     Ok(match mig {
         // without the card the MIG cases skip before their hardware step
-        Some(node) if nvidia => tier.with_mig_node(node.interrupted_by(p.interrupt.clone())),
+        Some(node) if nvidia => {
+            let node = node.interrupted_by(p.interrupt.clone());
+            tier.with_mig_node(match args.block {
+                Some(_) => node.in_block(),
+                None => node,
+            })
+        }
         _ => tier,
     })
 }

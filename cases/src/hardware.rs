@@ -594,6 +594,9 @@ pub struct MigNode {
     /// Every card's mode before the first case, read once.
     start: Option<Result<Vec<CardMode>, HardwareError>>,
     held: Vec<Held>,
+    /// Running the whole block (`--block mig`): a node it cannot read is a refusal (FAIL,
+    /// cases.md §2.5 step 3), where a single case skips (§2.4).
+    block: bool,
 }
 
 impl MigNode {
@@ -605,7 +608,14 @@ impl MigNode {
             convergence: Convergence::default(),
             start: None,
             held: Vec::new(),
+            block: false,
         }
+    }
+
+    /// The node of a whole block run (`verify case --block mig`).
+    pub fn in_block(mut self) -> Self {
+        self.block = true;
+        self
     }
 
     /// Over `ssh` from the environment (`Ssh::from_env`, `MigKnobs::from_env`); `None` when
@@ -762,6 +772,13 @@ impl MigNode {
     /// `MIG_KEEP_MODE=1` only saves device-manager restarts, which verify does not do).
     pub fn case_step(&mut self, case: u32) -> Step {
         if let Err(e) = self.start_modes() {
+            // cases.md §2.4: a case whose node cannot be reached skips; §2.5: the block
+            // refuses, since its final restore could not tell which cards it switched
+            if !self.block && matches!(e, HardwareError::Unreachable { .. }) {
+                return Step::Skipped(format!(
+                    "the MIG node cannot be reached, so the case skips: {e}"
+                ));
+            }
             return Step::Failed(format!(
                 "cannot read the cards' MIG modes before the block, so no card is toggled (the \
                  restore could not tell which cards the block switched): {e}"

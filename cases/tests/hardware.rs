@@ -201,7 +201,8 @@ fn an_unreachable_node_is_named_and_nothing_is_toggled() {
     let text = err.to_string();
     assert!(text.contains("MIG_NODE_SSH=root@gpu-node-1"), "{text}");
     assert!(text.contains("Connection refused"), "{text}");
-    let mut node = fake.node(None);
+    // the block refuses (cases.md §2.5): FAIL rows naming the address
+    let mut node = fake.node(None).in_block();
     for n in [27, 24] {
         let step = node.case_step(n);
         assert!(matches!(&step, Step::Failed(_)), "{step:?}");
@@ -209,6 +210,11 @@ fn an_unreachable_node_is_named_and_nothing_is_toggled() {
     }
     // the start modes were asked for once; no switch was tried
     assert_eq!(fake.log().len(), 2);
+    assert!(fake.switches().is_empty());
+    // a single case skips (cases.md §2.4), still naming the address
+    let step = fake.node(None).case_step(24);
+    assert!(matches!(&step, Step::Skipped(_)), "{step:?}");
+    assert_row(&step.row(), Status::Skip, &["MIG_NODE_SSH=root@gpu-node-1"]);
     assert!(fake.switches().is_empty());
 }
 
