@@ -94,7 +94,7 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
         (None, Some(n)) => cases::case(n).is_some_and(|c| c.is_ok_and(|c| c.toggles_mig())),
         _ => false,
     };
-    let mig = if mig_cases {
+    let mut mig = if mig_cases {
         cases::hardware::MigNode::from_env(&|k| std::env::var(k).ok()).map_err(|e| {
             eprintln!("verify: {e}");
             2
@@ -130,7 +130,7 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
         eprintln!("verify: {e}");
         3
     })?;
-    let (hardware, snapshot) = probed.map_err(|e| {
+    let (mut hardware, snapshot) = probed.map_err(|e| {
         eprintln!("verify: probing the cluster: {e}");
         3
     })?;
@@ -156,6 +156,18 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
             eprintln!("verify: {e}");
             3
         })?;
+    // a MIG-capable card whose cards are all whole yet (case 27's start) shows no partition in
+    // the Devices; the node itself answers (read-only: the modes query), and its answer is the
+    // block's start modes
+    if let Some(node) = mig.as_mut().filter(|_| {
+        !hardware
+            .iter()
+            .any(|h| h == cases::probe::NVIDIA_PARTITIONS)
+    }) {
+        if node.mig_capable() {
+            hardware.push(cases::probe::NVIDIA_PARTITIONS.to_string());
+        }
+    }
     let nvidia = hardware
         .iter()
         .any(|h| h == cases::probe::NVIDIA_PARTITIONS);

@@ -359,13 +359,66 @@ fn the_live_mig_block_asks_for_its_address_first_and_skips_without_hardware() {
         !out.contains("context:"),
         "contacted the cluster first: {out}"
     );
-    let o = Command::new(env!("CARGO_BIN_EXE_verify"))
-        .args(args)
-        .env("MIG_NODE_SSH", "root@mig-node")
-        .output()
-        .unwrap();
+    // no partitioned card in the cluster's Devices, and a MIG node that cannot be reached (the
+    // fake ssh: no real host is ever asked)
+    let (dir, options) = fake_mig_node(&twin, "0, Disabled\n");
+    std::fs::write(dir.join("unreachable"), "").unwrap();
+    let o = mig_block(&twin, &options);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("NOTHING WAS VERIFIED: this cluster lacks a partition-capable NVIDIA card"),
+        "{out}"
+    );
+    assert_eq!(traces(&twin.addr), Vec::<String>::new());
+}
+
+/// A fake MIG node (a directory for `cases/tests/fake-ssh.sh`) beside `twin`'s kubeconfig with
+/// cards `state`; returns it and the `MIG_NODE_SSH_OPTS` that point the fake at it.
+fn fake_mig_node(twin: &Served, state: &str) -> (PathBuf, String) {
+    let dir = twin.kubeconfig.with_file_name("mig-node");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("state"), state).unwrap();
+    let options = format!("-F {}", dir.join("ssh_config").display());
+    (dir, options)
+}
+
+/// `verify case --block mig` on `twin` with the fake ssh as the MIG node of `options`.
+fn mig_block(twin: &Served, options: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(mig_block_args(twin))
+        .env("MIG_NODE_SSH", "root@gpu-node-1")
+        .env("VERIFY_SSH", FAKE_SSH)
+        .env("MIG_NODE_SSH_OPTS", options)
+        .env_remove("MIG_GPU_INDEX")
+        .env_remove("MIG_MIXED_INDEXES")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Case 27 starts from a node with no partitioned card, which the cluster's Devices cannot
+/// show as partition-capable: the MIG node itself answers (its cards report a MIG mode), and
+/// the block runs its hardware step; cards without a MIG mode (`[N/A]`) are no such hardware.
+#[test]
+fn a_mig_capable_node_with_only_whole_cards_is_the_hardware_the_block_needs() {
+    let twin = serve("mig-whole", true);
+    let (_, options) = fake_mig_node(&twin, "0, Disabled\n1, Disabled\n");
+    let o = mig_block(&twin, &options);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let passed = out
+        .lines()
+        .filter(|l| l.starts_with(&format!("PASS | {}", cases::hardware::HARDWARE_CHECK)))
+        .count();
+    assert!(passed >= 2, "{out}");
+    assert!(
+        !out.contains("lacks a partition-capable NVIDIA card"),
+        "{out}"
+    );
+    let (_, options) = fake_mig_node(&twin, "0, [N/A]\n");
+    let out = text(&mig_block(&twin, &options));
     assert!(
         out.contains("NOTHING WAS VERIFIED: this cluster lacks a partition-capable NVIDIA card"),
         "{out}"
@@ -398,23 +451,8 @@ fn the_live_mig_block_toggles_the_cards_over_ssh_and_puts_them_back() {
         assert!(created.starts_with("HTTP/1.1 201"), "{created}");
     }
     let start = "0, Disabled\n1, Disabled\n";
-    let dir = twin.kubeconfig.with_file_name("mig-node");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("state"), start).unwrap();
-    let _ = std::fs::remove_file(dir.join("log"));
-    let options = format!("-F {}", dir.join("ssh_config").display());
-    let block = || {
-        Command::new(env!("CARGO_BIN_EXE_verify"))
-            .args(mig_block_args(&twin))
-            .env("MIG_NODE_SSH", "root@gpu-node-1")
-            .env("VERIFY_SSH", FAKE_SSH)
-            .env("MIG_NODE_SSH_OPTS", &options)
-            .env_remove("MIG_GPU_INDEX")
-            .env_remove("MIG_MIXED_INDEXES")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let (dir, options) = fake_mig_node(&twin, start);
+    let block = || mig_block(&twin, &options);
     let o = block();
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");

@@ -654,6 +654,14 @@ impl MigNode {
         self.start.insert(start).as_deref().map_err(Clone::clone)
     }
 
+    /// Whether the node has a card with a MIG mode (Enabled or Disabled, not `[N/A]`): the
+    /// hardware the MIG gate asks for, even before any card is partitioned. Reads (and keeps)
+    /// the start modes; a node that cannot be read has none.
+    pub fn mig_capable(&mut self) -> bool {
+        self.start_modes()
+            .is_ok_and(|modes| modes.iter().any(|c| c.mode.is_some()))
+    }
+
     /// Cards switched and not switched back yet.
     pub fn held(&self) -> Vec<u32> {
         self.held.iter().map(|h| h.index).collect()
