@@ -98,6 +98,15 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
     // A second handler would fail; soak installs its own, so a failure here is not fatal.
     let _ = ctrlc::set_handler(move || {
         if flag.swap(true, Ordering::Relaxed) {
+            // real cards switched over ssh go back first: the run restores them and exits
+            let held = cases::hardware::cards_held();
+            if held > 0 {
+                eprintln!(
+                    "verify: interrupted again; {held} MIG card(s) are still switched, so verify \
+                     restores them before it exits"
+                );
+                return;
+            }
             eprintln!("verify: interrupted twice; run `verify cleanup` for what is left");
             std::process::exit(130);
         }

@@ -582,6 +582,15 @@ impl Step {
     }
 }
 
+/// Cards a MIG node of this process has switched and not yet switched back: the second
+/// Ctrl-C, which otherwise exits at once, waits for the restore while any is held.
+static CARDS_HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many cards this process holds switched on a MIG node right now.
+pub fn cards_held() -> usize {
+    CARDS_HELD.load(Ordering::SeqCst)
+}
+
 /// The MIG node of a live run: reads every card's mode before the first toggle (the block
 /// refuses to toggle anything when it cannot, since the restore could not tell which cards it
 /// switched), runs each case's toggles and switches back exactly the cards it switched.
@@ -597,6 +606,8 @@ pub struct MigNode {
     /// Running the whole block (`--block mig`): a node it cannot read is a refusal (FAIL,
     /// cases.md §2.5 step 3), where a single case skips (§2.4).
     block: bool,
+    /// Held cards last added to [`cards_held`].
+    published: usize,
 }
 
 impl MigNode {
@@ -609,6 +620,7 @@ impl MigNode {
             start: None,
             held: Vec::new(),
             block: false,
+            published: 0,
         }
     }
 
@@ -686,6 +698,7 @@ impl MigNode {
             start: from,
             converged: false,
         });
+        self.publish_held();
         let outcome = result.and_then(|_| self.wait_for(index, want, &command));
         if let (Ok(()), Some(h)) = (&outcome, self.held.last_mut()) {
             h.converged = true;
@@ -770,8 +783,19 @@ impl MigNode {
                 }
             }
         }
+        self.publish_held();
         out.after = Some(self.modes());
         out
+    }
+
+    /// Adds this node's change in held cards to the process's count ([`cards_held`]).
+    fn publish_held(&mut self) {
+        let now = self.held.len();
+        match now >= self.published {
+            true => CARDS_HELD.fetch_add(now - self.published, Ordering::SeqCst),
+            false => CARDS_HELD.fetch_sub(self.published - now, Ordering::SeqCst),
+        };
+        self.published = now;
     }
 
     /// Case `case`'s hardware step: read the modes, switch the cards its plan names (stopping

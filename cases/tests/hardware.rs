@@ -271,3 +271,53 @@ fn a_panic_midway_is_restored_by_the_guard() {
     assert_eq!(fake.switches(), vec![on(0), off(0)]);
     assert_eq!(fake.state(), start);
 }
+
+/// Records how many cards the process holds switched when the switch back is sent.
+struct CountAtRestore {
+    inner: Ssh,
+    held_then: std::sync::atomic::AtomicUsize,
+}
+
+impl NodeShell for CountAtRestore {
+    fn node(&self) -> &str {
+        self.inner.node()
+    }
+
+    fn run(&self, command: &str) -> Result<String, HardwareError> {
+        if command.ends_with(" -mig 0") {
+            self.held_then
+                .store(cases::hardware::cards_held(), Ordering::SeqCst);
+        }
+        self.inner.run(command)
+    }
+}
+
+/// While a card is switched the process says so (a second Ctrl-C then waits for the restore
+/// instead of exiting): the count is at least one when the switch back goes out. Other tests'
+/// nodes only add their own cards, so the bound holds beside them.
+#[test]
+fn the_process_knows_a_card_is_switched_until_it_is_back() {
+    let fake = Fake::new("held", "0, Disabled\n1, Disabled\n");
+    let shell = std::sync::Arc::new(CountAtRestore {
+        inner: fake.ssh(),
+        held_then: std::sync::atomic::AtomicUsize::new(0),
+    });
+    struct Shared(std::sync::Arc<CountAtRestore>);
+    impl NodeShell for Shared {
+        fn node(&self) -> &str {
+            self.0.node()
+        }
+        fn run(&self, command: &str) -> Result<String, HardwareError> {
+            self.0.run(command)
+        }
+    }
+    let mut node =
+        MigNode::new(Box::new(Shared(shell.clone())), Default::default()).with_convergence(quick());
+    assert_row(
+        &node.case_step(27).row(),
+        Status::Pass,
+        &["restored card(s) 0"],
+    );
+    assert!(shell.held_then.load(Ordering::SeqCst) >= 1);
+    assert!(node.held().is_empty());
+}
