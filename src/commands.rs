@@ -117,27 +117,25 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
         eprintln!("verify: {e:#}");
         2
     })?;
-    // read-only, before anything is written: the hardware the gates need, and the cluster's
-    // own pools for the cases that need a pool shape
+    // read-only, before anything is written: one listing answers the hardware gates and, for
+    // a case that needs a pool shape, which of the cluster's own pools has it
+    let numbers: Vec<u32> = args.number.into_iter().collect(); // blocks need no pool shape
     let probed = live::client::preflight::block_on(async {
-        let client =
-            live::client::Client::from_kubeconfig(p.kubeconfig.clone(), &p.context).await?;
-        let hardware = cases::probe::cluster_hardware(&client).await?;
-        let snapshot = live::audit::Snapshot::list(&client).await?;
-        Ok::<_, live::client::ClientError>((hardware, snapshot))
+        let client = live::client::Client::from_kubeconfig(p.kubeconfig.clone(), &p.context)
+            .await
+            .map_err(|e| format!("probing the cluster: {e}"))?;
+        let snapshot = live::audit::Snapshot::list(&client)
+            .await
+            .map_err(|e| format!("probing the cluster: {e}"))?;
+        let pools = cases_pool_rows(&snapshot, &settings, &numbers)
+            .await
+            .map_err(|e| format!("reading the cluster's pools: {e}"))?;
+        Ok::<_, String>((cases::probe::cluster_hardware(&snapshot), pools))
     })
-    .map_err(|e| {
+    .map_err(|e| e.to_string())
+    .and_then(|probed| probed);
+    let (mut hardware, pool_rows) = probed.map_err(|e| {
         eprintln!("verify: {e}");
-        3
-    })?;
-    let (mut hardware, snapshot) = probed.map_err(|e| {
-        eprintln!("verify: probing the cluster: {e}");
-        3
-    })?;
-    // the hardware blocks' cases need no pool shape
-    let numbers: Vec<u32> = args.number.into_iter().collect();
-    let pool_rows = cases_pool_rows(&snapshot, &settings, &numbers).map_err(|e| {
-        eprintln!("verify: reading the cluster's pools: {e}");
         3
     })?;
     let run = crate::live_run::run_name(&format!(
@@ -159,18 +157,13 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
     // a MIG-capable card whose cards are all whole yet (case 27's start) shows no partition in
     // the Devices; the node itself answers (read-only: the modes query), and its answer is the
     // block's start modes
-    if let Some(node) = mig.as_mut().filter(|_| {
-        !hardware
-            .iter()
-            .any(|h| h == cases::probe::NVIDIA_PARTITIONS)
-    }) {
-        if node.mig_capable() {
-            hardware.push(cases::probe::NVIDIA_PARTITIONS.to_string());
-        }
-    }
-    let nvidia = hardware
+    let mut nvidia = hardware
         .iter()
         .any(|h| h == cases::probe::NVIDIA_PARTITIONS);
+    if !nvidia && mig.as_mut().is_some_and(|node| node.mig_capable()) {
+        hardware.push(cases::probe::NVIDIA_PARTITIONS.to_string());
+        nvidia = true;
+    }
     let tier = cases::TwinTier::on_cluster(runner, hardware).with_pool_rows(pool_rows);
     Ok(match mig {
         // without the card the MIG cases skip before their hardware step
@@ -187,7 +180,7 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
 
 /// The live tier's pool rows of each case in `numbers` that needs a pool shape: the cluster's
 /// pool that has it, and its audit against the model (read-only, from `snapshot`).
-fn cases_pool_rows(
+async fn cases_pool_rows(
     snapshot: &live::audit::Snapshot,
     settings: &model::Settings,
     numbers: &[u32],
@@ -199,8 +192,8 @@ fn cases_pool_rows(
     if shaped.is_empty() {
         return Ok(Default::default());
     }
-    let audit = live::client::preflight::block_on(live::audit::audit(snapshot, settings))
-        .map_err(|e| e.to_string())?
+    let audit = live::audit::audit(snapshot, settings)
+        .await
         .map_err(|e| e.to_string())?;
     Ok(shaped
         .into_iter()

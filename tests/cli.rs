@@ -366,7 +366,7 @@ fn twin_serve_answers_discovery_on_loopback_and_writes_a_kubeconfig() {
     assert!(url.starts_with("http://127.0.0.1:"), "{first}");
     let second = lines.next().unwrap().unwrap();
     assert!(second.starts_with("kubeconfig:"), "{second}");
-    let response = http_get(url.trim_start_matches("http://"), "/api");
+    let response = http_get(&common::served_addr(&first), "/api");
     let _ = child.kill();
     let _ = child.wait();
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
@@ -388,12 +388,7 @@ fn twin_serve_with_the_walkthrough_derives_its_three_queues() {
         .next()
         .unwrap()
         .unwrap();
-    let addr = first
-        .rsplit(' ')
-        .next()
-        .unwrap()
-        .trim_start_matches("http://")
-        .to_string();
+    let addr = common::served_addr(&first);
     // The operator reconciles right after start; wait for it, bounded.
     let mut body = String::new();
     for _ in 0..200 {

@@ -54,12 +54,7 @@ fn serve_with(name: &str, walkthrough: bool, extra: &[&str]) -> Served {
         .expect("start the twin");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
-    let addr = first
-        .rsplit(' ')
-        .next()
-        .unwrap()
-        .trim_start_matches("http://")
-        .to_string();
+    let addr = common::served_addr(&first);
     // the kubeconfig is written once the line naming it is printed
     for line in lines.by_ref() {
         if line.unwrap().starts_with("kubeconfig:") {

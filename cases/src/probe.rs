@@ -2,10 +2,14 @@
 //! hardware absent → the case skips, exit 0, `NOTHING WAS VERIFIED`). Read-only: the cluster's
 //! own Devices (never a verify mock, which carries the run label) and Node labels.
 
-use k8s_openapi::api::core::v1::Node;
-use live::client::{Client, ClientError, RUN_LABEL};
-use live::crd::Devices;
+use std::collections::BTreeMap;
+
+use live::audit::{Audit, Snapshot};
+use live::client::RUN_LABEL;
+use live::twin::kinds::{self, Kind};
+use live::twin::read::{name_of, read_devices};
 use model::devices::DeviceGroup;
+use serde_json::Value;
 
 use crate::index::PoolShape;
 
@@ -18,23 +22,10 @@ pub const RDMA_ENDPOINT: &str = "an RDMA endpoint on a device-manager node";
 /// `feature.gpustack.ai/rdma.capable`: at least one usable RDMA endpoint (devices.md §4.5).
 const RDMA_CAPABLE: &str = "feature.gpustack.ai/rdma.capable";
 
-/// The gate texts this cluster satisfies.
-pub async fn cluster_hardware(client: &Client) -> Result<Vec<String>, ClientError> {
-    let mut groups: Vec<DeviceGroup> = Vec::new();
-    for d in client.list::<Devices>(None, None).await? {
-        // a verify mock is not the cluster's hardware
-        if d.metadata
-            .labels
-            .as_ref()
-            .is_some_and(|l| l.contains_key(RUN_LABEL))
-        {
-            continue;
-        }
-        let value = serde_json::to_value(&d).unwrap_or_default();
-        if let Ok(devices) = live::twin::read::read_devices(&value) {
-            groups.extend(devices.groups);
-        }
-    }
+/// The gate texts a listed cluster satisfies (its own Devices and Nodes; verify's mocks are
+/// not its hardware).
+pub fn cluster_hardware(snapshot: &Snapshot) -> Vec<String> {
+    let groups: Vec<DeviceGroup> = own_devices(snapshot).into_values().flatten().collect();
     let partitioned = |manufacturer: &str| {
         groups
             .iter()
@@ -60,16 +51,34 @@ pub async fn cluster_hardware(client: &Client) -> Result<Vec<String>, ClientErro
     {
         out.push(THEAD_TWO_IDLE.to_string());
     }
-    let rdma = client.list::<Node>(None, None).await?.iter().any(|n| {
-        n.metadata
-            .labels
-            .as_ref()
-            .is_some_and(|l| l.get(RDMA_CAPABLE).map(String::as_str) == Some("true"))
+    let rdma = own(snapshot, kinds::NODE).any(|n| {
+        labels_at(n, "/metadata/labels")
+            .get(RDMA_CAPABLE)
+            .map(String::as_str)
+            == Some("true")
     });
     if rdma {
         out.push(RDMA_ENDPOINT.to_string());
     }
-    Ok(out)
+    out
+}
+
+/// The listed objects of `kind` that are the cluster's own (not verify's mocks, which carry
+/// the run label).
+fn own(snapshot: &Snapshot, kind: Kind) -> impl Iterator<Item = &Value> {
+    snapshot
+        .items
+        .iter()
+        .filter(move |(_, k, o)| *k == kind && !is_mock(o))
+        .map(|(_, _, o)| o)
+}
+
+/// The cluster's own Devices, by node (a Devices object is named after its node); one that
+/// cannot be read has no cards here.
+fn own_devices(snapshot: &Snapshot) -> BTreeMap<String, Vec<DeviceGroup>> {
+    own(snapshot, kinds::DEVICES)
+        .filter_map(|o| Some((name_of(o), read_devices(o).ok()?.groups)))
+        .collect()
 }
 
 /// A pool of a live cluster that has a case's shape: its InstanceType and, for each node it
@@ -93,9 +102,9 @@ impl PoolChoice {
 }
 
 /// String labels at `pointer` of a listed object.
-fn labels_at(o: &serde_json::Value, pointer: &str) -> model::labels::Labels {
+fn labels_at(o: &Value, pointer: &str) -> model::labels::Labels {
     o.pointer(pointer)
-        .and_then(serde_json::Value::as_object)
+        .and_then(Value::as_object)
         .into_iter()
         .flatten()
         .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
@@ -103,7 +112,7 @@ fn labels_at(o: &serde_json::Value, pointer: &str) -> model::labels::Labels {
 }
 
 /// Whether a listed object is one of verify's own mocks (not the cluster's).
-fn is_mock(o: &serde_json::Value) -> bool {
+fn is_mock(o: &Value) -> bool {
     o.pointer("/metadata/labels")
         .and_then(|l| l.get(RUN_LABEL))
         .is_some()
@@ -115,23 +124,12 @@ fn is_mock(o: &serde_json::Value) -> bool {
 /// (`model::pool::pool_backs_node`), and of the node's accelerator groups only the one whose
 /// id ends `spec.acceleratorGroup` (`-<groupId>`) counts. Cards counted are healthy ones (and
 /// logically sliceable ones when the shape asks). Verify's own mocks back nothing here.
-pub fn pools_of_shape(snapshot: &live::audit::Snapshot, shape: &PoolShape) -> Vec<PoolChoice> {
-    use live::twin::kinds;
-    let of_kind = |kind: live::twin::kinds::Kind| {
-        snapshot
-            .items
-            .iter()
-            .filter(move |(_, k, o)| *k == kind && !is_mock(o))
-            .map(|(_, _, o)| o)
-    };
-    let name = |o: &serde_json::Value| live::twin::read::name_of(o);
-    let devices: std::collections::BTreeMap<String, Vec<DeviceGroup>> = of_kind(kinds::DEVICES)
-        .filter_map(|o| Some((name(o), live::twin::read::read_devices(o).ok()?.groups)))
+pub fn pools_of_shape(snapshot: &Snapshot, shape: &PoolShape) -> Vec<PoolChoice> {
+    let devices = own_devices(snapshot);
+    let nodes: Vec<(String, model::labels::Labels)> = own(snapshot, kinds::NODE)
+        .map(|o| (name_of(o), labels_at(o, "/metadata/labels")))
         .collect();
-    let nodes: Vec<(String, model::labels::Labels)> = of_kind(kinds::NODE)
-        .map(|o| (name(o), labels_at(o, "/metadata/labels")))
-        .collect();
-    let mut out: Vec<PoolChoice> = of_kind(kinds::INSTANCE_TYPE)
+    let mut out: Vec<PoolChoice> = own(snapshot, kinds::INSTANCE_TYPE)
         .filter_map(|it| {
             let group = it.pointer("/spec/acceleratorGroup")?.as_str()?;
             let pool_labels = labels_at(it, "/metadata/labels");
@@ -172,7 +170,7 @@ pub fn pools_of_shape(snapshot: &live::audit::Snapshot, shape: &PoolShape) -> Ve
                 && shape.cards.is_none_or(|n| total == n)
                 && shape.min_cards_on_a_node.is_none_or(|n| most >= n);
             fits.then(|| PoolChoice {
-                pool: name(it),
+                pool: name_of(it),
                 nodes: backed,
             })
         })
@@ -193,8 +191,8 @@ pub const POOL_AUDIT_CHECK: &str =
 /// whether that pool's InstanceType and ClusterQueue equal what the model predicts from the
 /// cluster's own Nodes and Devices (`audit`, read-only). Empty for a case without a shape.
 pub fn pool_rows(
-    snapshot: &live::audit::Snapshot,
-    audit: &live::audit::Audit,
+    snapshot: &Snapshot,
+    audit: &Audit,
     shape: Option<&PoolShape>,
 ) -> Vec<crate::run::Row> {
     use crate::run::{Row, Status};

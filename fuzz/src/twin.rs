@@ -813,7 +813,8 @@ impl TwinRunner {
             expected: Some(client::verdict_text(&expected)),
             observed: Some(client::verdict_text(&observed)),
         }];
-        let graph = oracle::DerivationGraph::from_derived(&world.observe());
+        // a verdict is no derived object: it folds as a finding of its own
+        let graph = oracle::DerivationGraph::default();
         Ok((
             READBACK_REQUESTS,
             Some(TwinDivergence {

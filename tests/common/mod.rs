@@ -2,6 +2,17 @@
 
 use std::io::{Read, Write};
 
+/// The `127.0.0.1:PORT` that `verify twin serve`'s first line (`… on http://127.0.0.1:PORT`)
+/// names.
+pub fn served_addr(first_line: &str) -> String {
+    first_line
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("http://")
+        .to_string()
+}
+
 /// One HTTP GET on a twin at `addr` (`127.0.0.1:PORT`); the whole response text.
 pub fn http_get(addr: &str, path: &str) -> String {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
