@@ -7,7 +7,7 @@ use crate::labels::{Labels, DEFAULT_SYSTEM_NAMESPACE};
 use crate::objects::InstanceTypeSpec;
 
 /// A Node as NFD and the kubelet leave it, before the Worker and Device Manager label it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Node {
     pub name: String,
@@ -76,7 +76,7 @@ pub enum Era {
 }
 
 /// Operator settings and contract variants (research/chain.md §13).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Settings {
     /// `instance-type-aware-cpu-manufacturer` (default false).

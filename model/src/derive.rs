@@ -16,6 +16,7 @@ use crate::objects::{
     ResourceFlavor,
 };
 use crate::queue::{FlavorPlacement, PoolFlavor, PoolNode, QueueWorld, Settled};
+use crate::steps::{self, step_key, StepStore};
 use crate::units::UNITS_PER_CARD;
 use crate::views::CpuFlavorUsage;
 use crate::{detail, flavor, nodefeature, pool, queue, views, webhook};
@@ -58,13 +59,16 @@ impl Derived {
 /// its own nodes only (a pool step never scans the whole cluster).
 struct NodeTable<'a> {
     rows: Vec<(&'a Node, &'a DerivedNode)>,
+    /// Each row's node-step key when a step store is installed (zeros otherwise): a pool step's
+    /// key names its nodes by these instead of hashing them again.
+    keys: &'a [u64],
     by_name: HashMap<&'a str, usize>,
     /// Rows with a Devices object, by each `(key, value)` label of that object.
     by_devices_label: HashMap<(&'a str, &'a str), Vec<usize>>,
 }
 
 impl<'a> NodeTable<'a> {
-    fn new(nodes: &'a [Node], derived: &'a [DerivedNode]) -> Self {
+    fn new(nodes: &'a [Node], derived: &'a [DerivedNode], keys: &'a [u64]) -> Self {
         let rows: Vec<(&Node, &DerivedNode)> = nodes.iter().zip(derived).collect();
         let by_name = rows
             .iter()
@@ -82,22 +86,24 @@ impl<'a> NodeTable<'a> {
         }
         NodeTable {
             rows,
+            keys,
             by_name,
             by_devices_label,
         }
     }
 
     /// Rows of the named nodes, in cluster order.
-    fn named<'n>(&self, names: impl Iterator<Item = &'n str>) -> Vec<(&'a Node, &'a DerivedNode)> {
+    fn named<'n>(&self, names: impl Iterator<Item = &'n str>) -> Vec<usize> {
         let mut idx: Vec<usize> = names.filter_map(|n| self.by_name.get(n).copied()).collect();
         idx.sort_unstable();
         idx.dedup();
-        idx.into_iter().map(|i| self.rows[i]).collect()
+        idx
     }
 
-    /// Rule 18: Devices whose labels carry every selector label, in cluster order. Candidates
-    /// come from the selector's rarest label; each is then checked against the whole selector.
-    fn devices_matching(&self, selector: &Labels) -> Vec<&'a Devices> {
+    /// Rule 18: rows whose Devices labels carry every selector label, in cluster order.
+    /// Candidates come from the selector's rarest label; each is then checked against the
+    /// whole selector.
+    fn devices_matching(&self, selector: &Labels) -> Vec<usize> {
         let candidates = selector
             .iter()
             .map(|(k, v)| {
@@ -107,15 +113,26 @@ impl<'a> NodeTable<'a> {
             })
             .min_by_key(|rows| rows.len())
             .unwrap_or(&[]);
-        candidates
+        let mut rows: Vec<usize> = candidates
             .iter()
-            .filter_map(|&i| {
+            .copied()
+            .filter(|&i| {
                 let (node, derived) = self.rows[i];
-                let labels = derived.devices_labels.as_ref()?;
-                pool::labels_contain(labels, selector)
-                    .then_some(node.devices.as_ref())
-                    .flatten()
+                node.devices.is_some()
+                    && derived
+                        .devices_labels
+                        .as_ref()
+                        .is_some_and(|labels| pool::labels_contain(labels, selector))
             })
+            .collect();
+        rows.sort_unstable();
+        rows
+    }
+
+    /// The Devices objects of `rows`.
+    fn devices(&self, rows: &[usize]) -> Vec<&'a Devices> {
+        rows.iter()
+            .filter_map(|&i| self.rows[i].0.devices.as_ref())
             .collect()
     }
 }
@@ -210,11 +227,21 @@ pub fn derive(cluster: &Cluster) -> Derived {
 pub fn derive_after(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
     let settings = &cluster.settings;
     let mut general_keys = GeneralKeys::default();
-    let nodes: Vec<DerivedNode> = cluster
+    let store = steps::installed();
+    let settings_key = store.as_deref().map_or(0, |s| step_key(s, settings));
+    let (nodes, node_keys): (Vec<DerivedNode>, Vec<u64>) = cluster
         .nodes
         .iter()
-        .map(|n| derive_node(n, general_keys.of(n), settings))
-        .collect();
+        .map(|n| {
+            stored_node(
+                store.as_deref(),
+                n,
+                general_keys.of(n),
+                settings,
+                settings_key,
+            )
+        })
+        .unzip();
     let contributions: Vec<Contribution<'_>> = cluster
         .nodes
         .iter()
@@ -230,12 +257,13 @@ pub fn derive_after(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
     let resource_flavors =
         flavor::resource_flavors(&contributions, settings.aware_cpu_manufacturer);
     let specs = instance_type_specs(cluster, &resource_flavors);
-    let table = NodeTable::new(&cluster.nodes, &nodes);
+    let table = NodeTable::new(&cluster.nodes, &nodes, &node_keys);
     let (instance_types, cluster_queues): (Vec<_>, Vec<_>) = specs
         .into_iter()
         .map(|(name, (spec, derived))| {
             let before = previous.and_then(|p| p.cluster_queues.iter().find(|q| q.name == name));
             derive_pool(
+                store.as_deref().map(|s| (s, settings_key)),
                 &name,
                 spec,
                 derived,
@@ -270,6 +298,26 @@ impl<'a> GeneralKeys<'a> {
         self.known
             .entry(inputs)
             .or_insert_with(|| nodefeature::general_key_of(&inputs))
+    }
+}
+
+/// [`derive_node`], from the store when one is installed, with the step's key (0 without a
+/// store): the step reads the node (labels, annotations, Devices), its gKey and the settings
+/// (`settings_key` is theirs), and nothing else.
+fn stored_node(
+    store: Option<&dyn StepStore>,
+    node: &Node,
+    g_key: &str,
+    settings: &Settings,
+    settings_key: u64,
+) -> (DerivedNode, u64) {
+    match store {
+        Some(store) => {
+            let key = step_key(store, &(node, g_key, settings_key));
+            let derived = store.node(key, &mut || derive_node(node, g_key, settings));
+            (derived, key)
+        }
+        None => (derive_node(node, g_key, settings), 0),
     }
 }
 
@@ -330,27 +378,22 @@ fn instance_type_specs(
     specs
 }
 
-/// Rules 12–16 and 19–23: one pool's InstanceType and ClusterQueue.
-fn derive_pool(
-    name: &str,
-    mut spec: InstanceTypeSpec,
+/// Rules 12–16 and 19–23: one pool's InstanceType and ClusterQueue. The step reads the pool's
+/// name, spec and authorship, its queue as it was, the settings, the flavors its selector picks,
+/// those flavors' nodes and the Devices its devices selector matches; with a store installed
+/// (and the settings' key), those are its key.
+#[allow(clippy::too_many_arguments)]
+fn derive_pool<'a>(
+    store: Option<(&dyn StepStore, u64)>,
+    name: &'a str,
+    spec: InstanceTypeSpec,
     derived: bool,
     before: Option<&ClusterQueue>,
-    flavors: &[ResourceFlavor],
-    nodes: &NodeTable<'_>,
+    flavors: &'a [ResourceFlavor],
+    nodes: &'a NodeTable<'a>,
     settings: &Settings,
 ) -> (InstanceType, ClusterQueue) {
-    let aware = settings.aware_cpu_manufacturer;
-    let entrance = match settings.mutant {
-        Some(Mutant::EntranceWrongHash) => nodefeature::local_queue_name(&spec.display_name),
-        _ => nodefeature::local_queue_name(name),
-    };
-    let mut it_labels =
-        webhook::default_instance_type_labels(&entrance, &spec, &Labels::new(), aware);
-    if derived {
-        it_labels.insert(DERIVED_FROM_NODE.into(), "true".into());
-    }
-    let schedule = pool::spec_schedule_labels(&spec, aware);
+    let schedule = pool::spec_schedule_labels(&spec, settings.aware_cpu_manufacturer);
     let created = queue::new_cluster_queue(name, &schedule, settings.era);
     // The InstanceType reconciler re-applies the labels to a queue that already exists.
     let created = match before {
@@ -361,14 +404,96 @@ fn derive_pool(
         None => created,
     };
     let selected = pool_flavors(&created, flavors, settings);
-    let world = queue_world(&selected, nodes);
-    let inputs: Vec<PoolFlavor> = selected.iter().map(|rf| pool_flavor(rf)).collect();
-    let mut settled = queue::settle_pool_queue(&created, spec.inactive, &inputs, &world, settings);
+    let members = nodes.named(
+        selected
+            .iter()
+            .flat_map(|rf| rf.nodes.iter().map(String::as_str)),
+    );
+    // Settling writes the queue's state, annotations and groups, never its labels, so the
+    // devices selector read from the created queue is the settled queue's.
+    let devices = match spec.acceleratable {
+        true => pool_devices(&created, nodes),
+        false => Vec::new(),
+    };
+    let pool = PoolInputs {
+        name,
+        spec,
+        derived,
+        created,
+        selected,
+        members,
+        devices,
+        nodes,
+    };
+    match store {
+        Some((store, settings_key)) => {
+            let key = step_key(store, &(&pool, settings_key));
+            store.pool(key, &mut || settle_pool(&pool, settings))
+        }
+        None => settle_pool(&pool, settings),
+    }
+}
+
+/// Everything one pool's step reads besides the settings. Its `Hash` names the pool's nodes by
+/// their node-step keys (rule 7.5: the pool's nodes are its selected flavors' contributors;
+/// rule 18: its Devices are those its devices selector matches).
+struct PoolInputs<'a> {
+    name: &'a str,
+    spec: InstanceTypeSpec,
+    derived: bool,
+    /// The queue as the InstanceType reconciler leaves it before NodeQueue runs.
+    created: ClusterQueue,
+    selected: Vec<&'a ResourceFlavor>,
+    /// Rows of the pool's nodes and of the nodes whose Devices it reads.
+    members: Vec<usize>,
+    devices: Vec<usize>,
+    nodes: &'a NodeTable<'a>,
+}
+
+impl std::hash::Hash for PoolInputs<'_> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (self.name, &self.spec, self.derived, &self.created).hash(h);
+        self.selected.hash(h);
+        for rows in [&self.members, &self.devices] {
+            rows.len().hash(h);
+            for &i in rows {
+                self.nodes.keys[i].hash(h);
+            }
+        }
+    }
+}
+
+/// Settles one pool's queue (rules 14–16) and writes its InstanceType (rules 12, 19–23).
+fn settle_pool(pool: &PoolInputs<'_>, settings: &Settings) -> (InstanceType, ClusterQueue) {
+    let mut spec = pool.spec.clone();
+    let aware = settings.aware_cpu_manufacturer;
+    let entrance = match settings.mutant {
+        Some(Mutant::EntranceWrongHash) => nodefeature::local_queue_name(&spec.display_name),
+        _ => nodefeature::local_queue_name(pool.name),
+    };
+    let mut it_labels =
+        webhook::default_instance_type_labels(&entrance, &spec, &Labels::new(), aware);
+    if pool.derived {
+        it_labels.insert(DERIVED_FROM_NODE.into(), "true".into());
+    }
+    let members: Vec<&DerivedNode> = pool.members.iter().map(|&i| pool.nodes.rows[i].1).collect();
+    let devices = pool.nodes.devices(&pool.devices);
+    let world = queue_world(&pool.selected, &members);
+    let inputs: Vec<PoolFlavor> = pool.selected.iter().map(|rf| pool_flavor(rf)).collect();
+    let mut settled =
+        queue::settle_pool_queue(&pool.created, spec.inactive, &inputs, &world, settings);
     spec.inactive = settled.inactive;
     mutate_queue(&mut settled.queue, settings);
-    let status = instance_type_status(&spec, &settled, &selected, nodes, settings, entrance);
+    let status = instance_type_status(
+        &spec,
+        &settled,
+        &pool.selected,
+        &devices,
+        settings,
+        entrance,
+    );
     let it = InstanceType {
-        name: name.to_string(),
+        name: pool.name.to_string(),
         labels: it_labels,
         spec,
         status,
@@ -482,12 +607,7 @@ fn pool_flavor(rf: &ResourceFlavor) -> PoolFlavor {
 /// for the flavors' profiles, each flavor's placement, and the pool's nodes. A node backs the
 /// pool exactly when one of its flavors is selected (chain.md §7.5), so the pool's nodes are the
 /// contributors of the selected flavors.
-fn queue_world(selected: &[&ResourceFlavor], nodes: &NodeTable<'_>) -> QueueWorld {
-    let members = nodes.named(
-        selected
-            .iter()
-            .flat_map(|rf| rf.nodes.iter().map(String::as_str)),
-    );
+fn queue_world(selected: &[&ResourceFlavor], members: &[&DerivedNode]) -> QueueWorld {
     // Validation only tests the flavors' nodeLabels against a node: keep just those keys.
     let keys: BTreeSet<&str> = selected
         .iter()
@@ -495,7 +615,7 @@ fn queue_world(selected: &[&ResourceFlavor], nodes: &NodeTable<'_>) -> QueueWorl
         .collect();
     let pool_nodes = members
         .iter()
-        .map(|(_, d)| PoolNode {
+        .map(|d| PoolNode {
             name: d.name.clone(),
             labels: keys
                 .iter()
@@ -526,12 +646,13 @@ fn queue_world(selected: &[&ResourceFlavor], nodes: &NodeTable<'_>) -> QueueWorl
     }
 }
 
-/// Rules 19–23: the InstanceType status from its settled queue, flavors and Devices.
+/// Rules 19–23: the InstanceType status from its settled queue, flavors and Devices (the
+/// pool's Devices: none for a pool without accelerators).
 fn instance_type_status(
     spec: &InstanceTypeSpec,
     settled: &Settled,
     selected: &[&ResourceFlavor],
-    nodes: &NodeTable<'_>,
+    devices: &[&Devices],
     settings: &Settings,
     entrance: String,
 ) -> InstanceTypeStatus {
@@ -540,21 +661,15 @@ fn instance_type_status(
         entrance,
         ..InstanceTypeStatus::default()
     };
-    let devices = if spec.acceleratable {
-        pool_devices(queue, nodes)
-    } else {
-        Vec::new()
-    };
     if spec.acceleratable {
         let rule = match settings.mutant {
             Some(Mutant::SharedOnceMaxInShares) => SharedOnceMax::Shares,
             _ => settings.shared_once_max,
         };
-        status.views =
-            views::pool_views(&devices, &spec.accelerator_group, rule, queue.stop_policy);
+        status.views = views::pool_views(devices, &spec.accelerator_group, rule, queue.stop_policy);
         if settings.mutant == Some(Mutant::OneTokenPool) {
             status.views.sliced =
-                one_token_pool_sliced(&devices, &spec.accelerator_group, rule, queue.stop_policy);
+                one_token_pool_sliced(devices, &spec.accelerator_group, rule, queue.stop_policy);
         }
     } else {
         status.cpu = views::cpu_view(
@@ -568,7 +683,7 @@ fn instance_type_status(
         spec,
         settings.aware_cpu_manufacturer,
         notes.as_ref(),
-        &devices,
+        devices,
     );
     views::publish_status_profiles(&mut status.detail, &mut status.views.partitioned);
     status.phase = views::phase(queue.stop_policy, false, Some(settled.active));
@@ -633,8 +748,8 @@ fn cpu_usage(queue: &ClusterQueue) -> Vec<CpuFlavorUsage> {
         .collect()
 }
 
-/// Rule 18: the Devices objects whose labels the pool's devices selector matches.
-fn pool_devices<'a>(queue: &ClusterQueue, nodes: &NodeTable<'a>) -> Vec<&'a Devices> {
+/// Rule 18: the rows whose Devices labels the pool's devices selector matches.
+fn pool_devices(queue: &ClusterQueue, nodes: &NodeTable<'_>) -> Vec<usize> {
     pool::pool_devices_selector(&queue.labels)
         .map(|selector| nodes.devices_matching(&selector))
         .unwrap_or_default()

@@ -30,6 +30,7 @@ pub mod quota;
 pub mod reconcile;
 pub mod resources;
 pub mod scenario;
+pub mod steps;
 pub mod units;
 pub mod views;
 pub mod webhook;

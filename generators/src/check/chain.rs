@@ -134,6 +134,19 @@ impl ChainModel {
         })
     }
 
+    /// The model `config` checks; an error names the option out of range.
+    pub fn for_check(config: &super::CheckConfig) -> Result<Self, String> {
+        let mut model = ChainModel::new(
+            config.nodes,
+            config.cards,
+            config.workloads,
+            config.mutant,
+            config.count_inflight,
+        )?;
+        model.broken = config.broken;
+        Ok(model)
+    }
+
     /// The scope's initial cluster (what a counterexample scenario starts from).
     pub fn initial_cluster(&self) -> Cluster {
         palette::initial_cluster(self.nodes, self.cards, self.mutant)
@@ -322,20 +335,24 @@ impl ChainModel {
             .tables
             .world_bits
             .get_or(fingerprint(&s.world_key()), || {
-                let w = self.world_of(s);
-                let bits = props::world_verdicts(&w);
-                self.give_back(s.structure, w);
-                bits
+                self.tables.deriving(|| {
+                    let w = self.world_of(s);
+                    let bits = props::world_verdicts(&w);
+                    self.give_back(s.structure, w);
+                    bits
+                })
             });
         // The [M3] shape checks read the cluster only: shape and authored InstanceTypes.
         let authored = self.tables.authored_fingerprint(s.structure);
         let shape = self.tables.shape_ok.get_or(
             fingerprint(&(s.present, s.mig, s.extra_ns, s.aware, authored)),
             || {
-                let w = self.world_of(&self.free_cards(s));
-                let ok = props::m3_shape(&w).is_ok();
-                self.give_back(s.structure, w);
-                ok
+                self.tables.deriving(|| {
+                    let w = self.world_of(&self.free_cards(s));
+                    let ok = props::m3_shape(&w).is_ok();
+                    self.give_back(s.structure, w);
+                    ok
+                })
             },
         );
         let bits = world | (u32::from(shape) << props::M3_SHAPE) | props::status_verdicts(self, s);
@@ -385,15 +402,20 @@ impl ChainModel {
     fn structure_after(&self, s: &State, action: &Action) -> u32 {
         let key = fingerprint(&(s.present, s.mig, s.extra_ns, s.aware, s.structure, action));
         self.tables.structure_after.get_or(key, || {
-            let mut w = self.world_of(&self.free_cards(s));
-            if let Some(event) = self.event_of(action) {
-                w.apply(&event);
-            }
-            self.tables.intern_structure(Structure::canonical(
-                w.admission.derived,
-                w.admission.cluster.instance_types,
-            ))
+            self.tables
+                .deriving(|| self.derive_structure_after(s, action))
         })
+    }
+
+    fn derive_structure_after(&self, s: &State, action: &Action) -> u32 {
+        let mut w = self.world_of(&self.free_cards(s));
+        if let Some(event) = self.event_of(action) {
+            w.apply(&event);
+        }
+        self.tables.intern_structure(Structure::canonical(
+            w.admission.derived,
+            w.admission.cluster.instance_types,
+        ))
     }
 
     /// A shape action (node join/leave, card family, namespace, awareness): the new shape and
@@ -427,11 +449,13 @@ impl ChainModel {
                 }
                 if spans_others {
                     // An evicted hold charged other nodes too: the model releases them.
-                    let mut w = self.world_of(s);
-                    w.apply(&Event::NodeLeave {
-                        name: palette::node_name(i),
+                    (next.cards, next.mig) = self.tables.deriving(|| {
+                        let mut w = self.world_of(s);
+                        w.apply(&Event::NodeLeave {
+                            name: palette::node_name(i),
+                        });
+                        self.cards_of(&w)
                     });
-                    (next.cards, next.mig) = self.cards_of(&w);
                 }
                 next.present &= !(1 << i);
                 for c in 0..self.cards {
@@ -479,26 +503,8 @@ impl ChainModel {
         let scratch = State { cards, ..*s };
         let key = fingerprint(&(scratch.world_key(), self.tables.quota_key(&s.workloads), k));
         let (status, unplaceable) = self.tables.judged.get_or(key, || {
-            let mut w = self.world_of(&scratch);
-            let judged = match w.admission.submit(template) {
-                Outcome::Admitted => {
-                    let hold = w
-                        .admission
-                        .holds
-                        .get(&workload_key(template))
-                        .cloned()
-                        .unwrap_or_default();
-                    (Status::InFlight(self.tables.intern_hold(hold)), false)
-                }
-                Outcome::Pending { .. } => (Status::Pending, false),
-                Outcome::Retry { .. } => (Status::Retry, false),
-                Outcome::Rejected { .. } => (Status::Rejected, false),
-                Outcome::Unplaceable { .. } => (Status::Idle, true),
-            };
-            // Gates 1–3 read the derived objects and change only the cluster's ledgers,
-            // reserved quota and holds (lifecycle.rs `try_submit`).
-            self.give_back(scratch.structure, w);
-            judged
+            self.tables
+                .deriving(|| self.judge_alone(&scratch, template))
         });
         let fault = match (unplaceable, refused) {
             (true, _) => Fault::Unplaceable,
@@ -512,6 +518,31 @@ impl ChainModel {
         next.workloads[k] = status;
         next.fault = fault;
         Some(next)
+    }
+
+    /// Gates 1–3's answer for `template` on `scratch` (its status after, and whether gates 4–5
+    /// could not place it).
+    fn judge_alone(&self, scratch: &State, template: &Workload) -> (Status, bool) {
+        let mut w = self.world_of(scratch);
+        let judged = match w.admission.submit(template) {
+            Outcome::Admitted => {
+                let hold = w
+                    .admission
+                    .holds
+                    .get(&workload_key(template))
+                    .cloned()
+                    .unwrap_or_default();
+                (Status::InFlight(self.tables.intern_hold(hold)), false)
+            }
+            Outcome::Pending { .. } => (Status::Pending, false),
+            Outcome::Retry { .. } => (Status::Retry, false),
+            Outcome::Rejected { .. } => (Status::Rejected, false),
+            Outcome::Unplaceable { .. } => (Status::Idle, true),
+        };
+        // Gates 1–3 read the derived objects and change only the cluster's ledgers, reserved
+        // quota and holds (lifecycle.rs `try_submit`).
+        self.give_back(scratch.structure, w);
+        judged
     }
 
     /// The card rows once every in-flight Workload's budget is charged, in template order, and

@@ -165,14 +165,12 @@ impl CheckReport {
 /// mutant the search stops at the first violation. An out-of-range scope is an error naming
 /// the option.
 pub fn run_check(config: &CheckConfig) -> Result<CheckReport, String> {
-    let mut model = ChainModel::new(
-        config.nodes,
-        config.cards,
-        config.workloads,
-        config.mutant,
-        config.count_inflight,
-    )?;
-    model.broken = config.broken;
+    Ok(explore(config, ChainModel::for_check(config)?))
+}
+
+/// Explores the scope of `config` with `model`, whose tables may already hold model answers
+/// (the benchmark's floor: the same exploration with no model work left to do).
+pub fn explore(config: &CheckConfig, model: ChainModel) -> CheckReport {
     let mut builder = model.checker().threads(config.threads.max(1));
     if let Some(n) = config.max_states {
         builder = builder.target_state_count(n);
@@ -184,7 +182,7 @@ pub fn run_check(config: &CheckConfig) -> Result<CheckReport, String> {
         builder = builder.finish_when(HasDiscoveries::AnyFailures);
     }
     let start = Instant::now();
-    Ok(match config.search {
+    match config.search {
         Search::Bfs => collect(config, builder.spawn_bfs().join(), start),
         Search::Dfs if config.symmetry => collect(
             config,
@@ -195,7 +193,7 @@ pub fn run_check(config: &CheckConfig) -> Result<CheckReport, String> {
             start,
         ),
         Search::Dfs => collect(config, builder.spawn_dfs().join(), start),
-    })
+    }
 }
 
 fn collect(config: &CheckConfig, checker: impl Checker<ChainModel>, start: Instant) -> CheckReport {

@@ -6,11 +6,13 @@ use std::sync::{Arc, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use model::cluster::ExistingInstanceType;
-use model::derive::Derived;
+use model::derive::{Derived, DerivedNode};
 use model::ledger::{seed, Charge};
 use model::lifecycle::Hold;
+use model::objects::{ClusterQueue, InstanceType};
+use model::steps::StepStore;
 
-use super::memo::{fingerprint, Interner, Memo};
+use super::memo::{fingerprint, fingerprint_with, Interner, Memo};
 use super::palette;
 use super::state::{CardState, Status, MAX_CARD_SLOTS, MAX_NODES, MAX_WORKLOADS};
 
@@ -68,6 +70,33 @@ pub struct MemoStat {
 /// A renaming of node slots: slot `i` becomes slot `perm[i]`.
 pub type Perm = [u8; MAX_NODES];
 
+/// The derivation's per-node and per-pool steps, kept for the check (`model::steps`): a world
+/// that differs from one derived before in one node's cards re-derives only that node and the
+/// pools it backs.
+#[derive(Default)]
+pub struct StepMemo {
+    pub nodes: Memo<DerivedNode>,
+    pub pools: Memo<(InstanceType, ClusterQueue)>,
+}
+
+impl StepStore for StepMemo {
+    fn key(&self, write: &dyn Fn(&mut dyn std::hash::Hasher)) -> u64 {
+        fingerprint_with(write)
+    }
+
+    fn node(&self, key: u64, compute: &mut dyn FnMut() -> DerivedNode) -> DerivedNode {
+        self.nodes.get_or(key, compute)
+    }
+
+    fn pool(
+        &self,
+        key: u64,
+        compute: &mut dyn FnMut() -> (InstanceType, ClusterQueue),
+    ) -> (InstanceType, ClusterQueue) {
+        self.pools.get_or(key, compute)
+    }
+}
+
 /// The interners and memo tables of one check.
 pub struct Tables {
     pub nodes: usize,
@@ -102,6 +131,8 @@ pub struct Tables {
     pub renamed_structure: Memo<u32>,
     /// (hold, renaming) → renamed hold.
     pub renamed_hold: Memo<u32>,
+    /// The derivation's steps, shared by every derivation the check runs.
+    pub steps: Arc<StepMemo>,
 }
 
 impl Tables {
@@ -135,7 +166,14 @@ impl Tables {
             perms: kind_preserving_perms(nodes),
             renamed_structure: Memo::default(),
             renamed_hold: Memo::default(),
+            steps: Arc::default(),
         }
+    }
+
+    /// Runs model work `f` with the check's step store serving its derivations.
+    pub fn deriving<R>(&self, f: impl FnOnce() -> R) -> R {
+        let store: Arc<dyn StepStore> = self.steps.clone();
+        model::steps::with_store(&store, f)
     }
 
     pub fn card_row(&self, id: u16) -> Arc<CardState> {
@@ -261,6 +299,16 @@ impl Tables {
             stat("landings", self.landed.len(), self.landed.busy()),
             stat("releases", self.released.len(), self.released.busy()),
             stat("quota checks", self.quota_ok.len(), self.quota_ok.busy()),
+            stat(
+                "node steps",
+                self.steps.nodes.len(),
+                self.steps.nodes.busy(),
+            ),
+            stat(
+                "pool steps",
+                self.steps.pools.len(),
+                self.steps.pools.busy(),
+            ),
             stat(
                 "renamed structures",
                 self.renamed_structure.len(),
