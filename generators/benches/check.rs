@@ -11,10 +11,18 @@
 //!
 //! `floor1`/`floor2` measure what stateright's BFS costs with no model work left: the scope is
 //! explored once (cold), then again by a model sharing the first one's tables, where every
-//! model answer is a lookup. The second row is the most unique states/s any model could reach
-//! through this checker on this machine.
+//! model answer is a lookup. `graph1`/`graph2` go further: the scope's state graph is
+//! recorded once, then stateright explores it through a model whose every step is an array
+//! index (same states, same successors in the same order, one property that always holds).
+//! That row is what stateright's BFS alone costs for this scope on this machine: no model,
+//! however fast, can make the check faster than it.
 
-use generators::check::{explore, run_check, ChainModel, CheckConfig, CheckReport, Search};
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::time::Instant;
+
+use generators::check::{explore, run_check, ChainModel, CheckConfig, CheckReport, Search, State};
+use stateright::{Checker, Model, Property};
 
 /// The model's derivations allocate many small strings; glibc's allocator spent about half the
 /// bench's time in malloc/free (perf), mimalloc far less.
@@ -98,6 +106,113 @@ fn main() {
         warm.tables = cold.tables.clone();
         row(&format!("{label}, cold"), &explore(&config, cold));
         row(&format!("{label}, no model work"), &explore(&config, warm));
+    }
+    if only.is_some_and(|o| o.starts_with("graph")) {
+        let model = ChainModel::for_check(&scope).unwrap_or_else(|e| fail("graph", &e));
+        let graph = Graph::record(&model);
+        for threads in [1, 2] {
+            if only.is_some_and(|o| *o != format!("graph{threads}")) {
+                continue;
+            }
+            let start = Instant::now();
+            let checker = graph.clone().checker().threads(threads).spawn_bfs().join();
+            let wall = start.elapsed().as_secs_f64();
+            println!(
+                "{:<24} {:>12} {:>12} {:>6} {:>9.2}s {:>14.0}  {}",
+                format!("stateright alone, {threads}t"),
+                checker.state_count(),
+                checker.unique_state_count(),
+                checker.max_depth(),
+                wall,
+                checker.unique_state_count() as f64 / wall,
+                if checker.is_done() {
+                    "complete"
+                } else {
+                    "incomplete"
+                }
+            );
+        }
+    }
+}
+
+/// The scope's state graph: each unique state and the ids of the successors `ChainModel`
+/// generates from it, in its action order (duplicates kept, as stateright sees them).
+#[derive(Clone)]
+struct Graph {
+    states: std::sync::Arc<Vec<State>>,
+    successors: std::sync::Arc<Vec<Vec<u32>>>,
+}
+
+impl Graph {
+    fn record(model: &ChainModel) -> Graph {
+        let start = model.init_states()[0];
+        let mut ids = HashMap::from([(start, 0u32)]);
+        let mut states = vec![start];
+        let mut successors = Vec::new();
+        let mut queue = VecDeque::from([start]);
+        let mut actions = Vec::new();
+        while let Some(s) = queue.pop_front() {
+            model.actions(&s, &mut actions);
+            let mut next_ids = Vec::new();
+            for a in actions.drain(..) {
+                let Some(next) = model.next_state(&s, a) else {
+                    continue;
+                };
+                let id = *ids.entry(next).or_insert_with(|| {
+                    states.push(next);
+                    queue.push_back(next);
+                    (states.len() - 1) as u32
+                });
+                next_ids.push(id);
+            }
+            successors.push(next_ids);
+        }
+        Graph {
+            states: states.into(),
+            successors: successors.into(),
+        }
+    }
+}
+
+/// A state of the recorded graph: its id, and the checker's state itself, which is what is
+/// hashed and moved (so fingerprints and queue entries cost what they cost in `verify check`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Recorded {
+    id: u32,
+    state: State,
+}
+
+impl Hash for Recorded {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.state.hash(h);
+    }
+}
+
+impl Model for Graph {
+    type State = Recorded;
+    type Action = u32;
+
+    fn init_states(&self) -> Vec<Recorded> {
+        vec![Recorded {
+            id: 0,
+            state: self.states[0],
+        }]
+    }
+
+    fn actions(&self, s: &Recorded, actions: &mut Vec<u32>) {
+        actions.extend(0..self.successors[s.id as usize].len() as u32);
+    }
+
+    fn next_state(&self, s: &Recorded, k: u32) -> Option<Recorded> {
+        let id = self.successors[s.id as usize][k as usize];
+        Some(Recorded {
+            id,
+            state: self.states[id as usize],
+        })
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![Property::always("holds", |_, _| true)]
     }
 }
 
