@@ -411,9 +411,10 @@ fn derive_pool<'a>(
     );
     // Settling writes the queue's state, annotations and groups, never its labels, so the
     // devices selector read from the created queue is the settled queue's.
-    let devices = match spec.acceleratable {
-        true => pool_devices(&created, nodes),
-        false => Vec::new(),
+    let devices = if spec.acceleratable {
+        pool_devices(&created, nodes)
+    } else {
+        Vec::new()
     };
     let pool = PoolInputs {
         name,
