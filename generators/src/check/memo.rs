@@ -40,21 +40,29 @@ static HASHER: ahash::RandomState = ahash::RandomState::with_seeds(
 pub struct Memo<V> {
     map: DashMap<u64, V, ahash::RandomState>,
     len: AtomicUsize,
+    /// Most entries kept.
+    cap: usize,
     /// Time spent computing misses (where a check's time goes; reported, never asserted).
     busy_nanos: AtomicU64,
 }
 
 impl<V: Clone> Default for Memo<V> {
     fn default() -> Self {
-        Memo {
-            map: DashMap::with_hasher(ahash::RandomState::new()),
-            len: AtomicUsize::new(0),
-            busy_nanos: AtomicU64::new(0),
-        }
+        Memo::with_cap(MEMO_CAP)
     }
 }
 
 impl<V: Clone> Memo<V> {
+    /// A table keeping at most `cap` entries (for large values: what a full table may hold).
+    pub fn with_cap(cap: usize) -> Self {
+        Memo {
+            map: DashMap::with_hasher(ahash::RandomState::new()),
+            len: AtomicUsize::new(0),
+            cap,
+            busy_nanos: AtomicU64::new(0),
+        }
+    }
+
     /// The value stored under `key`, computing (and, below the cap, storing) it on a miss.
     pub fn get_or(&self, key: u64, compute: impl FnOnce() -> V) -> V {
         if let Some(v) = self.map.get(&key) {
@@ -64,7 +72,7 @@ impl<V: Clone> Memo<V> {
         let v = compute();
         let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.busy_nanos.fetch_add(nanos, Ordering::Relaxed);
-        if self.len.load(Ordering::Relaxed) < MEMO_CAP && self.map.insert(key, v.clone()).is_none()
+        if self.len.load(Ordering::Relaxed) < self.cap && self.map.insert(key, v.clone()).is_none()
         {
             self.len.fetch_add(1, Ordering::Relaxed);
         }
@@ -168,6 +176,15 @@ mod tests {
         assert_eq!(i.intern(7, "a".to_string()), a);
         assert_eq!(i.get(b).as_deref().map(String::as_str), Some("b"));
         assert_eq!(i.get(99), None);
+    }
+
+    #[test]
+    fn a_full_memo_computes_without_storing() {
+        let m = Memo::with_cap(1);
+        assert_eq!(m.get_or(1, || 10), 10);
+        assert_eq!(m.get_or(2, || 20), 20);
+        assert_eq!(m.get_or(2, || 30), 30);
+        assert_eq!(m.len(), 1);
     }
 
     #[test]

@@ -73,10 +73,23 @@ pub type Perm = [u8; MAX_NODES];
 /// The derivation's per-node and per-pool steps, kept for the check (`model::steps`): a world
 /// that differs from one derived before in one node's cards re-derives only that node and the
 /// pools it backs.
-#[derive(Default)]
 pub struct StepMemo {
     pub nodes: Memo<DerivedNode>,
     pub pools: Memo<(InstanceType, ClusterQueue)>,
+}
+
+/// Most steps of each kind a [`StepMemo`] keeps. A step's result is a whole InstanceType and
+/// ClusterQueue, or a node's labels and flavors, where the other tables keep ids and flags, so
+/// these two get a smaller cap; the default scope keeps ~100 node and ~3,200 pool steps.
+pub const STEP_CAP: usize = 1 << 15;
+
+impl Default for StepMemo {
+    fn default() -> Self {
+        StepMemo {
+            nodes: Memo::with_cap(STEP_CAP),
+            pools: Memo::with_cap(STEP_CAP),
+        }
+    }
 }
 
 impl StepStore for StepMemo {
