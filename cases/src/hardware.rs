@@ -791,10 +791,11 @@ impl MigNode {
     /// Adds this node's change in held cards to the process's count ([`cards_held`]).
     fn publish_held(&mut self) {
         let now = self.held.len();
-        match now >= self.published {
-            true => CARDS_HELD.fetch_add(now - self.published, Ordering::SeqCst),
-            false => CARDS_HELD.fetch_sub(self.published - now, Ordering::SeqCst),
-        };
+        if now >= self.published {
+            CARDS_HELD.fetch_add(now - self.published, Ordering::SeqCst);
+        } else {
+            CARDS_HELD.fetch_sub(self.published - now, Ordering::SeqCst);
+        }
         self.published = now;
     }
 

@@ -228,13 +228,14 @@ pub fn pool_rows(
         })
         .cloned()
         .collect();
-    let audited = match differences.is_empty() {
-        true => row(Status::Pass, POOL_AUDIT_CHECK, choice.pool.clone()),
-        false => row(
+    let audited = if differences.is_empty() {
+        row(Status::Pass, POOL_AUDIT_CHECK, choice.pool.clone())
+    } else {
+        row(
             Status::Fail,
             POOL_AUDIT_CHECK,
             oracle::render_table(&differences),
-        ),
+        )
     };
     vec![
         row(

@@ -851,13 +851,13 @@ impl TwinRunner {
             }
             // first what the watches delivered (no request); a difference is confirmed on a
             // fresh list, as a cut watch may still be re-establishing and its cache stale
-            let mut observed = match differences.is_empty() {
-                true => quiescer.observed(),
-                false => self
-                    .client
+            let mut observed = if differences.is_empty() {
+                quiescer.observed()
+            } else {
+                self.client
                     .observe()
                     .await
-                    .map_err(|e| TwinError::Infrastructure(e.to_string()))?,
+                    .map_err(|e| TwinError::Infrastructure(e.to_string()))?
             };
             if let Some(token) = scope {
                 observed = observed.scoped_to(token);

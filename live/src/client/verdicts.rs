@@ -48,9 +48,10 @@ pub fn verdict_agrees(expected: &Verdict, observed: &Verdict) -> bool {
 
 /// A verdict as one cell of a divergence table: `Ready`, or `Retry: <message>`.
 pub fn verdict_text(v: &Verdict) -> String {
-    match v.message.is_empty() {
-        true => format!("{:?}", v.state),
-        false => format!("{:?}: {}", v.state, v.message),
+    if v.message.is_empty() {
+        format!("{:?}", v.state)
+    } else {
+        format!("{:?}: {}", v.state, v.message)
     }
 }
 
@@ -158,10 +159,6 @@ impl ObjectWatch<'_> {
         deadline: tokio::time::Instant,
         mut answer: impl FnMut(Seen<'_>) -> Option<T>,
     ) -> Result<Option<T>, ClientError> {
-        let api_err = |what: &str, e: kube::Error| ClientError::Api {
-            what: what.to_string(),
-            source: Box::new(e),
-        };
         while tokio::time::Instant::now() < deadline {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             let params = WatchParams::default()
@@ -173,7 +170,7 @@ impl ObjectWatch<'_> {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
-                Err(e) => return Err(api_err(&format!("watching {}", self.what), e)),
+                Err(e) => return Err(api_error(&format!("watching {}", self.what), e)),
             };
             let mut stream = std::pin::pin!(stream);
             loop {
@@ -220,16 +217,22 @@ impl ObjectWatch<'_> {
                 Ok(Some(serde_json::to_value(&o).unwrap_or_default()))
             }
             Err(e) => {
-                let e = ClientError::Api {
-                    what: format!("reading {}", self.what),
-                    source: Box::new(e),
-                };
-                match not_found(&e) {
-                    true => Ok(None),
-                    false => Err(e),
+                let e = api_error(&format!("reading {}", self.what), e);
+                if not_found(&e) {
+                    Ok(None)
+                } else {
+                    Err(e)
                 }
             }
         }
+    }
+}
+
+/// A request's failure, naming what it was doing.
+fn api_error(what: &str, e: kube::Error) -> ClientError {
+    ClientError::Api {
+        what: what.to_string(),
+        source: Box::new(e),
     }
 }
 
