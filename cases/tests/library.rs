@@ -10,13 +10,7 @@ use model::mutants::Mutant;
 
 /// Cases whose expectations the model does not meet today, with the reason. Each is a finding
 /// about the model (or the case), kept visible: the test requires exactly these rows to fail.
-const KNOWN_MODEL_DIVERGENCES: &[(u32, &str, &str)] = &[(
-    106,
-    "the CQ's admissionChecksStrategy lists the joint check",
-    "the model references the joint check only while derived-from-node is on \
-     (queue_admission_checks); case 106 and cases.md §8 say every operator-owned queue \
-     references it in both InstanceType modes",
-)];
+const KNOWN_MODEL_DIVERGENCES: &[(u32, &str, &str)] = &[];
 
 /// Mutants no locked case's expectations catch (the fuzzer and properties still do).
 const UNGUARDED: &[Mutant] = &[

@@ -64,6 +64,20 @@ pub enum QueueStatusGate {
     Absent,
 }
 
+/// Which queues reference the `gpustack-model-deployment-joint` AdmissionCheck.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JointCheckGate {
+    /// Newest: every operator-owned queue once the check is Active, in both InstanceType modes
+    /// (docs/modules scheduling; the case-106 header: a queue born with
+    /// `instance-type-derived-from-node` off references it too).
+    #[default]
+    Always,
+    /// Earlier node_queue.go (`reconcile`, the admissionChecksStrategy rules): only while
+    /// `instance-type-derived-from-node` is on.
+    DerivedFromNode,
+}
+
 /// Which code era the chain follows (research/chain.md §0).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -100,6 +114,7 @@ pub struct Settings {
     pub node_devices_check_active: bool,
     /// Whether the `gpustack-model-deployment-joint` AdmissionCheck is Active.
     pub joint_check_active: bool,
+    pub joint_check_gate: JointCheckGate,
     /// `KUBERNETES_POD_NAMESPACE`, reserved from LocalQueues.
     pub system_namespace: String,
     /// An injected operator bug (fuzzer self-test); `None` is the operator as documented.
@@ -121,6 +136,7 @@ impl Default for Settings {
             queue_status_gate: QueueStatusGate::Present,
             node_devices_check_active: true,
             joint_check_active: true,
+            joint_check_gate: JointCheckGate::Always,
             system_namespace: DEFAULT_SYSTEM_NAMESPACE.to_string(),
             mutant: None,
         }

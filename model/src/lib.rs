@@ -36,6 +36,8 @@ pub mod views;
 pub mod webhook;
 pub mod workload;
 
-pub use cluster::{Cluster, Era, Namespace, Node, QueueStatusGate, Settings, SharedOnceMax};
+pub use cluster::{
+    Cluster, Era, JointCheckGate, Namespace, Node, QueueStatusGate, Settings, SharedOnceMax,
+};
 pub use devices::{Capability, Card, DeviceGroup, Devices, Ledger, Mode};
 pub use error::ModelError;

@@ -14,7 +14,7 @@ pub use settle::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::cluster::{Namespace, Settings};
+use crate::cluster::{JointCheckGate, Namespace, Settings};
 use crate::labels::{self, Labels};
 use crate::objects::{FlavorQuota, LocalQueue, ResourceGroup};
 use crate::units::{CREDITS_PER_CARD, MAX_FLAVORS_PER_QUEUE};
@@ -134,18 +134,27 @@ pub fn queue_resource_groups(flavors: &[PoolFlavor]) -> Result<Vec<ResourceGroup
     }])
 }
 
-/// AdmissionCheck references: node-devices (accelerated only) first, then the joint check
-/// (every queue); each only when derived-from-node is on and the check is Active. Rule 15;
-/// node_queue.go (TestNodeQueueReconciler_ReferencesTheJointCheckFromEveryQueue).
+/// AdmissionCheck references, each only while its check is Active: node-devices first
+/// (accelerated queues, derived-from-node on), then the joint check (every queue; under the
+/// older `JointCheckGate::DerivedFromNode` only with derived-from-node on). Rule 15;
+/// node_queue.go (TestNodeQueueReconciler_ReferencesTheJointCheckFromEveryQueue,
+/// TestNodeQueueReconciler_TheJointCheckWaitsForActive); the case-106 header.
 pub fn queue_admission_checks(acceleratable: bool, settings: &Settings) -> Vec<String> {
     let mut checks = Vec::new();
     if acceleratable && settings.derived_from_node && settings.node_devices_check_active {
         checks.push(labels::NODE_DEVICES_CHECK.to_string());
     }
-    if settings.derived_from_node && settings.joint_check_active {
+    if joint_check_referenced(settings) {
         checks.push(labels::JOINT_CHECK.to_string());
     }
     checks
+}
+
+/// Whether an operator-owned queue references the joint check (see `JointCheckGate`).
+fn joint_check_referenced(settings: &Settings) -> bool {
+    let gated_off = settings.joint_check_gate == JointCheckGate::DerivedFromNode
+        && !settings.derived_from_node;
+    settings.joint_check_active && !gated_off
 }
 
 /// One flavor's row of `status.flavorsReservation` / `status.flavorsUsage`.
@@ -319,11 +328,19 @@ mod tests {
             ..Settings::default()
         };
         assert!(queue_admission_checks(true, &inactive).is_empty());
-        let manual = Settings {
+        let authored = Settings {
             derived_from_node: false,
             ..Settings::default()
         };
-        assert!(queue_admission_checks(true, &manual).is_empty());
+        assert_eq!(
+            queue_admission_checks(true, &authored),
+            vec![labels::JOINT_CHECK]
+        );
+        let older = Settings {
+            joint_check_gate: JointCheckGate::DerivedFromNode,
+            ..authored
+        };
+        assert!(queue_admission_checks(true, &older).is_empty());
     }
 
     #[test]
