@@ -23,7 +23,7 @@ use crate::ledger::{
 };
 use crate::objects::{ClusterQueue, StopPolicy};
 use crate::pod_webhook::{
-    fold_pod_requests, fronting_instance_type, pod_containers, validate_pod_requests,
+    fold_pod_requests, fronting_instance_type, pod_containers, validate_pod_requests, PodRejection,
 };
 use crate::profiles::vendor_profile_name;
 use crate::quota::{pod_requests, pod_set_credits, quota_verdict, QuotaVerdict};
@@ -222,10 +222,12 @@ impl AdmissionState {
             .find(|q| q.name == lq.cluster_queue)
     }
 
-    /// Gate 1 on every pod set: validate, then fold against the fronting InstanceType.
+    /// Gate 1 on every pod set, in the API server's order: the mutating webhook folds (reading
+    /// the fronting InstanceType only where a fold needs it), then the validating webhook
+    /// judges the folded Pod; pod.go `Default`, `ValidateCreate`. A rejection carries the
+    /// server's message for a Pod named after the Workload.
     fn gate_pod_webhook(&self, w: &Workload) -> Result<Vec<PodSet>, String> {
-        let it = fronting_instance_type(&self.derived.instance_types, &w.queue)
-            .map_err(|e| e.to_string())?;
+        let fronting = fronting_instance_type(&self.derived.instance_types, &w.queue);
         w.pod_sets
             .iter()
             .map(|ps| {
@@ -238,8 +240,9 @@ impl AdmissionState {
                 let app: Vec<Container> =
                     ps.containers.iter().filter(|c| !c.init).cloned().collect();
                 let containers = pod_containers(&init, &app);
-                validate_pod_requests(&containers).map_err(|e| e.to_string())?;
-                let folded = fold_pod_requests(&containers, it).map_err(|e| e.to_string())?;
+                let rejected = |e: PodRejection| e.message_for(&w.name);
+                let folded = fold_pod_requests(&containers, &fronting).map_err(rejected)?;
+                validate_pod_requests(&folded.containers).map_err(rejected)?;
                 Ok(PodSet {
                     containers: folded.containers.into_iter().map(|c| c.container).collect(),
                     ..ps.clone()

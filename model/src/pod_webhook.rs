@@ -153,14 +153,21 @@ impl PodRejection {
     }
 }
 
-impl fmt::Display for PodRejection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl PodRejection {
+    /// The message the API server returns for Pod `pod`: a denial's own text, or
+    /// apimachinery's `NewInvalid` envelope, `Pod "<name>" is invalid: <errors>`, where one
+    /// error stands alone and several are bracketed (`ErrorList.ToAggregate`).
+    pub fn message_for(&self, pod: &str) -> String {
         match self {
             PodRejection::Invalid(errs) => {
                 let parts: Vec<String> = errs.iter().map(ToString::to_string).collect();
-                write!(f, "Pod is invalid: [{}]", parts.join(", "))
+                let joined = match parts.as_slice() {
+                    [one] => one.clone(),
+                    many => format!("[{}]", many.join(", ")),
+                };
+                format!("Pod {pod:?} is invalid: {joined}")
             }
-            PodRejection::Denied { message, .. } => f.write_str(message),
+            PodRejection::Denied { message, .. } => message.clone(),
         }
     }
 }
@@ -471,6 +478,16 @@ pub struct FoldedPod {
     pub node_requirements: Vec<NodeSelectorRequirement>,
 }
 
+/// The fronting InstanceType as looked up for a Pod: the webhook asks for it only when a fold
+/// needs it (a partition profile, a `.sliced.memory-mib` budget, a shared pin of N ≥ 2), so a
+/// failed lookup rejects only those Pods; pod.go `Default`, `frontingInstanceType`.
+pub type Fronting<'a> = Result<&'a InstanceType, PodRejection>;
+
+/// The fronting InstanceType at the point a fold needs it.
+fn needed<'a>(fronting: &Fronting<'a>) -> Result<&'a InstanceType, PodRejection> {
+    fronting.clone()
+}
+
 /// `frontingInstanceType`: the one InstanceType whose `schedule.gpustack.ai/queue-entrance`
 /// label is the Pod's LocalQueue; none or several is an error; pod.go.
 pub fn fronting_instance_type<'a>(
@@ -589,7 +606,7 @@ fn fold_quantity(c: &Container, name: &str) -> Result<Option<Quantity>, PodRejec
 fn sliced_units(
     c: &mut Container,
     base: &str,
-    it: &InstanceType,
+    fronting: &Fronting<'_>,
 ) -> Result<Option<i64>, PodRejection> {
     let cores = format!("{base}{SLICED_CORES_PCT}");
     if container_resource(c, &cores).is_none() {
@@ -612,7 +629,7 @@ fn sliced_units(
         }
         (Some(p), _) => percent_to_units(p),
         (None, Some(m)) => {
-            let card = card_vram_mib(it)?;
+            let card = card_vram_mib(needed(fronting)?)?;
             let m = u64::try_from(m).unwrap_or(0);
             if m > card {
                 return Err(PodRejection::denied(format!(
@@ -637,9 +654,10 @@ fn sliced_units(
 /// `PodWebhook.Default` plus the static shared pin: the folded containers (any client
 /// `.units` overwritten) and, for a shared request of N ≥ 2 cards, the requirement
 /// `acceleratable.feature.gpustack.ai/<group>.count Gt N-1` (admission.md §4.3–4.4, R3–R5).
+/// The fronting InstanceType is read only by the folds that need it.
 pub fn fold_pod_requests(
     containers: &[PodContainer],
-    it: &InstanceType,
+    fronting: &Fronting<'_>,
 ) -> Result<FoldedPod, PodRejection> {
     let mut out = containers.to_vec();
     for pc in &mut out {
@@ -649,7 +667,7 @@ pub fn fold_pod_requests(
             let [profile] = profiles.as_slice() else {
                 continue;
             };
-            let units = partition_units(it, &pc.container.name, base, profile)?;
+            let units = partition_units(needed(fronting)?, &pc.container.name, base, profile)?;
             set_resource(
                 &mut pc.container,
                 &format!("{base}{PARTITIONED_UNITS}"),
@@ -657,7 +675,7 @@ pub fn fold_pod_requests(
             );
         }
         for base in claims.get(&Family::Sliced).into_iter().flatten() {
-            if let Some(units) = sliced_units(&mut pc.container, base, it)? {
+            if let Some(units) = sliced_units(&mut pc.container, base, fronting)? {
                 set_resource(
                     &mut pc.container,
                     &format!("{base}{SLICED_UNITS}"),
@@ -666,7 +684,9 @@ pub fn fold_pod_requests(
             }
         }
     }
-    let node_requirements = shared_card_count_pin(containers, it)?.into_iter().collect();
+    let node_requirements = shared_card_count_pin(containers, fronting)?
+        .into_iter()
+        .collect();
     Ok(FoldedPod {
         containers: out,
         node_requirements,
@@ -697,12 +717,13 @@ pub fn largest_shared_count(containers: &[PodContainer]) -> Result<i64, PodRejec
 /// this model's, the digest gives none).
 pub fn shared_card_count_pin(
     containers: &[PodContainer],
-    it: &InstanceType,
+    fronting: &Fronting<'_>,
 ) -> Result<Option<NodeSelectorRequirement>, PodRejection> {
     let n = largest_shared_count(containers)?;
     if n < 2 {
         return Ok(None);
     }
+    let it = needed(fronting)?;
     let group = &it.spec.accelerator_group;
     if group.is_empty() {
         return Err(PodRejection::denied(format!(
@@ -904,7 +925,7 @@ mod tests {
     fn fold_examples_of_admission_11_6() {
         let it = pool("80Gi");
         let pod = app(vec![ctr("c", &[(SL, "1"), (PCT, "50"), (UNITS, "7")])]);
-        let folded = fold_pod_requests(&pod, &it).unwrap();
+        let folded = fold_pod_requests(&pod, &Ok(&it)).unwrap();
         let c = &folded.containers[0].container;
         assert_eq!(c.requests.get(UNITS).map(String::as_str), Some("800000"));
         assert_eq!(c.limits.get(UNITS).map(String::as_str), Some("800000"));
@@ -915,7 +936,7 @@ mod tests {
             Some("100")
         );
         let pod = app(vec![ctr("c", &[(SL, "1"), (MIB_KEY, "40960")])]);
-        let folded = fold_pod_requests(&pod, &it).unwrap();
+        let folded = fold_pod_requests(&pod, &Ok(&it)).unwrap();
         let units = folded.containers[0].container.requests.get(UNITS).cloned();
         assert_eq!(units.as_deref(), Some("800000"));
     }
@@ -924,7 +945,7 @@ mod tests {
     fn fold_partition_units_from_the_profile_memory() {
         let it = pool("80Gi");
         let pod = app(vec![ctr("c", &[(PT, "1"), (MIG, "1")])]);
-        let folded = fold_pod_requests(&pod, &it).unwrap();
+        let folded = fold_pod_requests(&pod, &Ok(&it)).unwrap();
         let c = &folded.containers[0].container;
         assert_eq!(
             c.requests
@@ -948,7 +969,7 @@ mod tests {
             "c",
             &[(PT, "1"), ("nvidia.com/gpu.partitioned.mig-7g.80gb", "1")],
         )]);
-        let err = fold_pod_requests(&pod, &it).unwrap_err();
+        let err = fold_pod_requests(&pod, &Ok(&it)).unwrap_err();
         assert_eq!(
             err,
             PodRejection::Denied {
@@ -959,7 +980,7 @@ mod tests {
         );
         let mut unready = pool("");
         unready.status.detail.manufacturer.clear();
-        let err = fold_pod_requests(&pod, &unready).unwrap_err();
+        let err = fold_pod_requests(&pod, &Ok(&unready)).unwrap_err();
         assert!(matches!(
             err,
             PodRejection::Denied {
@@ -969,12 +990,12 @@ mod tests {
         ));
         let pod = app(vec![ctr("c", &[(SL, "1"), (MIB_KEY, "90000")])]);
         assert_eq!(
-            fold_pod_requests(&pod, &it).unwrap_err().messages(),
+            fold_pod_requests(&pod, &Ok(&it)).unwrap_err().messages(),
             ["container \"c\": nvidia.com/gpu.sliced.memory-mib must not exceed the per-card VRAM (81920 MiB)"]
         );
         let pod = app(vec![ctr("c", &[(SL, "1"), (MIB_KEY, "1024")])]);
         assert_eq!(
-            fold_pod_requests(&pod, &pool("")).unwrap_err().messages(),
+            fold_pod_requests(&pod, &Ok(&pool(""))).unwrap_err().messages(),
             ["instance type gpustack--nvidia-a100-linux-amd64 has no per-card memory yet (detail not ready)"]
         );
     }
@@ -983,7 +1004,7 @@ mod tests {
     fn shared_pin_for_two_cards_or_more() {
         let it = pool("80Gi");
         let pod = app(vec![ctr("c", &[("nvidia.com/gpu.shared", "2")])]);
-        let folded = fold_pod_requests(&pod, &it).unwrap();
+        let folded = fold_pod_requests(&pod, &Ok(&it)).unwrap();
         assert_eq!(
             folded.node_requirements,
             [NodeSelectorRequirement {
@@ -993,14 +1014,14 @@ mod tests {
             }]
         );
         let pod = app(vec![ctr("c", &[("nvidia.com/gpu.shared", "1")])]);
-        assert!(fold_pod_requests(&pod, &it)
+        assert!(fold_pod_requests(&pod, &Ok(&it))
             .unwrap()
             .node_requirements
             .is_empty());
         let mut nameless = it.clone();
         nameless.spec.accelerator_group.clear();
         let pod = app(vec![ctr("c", &[("nvidia.com/gpu.shared", "3")])]);
-        assert!(fold_pod_requests(&pod, &nameless).is_err());
+        assert!(fold_pod_requests(&pod, &Ok(&nameless)).is_err());
     }
 
     #[test]
@@ -1013,5 +1034,74 @@ mod tests {
         assert!(fronting_instance_type(&its, "gpustack-fnv64-2").is_err());
         let twice = vec![it.clone(), it];
         assert!(fronting_instance_type(&twice, "gpustack-fnv64-1").is_err());
+    }
+
+    #[test]
+    fn only_the_folds_that_need_it_read_the_fronting_instance_type() {
+        let none: Vec<InstanceType> = Vec::new();
+        let fronting = fronting_instance_type(&none, "gpustack-fnv64-1");
+        assert!(fronting.is_err());
+        let no_lookup = [
+            vec![ctr("c", &[("nvidia.com/gpu", "2")])],
+            vec![ctr("c", &[("nvidia.com/gpu.shared", "1")])],
+            vec![ctr(
+                "c",
+                &[
+                    ("nvidia.com/gpu.sliced", "1"),
+                    ("nvidia.com/gpu.sliced.memory-percentage", "50"),
+                ],
+            )],
+        ];
+        for pod in no_lookup {
+            let folded = fold_pod_requests(&app(pod.clone()), &fronting);
+            assert!(folded.is_ok(), "{pod:?}: {folded:?}");
+        }
+        let lookup = [
+            vec![ctr("c", &[("nvidia.com/gpu.shared", "2")])],
+            vec![ctr(
+                "c",
+                &[
+                    ("nvidia.com/gpu.sliced", "1"),
+                    ("nvidia.com/gpu.sliced.memory-mib", "1024"),
+                ],
+            )],
+            vec![ctr(
+                "c",
+                &[
+                    ("nvidia.com/gpu.partitioned", "1"),
+                    ("nvidia.com/gpu.partitioned.mig-1g.10gb", "1"),
+                ],
+            )],
+        ];
+        for pod in lookup {
+            let err = fold_pod_requests(&app(pod.clone()), &fronting).unwrap_err();
+            assert_eq!(
+                err.messages(),
+                vec!["no instance type fronts local queue gpustack-fnv64-1"],
+                "{pod:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_invalid_pod_reads_as_the_api_server_says_it() {
+        let one = app(vec![ctr(
+            "c",
+            &[
+                ("nvidia.com/gpu.sliced", "2"),
+                ("nvidia.com/gpu.sliced.memory-percentage", "50"),
+            ],
+        )]);
+        let msg = validate_pod_requests(&one).unwrap_err().message_for("p");
+        assert!(
+            msg.starts_with("Pod \"p\" is invalid: spec.containers[0]"),
+            "{msg}"
+        );
+        let two = app(vec![ctr("c", &[("nvidia.com/gpu.sliced", "2")])]);
+        let msg = validate_pod_requests(&two).unwrap_err().message_for("p");
+        assert!(
+            msg.starts_with("Pod \"p\" is invalid: [spec.containers[0]"),
+            "{msg}"
+        );
     }
 }

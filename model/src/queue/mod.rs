@@ -152,8 +152,8 @@ pub fn queue_admission_checks(acceleratable: bool, settings: &Settings) -> Vec<S
 
 /// Whether an operator-owned queue references the joint check (see `JointCheckGate`).
 fn joint_check_referenced(settings: &Settings) -> bool {
-    let gated_off = settings.joint_check_gate == JointCheckGate::DerivedFromNode
-        && !settings.derived_from_node;
+    let gated_off =
+        settings.joint_check_gate == JointCheckGate::DerivedFromNode && !settings.derived_from_node;
     settings.joint_check_active && !gated_off
 }
 
