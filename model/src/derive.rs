@@ -169,8 +169,11 @@ pub fn validate(cluster: &Cluster) -> Result<(), ModelError> {
                 ),
             ));
         }
-        webhook::validate_create(&it.spec).map_err(|errs| {
-            ModelError::invalid(format!("instance_types[{i}].spec"), errs.join("; "))
+        webhook::validate_create(&it.spec).map_err(|rejected| {
+            ModelError::invalid(
+                format!("instance_types[{i}].spec"),
+                rejected.message_for(&it.name),
+            )
         })?;
     }
     Ok(())

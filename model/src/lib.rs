@@ -12,6 +12,7 @@ pub mod devices;
 pub mod error;
 pub mod events;
 pub mod examples;
+pub mod field;
 pub mod fit;
 pub mod fit_keys;
 pub mod flavor;

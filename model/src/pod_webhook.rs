@@ -8,9 +8,10 @@
 //! the one it reads, and an unparsable one is a rejection naming it.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 use crate::credits::{memory_mib_to_units, parse_quantity, percent_to_units, Quantity};
+use crate::field::{forbidden, invalid, invalid_message, required};
+pub use crate::field::{FieldError, FieldErrorKind};
 use crate::labels::{accelerator_feature_key, QUEUE_ENTRANCE};
 use crate::objects::InstanceType;
 use crate::resources::{accelerator_base_of, family_of, partitioned_profile_of, Family};
@@ -79,39 +80,6 @@ pub fn pod_containers(init: &[(Container, bool)], app: &[Container]) -> Vec<PodC
     inits.chain(apps).collect()
 }
 
-/// The kind of a field error (apimachinery `field.ErrorType`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FieldErrorKind {
-    Required,
-    Forbidden,
-    Invalid { value: String },
-}
-
-/// One field error of a rejected Pod.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldError {
-    pub path: String,
-    pub kind: FieldErrorKind,
-    pub detail: String,
-}
-
-impl fmt::Display for FieldError {
-    /// Rendered as apimachinery prints a field error.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.kind {
-            FieldErrorKind::Required => write!(f, "{}: Required value: {}", self.path, self.detail),
-            FieldErrorKind::Forbidden => write!(f, "{}: Forbidden: {}", self.path, self.detail),
-            FieldErrorKind::Invalid { value } => {
-                write!(
-                    f,
-                    "{}: Invalid value: {value:?}: {}",
-                    self.path, self.detail
-                )
-            }
-        }
-    }
-}
-
 /// Why gate 1 turns a Pod away: an API error, never a pending state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PodRejection {
@@ -159,14 +127,7 @@ impl PodRejection {
     /// error stands alone and several are bracketed (`ErrorList.ToAggregate`).
     pub fn message_for(&self, pod: &str) -> String {
         match self {
-            PodRejection::Invalid(errs) => {
-                let parts: Vec<String> = errs.iter().map(ToString::to_string).collect();
-                let joined = match parts.as_slice() {
-                    [one] => one.clone(),
-                    many => format!("[{}]", many.join(", ")),
-                };
-                format!("Pod {pod:?} is invalid: {joined}")
-            }
+            PodRejection::Invalid(errs) => invalid_message("Pod", pod, errs),
             PodRejection::Denied { message, .. } => message.clone(),
         }
     }
@@ -234,32 +195,6 @@ fn read_quantity(raw: &str, path: &str) -> Result<Quantity, FieldError> {
 /// `Value()` of a key the rule reads; ≥ i64 magnitudes saturate (they fail every bound anyway).
 fn whole(q: &Quantity) -> i64 {
     i64::try_from(q.value()).unwrap_or(if q.micro() < 0 { i64::MIN } else { i64::MAX })
-}
-
-fn forbidden(path: &str, detail: String) -> FieldError {
-    FieldError {
-        path: path.to_string(),
-        kind: FieldErrorKind::Forbidden,
-        detail,
-    }
-}
-
-fn required(path: &str, detail: String) -> FieldError {
-    FieldError {
-        path: path.to_string(),
-        kind: FieldErrorKind::Required,
-        detail,
-    }
-}
-
-fn invalid(path: &str, value: &str, detail: &str) -> FieldError {
-    FieldError {
-        path: path.to_string(),
-        kind: FieldErrorKind::Invalid {
-            value: value.to_string(),
-        },
-        detail: detail.to_string(),
-    }
 }
 
 /// `validatePodAcceleratorRequest`: the seven request rules with their exact messages

@@ -1,6 +1,7 @@
 //! The InstanceType admission webhooks: defaulting and validation (research/chain.md §8.3;
 //! pkg/worker/webhooks/worker/instance_type.go @4adb335).
 
+use crate::field::{forbidden, invalid, invalid_message, required, FieldError};
 use crate::labels::{Labels, QUEUE_ENTRANCE};
 use crate::objects::InstanceTypeSpec;
 use crate::pool::{is_feature_key, spec_schedule_labels, GENERAL_GROUP_GENERIC};
@@ -59,107 +60,112 @@ fn positive_gi(s: &str) -> Option<i32> {
     s.strip_suffix(GI_SUFFIX).and_then(positive_int32)
 }
 
-/// The required-input errors of a create (acceleratorGroup when accelerated, os, arch).
-fn required_input_errors(spec: &InstanceTypeSpec) -> Vec<String> {
+/// The required-input errors of a create: acceleratorGroup when accelerated, os, arch;
+/// webhooks/worker/instance_type.go `validateInstanceTypeSpec`.
+fn required_input_errors(spec: &InstanceTypeSpec) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if spec.acceleratable && spec.accelerator_group.is_empty() {
-        errs.push("spec.acceleratorGroup: required when acceleratable is true".to_string());
+        errs.push(required(
+            "spec.acceleratorGroup",
+            "must be specified when acceleratable is true".into(),
+        ));
     }
     if spec.os.is_empty() {
-        errs.push("spec.os: required, e.g. \"linux\"".to_string());
+        errs.push(required("spec.os", "must be specified".into()));
     }
     if spec.arch.is_empty() {
-        errs.push("spec.arch: required, e.g. \"amd64\"".to_string());
+        errs.push(required("spec.arch", "must be specified".into()));
     }
     errs
 }
 
 /// The unit-spec errors of a create: unit CPU a positive integer (accelerated) or exactly 1
-/// (CPU-only); unit RAM and localStorage a positive integer with a case-sensitive `Gi` suffix.
-fn unit_spec_errors(spec: &InstanceTypeSpec) -> Vec<String> {
+/// (CPU-only); unit RAM and localStorage a positive integer with a case-sensitive `Gi` suffix;
+/// instance_type.go `validateInstanceTypeUnitSpec`.
+fn unit_spec_errors(spec: &InstanceTypeSpec) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let cpu = &spec.unit_resources.cpu;
     if spec.acceleratable {
         if positive_int32(cpu).is_none() {
-            errs.push(format!(
-                "spec.unitResources.cpu: must be a positive integer with no unit suffix, got {cpu:?}"
+            errs.push(invalid(
+                "spec.unitResources.cpu",
+                cpu,
+                "must be a positive integer with no unit suffix",
             ));
         }
     } else if cpu.parse::<i32>().ok() != Some(1) {
-        errs.push(format!(
-            "spec.unitResources.cpu: must be exactly 1 for a CPU-only type, got {cpu:?}"
+        errs.push(invalid(
+            "spec.unitResources.cpu",
+            cpu,
+            "must be 1 when acceleratable is false",
         ));
     }
+    let gi = "must be a positive integer with a case-sensitive \"Gi\" suffix";
     let ram = &spec.unit_resources.ram;
     if positive_gi(ram).is_none() {
-        errs.push(format!(
-            "spec.unitResources.ram: must be a positive integer with a case-sensitive \"Gi\" suffix, got {ram:?}"
-        ));
+        errs.push(invalid("spec.unitResources.ram", ram, gi));
     }
     let storage = &spec.local_storage;
     if positive_gi(storage).is_none() {
-        errs.push(format!(
-            "spec.localStorage: must be a positive integer with a case-sensitive \"Gi\" suffix, got {storage:?}"
-        ));
+        errs.push(invalid("spec.localStorage", storage, gi));
     }
     errs
 }
 
-/// Validating CREATE (chain.md §8.3): setting-independent required inputs and unit spec.
-pub fn validate_create(spec: &InstanceTypeSpec) -> Result<(), Vec<String>> {
-    let mut errs = required_input_errors(spec);
-    errs.extend(unit_spec_errors(spec));
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs)
+/// A rejected InstanceType write: the field errors of one `NewInvalid`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected(pub Vec<FieldError>);
+
+impl Rejected {
+    /// The API server's message for InstanceType `name` (one aggregated error).
+    pub fn message_for(&self, name: &str) -> String {
+        invalid_message(INSTANCE_TYPE_KIND, name, &self.0)
     }
 }
 
-/// The names of the frozen spec fields that differ between `old` and `new`.
-fn changed_frozen_fields(old: &InstanceTypeSpec, new: &InstanceTypeSpec) -> Vec<&'static str> {
-    let checks: [(&'static str, bool); 8] = [
-        (
-            "acceleratorGroup",
-            old.accelerator_group == new.accelerator_group,
-        ),
-        ("generalGroup", old.general_group == new.general_group),
-        ("acceleratable", old.acceleratable == new.acceleratable),
-        ("os", old.os == new.os),
-        ("arch", old.arch == new.arch),
-        (
-            "unitResources.cpu",
-            old.unit_resources.cpu == new.unit_resources.cpu,
-        ),
-        (
-            "unitResources.ram",
-            old.unit_resources.ram == new.unit_resources.ram,
-        ),
-        ("localStorage", old.local_storage == new.local_storage),
-    ];
-    checks
-        .into_iter()
-        .filter(|(_, same)| !same)
-        .map(|(name, _)| name)
-        .collect()
+/// The qualified kind `NewInvalid` names (`workercore.Kind("InstanceType")`).
+const INSTANCE_TYPE_KIND: &str = "InstanceType.worker.gpustack.ai";
+
+fn verdict(errs: Vec<FieldError>) -> Result<(), Rejected> {
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(Rejected(errs))
+    }
+}
+
+/// Validating CREATE (chain.md §8.3): setting-independent required inputs and unit spec, all
+/// in one `NewInvalid`; instance_type.go `ValidateCreate`.
+pub fn validate_create(spec: &InstanceTypeSpec) -> Result<(), Rejected> {
+    let mut errs = required_input_errors(spec);
+    errs.extend(unit_spec_errors(spec));
+    verdict(errs)
+}
+
+/// Whether any spec field other than displayName, description and inactive differs (the
+/// operator masks those three and compares the rest, so a new spec field is frozen too).
+fn frozen_spec_changed(old: &InstanceTypeSpec, new: &InstanceTypeSpec) -> bool {
+    let masked = |s: &InstanceTypeSpec| InstanceTypeSpec {
+        display_name: String::new(),
+        description: String::new(),
+        inactive: false,
+        ..s.clone()
+    };
+    masked(old) != masked(new)
 }
 
 /// Validating UPDATE (chain.md §8.3): the spec is frozen except displayName, description and
-/// inactive; the create-time checks are not re-run, so a legacy stored value stays editable.
-pub fn validate_update(old: &InstanceTypeSpec, new: &InstanceTypeSpec) -> Result<(), Vec<String>> {
-    let errs: Vec<String> = changed_frozen_fields(old, new)
-        .into_iter()
-        .map(|f| {
-            format!(
-                "spec.{f}: immutable after creation; only displayName, description and inactive may change"
-            )
-        })
-        .collect();
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs)
+/// inactive, one `Forbidden` error on `spec`; the create-time checks are not re-run, so a
+/// legacy stored value stays editable; instance_type.go `validateInstanceTypeSpecImmutable`.
+pub fn validate_update(old: &InstanceTypeSpec, new: &InstanceTypeSpec) -> Result<(), Rejected> {
+    let mut errs = Vec::new();
+    if frozen_spec_changed(old, new) {
+        errs.push(forbidden(
+            "spec",
+            "is immutable except displayName, description and inactive".into(),
+        ));
     }
+    verdict(errs)
 }
 
 #[cfg(test)]
@@ -217,9 +223,15 @@ mod tests {
             );
         }
         for cpu in ["2", "4", "", "1000", "0"] {
-            let errs = validate_create(&cpu_only(cpu)).unwrap_err();
-            assert_eq!(errs.len(), 1);
-            assert!(errs[0].starts_with("spec.unitResources.cpu: must be exactly 1"));
+            let Rejected(errs) = validate_create(&cpu_only(cpu)).unwrap_err();
+            assert_eq!(
+                errs,
+                vec![invalid(
+                    "spec.unitResources.cpu",
+                    cpu,
+                    "must be 1 when acceleratable is false"
+                )]
+            );
         }
     }
 
@@ -229,9 +241,13 @@ mod tests {
         spec.accelerator_group.clear();
         spec.os.clear();
         spec.arch.clear();
-        let errs = validate_create(&spec).unwrap_err();
-        assert_eq!(errs.len(), 3);
-        assert!(errs[0].starts_with("spec.acceleratorGroup"));
+        let rejected = validate_create(&spec).unwrap_err();
+        assert_eq!(
+            rejected.message_for("a10g"),
+            "InstanceType.worker.gpustack.ai \"a10g\" is invalid: [spec.acceleratorGroup: \
+             Required value: must be specified when acceleratable is true, spec.os: Required \
+             value: must be specified, spec.arch: Required value: must be specified]"
+        );
     }
 
     #[test]
@@ -245,9 +261,12 @@ mod tests {
         let mut moved = old.clone();
         moved.os = "windows".into();
         moved.local_storage = "200Gi".into();
-        let errs = validate_update(&old, &moved).unwrap_err();
-        assert_eq!(errs.len(), 2);
-        assert!(errs[0].starts_with("spec.os: immutable"));
+        let rejected = validate_update(&old, &moved).unwrap_err();
+        assert_eq!(
+            rejected.message_for("cpu"),
+            "InstanceType.worker.gpustack.ai \"cpu\" is invalid: spec: Forbidden: is immutable \
+             except displayName, description and inactive"
+        );
         let mut retyped = old.clone();
         retyped.accelerator_group = "nvidia-a10g".into();
         assert!(validate_update(&old, &retyped).is_err());
