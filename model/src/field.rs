@@ -87,7 +87,7 @@ mod tests {
         let os = required("spec.os", "must be specified".into());
         let arch = required("spec.arch", "must be specified".into());
         assert_eq!(
-            invalid_message("InstanceType.worker.gpustack.ai", "x", &[os.clone()]),
+            invalid_message("InstanceType.worker.gpustack.ai", "x", std::slice::from_ref(&os)),
             "InstanceType.worker.gpustack.ai \"x\" is invalid: spec.os: Required value: must be specified"
         );
         assert_eq!(
