@@ -1,8 +1,10 @@
 //! Go's `nil` in a vector input: the operator's vectors write a nil slice, map or pointer as
 //! JSON `null` (FULL-SET.md: "treat it as the empty map, list or object"). [`NilAsEmpty`]
 //! deserializes a `serde_json::Value` so that `null` at any depth (the value itself, a list
-//! element, a map value, a struct field) reads as an empty sequence when a list is wanted,
-//! an empty map when a map or struct is wanted, and `None` when an `Option` is wanted.
+//! element, a map value, a struct field) reads as Go reads it into a typed value: an empty
+//! sequence when a list is wanted, an empty map when a map is wanted, `None` when an `Option`
+//! is wanted, and the zero value otherwise — a struct of zero fields, `""`, `0`, `false`
+//! (encoding/json leaves a non-nillable value untouched on `null`).
 
 use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{
@@ -99,10 +101,32 @@ impl<'de> Deserializer<'de> for NilAsEmpty<'de> {
     fn deserialize_struct<V: Visitor<'de>>(
         self,
         _name: &'static str,
-        _fields: &'static [&'static str],
+        fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, Error> {
-        self.deserialize_map(visitor)
+        match self.0 {
+            // Go's zero struct: every field at its own zero value.
+            Value::Null => visitor.visit_map(ZeroFields(fields.iter())),
+            _ => self.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.0 {
+            Value::Null => visitor.visit_bool(false),
+            _ => self.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.0 {
+            Value::Null => visitor.visit_borrowed_str(""),
+            _ => self.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_str(visitor)
     }
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
@@ -132,9 +156,53 @@ impl<'de> Deserializer<'de> for NilAsEmpty<'de> {
         }
     }
 
+    zero_numbers! {
+        deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64 deserialize_i128
+        deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_u128
+        deserialize_f32 deserialize_f64
+    }
+
     forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        unit_struct identifier ignored_any
+        char bytes byte_buf unit_struct identifier ignored_any
+    }
+}
+
+/// Number deserializers that read `null` as 0, anything else as serde_json reads it.
+macro_rules! zero_numbers {
+    ($($method:ident)*) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                match self.0 {
+                    Value::Null => visitor.visit_u64(0),
+                    _ => self.deserialize_any(visitor),
+                }
+            }
+        )*
+    };
+}
+use zero_numbers;
+
+/// The fields of a zero struct, each valued `null` (so each reads as its own zero value).
+struct ZeroFields(std::slice::Iter<'static, &'static str>);
+
+/// The `null` every field of a zero struct reads from.
+static NULL: Value = Value::Null;
+
+impl<'de> MapAccess<'de> for ZeroFields {
+    type Error = Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
+        self.0
+            .next()
+            .map(|f| seed.deserialize(BorrowedStrDeserializer::new(f)))
+            .transpose()
+    }
+
+    fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, Error> {
+        seed.deserialize(NilAsEmpty(&NULL))
     }
 }
 
@@ -314,12 +382,43 @@ mod tests {
         let got: Option<Vec<u32>> = from_value_nil_as_empty(&json!([3])).unwrap();
         assert_eq!(got, Some(vec![3]));
         assert!(from_value_nil_as_empty::<Vec<u32>>(&json!("no")).is_err());
-        assert!(
-            from_value_nil_as_empty::<i64>(&json!(null)).is_err(),
-            "nil is not a number"
-        );
+        // Go leaves a non-nillable value at its zero value on null.
+        assert_eq!(from_value_nil_as_empty::<i64>(&json!(null)).unwrap(), 0);
+        assert_eq!(from_value_nil_as_empty::<String>(&json!(null)).unwrap(), "");
+        assert!(!from_value_nil_as_empty::<bool>(&json!(null)).unwrap());
         let v: Inner = from_value_nil_as_empty(&json!({"tags": ["a"]})).unwrap();
         assert_eq!(v.tags, ["a"]);
+    }
+
+    /// A struct with required fields, as most vector input types are.
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Required {
+        name: String,
+        count: u32,
+        on: bool,
+        inner: Inner,
+        list: Vec<String>,
+    }
+
+    #[test]
+    fn a_null_struct_is_the_zero_struct_even_with_required_fields() {
+        let got: Vec<Required> = from_value_nil_as_empty(&json!([null, {
+            "name": "a", "count": null, "on": true, "inner": null, "list": null
+        }]))
+        .unwrap();
+        let zero = Required {
+            name: String::new(),
+            count: 0,
+            on: false,
+            inner: Inner::default(),
+            list: Vec::new(),
+        };
+        assert_eq!(got[0], zero);
+        assert_eq!(got[1].name, "a");
+        assert_eq!(got[1].count, 0);
+        assert!(got[1].on);
+        // A present object still needs its required fields: a missing one is malformed input.
+        assert!(from_value_nil_as_empty::<Required>(&json!({"name": "a"})).is_err());
     }
 
     #[derive(Debug, Deserialize, PartialEq)]
