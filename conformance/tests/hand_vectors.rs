@@ -452,6 +452,31 @@ fn the_message_follows_the_cause_that_is_now_true() {
 }
 
 #[test]
+fn an_input_step_may_carry_the_assignment() {
+    let mut input = reconcile_input(Value::Null, "Pending", Value::Null);
+    input["steps"] = json!([
+        {},
+        {"assignments": [{"podset": "main", "flavors": {"credits.gpustack.ai/nvidia": "gpu-pool"}}]},
+    ]);
+    passes_and_discriminates(
+        "admission_reconcile",
+        "TestNodeDevicesAdmission_RefreshesTheMessageWhenTheCauseChanges",
+        input,
+        json!({"sequence": [
+            {"step": "reconcile", "check_state": "Retry",
+             "message_contains": ["does not resolve to a single accelerator flavor"]},
+            {"step": "reconcile", "check_state": "Retry",
+             "message_not_contains": ["does not resolve to a single accelerator flavor"]},
+        ]}),
+        "sequence",
+        json!([
+            {"step": "reconcile", "check_state": "Retry"},
+            {"step": "reconcile", "check_state": "Ready"},
+        ]),
+    );
+}
+
+#[test]
 fn an_accelerated_cpu_note_folds_into_the_accelerator_cpu() {
     passes_and_discriminates(
         "instancetype_detail",

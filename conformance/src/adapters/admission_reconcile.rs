@@ -289,6 +289,12 @@ fn later_assignments(v: &Vector, w: &WorkloadRecord) -> Read<Vec<PodSetAssignmen
         .collect())
 }
 
+/// Whether a step's text says Kueue assigns the flavor (and not that none is assigned).
+fn says_kueue_assigns(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    t.contains("assign") && !t.contains("unassign") && !t.contains("no assign")
+}
+
 /// `TestNodeDevicesAdmission_RefreshesTheMessageWhenTheCauseChanges`: reconciles once per
 /// expected step, carrying the check state over; a step whose text says Kueue assigns the
 /// flavor first applies the assignment. The verdict's message follows the cause that is now
@@ -300,12 +306,21 @@ fn refreshes_message(v: &Vector) -> Read<Outcome> {
     let steps: Vec<Value> = field(&v.expected, "sequence")?;
     let mut admission = NodeDevicesAdmission::default();
     let mut got = Vec::new();
-    for step in &steps {
+    let input_steps: Vec<Value> = field_or_default(&v.input, "steps")?;
+    for (i, step) in steps.iter().enumerate() {
         let text = step
             .get("step")
             .and_then(Value::as_str)
             .unwrap_or("reconcile");
-        if text.to_ascii_lowercase().contains("assign") {
+        // An input step may carry the assignment Kueue makes before it; else a step whose text
+        // says the flavor gets assigned (not "unassigned") applies `later_assignments`.
+        let given = input_steps
+            .get(i)
+            .filter(|s| s.get("assignments").is_some());
+        if let Some(s) = given {
+            let list: Vec<AssignmentInput> = field(s, "assignments")?;
+            w.admission = Some(list.into_iter().map(AssignmentInput::into_model).collect());
+        } else if says_kueue_assigns(text) {
             w.admission = Some(later_assignments(v, &w)?);
         }
         let name = w.name.clone();
