@@ -1,21 +1,23 @@
 //! Reading a vector's input: a missing or mistyped field becomes `Outcome::Malformed`
-//! naming the field, never a panic.
+//! naming the field, never a panic. `null` at any depth is Go's nil and reads as empty
+//! (crate::nil).
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::nil::from_value_nil_as_empty;
 use crate::Outcome;
 
 /// Result of reading inputs; `Err` carries the outcome to report.
 pub type Read<T> = Result<T, Outcome>;
 
-/// A required field `key` of `v`, deserialized as `T`.
+/// A required field `key` of `v`, deserialized as `T` (a `null` inside reads as empty).
 pub fn field<T: DeserializeOwned>(v: &Value, key: &str) -> Read<T> {
     let raw = v.get(key).ok_or_else(|| Outcome::Malformed {
         field: key.to_string(),
         problem: "missing".into(),
     })?;
-    serde_json::from_value(raw.clone()).map_err(|e| Outcome::Malformed {
+    from_value_nil_as_empty(raw).map_err(|e| Outcome::Malformed {
         field: key.to_string(),
         problem: e.to_string(),
     })

@@ -4,6 +4,7 @@
 pub mod adapters;
 pub mod compare;
 pub mod input;
+pub mod nil;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -398,9 +398,42 @@ pub fn denominator_invariants() -> [(&'static str, i64); 6] {
     ]
 }
 
+/// The partition sizes knowns.go tabulates (`_SlicedResourceSizes`): powers of two, 1 to 512.
+pub fn sliced_resource_sizes() -> impl Iterator<Item = i64> {
+    (0..=9).map(|k| 1i64 << k).filter(|&n| n <= SLICED_MAX_SIZE)
+}
+
+/// The invariants `TestCreditsPerCardInvariants` pins on B, the credits of one whole card
+/// (knowns_test.go): B = D, and B splits exactly into shared owner slots (B/10) and into every
+/// tabulated partition size, so Kueue's ceil of a per-mode credit value never rounds up.
+/// A remainder of 0 is the invariant holding; the largest remainder is reported.
+pub fn credits_per_card_invariants() -> [(&'static str, i64); 3] {
+    let every_size = sliced_resource_sizes()
+        .map(|n| CREDITS_PER_CARD % n)
+        .max()
+        .unwrap_or(0);
+    [
+        ("CreditsPerCard", CREDITS_PER_CARD),
+        ("B_mod_10", CREDITS_PER_CARD % SHARES_PER_CARD),
+        ("B_mod_every_partition_size", every_size),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credits_per_card_splits_exactly() {
+        let got = credits_per_card_invariants();
+        assert_eq!(got[0], ("CreditsPerCard", 1_600_000));
+        assert_eq!(got[1], ("B_mod_10", 0));
+        assert_eq!(got[2], ("B_mod_every_partition_size", 0));
+        assert_eq!(
+            sliced_resource_sizes().collect::<Vec<_>>(),
+            [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+        );
+    }
 
     #[test]
     fn quantities_round_up_like_value() {

@@ -18,7 +18,6 @@ use crate::objects::{
 use crate::queue::{FlavorPlacement, PoolFlavor, PoolNode, QueueWorld, Settled};
 use crate::steps::{self, step_key, StepStore};
 use crate::units::UNITS_PER_CARD;
-use crate::views::CpuFlavorUsage;
 use crate::{detail, flavor, nodefeature, pool, queue, views, webhook};
 
 /// One node after the Worker and Device Manager have labelled it.
@@ -676,11 +675,9 @@ fn instance_type_status(
                 one_token_pool_sliced(devices, &spec.accelerator_group, rule, queue.stop_policy);
         }
     } else {
-        status.cpu = views::cpu_view(
-            &cpu_usage(queue),
-            settings.general_resources_overcommit,
-            views::CPU_OVERCOMMIT_BASE_MILLIS,
-        );
+        // Kueue's status.flavorsReservation: the derivation admits no Workload, so nothing is
+        // reserved; the view is still zero while the queue holds and drains.
+        status.cpu = views::pool_cpu_view(queue, &[], settings.general_resources_overcommit);
     }
     let notes = detail_flavor_notes(spec, selected, settings);
     status.detail = detail::instance_type_detail(
@@ -735,21 +732,6 @@ fn detail_flavor_notes(
             .filter_map(|(k, v)| Some((k.strip_prefix(NOTE_PREFIX)?.to_string(), v.clone())))
             .collect(),
     )
-}
-
-/// The CPU view's input: each flavor's nominal cores; nothing is reserved at quiescence.
-fn cpu_usage(queue: &ClusterQueue) -> Vec<CpuFlavorUsage> {
-    queue
-        .resource_groups
-        .iter()
-        .filter(|g| g.covered_resources.iter().any(|r| r == "cpu"))
-        .flat_map(|g| g.flavors.iter())
-        .map(|f| CpuFlavorUsage {
-            name: f.flavor.clone(),
-            nominal_cpu: f.nominal_quota,
-            reserved_cpu: 0,
-        })
-        .collect()
 }
 
 /// Rule 18: the rows whose Devices labels the pool's devices selector matches.

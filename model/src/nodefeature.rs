@@ -248,10 +248,17 @@ impl<'a> GeneralKeyInputs<'a> {
 
 /// The id part of gKey: the normalized cpu-name, else `<family>-<id>` from NFD, else empty
 /// (chain.md §3.1 steps 2–3).
+/// The longest sibling suffix a general key carries in a label name (`<key>.capacity`).
+pub const GENERAL_KEY_LONGEST_SUFFIX: &str = ".capacity";
+
 fn general_key_id(inputs: &GeneralKeyInputs<'_>, manu: &str) -> String {
     let name = inputs.cpu_name();
     if !name.is_empty() {
-        let budget = LABEL_VALUE_MAX.saturating_sub(manu.len() + 1);
+        // The key is a label name segment bare and with a `.count`/`.capacity` suffix, so the
+        // budget leaves room for the longest suffix (helper_test.go
+        // TestExtractGeneralNodeKey_BudgetLeavesRoomForSuffix: len(key + ".capacity") <= 63).
+        let budget =
+            LABEL_VALUE_MAX.saturating_sub(manu.len() + 1 + GENERAL_KEY_LONGEST_SUFFIX.len());
         return normalize_name(name, manu, budget, true);
     }
     match (inputs.family, inputs.id) {
@@ -828,6 +835,20 @@ mod tests {
     use crate::labels::CPU_NAME_ANNOTATION;
 
     use crate::labels::from_pairs as labels;
+
+    #[test]
+    fn a_long_cpu_name_leaves_room_for_the_capacity_suffix() {
+        let l = labels(&[("feature.node.kubernetes.io/cpu-model.vendor_id", "AMD")]);
+        let a = labels(&[(
+            CPU_NAME_ANNOTATION,
+            &"epyc-9654-96-core-processor-".repeat(4),
+        )]);
+        let key = general_key(&l, &a);
+        assert!(key.starts_with("amd-"), "{key}");
+        assert!(key.len() + ".capacity".len() <= 63, "{key} ({})", key.len());
+        // Truncated, not emptied: the budget is filled up to the suffix room.
+        assert!(key.len() > 40, "{key}");
+    }
 
     fn card(id: &str) -> Card {
         Card {

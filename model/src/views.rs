@@ -13,8 +13,11 @@ use std::collections::BTreeMap;
 use crate::cluster::SharedOnceMax;
 use crate::devices::{logical_slots_free, Capability, Card, Devices, Ledger, Mode, ProfileCount};
 use crate::nodefeature::parse_flavor_count;
-use crate::objects::{Detail, FourViews, PartitionView, Phase, ResourceView, StopPolicy};
+use crate::objects::{
+    ClusterQueue, Detail, FourViews, PartitionView, Phase, ResourceView, StopPolicy,
+};
 use crate::profiles::{publish_profile_name, publish_profiles};
+use crate::queue::FlavorUsage;
 use crate::units::{SHARES_PER_CARD, UNITS_PER_PERCENT};
 
 /// VRAM-percent units per card in the SL view.
@@ -329,6 +332,63 @@ pub struct CpuFlavorUsage {
     pub name: String,
     pub nominal_cpu: i64,
     pub reserved_cpu: i64,
+}
+
+/// The resource a CPU pool's queue covers and Kueue reserves.
+pub const CPU_RESOURCE: &str = "cpu";
+
+/// `getCPUResource`'s inputs from a ClusterQueue: every flavor's nominal `cpu` quota
+/// (spec.resourceGroups covering `cpu`) and the `cpu` Kueue has reserved on it
+/// (status.flavorsReservation, `reservation` here). A reservation row of a flavor the spec no
+/// longer lists still counts against remaining, under an unnamed entry (no node count).
+/// instance_type.go `getCPUResource` (TestClusterQueueCPUResource).
+pub fn cpu_usage(queue: &ClusterQueue, reservation: &[FlavorUsage]) -> Vec<CpuFlavorUsage> {
+    let mut usage: Vec<CpuFlavorUsage> = queue
+        .resource_groups
+        .iter()
+        .filter(|g| g.covered_resources.iter().any(|r| r == CPU_RESOURCE))
+        .flat_map(|g| g.flavors.iter())
+        .map(|f| CpuFlavorUsage {
+            name: f.flavor.clone(),
+            nominal_cpu: f.nominal_quota,
+            reserved_cpu: 0,
+        })
+        .collect();
+    let mut orphaned = 0i64;
+    for row in reservation.iter().filter(|r| r.resource == CPU_RESOURCE) {
+        match usage.iter_mut().find(|u| u.name == row.flavor) {
+            Some(u) => u.reserved_cpu = u.reserved_cpu.saturating_add(row.total),
+            None => orphaned = orphaned.saturating_add(row.total),
+        }
+    }
+    if orphaned != 0 {
+        usage.push(CpuFlavorUsage {
+            name: String::new(),
+            nominal_cpu: 0,
+            reserved_cpu: orphaned,
+        });
+    }
+    usage
+}
+
+/// The CPU view a CPU pool's status shows: zero while its queue holds and drains (the
+/// `!draining` branch of `computeStatus` skips it as it skips the accelerator views,
+/// corrections.md 17), else [`cpu_view`] over [`cpu_usage`]; instance_type.go
+/// `computeStatus` / `getCPUResource`.
+pub fn pool_cpu_view(
+    queue: &ClusterQueue,
+    reservation: &[FlavorUsage],
+    with_overcommit: bool,
+) -> ResourceView {
+    if views_zeroed_by(queue.stop_policy) {
+        ResourceView::default()
+    } else {
+        cpu_view(
+            &cpu_usage(queue, reservation),
+            with_overcommit,
+            CPU_OVERCOMMIT_BASE_MILLIS,
+        )
+    }
 }
 
 /// Reservation millicores per core of limit for a non-accelerated pod under overcommit
@@ -835,6 +895,70 @@ mod tests {
         assert_eq!(v, rv(16, 38, 48));
         // A non-positive base disables the scaling rather than dividing by zero.
         assert_eq!(cpu_view(&[cpu(f, 48, 8)], true, 0), rv(16, 40, 48));
+    }
+
+    /// The ClusterQueue of TestClusterQueueCPUResource: one 16-core flavor, 48 nominal cores.
+    fn cpu_queue(stop_policy: StopPolicy) -> ClusterQueue {
+        use crate::objects::{FlavorQuota, ResourceGroup};
+        ClusterQueue {
+            stop_policy,
+            resource_groups: vec![ResourceGroup {
+                covered_resources: vec!["cpu".into()],
+                flavors: vec![FlavorQuota {
+                    flavor: "gpustack-generic-linux-amd64-16c".into(),
+                    nominal_quota: 48,
+                }],
+            }],
+            ..ClusterQueue::default()
+        }
+    }
+
+    fn reserved(flavor: &str, resource: &str, total: i64) -> FlavorUsage {
+        FlavorUsage {
+            flavor: flavor.into(),
+            resource: resource.into(),
+            total,
+            borrowed: 0,
+        }
+    }
+
+    #[test]
+    fn the_pool_cpu_view_subtracts_kueues_reservation() {
+        let q = cpu_queue(StopPolicy::None);
+        let f = "gpustack-generic-linux-amd64-16c";
+        assert_eq!(pool_cpu_view(&q, &[], false), rv(16, 48, 48));
+        assert_eq!(
+            pool_cpu_view(&q, &[reserved(f, "cpu", 8)], false),
+            rv(16, 40, 48)
+        );
+        assert_eq!(
+            pool_cpu_view(&q, &[reserved(f, "cpu", 40)], false),
+            rv(8, 8, 48)
+        );
+        // Only the cpu resource counts; a reservation on a flavor the spec dropped still does.
+        assert_eq!(
+            pool_cpu_view(&q, &[reserved(f, "memory", 40)], false),
+            rv(16, 48, 48)
+        );
+        assert_eq!(
+            pool_cpu_view(&q, &[reserved("gone-4c", "cpu", 40)], false),
+            rv(8, 8, 48)
+        );
+    }
+
+    #[test]
+    fn a_draining_queue_shows_no_cpu_view() {
+        let f = "gpustack-generic-linux-amd64-16c";
+        let r = [reserved(f, "cpu", 8)];
+        assert_eq!(
+            pool_cpu_view(&cpu_queue(StopPolicy::HoldAndDrain), &r, false),
+            rv(0, 0, 0)
+        );
+        // An admin Hold (no drain) still reports the view.
+        assert_eq!(
+            pool_cpu_view(&cpu_queue(StopPolicy::Hold), &r, false),
+            rv(16, 40, 48)
+        );
     }
 
     #[test]

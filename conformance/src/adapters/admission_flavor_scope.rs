@@ -1,5 +1,5 @@
 //! node_devices_admission_test.go: flavor scoping — `flavorAcceleratorKey`,
-//! `flavorAcceleratorCount`, `assignedFlavor`, `candidateDevices`
+//! `flavorAcceleratorCount`, `assignedFlavor`, `candidateDevices` and its stable order
 //! (admission_flavor_scope.json).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -79,7 +79,10 @@ pub fn run(v: &Vector) -> Outcome {
             let got = json!({ "flavor": assigned_flavor(Some(&admission), &pod_set) });
             Ok(judge(&v.expected, &got))
         }),
-        "TestCandidateDevices" => outcome(|| {
+        // The order test reads the same shape: candidateDevices returns the nodes sorted by
+        // name whatever order the flavors and Devices are listed in (node_devices_admission.go
+        // `candidateDevices`; model: admission::candidate_devices).
+        "TestCandidateDevices" | "TestCandidateDevicesOrderIsStable" => outcome(|| {
             let flavors: Vec<FlavorObject> = field(&v.input, "flavors")?;
             let devices: Vec<NodeDevices> = field(&v.input, "devices")?;
             let assignments: Vec<AssignmentInput> = field(&v.input, "workload_assignments")?;

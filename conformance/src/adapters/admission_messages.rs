@@ -2,11 +2,13 @@
 
 use serde_json::{json, Value};
 
-use model::admission::verdict::{partition_no_cards_message, verdict_message};
+use model::admission::verdict::{
+    partition_ledger_not_ready_message, partition_no_cards_message, verdict_message,
+};
 use model::admission::CheckState;
 
 use crate::compare::judge;
-use crate::input::{field, not_modelled, outcome};
+use crate::input::{field, field_or_default, not_modelled, outcome};
 use crate::{Outcome, Vector};
 
 use super::admission::message_properties;
@@ -37,6 +39,23 @@ pub fn run(v: &Vector) -> Outcome {
                 &Value::Object(message_properties(&v.expected, &message)?),
             ))
         }),
+        // The rollout-window wording: a role clause for the podsets named, none without
+        // (node_devices_admission.go `partitionLedgerNotReadyMessage`). A vector of this test
+        // that carries a pool and demands asserts the call site: it runs through the
+        // feasibility adapter, as in admission.json.
+        "TestPartitionLedgerNotReadyMessageNamesTheRole" => {
+            if v.input.get("pool").is_some() {
+                return super::admission::run(v);
+            }
+            outcome(|| {
+                let pod_sets: Vec<String> = field_or_default(&v.input, "podsets")?;
+                let message = partition_ledger_not_ready_message(&pod_sets);
+                Ok(judge(
+                    &v.expected,
+                    &Value::Object(message_properties(&v.expected, &message)?),
+                ))
+            })
+        }
         other => not_modelled(other),
     }
 }

@@ -9,12 +9,14 @@ use crate::compare::judge;
 use crate::input::{field, not_modelled, outcome};
 use crate::{Outcome, Vector};
 
-const TESTS: [&str; 5] = [
+const TESTS: [&str; 6] = [
     "TestParseFamilyDemands",
     "TestParseFamilyDemands_TakesStrictestUnitsWithinAPodSet",
     "TestParseFamilyDemands_KeepsPodSetCorrelation",
     "TestParseFamilyDemands_InitContainerPartition",
     "TestParseFamilyDemands_LimitsOnly",
+    // Podsets agreeing on family, budget and profile collapse to one demand naming both.
+    "TestParseFamilyDemands_MergesIdenticalPodSets",
 ];
 
 /// A demand in the vector's shape.

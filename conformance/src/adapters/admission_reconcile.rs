@@ -15,9 +15,10 @@ use model::admission::verdict::{
     admission_check_conditions, desired_check_states, CheckStatus, Condition,
 };
 use model::admission::{
-    CheckState, FlavorObject, NodeDevices, NodeDevicesAdmission, PodRecord, Reconciled, Verdict,
-    WorkloadRecord, World,
+    CheckState, FlavorObject, NodeDevices, NodeDevicesAdmission, PodRecord, PodSetAssignment,
+    Reconciled, Verdict, WorkloadRecord, World,
 };
+use model::labels::{CREDITS_PREFIX, NODE_DEVICES_CHECK};
 use model::units::UNITS_PER_CARD;
 use model::workload::PodSet;
 
@@ -40,6 +41,12 @@ struct WorkloadInput {
     conditions_true: Vec<String>,
     #[serde(default)]
     check_state: Option<CheckState>,
+    /// The check's current message and delay, for the write-guard tests (absent: see
+    /// `restores_retry_delay`).
+    #[serde(default)]
+    check_message: Option<String>,
+    #[serde(default)]
+    check_requeue_after_seconds: Option<i32>,
 }
 
 /// Workload flags from the names of its true conditions.
@@ -54,6 +61,16 @@ pub(crate) fn apply_conditions(w: &mut WorkloadRecord, conditions: &[String]) {
 
 impl WorkloadInput {
     fn into_model(self) -> WorkloadRecord {
+        self.split().0
+    }
+
+    /// The Workload and its check's current (message, delay) as the vector states them.
+    fn split(self) -> (WorkloadRecord, Option<String>, Option<i32>) {
+        let (message, delay) = (self.check_message.clone(), self.check_requeue_after_seconds);
+        (self.record(), message, delay)
+    }
+
+    fn record(self) -> WorkloadRecord {
         let mut w = WorkloadRecord {
             name: if self.name.is_empty() {
                 "wl".into()
@@ -181,6 +198,145 @@ fn activation(v: &Vector) -> Read<Outcome> {
     Ok(judge(&v.expected, &got))
 }
 
+/// The world of a reconcile vector: its flavors, Devices (with the Pods producing their
+/// ledgers) and the one Workload.
+fn world_of(v: &Vector, w: WorkloadRecord) -> Read<World> {
+    let flavors: Vec<FlavorObject> = field(&v.input, "flavors")?;
+    let devices: Vec<NodeDevices> = field(&v.input, "devices")?;
+    Ok(World {
+        pods: pods_charging_ledger(&devices),
+        flavors,
+        devices,
+        workloads: vec![w],
+    })
+}
+
+/// `TestNodeDevicesAdmission_RestoresAMissingRetryDelay`: the Workload already carries this
+/// check's own Retry verdict with the delay dropped; the write guard compares state, message
+/// AND delay, so the reconcile writes and the check regains the 30 s Retry delay
+/// (node_devices_admission.go `desiredCheckStates`; model: verdict::desired_check_states).
+/// The fixture renders the current message from the verdict the reconcile will compute, so an
+/// absent `check_message` is that verdict's message.
+fn restores_retry_delay(v: &Vector) -> Read<Outcome> {
+    let workload: WorkloadInput = field(&v.input, "workload")?;
+    let (w, message, delay) = workload.split();
+    let before = w.check;
+    let name = w.name.clone();
+    let world = world_of(v, w)?;
+    let r = NodeDevicesAdmission::default()
+        .reconcile(&world, &name)
+        .map_err(model_error)?;
+    let mut got = serde_json::Map::new();
+    match (&r, before) {
+        (Reconciled::Judged(verdict), Some(state)) => {
+            let current = CheckStatus {
+                name: NODE_DEVICES_CHECK.into(),
+                state,
+                message: message.unwrap_or_else(|| verdict.message.clone()),
+                requeue_after_seconds: delay,
+            };
+            let owned = [NODE_DEVICES_CHECK.to_string()];
+            let (desired, changed) = desired_check_states(&[current], &owned, verdict);
+            let written = desired.first();
+            got.insert("changed".into(), json!(changed));
+            got.insert("check_state".into(), json!(written.map(|c| c.state)));
+            got.insert(
+                "requeue_after_seconds".into(),
+                json!(written.and_then(|c| c.requeue_after_seconds)),
+            );
+            got.extend(message_properties(&v.expected, &verdict.message)?);
+        }
+        _ => {
+            // Not judged: nothing is written, the check keeps its state and delay.
+            got.insert("changed".into(), json!(false));
+            got.insert("check_state".into(), json!(before));
+            got.insert("requeue_after_seconds".into(), json!(delay));
+        }
+    }
+    Ok(judge(&v.expected, &Value::Object(got)))
+}
+
+/// The assignments Kueue makes at an "assigns" step: the input's first array under a key
+/// naming an assignment (other than the Workload's own), else — as the Go test does — every
+/// podset assigned the first flavor under the credits resource of the first Devices'
+/// manufacturer.
+fn later_assignments(v: &Vector, w: &WorkloadRecord) -> Read<Vec<PodSetAssignment>> {
+    if let Some(obj) = v.input.as_object() {
+        if let Some((key, _)) = obj
+            .iter()
+            .find(|(k, val)| k.contains("assign") && val.is_array())
+        {
+            let list: Vec<AssignmentInput> = field(&v.input, key)?;
+            return Ok(list.into_iter().map(AssignmentInput::into_model).collect());
+        }
+    }
+    let flavors: Vec<FlavorObject> = field(&v.input, "flavors")?;
+    let devices: Vec<NodeDevices> = field(&v.input, "devices")?;
+    let flavor = flavors.first().map(|f| f.name.clone()).unwrap_or_default();
+    let manufacturer = devices
+        .iter()
+        .flat_map(|d| d.devices.groups.iter())
+        .map(|g| g.manufacturer.clone())
+        .next()
+        .unwrap_or_default();
+    Ok(w.pod_sets
+        .iter()
+        .map(|ps| PodSetAssignment {
+            pod_set: ps.name.clone(),
+            flavors: [(format!("{CREDITS_PREFIX}{manufacturer}"), flavor.clone())].into(),
+            hosts: Vec::new(),
+        })
+        .collect())
+}
+
+/// Whether a step's text says Kueue assigns the flavor (and not that none is assigned).
+fn says_kueue_assigns(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    t.contains("assign") && !t.contains("unassign") && !t.contains("no assign")
+}
+
+/// `TestNodeDevicesAdmission_RefreshesTheMessageWhenTheCauseChanges`: reconciles once per
+/// expected step, carrying the check state over; a step whose text says Kueue assigns the
+/// flavor first applies the assignment. The verdict's message follows the cause that is now
+/// true even when the state stays Retry (node_devices_admission.go Reconcile: the write guard
+/// compares the message too).
+fn refreshes_message(v: &Vector) -> Read<Outcome> {
+    let workload: WorkloadInput = field(&v.input, "workload")?;
+    let mut w = workload.into_model();
+    let steps: Vec<Value> = field(&v.expected, "sequence")?;
+    let mut admission = NodeDevicesAdmission::default();
+    let mut got = Vec::new();
+    let input_steps: Vec<Value> = field_or_default(&v.input, "steps")?;
+    for (i, step) in steps.iter().enumerate() {
+        let text = step
+            .get("step")
+            .and_then(Value::as_str)
+            .unwrap_or("reconcile");
+        // An input step may carry the assignment Kueue makes before it; else a step whose text
+        // says the flavor gets assigned (not "unassigned") applies `later_assignments`.
+        let given = input_steps
+            .get(i)
+            .filter(|s| s.get("assignments").is_some());
+        if let Some(s) = given {
+            let list: Vec<AssignmentInput> = field(s, "assignments")?;
+            w.admission = Some(list.into_iter().map(AssignmentInput::into_model).collect());
+        } else if says_kueue_assigns(text) {
+            w.admission = Some(later_assignments(v, &w)?);
+        }
+        let name = w.name.clone();
+        let world = world_of(v, w.clone())?;
+        let r = admission.reconcile(&world, &name).map_err(model_error)?;
+        let (state, message) = after_reconcile(w.check, &r);
+        w.check = state;
+        let mut item = serde_json::Map::new();
+        item.insert("step".into(), json!(text));
+        item.insert("check_state".into(), json!(state));
+        item.extend(message_properties(step, &message)?);
+        got.push(Value::Object(item));
+    }
+    Ok(judge(&v.expected, &json!({ "sequence": got })))
+}
+
 pub fn run(v: &Vector) -> Outcome {
     match v.test_name() {
         "TestNodeDevicesAdmission_AdmittedWorkloadNotSelfEvicted"
@@ -189,6 +345,12 @@ pub fn run(v: &Vector) -> Outcome {
         | "TestNodeDevicesAdmission_UnassignedFlavorIsHeldExplicitly"
         | "TestNodeDevicesAdmission_UnresolvedFlavorIsHeldExplicitly"
         | "TestVerdictOmitsTheRoleClauseForASingleRole" => outcome(|| reconcile_once(v)),
+        "TestNodeDevicesAdmission_RestoresAMissingRetryDelay" => {
+            outcome(|| restores_retry_delay(v))
+        }
+        "TestNodeDevicesAdmission_RefreshesTheMessageWhenTheCauseChanges" => {
+            outcome(|| refreshes_message(v))
+        }
         "TestDesiredCheckStatesCarriesEveryOwnedCheck" => outcome(|| desired_states(v)),
         "TestNodeDevicesAdmissionCheckReconciler" => outcome(|| activation(v)),
         other => not_modelled(other),

@@ -19,6 +19,14 @@ pub fn run(v: &Vector) -> Outcome {
                 .collect();
             judge(&v.expected, &Value::Object(got))
         }
+        // B = D and B splits exactly per mode (knowns_test.go TestCreditsPerCardInvariants).
+        "TestCreditsPerCardInvariants" => {
+            let got: Map<String, Value> = c::credits_per_card_invariants()
+                .into_iter()
+                .map(|(k, n)| (k.to_string(), json!(n)))
+                .collect();
+            judge(&v.expected, &Value::Object(got))
+        }
         "TestCardsToCredits" | "TestCreditsToCards" | "TestCreditsRoundTrip" => outcome(|| {
             let q = quantity(v, "quantity")?;
             let out = match v.test_name() {

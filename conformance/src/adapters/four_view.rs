@@ -12,9 +12,13 @@ use crate::compare::judge;
 use crate::input::{field, not_modelled, outcome, Read};
 use crate::{Outcome, Vector};
 
-const TESTS: [&str; 12] = [
+const TESTS: [&str; 16] = [
     "TestAcceleratorFourViews",
     "TestAcceleratorFourViews_MultiNode",
+    "TestAcceleratorFourViews_SlicedOnceMaxIsPerCard",
+    "TestAcceleratorViews_LogicalOnlyPool",
+    "TestAcceleratorViews_PartitionProfileLedgerMultiNode",
+    "TestAcceleratorViews_PartitionSurvivesFirstAllocation",
     "TestAcceleratorFourViews_NeitherFamilyCard",
     "TestAcceleratorFourViews_Empty",
     "TestAcceleratorViews_PartitionOnlyPool",

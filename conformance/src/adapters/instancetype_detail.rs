@@ -229,9 +229,36 @@ fn fold_one_note(v: &Vector, note: &Value) -> Read<Outcome> {
             detail.cpu.get(k).cloned().unwrap_or_default()
         }
     };
+    // An accelerated pool's `detail.cpu` is the accelerator's CPU (InstanceTypeAcceleratorCPU:
+    // identity plus the CPU fields); a CPU pool has none.
+    let accelerator_cpu: serde_json::Map<String, Value> = if accelerated {
+        detail
+            .cpu
+            .iter()
+            .map(|(k, v)| (snake_case(k), json!(v)))
+            .collect()
+    } else {
+        serde_json::Map::new()
+    };
     let got = json!({
+        "accelerator_cpu": accelerator_cpu,
         "top_level_physical_cores": top_level("physicalCores"),
         "top_level_logical_cores": top_level("logicalCores"),
     });
     Ok(judge(&v.expected, &got))
+}
+
+/// A CRD field name (`physicalCores`, `cache.l1d`) in the vectors' snake case
+/// (`physical_cores`, `cache.l1d`).
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

@@ -63,6 +63,7 @@ pub fn run(v: &Vector) -> Outcome {
             let got = json!({ "general_key": nodefeature::general_key(&labels, &annotations) });
             Ok(judge(&v.expected, &got))
         }),
+        "TestExtractGeneralNodeKey_BudgetLeavesRoomForSuffix" => outcome(|| general_key_budget(v)),
         "TestConstructNodeCapacityLabels" => outcome(|| capacity_labels(v)),
         "TestConstructNodeCapacityLabels_ManualNodeManagement" => outcome(|| {
             let labels: Labels = field(&v.input, "node_labels")?;
@@ -209,10 +210,49 @@ fn node_flavors(v: &Vector) -> Read<Outcome> {
         _ => (Vec::new(), flavors),
     };
     let devices = in_expected_order(v.expected.get("device_flavors_any_order"), devices);
+    let all: Vec<&NodeFlavor> = cpu.iter().chain(&devices).collect();
     let got = json!({
+        "flavors": all,
         "cpu_flavor_first": cpu.first(),
         "device_flavors_any_order": devices,
     });
+    Ok(judge(&v.expected, &got))
+}
+
+/// The longest sibling suffix a general key carries as a label name segment.
+const LONGEST_GENERAL_SUFFIX: &str = ".capacity";
+
+/// helper_test.go `TestExtractGeneralNodeKey_BudgetLeavesRoomForSuffix`: a very long CPU name
+/// still gives a non-empty general key led by the manufacturer, truncated so that the key plus
+/// its longest suffix (`.capacity`) fits a 63-character label name segment
+/// (`ExtractGeneralNodeKey`, helper.go). The bound and the prefix are reported back when the
+/// key satisfies them, else the key's own length / the key itself.
+fn general_key_budget(v: &Vector) -> Read<Outcome> {
+    let labels: Labels = field_or_default(&v.input, "node_labels")?;
+    let annotations: Labels = field_or_default(&v.input, "node_annotations")?;
+    let key = nodefeature::general_key(&labels, &annotations);
+    let suffixed = key.len() + LONGEST_GENERAL_SUFFIX.len();
+    let mut got = json!({
+        "general_key": key,
+        "general_key_non_empty": !key.is_empty(),
+        "len_key_plus_capacity_suffix": suffixed,
+    });
+    if let Some(max) = v.expected.get("len_key_plus_capacity_suffix_max") {
+        let bound: usize = field(&v.expected, "len_key_plus_capacity_suffix_max")?;
+        got["len_key_plus_capacity_suffix_max"] = if suffixed <= bound {
+            max.clone()
+        } else {
+            json!(suffixed)
+        };
+    }
+    if let Some(prefix) = v.expected.get("general_key_prefix") {
+        let p: String = field(&v.expected, "general_key_prefix")?;
+        got["general_key_prefix"] = if key.starts_with(&p) {
+            prefix.clone()
+        } else {
+            json!(key)
+        };
+    }
     Ok(judge(&v.expected, &got))
 }
 

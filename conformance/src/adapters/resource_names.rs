@@ -23,6 +23,7 @@ pub fn run(v: &Vector) -> Outcome {
                 &json!({ "out": r::normalize_profile_name(&input) }),
             ))
         }),
+        "TestNormalizePartitionedProfileNameRoundTrip" => outcome(|| normalize_round_trip(v)),
         "TestPublishPartitionedProfileName" | "TestVendorPartitionedProfileName" => outcome(|| {
             let manufacturer: String = field(&v.input, "manufacturer")?;
             let input: String = field(&v.input, "in")?;
@@ -119,5 +120,32 @@ fn built_name(v: &Vector) -> Read<Outcome> {
         other => return Ok(not_modelled(other)),
     };
     let got: Value = json!({ "resource_name": name.unwrap_or_default() });
+    Ok(judge(&v.expected, &got))
+}
+
+/// knowns_test.go `TestNormalizePartitionedProfileNameRoundTrip`: a raw driver name normalizes,
+/// the normalized name becomes the published per-profile key (`NormalizePartitionedProfileName`,
+/// `GetAcceleratablePartitionedProfileResourceName`), and `PartitionedProfileOf` reads that key
+/// back to exactly the normalized name, itself a fixed point of the normalization. The raw name
+/// is `in` (as in `TestNormalizePartitionedProfileName`); the Go test's manufacturer is NVIDIA.
+fn normalize_round_trip(v: &Vector) -> Read<Outcome> {
+    let raw: String = match v.input.get("in") {
+        Some(_) => field(&v.input, "in")?,
+        None => field(&v.input, "name")?,
+    };
+    let manufacturer: String = match v.input.get("manufacturer") {
+        Some(_) => field(&v.input, "manufacturer")?,
+        None => "nvidia".into(),
+    };
+    let normalized = r::normalize_profile_name(&raw);
+    let key = r::partitioned_profile_resource_name(&manufacturer, &normalized);
+    let back = key.as_deref().and_then(r::partitioned_profile_of);
+    let got = json!({
+        "normalized": normalized,
+        "key": key.clone().unwrap_or_default(),
+        "ok": back.is_some(),
+        "profile_of_key": back.clone().unwrap_or_default(),
+        "profile_of_key_normalized": back.as_deref().map(r::normalize_profile_name).unwrap_or_default(),
+    });
     Ok(judge(&v.expected, &got))
 }
