@@ -2,13 +2,19 @@
 //! client's world rebuilt explicitly (one hostname-profile Topology, capacity/count Nodes per live
 //! flavor pinned by the flavor's nodeLabels) and Kueue's status writes simulated
 //! (`markClusterQueueStopped`: Active=False/Stopped at the current generation).
+//!
+//! The reconciler lists only the flavors its queue's pool selector picks (`PoolFlavorSelector` of
+//! the queue's labels, node_queue.go `Reconcile`), and the conservation check counts only the
+//! pool's nodes (managed, profiled, matching the pool labels; an accelerated node is left out of
+//! a CPU pool because the test environment reads the unseeded mixing setting as false).
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use model::cluster::Settings;
 use model::labels::{self, Labels};
-use model::objects::{FlavorQuota, ResourceGroup};
+use model::objects::{FlavorQuota, ResourceGroup, StopPolicy};
+use model::pool::{labels_contain, pool_flavor_selector};
 use model::queue::{
     has_reserved, kueue_reports_stopped, reconcile_node_queue, topology_name, ActiveCondition,
     ConditionStatus, FlavorPlacement, FlavorUsage, PoolFlavor, PoolNode, QueueState, QueueStatus,
@@ -40,7 +46,9 @@ struct QueueIn {
     name: String,
     feature_key: String,
     acceleratable: bool,
-    stop_policy: Option<String>,
+    /// The queue's labels when the vector spells them (`collapsedGenericQueue`); otherwise those
+    /// of `newInstanceTypeQueue`.
+    labels: Option<Labels>,
     resource_groups: Vec<GroupIn>,
     tas_annotated: Option<bool>,
     admitted_workloads: u64,
@@ -62,8 +70,14 @@ struct FlavorIn {
     manufacturer: String,
     #[serde(default)]
     terminating: bool,
-    #[serde(default)]
+    #[serde(default, alias = "general_key")]
     also_general_key: Option<String>,
+    /// Nodes the fake client built for the flavor, when the vector says so (else capacity/count).
+    #[serde(default)]
+    nodes: Option<u64>,
+    /// The capacity label as rewritten after the fake cluster was built (see [`relabel_of`]).
+    #[serde(skip)]
+    relabelled_capacity: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -104,6 +118,8 @@ enum Event {
     StaleStopped,
     ReservationsClear,
     DeleteTopology,
+    /// Every flavor's `.capacity` label rewritten after the nodes were built.
+    RelabelCapacity(u64),
     FlavorCreated {
         name: String,
         count: u64,
@@ -176,7 +192,39 @@ fn parse_event(t: &str) -> Read<Event> {
     if t == "delete topology" {
         return Ok(Event::DeleteTopology);
     }
+    if t.contains("capacity") {
+        if let Some(n) = last_number(t) {
+            return Ok(Event::RelabelCapacity(n));
+        }
+    }
     parse_created(t).ok_or_else(|| bad_step(t))
+}
+
+/// The last whole number in a text ("set capacity labels to 8" → 8).
+fn last_number(t: &str) -> Option<u64> {
+    t.split(|c: char| !c.is_ascii_digit())
+        .filter(|w| !w.is_empty())
+        .last()
+        .and_then(|w| w.parse().ok())
+}
+
+/// A whole number given as a JSON number or a numeric string.
+fn whole(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A capacity label rewritten after the fake client built the nodes (the "non-conserved quota"
+/// case of RejectsInvalidTASQueueInputs sets every `.capacity` label to 8): any whole-number field
+/// other than `capacity` whose name mentions capacity, on the flavor itself or on the input.
+fn relabel_of(obj: &Value, known: &[&str]) -> Option<u64> {
+    obj.as_object()?
+        .iter()
+        .filter(|(k, _)| k.contains("capacity") && !known.contains(&k.as_str()))
+        .find_map(|(_, v)| whole(v))
 }
 
 fn parse_events(text: &str) -> Read<Vec<Event>> {
@@ -239,11 +287,42 @@ impl SimFlavor {
         l
     }
 
+    /// The ResourceFlavor's own labels, which the queue's pool selector matches: the boolean,
+    /// os/arch, the own key (and a paired general key) set true.
+    fn labels(&self) -> Labels {
+        let mut l = Labels::from([
+            (labels::OS.to_string(), "linux".to_string()),
+            (labels::ARCH.to_string(), "amd64".to_string()),
+            (
+                labels::ACCELERATABLE.to_string(),
+                self.input.acceleratable.to_string(),
+            ),
+            (self.own_key(), "true".to_string()),
+        ]);
+        if let Some(g) = &self.input.also_general_key {
+            l.insert(labels::general_feature_key(g), "true".into());
+        }
+        l
+    }
+
+    /// Nodes the fake client builds: capacity/count unless the vector names the count.
+    fn built_nodes(&self) -> u64 {
+        self.input.nodes.unwrap_or_else(|| {
+            self.input
+                .capacity
+                .checked_div(self.input.per_node_count)
+                .unwrap_or(0)
+        })
+    }
+
     fn pool_flavor(&self) -> PoolFlavor {
         PoolFlavor {
             name: self.input.name.clone(),
             per_node_count: self.input.per_node_count,
-            capacity: self.input.capacity,
+            capacity: self
+                .input
+                .relabelled_capacity
+                .unwrap_or(self.input.capacity),
             acceleratable: self.input.acceleratable,
             manufacturer: self.input.manufacturer.clone(),
             terminating: self.input.terminating,
@@ -259,13 +338,89 @@ struct Sim {
     settings: Settings,
     queue_key: String,
     queue_acceleratable: bool,
+    /// The queue's labels (its pool identity).
+    queue_labels: Labels,
     last: Option<QueueStep>,
+}
+
+/// `newInstanceTypeQueue`'s labels: the own feature key, the boolean, linux/amd64.
+fn instance_type_queue_labels(key: &str, acceleratable: bool) -> Labels {
+    let own = if acceleratable {
+        labels::accelerator_feature_key(key)
+    } else {
+        labels::general_feature_key(key)
+    };
+    Labels::from([
+        (own, "true".to_string()),
+        (labels::ACCELERATABLE.to_string(), acceleratable.to_string()),
+        (labels::OS.to_string(), "linux".to_string()),
+        (labels::ARCH.to_string(), "amd64".to_string()),
+    ])
+}
+
+/// The queue's `spec.stopPolicy`: a name, `null` for an absent field (Go's nil), and None when
+/// the vector does not say (`newInstanceTypeQueue` sets None).
+fn queue_stop_policy(queue: &Value) -> Read<Option<StopPolicy>> {
+    match queue.get("stop_policy") {
+        None => Ok(Some(StopPolicy::None)),
+        Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => stop_policy_of(Some(s)).map(Some),
+        Some(other) => Err(Outcome::Malformed {
+            field: "queue.stop_policy".into(),
+            problem: format!("expected a stop policy name or null, got {other}"),
+        }),
+    }
+}
+
+/// What `observeQueueUsage` writes before the tests that call it: Active=True at the current
+/// generation and a reservation/usage row per referenced flavor (the old flavor's 4 cores).
+fn observe_queue_usage(state: &mut QueueState) {
+    state.status.active = Some(ActiveCondition {
+        status: true,
+        reason: "Ready".into(),
+        observed_generation: state.generation,
+    });
+    let rows: Vec<FlavorUsage> = state
+        .resource_groups
+        .iter()
+        .flat_map(|g| g.flavors.iter())
+        .map(|f| FlavorUsage {
+            flavor: f.flavor.clone(),
+            resource: "cpu".into(),
+            total: f.nominal_quota,
+            borrowed: 0,
+        })
+        .collect();
+    state.status.flavors_reservation = rows.clone();
+    state.status.flavors_usage = rows;
+}
+
+/// The tests whose fixture runs `observeQueueUsage` on the queue (node_queue_test.go).
+fn observes_usage(test: &str) -> bool {
+    matches!(
+        test,
+        "TestNodeQueueReconciler_RetriesMissingTopologyDuringMigration"
+            | "TestNodeQueueReconciler_MigratesFlavorPlanWithoutReplacingQueue"
+            | "TestNodeQueueReconciler_WaitsForCurrentStoppedGeneration"
+    )
 }
 
 impl Sim {
     fn new(v: &Vector) -> Read<Sim> {
         let q: QueueIn = field(&v.input, "queue")?;
-        let flavors: Vec<FlavorIn> = field(&v.input, "flavors")?;
+        let stop_policy = queue_stop_policy(v.input.get("queue").unwrap_or(&Value::Null))?;
+        let raw_flavors: Vec<Value> = field_or_default(&v.input, "flavors")?;
+        let input_relabel = relabel_of(&v.input, &[]);
+        let mut flavors = Vec::with_capacity(raw_flavors.len());
+        for raw in &raw_flavors {
+            let mut f: FlavorIn =
+                serde_json::from_value(raw.clone()).map_err(|e| Outcome::Malformed {
+                    field: "flavors".into(),
+                    problem: e.to_string(),
+                })?;
+            f.relabelled_capacity = relabel_of(raw, &["capacity"]).or(input_relabel);
+            flavors.push(f);
+        }
         let groups: Vec<ResourceGroup> = q
             .resource_groups
             .iter()
@@ -291,7 +446,7 @@ impl Sim {
             uid: q.uid.clone(),
             generation: q.generation.unwrap_or(1),
             deleting: q.deleting,
-            stop_policy: stop_policy_of(q.stop_policy.as_deref())?,
+            stop_policy,
             resource_groups: groups,
             annotations,
             status: QueueStatus {
@@ -300,6 +455,10 @@ impl Sim {
             },
             ..QueueState::default()
         };
+        let mut state = state;
+        if observes_usage(v.test_name()) {
+            observe_queue_usage(&mut state);
+        }
         let topology: Option<String> = field_or_default(&v.input, "topology_object")?;
         let check: Option<CheckIn> = field_or_default(&v.input, "admission_check")?;
         // The test environment reads an unseeded setting as false (node_queue_test.go header).
@@ -329,6 +488,10 @@ impl Sim {
                 .collect(),
             topology_deleted: topology.as_deref() == Some("deleted"),
             settings,
+            queue_labels: q
+                .labels
+                .clone()
+                .unwrap_or_else(|| instance_type_queue_labels(&q.feature_key, q.acceleratable)),
             queue_key: q.feature_key,
             queue_acceleratable: q.acceleratable,
             last: None,
@@ -347,19 +510,17 @@ impl Sim {
         for f in &self.flavors {
             let node_labels = f.node_labels(&profile);
             if !f.input.terminating {
-                let nodes = f
-                    .input
-                    .capacity
-                    .checked_div(f.input.per_node_count)
-                    .unwrap_or(0);
-                for i in 0..nodes {
+                for i in 0..f.built_nodes() {
                     let host = format!("{}-{i}", f.input.name);
                     let mut l = node_labels.clone();
                     l.insert(labels::HOSTNAME.into(), host.clone());
-                    w.nodes.push(PoolNode {
+                    let node = PoolNode {
                         name: host,
                         labels: l,
-                    });
+                    };
+                    if self.pool_counts(&node) {
+                        w.nodes.push(node);
+                    }
                 }
             }
             w.placements.insert(
@@ -374,8 +535,47 @@ impl Sim {
         w
     }
 
+    /// Whether the pool's conservation check counts a node: managed, profiled, carrying the pool
+    /// labels (a CPU pool's nodes lack the boolean), and not accelerated in a CPU pool, mixing
+    /// being off in the test environment. node_queue.go `validateTASFlavors`.
+    fn pool_counts(&self, node: &PoolNode) -> bool {
+        let Some(mut sel) = pool_flavor_selector(&self.queue_labels) else {
+            return false;
+        };
+        let cpu_pool = sel.get(labels::ACCELERATABLE).map(String::as_str) != Some("true");
+        if cpu_pool {
+            sel.remove(labels::ACCELERATABLE);
+        }
+        sel.insert(labels::MANAGED.into(), "true".into());
+        let accelerated =
+            node.labels.get(labels::ACCELERATABLE).map(String::as_str) == Some("true");
+        labels_contain(&node.labels, &sel)
+            && node.labels.contains_key(labels::TOPOLOGY_PROFILE)
+            && !(cpu_pool && accelerated)
+    }
+
+    /// The flavors the queue's pool selector lists; None when the queue's labels carry no
+    /// discriminator (the reconciler then does nothing). node_queue.go `Reconcile`.
+    fn listed_flavors(&self) -> Option<Vec<PoolFlavor>> {
+        let sel = pool_flavor_selector(&self.queue_labels)?;
+        Some(
+            self.flavors
+                .iter()
+                .filter(|f| labels_contain(&f.labels(), &sel))
+                .map(SimFlavor::pool_flavor)
+                .collect(),
+        )
+    }
+
     fn reconcile(&mut self) {
-        let flavors: Vec<PoolFlavor> = self.flavors.iter().map(SimFlavor::pool_flavor).collect();
+        let Some(flavors) = self.listed_flavors() else {
+            self.last = Some(QueueStep {
+                state: self.state.clone(),
+                topology_ready: None,
+                requeue_after: None,
+            });
+            return;
+        };
         let step = reconcile_node_queue(&self.state, &flavors, &self.world(), &self.settings);
         self.state = step.state.clone();
         self.last = Some(step);
@@ -386,11 +586,20 @@ impl Sim {
             Event::Reconcile(n) => (0..*n).for_each(|_| self.reconcile()),
             Event::KueueReportsStopped => self.state = kueue_reports_stopped(&self.state),
             Event::StaleStopped => {
-                self.state.status.active = Some(ActiveCondition {
+                // WaitsForCurrentStoppedGeneration also clears the flavor counters.
+                let s = &mut self.state.status;
+                s.flavors_reservation.clear();
+                s.flavors_usage.clear();
+                s.active = Some(ActiveCondition {
                     status: false,
                     reason: STOPPED_REASON.into(),
                     observed_generation: self.state.generation.saturating_sub(1),
                 });
+            }
+            Event::RelabelCapacity(n) => {
+                for f in &mut self.flavors {
+                    f.input.relabelled_capacity = Some(*n);
+                }
             }
             Event::ReservationsClear => {
                 let s = &mut self.state.status;
@@ -414,6 +623,8 @@ impl Sim {
                     manufacturer: String::new(),
                     terminating: false,
                     also_general_key: None,
+                    nodes: None,
+                    relabelled_capacity: None,
                 },
             }),
         }
@@ -448,11 +659,19 @@ impl Sim {
             "lending_limit": Value::Null,
             "total_cpu_nominal": total(&|r| r == "cpu"),
             "total_credits_nominal": total(&|r| r.starts_with(labels::CREDITS_PREFIX)),
+            "flavors": s
+                .resource_groups
+                .iter()
+                .flat_map(|g| g.flavors.iter().map(|f| f.flavor.clone()))
+                .collect::<Vec<_>>(),
             "topology_ready": cond.is_some_and(|c| c.status == ConditionStatus::True),
+            "topology_ready_status": cond.map(|c| format!("{:?}", c.status)),
             "topology_ready_reason": cond.map(|c| c.reason.clone()),
+            "topology_ready_message": cond.map(|c| c.message.clone()),
             "requeue_after_positive": requeue.is_some_and(|r| r > 0),
             "requeue_after_seconds": requeue.unwrap_or(0),
-            "stop_policy": s.stop_policy.name(),
+            // An absent stopPolicy is Go's nil.
+            "stop_policy": s.stop_policy.map(StopPolicy::name),
             "migration_phase": ann(labels::MIGRATION_PHASE),
             "migration_phase_annotation_present": s.annotations.contains_key(labels::MIGRATION_PHASE),
             "migration_stop_policy_annotation": ann(labels::MIGRATION_STOP_POLICY),
@@ -473,14 +692,53 @@ fn default_events(test: &str) -> Option<Vec<Event>> {
         | "TestNodeQueueReconciler_AcceleratedFillsDespiteGeneralKey"
         | "TestNodeQueueReconciler_DrainThenEmptyRespectsReservations"
         | "TestNodeQueueReconciler_DrainsOnDelete"
-        | "TestNodeQueueReconciler_IgnoresTerminatingFlavor" => vec![Event::Reconcile(1)],
+        | "TestNodeQueueReconciler_IgnoresTerminatingFlavor"
+        | "TestNodeQueueReconciler_RejectsDuplicateCoveredResource" => vec![Event::Reconcile(1)],
         "TestNodeQueueReconciler_FillsAndSortsByCount"
         | "TestNodeQueueReconciler_GenericCollapsedFillsFromAllCPUFlavors"
         | "TestNodeQueueReconciler_AggregatesCapacity"
         | "TestNodeQueueReconciler_ReactivatesOnFlavorReturn"
         | "TestNodeQueueReconciler_ReferencesAdmissionCheckWhenActive"
         | "TestNodeQueueReconciler_ReferencesTheJointCheckFromEveryQueue"
-        | "TestNodeQueueReconciler_TheJointCheckWaitsForActive" => vec![Event::Reconcile(2)],
+        | "TestNodeQueueReconciler_TheJointCheckWaitsForActive"
+        | "TestNodeQueueReconciler_AwareGenericExcludesAcceleratedFlavor"
+        | "TestNodeQueueReconciler_DoesNotReactivateHeldQueueWithQuota"
+        | "TestNodeQueueReconciler_KeepsAdminHoldStickyOnFlavorReturn" => vec![Event::Reconcile(2)],
+        "TestNodeQueueReconciler_RetriesMissingTopologyDuringMigration" => {
+            vec![
+                Event::Reconcile(1),
+                Event::DeleteTopology,
+                Event::Reconcile(1),
+            ]
+        }
+        "TestNodeQueueReconciler_WaitsForCurrentStoppedGeneration" => {
+            vec![
+                Event::Reconcile(1),
+                Event::StaleStopped,
+                Event::Reconcile(1),
+            ]
+        }
+        "TestNodeQueueReconciler_MigratesFlavorPlanWithoutReplacingQueue" => vec![
+            Event::Reconcile(1),
+            Event::KueueReportsStopped,
+            Event::Reconcile(1),
+            Event::ReservationsClear,
+            Event::Reconcile(1),
+            Event::KueueReportsStopped,
+            Event::Reconcile(1),
+        ],
+        "TestNodeQueueReconciler_FlavorReturnsDuringNoFlavorDrain" => vec![
+            Event::Reconcile(1),
+            Event::KueueReportsStopped,
+            Event::FlavorCreated {
+                name: "gpustack-generic-linux-amd64-4c-p-new".into(),
+                count: 4,
+                capacity: 4,
+            },
+            Event::Reconcile(1),
+            Event::KueueReportsStopped,
+            Event::Reconcile(1),
+        ],
         _ => return None,
     })
 }
@@ -489,7 +747,7 @@ fn default_events(test: &str) -> Option<Vec<Event>> {
 /// the queue is reconciled again, twice.
 fn follow_hold(test: &str, sim: &mut Sim) {
     if test == "TestNodeQueueReconciler_IgnoresTerminatingFlavor"
-        && sim.state.stop_policy == model::objects::StopPolicy::HoldAndDrain
+        && sim.state.policy() == StopPolicy::HoldAndDrain
     {
         for _ in 0..2 {
             sim.apply(&Event::KueueReportsStopped);
