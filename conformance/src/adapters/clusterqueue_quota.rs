@@ -203,8 +203,7 @@ fn parse_event(t: &str) -> Read<Event> {
 /// The last whole number in a text ("set capacity labels to 8" → 8).
 fn last_number(t: &str) -> Option<u64> {
     t.split(|c: char| !c.is_ascii_digit())
-        .filter(|w| !w.is_empty())
-        .last()
+        .rfind(|w| !w.is_empty())
         .and_then(|w| w.parse().ok())
 }
 
@@ -860,5 +859,240 @@ mod tests {
             ]
         );
         assert!(parse_events("reconcile, dance").is_err());
+    }
+
+    const SRC: &str = "pkg/worker/controllers/worker/node_queue_test.go#";
+
+    fn vector(test: &str, input: Value, expected: Value) -> Vector {
+        Vector {
+            name: test.into(),
+            source: format!("{SRC}{test}"),
+            input,
+            expected,
+            contract: None,
+            note: None,
+            status: None,
+        }
+    }
+
+    fn passes(v: &Vector) {
+        assert_eq!(run(v), Outcome::Pass, "{}", v.name);
+    }
+
+    fn fails(v: &Vector) {
+        assert!(
+            matches!(run(v), Outcome::Fail { .. }),
+            "{} must fail",
+            v.name
+        );
+    }
+
+    fn cpu_group(flavor: &str, nominal: i64) -> Value {
+        json!({"covered": "cpu", "flavors": [{"name": flavor, "nominal": nominal}]})
+    }
+
+    fn generic_flavor(name: &str, count: u64, capacity: u64) -> Value {
+        json!({"name": name, "feature_key": "generic", "acceleratable": false,
+               "per_node_count": count, "capacity": capacity})
+    }
+
+    fn a10g_flavor() -> Value {
+        json!({"name": "gpustack-nvidia-a10g-linux-amd64-1d", "feature_key": "nvidia-a10g",
+               "acceleratable": true, "per_node_count": 1, "capacity": 4, "manufacturer": "nvidia"})
+    }
+
+    /// Every node_queue_test.go test FULL-SET.md lists runs without steps in the vector.
+    #[test]
+    fn every_listed_test_runs_without_steps() {
+        for test in [
+            "AwareGenericExcludesAcceleratedFlavor",
+            "DoesNotReactivateHeldQueueWithQuota",
+            "FlavorReturnsDuringNoFlavorDrain",
+            "KeepsAdminHoldStickyOnFlavorReturn",
+            "MigratesFlavorPlanWithoutReplacingQueue",
+            "RejectsDuplicateCoveredResource",
+            "RetriesMissingTopologyDuringMigration",
+            "WaitsForCurrentStoppedGeneration",
+        ] {
+            let test = format!("TestNodeQueueReconciler_{test}");
+            let v = vector(
+                &test,
+                json!({"queue": {"name": "q", "feature_key": "generic"}, "flavors": []}),
+                json!({}),
+            );
+            assert_eq!(run(&v), Outcome::Pass, "{test}");
+        }
+    }
+
+    #[test]
+    fn aware_generic_excludes_the_accelerated_flavor() {
+        let gkey = "amd-epyc-7763";
+        let mut v = vector(
+            "TestNodeQueueReconciler_AwareGenericExcludesAcceleratedFlavor",
+            json!({
+                "queue": {"name": "gpustack--amd-epyc-7763-linux-amd64", "stop_policy": "None",
+                          "labels": {"feature.gpustack.ai/acceleratable": "false",
+                                     "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                                     "general.feature.gpustack.ai/amd-epyc-7763": "true"}},
+                "flavors": [
+                    {"name": "gpustack--amd-epyc-7763-linux-amd64-8c", "feature_key": gkey,
+                     "acceleratable": false, "per_node_count": 8, "capacity": 8},
+                    {"name": "gpustack--amd-epyc-7763--nvidia-a10g-linux-amd64-1d",
+                     "feature_key": "nvidia-a10g", "acceleratable": true, "per_node_count": 1,
+                     "capacity": 4, "manufacturer": "nvidia", "also_general_key": gkey}
+                ]
+            }),
+            json!({"resource_groups": 1, "covered_resources": ["cpu"], "flavor_quota_count": 1,
+                   "first_flavor": "gpustack--amd-epyc-7763-linux-amd64-8c",
+                   "topology_ready": true}),
+        );
+        passes(&v);
+        v.expected = json!({"flavor_quota_count": 2});
+        fails(&v);
+    }
+
+    #[test]
+    fn a_held_queue_with_quota_stays_held_and_an_admin_hold_is_sticky() {
+        let v = vector(
+            "TestNodeQueueReconciler_DoesNotReactivateHeldQueueWithQuota",
+            json!({"queue": {"name": "gpustack--nvidia-a10g-linux-amd64", "feature_key": "nvidia-a10g",
+                             "acceleratable": true, "stop_policy": "HoldAndDrain",
+                             "resource_groups": [cpu_group("gpustack-nvidia-a10g-linux-amd64-1d", 4)]},
+                   "flavors": [a10g_flavor()]}),
+            json!({"stop_policy": "HoldAndDrain"}),
+        );
+        passes(&v);
+        let v = vector(
+            "TestNodeQueueReconciler_KeepsAdminHoldStickyOnFlavorReturn",
+            json!({"queue": {"name": "gpustack--nvidia-a10g-linux-amd64", "feature_key": "nvidia-a10g",
+                             "acceleratable": true, "stop_policy": "Hold", "resource_groups": []},
+                   "flavors": [a10g_flavor()]}),
+            json!({"stop_policy": "Hold", "resource_groups": 1}),
+        );
+        passes(&v);
+        let mut reactivates = v.clone();
+        reactivates.expected = json!({"stop_policy": "None"});
+        fails(&reactivates);
+    }
+
+    #[test]
+    fn duplicate_covered_resource_is_refused_untouched() {
+        let v = vector(
+            "TestNodeQueueReconciler_RejectsDuplicateCoveredResource",
+            json!({"queue": {"name": "gpustack--generic-linux-amd64", "feature_key": "generic",
+                             "stop_policy": "None",
+                             "resource_groups": [cpu_group("first", 2), cpu_group("second", 2)]},
+                   "flavors": [generic_flavor("gpustack-generic-linux-amd64-4c", 4, 4)]}),
+            json!({"resource_groups": 2, "topology_ready": false,
+                   "topology_ready_reason": "DuplicateCoveredResource"}),
+        );
+        passes(&v);
+    }
+
+    /// RejectsInvalidTASQueueInputs "non-conserved quota": the flavor's capacity label is set to
+    /// 8 after its one 4-core node was built.
+    #[test]
+    fn a_relabelled_capacity_is_not_conserved() {
+        let mut flavor = generic_flavor("gpustack-generic-linux-amd64-4c", 4, 4);
+        flavor["capacity_label"] = json!("8");
+        let v = vector(
+            "TestNodeQueueReconciler_RejectsInvalidTASQueueInputs",
+            json!({"queue": {"name": "gpustack--generic-linux-amd64", "feature_key": "generic",
+                             "stop_policy": "None", "resource_groups": []},
+                   "flavors": [flavor]}),
+            json!({"resource_groups": 0, "topology_ready": false,
+                   "topology_ready_reason": "NonConservedQuota", "requeue_after_positive": true}),
+        );
+        passes(&v);
+        let mut stepped = v.clone();
+        stepped.input["flavors"] = json!([generic_flavor("gpustack-generic-linux-amd64-4c", 4, 4)]);
+        stepped.input["steps"] = json!(["set every capacity label to 8", "reconcile"]);
+        passes(&stepped);
+        let mut plain = stepped.clone();
+        plain.input["steps"] = json!(["reconcile"]);
+        fails(&plain);
+    }
+
+    fn migration_input(stop_policy: Value) -> Value {
+        json!({"queue": {"name": "gpustack--generic-linux-amd64", "feature_key": "generic",
+                         "stop_policy": stop_policy,
+                         "resource_groups": [cpu_group("gpustack-generic-linux-amd64-4c-p-old", 4)],
+                         "tas_annotated": true, "admitted_workloads": 1,
+                         "uid": "stable-queue-uid", "generation": 7},
+               "flavors": [generic_flavor("gpustack-generic-linux-amd64-4c-p-new", 4, 4)]})
+    }
+
+    /// "restores unset": the absent policy comes back absent (null), not None; TopologyReady says
+    /// Migrating while held and Ready at the end. Run under the newest (gated) contract with the
+    /// test's observeQueueUsage seeding.
+    #[test]
+    fn migration_restores_an_unset_policy() {
+        let v = vector(
+            "TestNodeQueueReconciler_MigratesFlavorPlanWithoutReplacingQueue",
+            migration_input(Value::Null),
+            json!({"sequence": [
+                {"step": "reconcile", "stop_policy": "HoldAndDrain", "requeue_after_positive": true,
+                 "migration_stop_policy_annotation": "unset",
+                 "first_flavor": "gpustack-generic-linux-amd64-4c-p-old",
+                 "topology_ready": false, "topology_ready_reason": "Migrating"},
+                {"step": "Kueue reports stopped; reconcile (reservation still held)",
+                 "first_flavor": "gpustack-generic-linux-amd64-4c-p-old", "requeue_after_positive": true},
+                {"step": "admitted workloads drop to 0; reconcile",
+                 "first_flavor": "gpustack-generic-linux-amd64-4c-p-new", "stop_policy": "HoldAndDrain",
+                 "topology_ready_reason": "Migrating"},
+                {"step": "Kueue reports stopped; reconcile", "uid": "stable-queue-uid",
+                 "stop_policy": null, "migration_phase_annotation_present": false,
+                 "topology_ready": true, "topology_ready_reason": "Ready"}
+            ]}),
+        );
+        passes(&v);
+        let mut restored_none = v.clone();
+        restored_none.expected["sequence"][3]["stop_policy"] = json!("None");
+        fails(&restored_none);
+        // Without steps the Go test's own sequence runs.
+        let mut whole = vector(
+            "TestNodeQueueReconciler_MigratesFlavorPlanWithoutReplacingQueue",
+            migration_input(json!("Hold")),
+            json!({"stop_policy": "Hold", "uid": "stable-queue-uid",
+                   "first_flavor": "gpustack-generic-linux-amd64-4c-p-new"}),
+        );
+        passes(&whole);
+        whole.expected = json!({"stop_policy": "HoldAndDrain"});
+        fails(&whole);
+    }
+
+    #[test]
+    fn stale_stop_and_missing_topology_keep_the_migration_waiting() {
+        let mut input = migration_input(json!("None"));
+        input["queue"]["admitted_workloads"] = json!(0);
+        let v = vector(
+            "TestNodeQueueReconciler_WaitsForCurrentStoppedGeneration",
+            input.clone(),
+            json!({"first_flavor": "gpustack-generic-linux-amd64-4c-p-old",
+                   "requeue_after_positive": true, "migration_phase": "draining"}),
+        );
+        passes(&v);
+        let v = vector(
+            "TestNodeQueueReconciler_RetriesMissingTopologyDuringMigration",
+            input,
+            json!({"migration_phase": "draining", "stop_policy": "HoldAndDrain",
+                   "topology_ready_reason": "MissingTopology", "requeue_after_seconds": 30}),
+        );
+        passes(&v);
+    }
+
+    #[test]
+    fn a_flavor_returning_during_a_no_flavor_drain_joins_the_migration() {
+        let v = vector(
+            "TestNodeQueueReconciler_FlavorReturnsDuringNoFlavorDrain",
+            json!({"setting_instance_type_drain_when_no_flavors": true,
+                   "queue": {"name": "gpustack--generic-linux-amd64", "feature_key": "generic",
+                             "stop_policy": "None",
+                             "resource_groups": [cpu_group("gpustack-generic-linux-amd64-4c-p-old", 4)]},
+                   "flavors": []}),
+            json!({"stop_policy": "None", "migration_phase_annotation_present": false,
+                   "first_flavor": "gpustack-generic-linux-amd64-4c-p-new", "topology_ready": true}),
+        );
+        passes(&v);
     }
 }
