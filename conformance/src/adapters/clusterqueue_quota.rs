@@ -73,7 +73,7 @@ struct FlavorIn {
     #[serde(default, alias = "general_key")]
     also_general_key: Option<String>,
     /// Nodes the fake client built for the flavor, when the vector says so (else capacity/count).
-    #[serde(default)]
+    #[serde(default, alias = "node_count", alias = "built_nodes")]
     nodes: Option<u64>,
     /// The capacity label as rewritten after the fake cluster was built (see [`relabel_of`]).
     #[serde(skip)]
@@ -363,6 +363,8 @@ fn queue_stop_policy(queue: &Value) -> Read<Option<StopPolicy>> {
     match queue.get("stop_policy") {
         None => Ok(Some(StopPolicy::None)),
         Some(Value::Null) => Ok(None),
+        // The saved-policy annotation's spelling of the absent field.
+        Some(Value::String(s)) if s == model::queue::SAVED_STOP_POLICY_UNSET => Ok(None),
         Some(Value::String(s)) => stop_policy_of(Some(s)).map(Some),
         Some(other) => Err(Outcome::Malformed {
             field: "queue.stop_policy".into(),
@@ -1008,6 +1010,10 @@ mod tests {
         stepped.input["flavors"] = json!([generic_flavor("gpustack-generic-linux-amd64-4c", 4, 4)]);
         stepped.input["steps"] = json!(["set every capacity label to 8", "reconcile"]);
         passes(&stepped);
+        let mut counted = v.clone();
+        counted.input["flavors"][0] = generic_flavor("gpustack-generic-linux-amd64-4c", 4, 8);
+        counted.input["flavors"][0]["nodes"] = json!(1);
+        passes(&counted);
         let mut plain = stepped.clone();
         plain.input["steps"] = json!(["reconcile"]);
         fails(&plain);
@@ -1046,6 +1052,9 @@ mod tests {
             ]}),
         );
         passes(&v);
+        let mut spelled = v.clone();
+        spelled.input["queue"]["stop_policy"] = json!("unset");
+        passes(&spelled);
         let mut restored_none = v.clone();
         restored_none.expected["sequence"][3]["stop_policy"] = json!("None");
         fails(&restored_none);
