@@ -126,7 +126,10 @@ pub fn new_cluster_queue(it_name: &str, schedule_labels: &Labels, era: Era) -> C
 /// existing queue: the label set is replaced, so a feature key of an old group is pruned rather
 /// than left to AND the selectors into matching no pool (instance_type_test.go
 /// `RepointsFeatureKeyOnGroupChange`; the same rule derive.rs applies to an existing queue).
-pub fn align_cluster_queue_labels(existing: &ClusterQueue, schedule_labels: &Labels) -> ClusterQueue {
+pub fn align_cluster_queue_labels(
+    existing: &ClusterQueue,
+    schedule_labels: &Labels,
+) -> ClusterQueue {
     let created = new_cluster_queue(&existing.name, schedule_labels, Era::E3);
     ClusterQueue {
         labels: created.labels,
