@@ -197,6 +197,21 @@ pub struct ResourceGroup {
     pub flavors: Vec<FlavorQuota>,
 }
 
+/// `spec.flavorFungibility`: what Kueue does when a flavor could borrow or preempt.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FlavorFungibility {
+    pub when_can_borrow: String,
+    pub when_can_preempt: String,
+}
+
+/// `spec.preemption` (`borrowWithinCohort` carries only its `policy`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct QueuePreemption {
+    pub reclaim_within_cohort: String,
+    pub borrow_within_cohort_policy: String,
+    pub within_cluster_queue: String,
+}
+
 /// A Kueue ClusterQueue backing one pool (chain.md §10).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ClusterQueue {
@@ -209,6 +224,16 @@ pub struct ClusterQueue {
     pub resource_groups: Vec<ResourceGroup>,
     /// AdmissionCheck names, node-devices first.
     pub admission_checks: Vec<String>,
+    /// `spec.namespaceSelector.matchLabels`; `Some(empty)` is `{}` (every namespace), `None` an
+    /// absent selector (Kueue then matches no namespace).
+    #[serde(default)]
+    pub namespace_selector: Option<Labels>,
+    /// `None` = the field is absent.
+    #[serde(default)]
+    pub flavor_fungibility: Option<FlavorFungibility>,
+    /// `None` = the field is absent.
+    #[serde(default)]
+    pub preemption: Option<QueuePreemption>,
 }
 
 /// A LocalQueue: the pool's entrance in one namespace (chain.md §11).

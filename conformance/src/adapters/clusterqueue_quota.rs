@@ -2,13 +2,19 @@
 //! client's world rebuilt explicitly (one hostname-profile Topology, capacity/count Nodes per live
 //! flavor pinned by the flavor's nodeLabels) and Kueue's status writes simulated
 //! (`markClusterQueueStopped`: Active=False/Stopped at the current generation).
+//!
+//! The reconciler lists only the flavors its queue's pool selector picks (`PoolFlavorSelector` of
+//! the queue's labels, node_queue.go `Reconcile`), and the conservation check counts only the
+//! pool's nodes (managed, profiled, matching the pool labels; an accelerated node is left out of
+//! a CPU pool because the test environment reads the unseeded mixing setting as false).
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use model::cluster::Settings;
 use model::labels::{self, Labels};
-use model::objects::{FlavorQuota, ResourceGroup};
+use model::objects::{FlavorQuota, ResourceGroup, StopPolicy};
+use model::pool::{labels_contain, pool_flavor_selector};
 use model::queue::{
     has_reserved, kueue_reports_stopped, reconcile_node_queue, topology_name, ActiveCondition,
     ConditionStatus, FlavorPlacement, FlavorUsage, PoolFlavor, PoolNode, QueueState, QueueStatus,
@@ -40,7 +46,9 @@ struct QueueIn {
     name: String,
     feature_key: String,
     acceleratable: bool,
-    stop_policy: Option<String>,
+    /// The queue's labels when the vector spells them (`collapsedGenericQueue`); otherwise those
+    /// of `newInstanceTypeQueue`.
+    labels: Option<Labels>,
     resource_groups: Vec<GroupIn>,
     tas_annotated: Option<bool>,
     admitted_workloads: u64,
@@ -62,8 +70,14 @@ struct FlavorIn {
     manufacturer: String,
     #[serde(default)]
     terminating: bool,
-    #[serde(default)]
+    #[serde(default, alias = "general_key")]
     also_general_key: Option<String>,
+    /// Nodes the fake client built for the flavor, when the vector says so (else capacity/count).
+    #[serde(default, alias = "node_count", alias = "built_nodes")]
+    nodes: Option<u64>,
+    /// The capacity label as rewritten after the fake cluster was built (see [`relabel_of`]).
+    #[serde(skip)]
+    relabelled_capacity: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -104,6 +118,8 @@ enum Event {
     StaleStopped,
     ReservationsClear,
     DeleteTopology,
+    /// Every flavor's `.capacity` label rewritten after the nodes were built.
+    RelabelCapacity(u64),
     FlavorCreated {
         name: String,
         count: u64,
@@ -176,7 +192,38 @@ fn parse_event(t: &str) -> Read<Event> {
     if t == "delete topology" {
         return Ok(Event::DeleteTopology);
     }
+    if t.contains("capacity") {
+        if let Some(n) = last_number(t) {
+            return Ok(Event::RelabelCapacity(n));
+        }
+    }
     parse_created(t).ok_or_else(|| bad_step(t))
+}
+
+/// The last whole number in a text ("set capacity labels to 8" → 8).
+fn last_number(t: &str) -> Option<u64> {
+    t.split(|c: char| !c.is_ascii_digit())
+        .rfind(|w| !w.is_empty())
+        .and_then(|w| w.parse().ok())
+}
+
+/// A whole number given as a JSON number or a numeric string.
+fn whole(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A capacity label rewritten after the fake client built the nodes (the "non-conserved quota"
+/// case of RejectsInvalidTASQueueInputs sets every `.capacity` label to 8): any whole-number field
+/// other than `capacity` whose name mentions capacity, on the flavor itself or on the input.
+fn relabel_of(obj: &Value, known: &[&str]) -> Option<u64> {
+    obj.as_object()?
+        .iter()
+        .filter(|(k, _)| k.contains("capacity") && !known.contains(&k.as_str()))
+        .find_map(|(_, v)| whole(v))
 }
 
 fn parse_events(text: &str) -> Read<Vec<Event>> {
@@ -239,11 +286,42 @@ impl SimFlavor {
         l
     }
 
+    /// The ResourceFlavor's own labels, which the queue's pool selector matches: the boolean,
+    /// os/arch, the own key (and a paired general key) set true.
+    fn labels(&self) -> Labels {
+        let mut l = Labels::from([
+            (labels::OS.to_string(), "linux".to_string()),
+            (labels::ARCH.to_string(), "amd64".to_string()),
+            (
+                labels::ACCELERATABLE.to_string(),
+                self.input.acceleratable.to_string(),
+            ),
+            (self.own_key(), "true".to_string()),
+        ]);
+        if let Some(g) = &self.input.also_general_key {
+            l.insert(labels::general_feature_key(g), "true".into());
+        }
+        l
+    }
+
+    /// Nodes the fake client builds: capacity/count unless the vector names the count.
+    fn built_nodes(&self) -> u64 {
+        self.input.nodes.unwrap_or_else(|| {
+            self.input
+                .capacity
+                .checked_div(self.input.per_node_count)
+                .unwrap_or(0)
+        })
+    }
+
     fn pool_flavor(&self) -> PoolFlavor {
         PoolFlavor {
             name: self.input.name.clone(),
             per_node_count: self.input.per_node_count,
-            capacity: self.input.capacity,
+            capacity: self
+                .input
+                .relabelled_capacity
+                .unwrap_or(self.input.capacity),
             acceleratable: self.input.acceleratable,
             manufacturer: self.input.manufacturer.clone(),
             terminating: self.input.terminating,
@@ -259,13 +337,91 @@ struct Sim {
     settings: Settings,
     queue_key: String,
     queue_acceleratable: bool,
+    /// The queue's labels (its pool identity).
+    queue_labels: Labels,
     last: Option<QueueStep>,
+}
+
+/// `newInstanceTypeQueue`'s labels: the own feature key, the boolean, linux/amd64.
+fn instance_type_queue_labels(key: &str, acceleratable: bool) -> Labels {
+    let own = if acceleratable {
+        labels::accelerator_feature_key(key)
+    } else {
+        labels::general_feature_key(key)
+    };
+    Labels::from([
+        (own, "true".to_string()),
+        (labels::ACCELERATABLE.to_string(), acceleratable.to_string()),
+        (labels::OS.to_string(), "linux".to_string()),
+        (labels::ARCH.to_string(), "amd64".to_string()),
+    ])
+}
+
+/// The queue's `spec.stopPolicy`: a name, `null` for an absent field (Go's nil), and None when
+/// the vector does not say (`newInstanceTypeQueue` sets None).
+fn queue_stop_policy(queue: &Value) -> Read<Option<StopPolicy>> {
+    match queue.get("stop_policy") {
+        None => Ok(Some(StopPolicy::None)),
+        Some(Value::Null) => Ok(None),
+        // The saved-policy annotation's spelling of the absent field.
+        Some(Value::String(s)) if s == model::queue::SAVED_STOP_POLICY_UNSET => Ok(None),
+        Some(Value::String(s)) => stop_policy_of(Some(s)).map(Some),
+        Some(other) => Err(Outcome::Malformed {
+            field: "queue.stop_policy".into(),
+            problem: format!("expected a stop policy name or null, got {other}"),
+        }),
+    }
+}
+
+/// What `observeQueueUsage` writes before the tests that call it: Active=True at the current
+/// generation and a reservation/usage row per referenced flavor (the old flavor's 4 cores).
+fn observe_queue_usage(state: &mut QueueState) {
+    state.status.active = Some(ActiveCondition {
+        status: true,
+        reason: "Ready".into(),
+        observed_generation: state.generation,
+    });
+    let rows: Vec<FlavorUsage> = state
+        .resource_groups
+        .iter()
+        .flat_map(|g| g.flavors.iter())
+        .map(|f| FlavorUsage {
+            flavor: f.flavor.clone(),
+            resource: "cpu".into(),
+            total: f.nominal_quota,
+            borrowed: 0,
+        })
+        .collect();
+    state.status.flavors_reservation = rows.clone();
+    state.status.flavors_usage = rows;
+}
+
+/// The tests whose fixture runs `observeQueueUsage` on the queue (node_queue_test.go).
+fn observes_usage(test: &str) -> bool {
+    matches!(
+        test,
+        "TestNodeQueueReconciler_RetriesMissingTopologyDuringMigration"
+            | "TestNodeQueueReconciler_MigratesFlavorPlanWithoutReplacingQueue"
+            | "TestNodeQueueReconciler_WaitsForCurrentStoppedGeneration"
+    )
 }
 
 impl Sim {
     fn new(v: &Vector) -> Read<Sim> {
         let q: QueueIn = field(&v.input, "queue")?;
-        let flavors: Vec<FlavorIn> = field(&v.input, "flavors")?;
+        let stop_policy = queue_stop_policy(v.input.get("queue").unwrap_or(&Value::Null))?;
+        let raw_flavors: Vec<Value> = field_or_default(&v.input, "flavors")?;
+        let input_relabel = relabel_of(&v.input, &[]);
+        let mut flavors = Vec::with_capacity(raw_flavors.len());
+        for raw in &raw_flavors {
+            let mut f: FlavorIn =
+                serde_json::from_value(raw.clone()).map_err(|e| Outcome::Malformed {
+                    field: "flavors".into(),
+                    problem: e.to_string(),
+                })?;
+            f.relabelled_capacity = relabel_of(raw, &["capacity"]).or(input_relabel);
+            flavors.push(f);
+        }
         let groups: Vec<ResourceGroup> = q
             .resource_groups
             .iter()
@@ -291,7 +447,7 @@ impl Sim {
             uid: q.uid.clone(),
             generation: q.generation.unwrap_or(1),
             deleting: q.deleting,
-            stop_policy: stop_policy_of(q.stop_policy.as_deref())?,
+            stop_policy,
             resource_groups: groups,
             annotations,
             status: QueueStatus {
@@ -300,6 +456,10 @@ impl Sim {
             },
             ..QueueState::default()
         };
+        let mut state = state;
+        if observes_usage(v.test_name()) {
+            observe_queue_usage(&mut state);
+        }
         let topology: Option<String> = field_or_default(&v.input, "topology_object")?;
         let check: Option<CheckIn> = field_or_default(&v.input, "admission_check")?;
         // The test environment reads an unseeded setting as false (node_queue_test.go header).
@@ -329,6 +489,10 @@ impl Sim {
                 .collect(),
             topology_deleted: topology.as_deref() == Some("deleted"),
             settings,
+            queue_labels: q
+                .labels
+                .clone()
+                .unwrap_or_else(|| instance_type_queue_labels(&q.feature_key, q.acceleratable)),
             queue_key: q.feature_key,
             queue_acceleratable: q.acceleratable,
             last: None,
@@ -347,19 +511,17 @@ impl Sim {
         for f in &self.flavors {
             let node_labels = f.node_labels(&profile);
             if !f.input.terminating {
-                let nodes = f
-                    .input
-                    .capacity
-                    .checked_div(f.input.per_node_count)
-                    .unwrap_or(0);
-                for i in 0..nodes {
+                for i in 0..f.built_nodes() {
                     let host = format!("{}-{i}", f.input.name);
                     let mut l = node_labels.clone();
                     l.insert(labels::HOSTNAME.into(), host.clone());
-                    w.nodes.push(PoolNode {
+                    let node = PoolNode {
                         name: host,
                         labels: l,
-                    });
+                    };
+                    if self.pool_counts(&node) {
+                        w.nodes.push(node);
+                    }
                 }
             }
             w.placements.insert(
@@ -374,8 +536,47 @@ impl Sim {
         w
     }
 
+    /// Whether the pool's conservation check counts a node: managed, profiled, carrying the pool
+    /// labels (a CPU pool's nodes lack the boolean), and not accelerated in a CPU pool, mixing
+    /// being off in the test environment. node_queue.go `validateTASFlavors`.
+    fn pool_counts(&self, node: &PoolNode) -> bool {
+        let Some(mut sel) = pool_flavor_selector(&self.queue_labels) else {
+            return false;
+        };
+        let cpu_pool = sel.get(labels::ACCELERATABLE).map(String::as_str) != Some("true");
+        if cpu_pool {
+            sel.remove(labels::ACCELERATABLE);
+        }
+        sel.insert(labels::MANAGED.into(), "true".into());
+        let accelerated =
+            node.labels.get(labels::ACCELERATABLE).map(String::as_str) == Some("true");
+        labels_contain(&node.labels, &sel)
+            && node.labels.contains_key(labels::TOPOLOGY_PROFILE)
+            && !(cpu_pool && accelerated)
+    }
+
+    /// The flavors the queue's pool selector lists; None when the queue's labels carry no
+    /// discriminator (the reconciler then does nothing). node_queue.go `Reconcile`.
+    fn listed_flavors(&self) -> Option<Vec<PoolFlavor>> {
+        let sel = pool_flavor_selector(&self.queue_labels)?;
+        Some(
+            self.flavors
+                .iter()
+                .filter(|f| labels_contain(&f.labels(), &sel))
+                .map(SimFlavor::pool_flavor)
+                .collect(),
+        )
+    }
+
     fn reconcile(&mut self) {
-        let flavors: Vec<PoolFlavor> = self.flavors.iter().map(SimFlavor::pool_flavor).collect();
+        let Some(flavors) = self.listed_flavors() else {
+            self.last = Some(QueueStep {
+                state: self.state.clone(),
+                topology_ready: None,
+                requeue_after: None,
+            });
+            return;
+        };
         let step = reconcile_node_queue(&self.state, &flavors, &self.world(), &self.settings);
         self.state = step.state.clone();
         self.last = Some(step);
@@ -386,11 +587,20 @@ impl Sim {
             Event::Reconcile(n) => (0..*n).for_each(|_| self.reconcile()),
             Event::KueueReportsStopped => self.state = kueue_reports_stopped(&self.state),
             Event::StaleStopped => {
-                self.state.status.active = Some(ActiveCondition {
+                // WaitsForCurrentStoppedGeneration also clears the flavor counters.
+                let s = &mut self.state.status;
+                s.flavors_reservation.clear();
+                s.flavors_usage.clear();
+                s.active = Some(ActiveCondition {
                     status: false,
                     reason: STOPPED_REASON.into(),
                     observed_generation: self.state.generation.saturating_sub(1),
                 });
+            }
+            Event::RelabelCapacity(n) => {
+                for f in &mut self.flavors {
+                    f.input.relabelled_capacity = Some(*n);
+                }
             }
             Event::ReservationsClear => {
                 let s = &mut self.state.status;
@@ -414,6 +624,8 @@ impl Sim {
                     manufacturer: String::new(),
                     terminating: false,
                     also_general_key: None,
+                    nodes: None,
+                    relabelled_capacity: None,
                 },
             }),
         }
@@ -448,11 +660,19 @@ impl Sim {
             "lending_limit": Value::Null,
             "total_cpu_nominal": total(&|r| r == "cpu"),
             "total_credits_nominal": total(&|r| r.starts_with(labels::CREDITS_PREFIX)),
+            "flavors": s
+                .resource_groups
+                .iter()
+                .flat_map(|g| g.flavors.iter().map(|f| f.flavor.clone()))
+                .collect::<Vec<_>>(),
             "topology_ready": cond.is_some_and(|c| c.status == ConditionStatus::True),
+            "topology_ready_status": cond.map(|c| format!("{:?}", c.status)),
             "topology_ready_reason": cond.map(|c| c.reason.clone()),
+            "topology_ready_message": cond.map(|c| c.message.clone()),
             "requeue_after_positive": requeue.is_some_and(|r| r > 0),
             "requeue_after_seconds": requeue.unwrap_or(0),
-            "stop_policy": s.stop_policy.name(),
+            // An absent stopPolicy is Go's nil.
+            "stop_policy": s.stop_policy.map(StopPolicy::name),
             "migration_phase": ann(labels::MIGRATION_PHASE),
             "migration_phase_annotation_present": s.annotations.contains_key(labels::MIGRATION_PHASE),
             "migration_stop_policy_annotation": ann(labels::MIGRATION_STOP_POLICY),
@@ -473,14 +693,53 @@ fn default_events(test: &str) -> Option<Vec<Event>> {
         | "TestNodeQueueReconciler_AcceleratedFillsDespiteGeneralKey"
         | "TestNodeQueueReconciler_DrainThenEmptyRespectsReservations"
         | "TestNodeQueueReconciler_DrainsOnDelete"
-        | "TestNodeQueueReconciler_IgnoresTerminatingFlavor" => vec![Event::Reconcile(1)],
+        | "TestNodeQueueReconciler_IgnoresTerminatingFlavor"
+        | "TestNodeQueueReconciler_RejectsDuplicateCoveredResource" => vec![Event::Reconcile(1)],
         "TestNodeQueueReconciler_FillsAndSortsByCount"
         | "TestNodeQueueReconciler_GenericCollapsedFillsFromAllCPUFlavors"
         | "TestNodeQueueReconciler_AggregatesCapacity"
         | "TestNodeQueueReconciler_ReactivatesOnFlavorReturn"
         | "TestNodeQueueReconciler_ReferencesAdmissionCheckWhenActive"
         | "TestNodeQueueReconciler_ReferencesTheJointCheckFromEveryQueue"
-        | "TestNodeQueueReconciler_TheJointCheckWaitsForActive" => vec![Event::Reconcile(2)],
+        | "TestNodeQueueReconciler_TheJointCheckWaitsForActive"
+        | "TestNodeQueueReconciler_AwareGenericExcludesAcceleratedFlavor"
+        | "TestNodeQueueReconciler_DoesNotReactivateHeldQueueWithQuota"
+        | "TestNodeQueueReconciler_KeepsAdminHoldStickyOnFlavorReturn" => vec![Event::Reconcile(2)],
+        "TestNodeQueueReconciler_RetriesMissingTopologyDuringMigration" => {
+            vec![
+                Event::Reconcile(1),
+                Event::DeleteTopology,
+                Event::Reconcile(1),
+            ]
+        }
+        "TestNodeQueueReconciler_WaitsForCurrentStoppedGeneration" => {
+            vec![
+                Event::Reconcile(1),
+                Event::StaleStopped,
+                Event::Reconcile(1),
+            ]
+        }
+        "TestNodeQueueReconciler_MigratesFlavorPlanWithoutReplacingQueue" => vec![
+            Event::Reconcile(1),
+            Event::KueueReportsStopped,
+            Event::Reconcile(1),
+            Event::ReservationsClear,
+            Event::Reconcile(1),
+            Event::KueueReportsStopped,
+            Event::Reconcile(1),
+        ],
+        "TestNodeQueueReconciler_FlavorReturnsDuringNoFlavorDrain" => vec![
+            Event::Reconcile(1),
+            Event::KueueReportsStopped,
+            Event::FlavorCreated {
+                name: "gpustack-generic-linux-amd64-4c-p-new".into(),
+                count: 4,
+                capacity: 4,
+            },
+            Event::Reconcile(1),
+            Event::KueueReportsStopped,
+            Event::Reconcile(1),
+        ],
         _ => return None,
     })
 }
@@ -489,7 +748,7 @@ fn default_events(test: &str) -> Option<Vec<Event>> {
 /// the queue is reconciled again, twice.
 fn follow_hold(test: &str, sim: &mut Sim) {
     if test == "TestNodeQueueReconciler_IgnoresTerminatingFlavor"
-        && sim.state.stop_policy == model::objects::StopPolicy::HoldAndDrain
+        && sim.state.policy() == StopPolicy::HoldAndDrain
     {
         for _ in 0..2 {
             sim.apply(&Event::KueueReportsStopped);
@@ -602,5 +861,247 @@ mod tests {
             ]
         );
         assert!(parse_events("reconcile, dance").is_err());
+    }
+
+    const SRC: &str = "pkg/worker/controllers/worker/node_queue_test.go#";
+
+    fn vector(test: &str, input: Value, expected: Value) -> Vector {
+        Vector {
+            name: test.into(),
+            source: format!("{SRC}{test}"),
+            input,
+            expected,
+            contract: None,
+            note: None,
+            status: None,
+        }
+    }
+
+    fn passes(v: &Vector) {
+        assert_eq!(run(v), Outcome::Pass, "{}", v.name);
+    }
+
+    fn fails(v: &Vector) {
+        assert!(
+            matches!(run(v), Outcome::Fail { .. }),
+            "{} must fail",
+            v.name
+        );
+    }
+
+    fn cpu_group(flavor: &str, nominal: i64) -> Value {
+        json!({"covered": "cpu", "flavors": [{"name": flavor, "nominal": nominal}]})
+    }
+
+    fn generic_flavor(name: &str, count: u64, capacity: u64) -> Value {
+        json!({"name": name, "feature_key": "generic", "acceleratable": false,
+               "per_node_count": count, "capacity": capacity})
+    }
+
+    fn a10g_flavor() -> Value {
+        json!({"name": "gpustack-nvidia-a10g-linux-amd64-1d", "feature_key": "nvidia-a10g",
+               "acceleratable": true, "per_node_count": 1, "capacity": 4, "manufacturer": "nvidia"})
+    }
+
+    /// Every node_queue_test.go test FULL-SET.md lists runs without steps in the vector.
+    #[test]
+    fn every_listed_test_runs_without_steps() {
+        for test in [
+            "AwareGenericExcludesAcceleratedFlavor",
+            "DoesNotReactivateHeldQueueWithQuota",
+            "FlavorReturnsDuringNoFlavorDrain",
+            "KeepsAdminHoldStickyOnFlavorReturn",
+            "MigratesFlavorPlanWithoutReplacingQueue",
+            "RejectsDuplicateCoveredResource",
+            "RetriesMissingTopologyDuringMigration",
+            "WaitsForCurrentStoppedGeneration",
+        ] {
+            let test = format!("TestNodeQueueReconciler_{test}");
+            let v = vector(
+                &test,
+                json!({"queue": {"name": "q", "feature_key": "generic"}, "flavors": []}),
+                json!({}),
+            );
+            assert_eq!(run(&v), Outcome::Pass, "{test}");
+        }
+    }
+
+    #[test]
+    fn aware_generic_excludes_the_accelerated_flavor() {
+        let gkey = "amd-epyc-7763";
+        let mut v = vector(
+            "TestNodeQueueReconciler_AwareGenericExcludesAcceleratedFlavor",
+            json!({
+                "queue": {"name": "gpustack--amd-epyc-7763-linux-amd64", "stop_policy": "None",
+                          "labels": {"feature.gpustack.ai/acceleratable": "false",
+                                     "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                                     "general.feature.gpustack.ai/amd-epyc-7763": "true"}},
+                "flavors": [
+                    {"name": "gpustack--amd-epyc-7763-linux-amd64-8c", "feature_key": gkey,
+                     "acceleratable": false, "per_node_count": 8, "capacity": 8},
+                    {"name": "gpustack--amd-epyc-7763--nvidia-a10g-linux-amd64-1d",
+                     "feature_key": "nvidia-a10g", "acceleratable": true, "per_node_count": 1,
+                     "capacity": 4, "manufacturer": "nvidia", "also_general_key": gkey}
+                ]
+            }),
+            json!({"resource_groups": 1, "covered_resources": ["cpu"], "flavor_quota_count": 1,
+                   "first_flavor": "gpustack--amd-epyc-7763-linux-amd64-8c",
+                   "topology_ready": true}),
+        );
+        passes(&v);
+        v.expected = json!({"flavor_quota_count": 2});
+        fails(&v);
+    }
+
+    #[test]
+    fn a_held_queue_with_quota_stays_held_and_an_admin_hold_is_sticky() {
+        let v = vector(
+            "TestNodeQueueReconciler_DoesNotReactivateHeldQueueWithQuota",
+            json!({"queue": {"name": "gpustack--nvidia-a10g-linux-amd64", "feature_key": "nvidia-a10g",
+                             "acceleratable": true, "stop_policy": "HoldAndDrain",
+                             "resource_groups": [cpu_group("gpustack-nvidia-a10g-linux-amd64-1d", 4)]},
+                   "flavors": [a10g_flavor()]}),
+            json!({"stop_policy": "HoldAndDrain"}),
+        );
+        passes(&v);
+        let v = vector(
+            "TestNodeQueueReconciler_KeepsAdminHoldStickyOnFlavorReturn",
+            json!({"queue": {"name": "gpustack--nvidia-a10g-linux-amd64", "feature_key": "nvidia-a10g",
+                             "acceleratable": true, "stop_policy": "Hold", "resource_groups": []},
+                   "flavors": [a10g_flavor()]}),
+            json!({"stop_policy": "Hold", "resource_groups": 1}),
+        );
+        passes(&v);
+        let mut reactivates = v.clone();
+        reactivates.expected = json!({"stop_policy": "None"});
+        fails(&reactivates);
+    }
+
+    #[test]
+    fn duplicate_covered_resource_is_refused_untouched() {
+        let v = vector(
+            "TestNodeQueueReconciler_RejectsDuplicateCoveredResource",
+            json!({"queue": {"name": "gpustack--generic-linux-amd64", "feature_key": "generic",
+                             "stop_policy": "None",
+                             "resource_groups": [cpu_group("first", 2), cpu_group("second", 2)]},
+                   "flavors": [generic_flavor("gpustack-generic-linux-amd64-4c", 4, 4)]}),
+            json!({"resource_groups": 2, "topology_ready": false,
+                   "topology_ready_reason": "DuplicateCoveredResource"}),
+        );
+        passes(&v);
+    }
+
+    /// RejectsInvalidTASQueueInputs "non-conserved quota": the flavor's capacity label is set to
+    /// 8 after its one 4-core node was built.
+    #[test]
+    fn a_relabelled_capacity_is_not_conserved() {
+        let mut flavor = generic_flavor("gpustack-generic-linux-amd64-4c", 4, 4);
+        flavor["capacity_label"] = json!("8");
+        let v = vector(
+            "TestNodeQueueReconciler_RejectsInvalidTASQueueInputs",
+            json!({"queue": {"name": "gpustack--generic-linux-amd64", "feature_key": "generic",
+                             "stop_policy": "None", "resource_groups": []},
+                   "flavors": [flavor]}),
+            json!({"resource_groups": 0, "topology_ready": false,
+                   "topology_ready_reason": "NonConservedQuota", "requeue_after_positive": true}),
+        );
+        passes(&v);
+        let mut stepped = v.clone();
+        stepped.input["flavors"] = json!([generic_flavor("gpustack-generic-linux-amd64-4c", 4, 4)]);
+        stepped.input["steps"] = json!(["set every capacity label to 8", "reconcile"]);
+        passes(&stepped);
+        let mut counted = v.clone();
+        counted.input["flavors"][0] = generic_flavor("gpustack-generic-linux-amd64-4c", 4, 8);
+        counted.input["flavors"][0]["nodes"] = json!(1);
+        passes(&counted);
+        let mut plain = stepped.clone();
+        plain.input["steps"] = json!(["reconcile"]);
+        fails(&plain);
+    }
+
+    fn migration_input(stop_policy: Value) -> Value {
+        json!({"queue": {"name": "gpustack--generic-linux-amd64", "feature_key": "generic",
+                         "stop_policy": stop_policy,
+                         "resource_groups": [cpu_group("gpustack-generic-linux-amd64-4c-p-old", 4)],
+                         "tas_annotated": true, "admitted_workloads": 1,
+                         "uid": "stable-queue-uid", "generation": 7},
+               "flavors": [generic_flavor("gpustack-generic-linux-amd64-4c-p-new", 4, 4)]})
+    }
+
+    /// "restores unset": the absent policy comes back absent (null), not None; TopologyReady says
+    /// Migrating while held and Ready at the end. Run under the newest (gated) contract with the
+    /// test's observeQueueUsage seeding.
+    #[test]
+    fn migration_restores_an_unset_policy() {
+        let v = vector(
+            "TestNodeQueueReconciler_MigratesFlavorPlanWithoutReplacingQueue",
+            migration_input(Value::Null),
+            json!({"sequence": [
+                {"step": "reconcile", "stop_policy": "HoldAndDrain", "requeue_after_positive": true,
+                 "migration_stop_policy_annotation": "unset",
+                 "first_flavor": "gpustack-generic-linux-amd64-4c-p-old",
+                 "topology_ready": false, "topology_ready_reason": "Migrating"},
+                {"step": "Kueue reports stopped; reconcile (reservation still held)",
+                 "first_flavor": "gpustack-generic-linux-amd64-4c-p-old", "requeue_after_positive": true},
+                {"step": "admitted workloads drop to 0; reconcile",
+                 "first_flavor": "gpustack-generic-linux-amd64-4c-p-new", "stop_policy": "HoldAndDrain",
+                 "topology_ready_reason": "Migrating"},
+                {"step": "Kueue reports stopped; reconcile", "uid": "stable-queue-uid",
+                 "stop_policy": null, "migration_phase_annotation_present": false,
+                 "topology_ready": true, "topology_ready_reason": "Ready"}
+            ]}),
+        );
+        passes(&v);
+        let mut spelled = v.clone();
+        spelled.input["queue"]["stop_policy"] = json!("unset");
+        passes(&spelled);
+        let mut restored_none = v.clone();
+        restored_none.expected["sequence"][3]["stop_policy"] = json!("None");
+        fails(&restored_none);
+        // Without steps the Go test's own sequence runs.
+        let mut whole = vector(
+            "TestNodeQueueReconciler_MigratesFlavorPlanWithoutReplacingQueue",
+            migration_input(json!("Hold")),
+            json!({"stop_policy": "Hold", "uid": "stable-queue-uid",
+                   "first_flavor": "gpustack-generic-linux-amd64-4c-p-new"}),
+        );
+        passes(&whole);
+        whole.expected = json!({"stop_policy": "HoldAndDrain"});
+        fails(&whole);
+    }
+
+    #[test]
+    fn stale_stop_and_missing_topology_keep_the_migration_waiting() {
+        let mut input = migration_input(json!("None"));
+        input["queue"]["admitted_workloads"] = json!(0);
+        let v = vector(
+            "TestNodeQueueReconciler_WaitsForCurrentStoppedGeneration",
+            input.clone(),
+            json!({"first_flavor": "gpustack-generic-linux-amd64-4c-p-old",
+                   "requeue_after_positive": true, "migration_phase": "draining"}),
+        );
+        passes(&v);
+        let v = vector(
+            "TestNodeQueueReconciler_RetriesMissingTopologyDuringMigration",
+            input,
+            json!({"migration_phase": "draining", "stop_policy": "HoldAndDrain",
+                   "topology_ready_reason": "MissingTopology", "requeue_after_seconds": 30}),
+        );
+        passes(&v);
+    }
+
+    #[test]
+    fn a_flavor_returning_during_a_no_flavor_drain_joins_the_migration() {
+        let v = vector(
+            "TestNodeQueueReconciler_FlavorReturnsDuringNoFlavorDrain",
+            json!({"setting_instance_type_drain_when_no_flavors": true,
+                   "queue": {"name": "gpustack--generic-linux-amd64", "feature_key": "generic",
+                             "stop_policy": "None",
+                             "resource_groups": [cpu_group("gpustack-generic-linux-amd64-4c-p-old", 4)]},
+                   "flavors": []}),
+            json!({"stop_policy": "None", "migration_phase_annotation_present": false,
+                   "first_flavor": "gpustack-generic-linux-amd64-4c-p-new", "topology_ready": true}),
+        );
+        passes(&v);
     }
 }

@@ -1,10 +1,11 @@
 //! instance_type_test.go lifecycle tests: a deleted backing queue is recreated while the type
-//! lives; teardown deletes the queue once and holds the type's finalizer until the queue is gone.
+//! lives (and the reconcile only requeues while the old one still terminates); teardown deletes
+//! the queue once and holds the type's finalizer until the queue is gone.
 
 use serde_json::{json, Value};
 
 use model::cluster::Era;
-use model::labels::CONTROLLED_FINALIZER;
+use model::labels::{CONTROLLED_FINALIZER, KUEUE_IN_USE_FINALIZER};
 use model::queue::{
     new_cluster_queue, reconcile_instance_type_lifecycle, BackingQueue, Lifecycle, TypeObject,
     TypeWorld,
@@ -48,10 +49,36 @@ fn bad_step(t: &str) -> Outcome {
     }
 }
 
+/// Whether the vector says the backing queue is already being deleted (any `queue_deleting`,
+/// `queue_terminating` or `queue_deletion_timestamp` flag set).
+fn queue_terminating(input: &Value) -> Read<bool> {
+    for key in [
+        "queue_deleting",
+        "queue_terminating",
+        "queue_deletion_timestamp",
+    ] {
+        match input.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(b)) => return Ok(*b),
+            // A timestamp string means deletion was requested.
+            Some(Value::String(s)) => return Ok(!s.is_empty()),
+            Some(_) => return field::<bool>(input, key),
+        }
+    }
+    Ok(false)
+}
+
 /// The starting world: a type that already holds its finalizer and queue when the vector names
-/// the queue's finalizers (the teardown tests), else a fresh type.
-fn start(input: &Value) -> Read<TypeWorld> {
-    let finalizers: Option<Vec<String>> = field_or_default(input, "queue_finalizers")?;
+/// the queue's finalizers (the teardown tests) or the queue is terminating, else a fresh type.
+/// `RequeuesWhileBackingQueueTerminating` starts from a live type whose queue is mid-deletion,
+/// held by Kueue's in-use finalizer (instance_type_test.go).
+fn start(test: &str, input: &Value) -> Read<TypeWorld> {
+    let mut finalizers: Option<Vec<String>> = field_or_default(input, "queue_finalizers")?;
+    let terminating = queue_terminating(input)?
+        || test == "TestInstanceTypeReconciler_RequeuesWhileBackingQueueTerminating";
+    if terminating && finalizers.as_ref().is_none_or(Vec::is_empty) {
+        finalizers = Some(vec![KUEUE_IN_USE_FINALIZER.into()]);
+    }
     let mut it = TypeObject {
         name: IT_NAME.into(),
         ..TypeObject::default()
@@ -61,7 +88,7 @@ fn start(input: &Value) -> Read<TypeWorld> {
         BackingQueue {
             queue: new_cluster_queue(IT_NAME, &Default::default(), Era::E3),
             meta: Lifecycle {
-                deleting: false,
+                deleting: terminating,
                 finalizers,
             },
         }
@@ -72,23 +99,45 @@ fn start(input: &Value) -> Read<TypeWorld> {
     })
 }
 
+/// The reconciles a test performs when the vector lists no steps (instance_type_test.go).
+fn default_steps(test: &str) -> Vec<String> {
+    let steps: &[&str] = match test {
+        "TestInstanceTypeReconciler_RecreatesDeletedClusterQueue" => {
+            &["reconcile x2", "delete backing ClusterQueue", "reconcile"]
+        }
+        "TestInstanceTypeReconciler_TeardownFinalizer" => &["delete InstanceType", "reconcile x2"],
+        "TestInstanceTypeReconciler_TeardownWaitsForQueueRemoval" => {
+            &["delete InstanceType", "reconcile x3"]
+        }
+        _ => &["reconcile"],
+    };
+    steps.iter().map(|s| s.to_string()).collect()
+}
+
 pub fn run(v: &Vector) -> Outcome {
     match v.test_name() {
         "TestInstanceTypeReconciler_RecreatesDeletedClusterQueue"
         | "TestInstanceTypeReconciler_TeardownFinalizer"
-        | "TestInstanceTypeReconciler_TeardownWaitsForQueueRemoval" => outcome(|| {
-            let steps: Vec<String> = field(&v.input, "steps")?;
-            let mut world = start(&v.input)?;
+        | "TestInstanceTypeReconciler_TeardownWaitsForQueueRemoval"
+        | "TestInstanceTypeReconciler_RequeuesWhileBackingQueueTerminating" => outcome(|| {
+            let steps: Vec<String> = match field_or_default(&v.input, "steps")? {
+                Some(steps) => steps,
+                None => default_steps(v.test_name()),
+            };
+            let mut world = start(v.test_name(), &v.input)?;
+            let initial_queue = world.queue.clone();
+            let mut requeue_after = None;
             for s in &steps {
                 match parse_step(s)? {
                     Step::Reconcile(n) => {
                         for _ in 0..n {
-                            world = reconcile_instance_type_lifecycle(
+                            let step = reconcile_instance_type_lifecycle(
                                 &world,
                                 Era::E3,
                                 &local_queue_name,
-                            )
-                            .world;
+                            );
+                            world = step.world;
+                            requeue_after = step.requeue_after;
                         }
                     }
                     Step::DeleteQueue => world.delete_queue(),
@@ -99,9 +148,59 @@ pub fn run(v: &Vector) -> Outcome {
                 "queue_exists": world.queue.is_some(),
                 "queue_deletion_requested": world.queue.as_ref().is_some_and(|q| q.meta.deleting),
                 "instance_type_exists": world.instance_type.is_some(),
+                "requeue_after_positive": requeue_after.is_some_and(|r| r > 0),
+                "requeue_after_seconds": requeue_after.unwrap_or(0),
+                // Not recreated under the same name: the very queue that was terminating is
+                // still there, still terminating.
+                "same_terminating_queue_remains": world.queue.as_ref().is_some_and(|q| {
+                    q.meta.deleting && initial_queue.as_ref() == Some(q)
+                }),
             });
             Ok(judge(&v.expected, &got))
         }),
         other => not_modelled(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vector(test: &str, input: Value, expected: Value) -> Vector {
+        Vector {
+            name: test.into(),
+            source: format!("pkg/worker/controllers/worker/instance_type_test.go#{test}"),
+            input,
+            expected,
+            contract: None,
+            note: None,
+            status: None,
+        }
+    }
+
+    /// A live type whose queue is mid-deletion requeues and leaves that same queue alone.
+    #[test]
+    fn a_terminating_queue_is_waited_for_not_recreated() {
+        let test = "TestInstanceTypeReconciler_RequeuesWhileBackingQueueTerminating";
+        let expected = json!({"requeue_after_positive": true, "same_terminating_queue_remains": true,
+                              "queue_exists": true});
+        for input in [
+            json!({}),
+            json!({"queue_finalizers": ["kueue.x-k8s.io/resource-in-use"], "queue_deleting": true,
+                   "steps": ["reconcile"]}),
+        ] {
+            assert_eq!(
+                run(&vector(test, input.clone(), expected.clone())),
+                Outcome::Pass,
+                "{input}"
+            );
+        }
+        // Once the queue is gone the next reconcile recreates it and stops requeueing.
+        let recreated = vector(
+            "TestInstanceTypeReconciler_RecreatesDeletedClusterQueue",
+            json!({}),
+            json!({"queue_exists": true, "requeue_after_positive": true}),
+        );
+        assert!(matches!(run(&recreated), Outcome::Fail { .. }));
     }
 }

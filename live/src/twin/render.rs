@@ -196,9 +196,10 @@ pub fn instance_type(it: &InstanceType) -> Value {
     })
 }
 
-/// A ClusterQueue (chain.md §10.1–10.2): isolated (no cohortName), all namespaces, the fixed
-/// fungibility and preemption, one resource group, checks through `admissionChecksStrategy`
-/// (Kueue v1beta2 has no plain `admissionChecks` list).
+/// A ClusterQueue (chain.md §10.1–10.2): isolated (no cohortName), the model's namespace
+/// selector, fungibility and preemption (absent when the model leaves them unset), one resource
+/// group, checks through `admissionChecksStrategy` (Kueue v1beta2 has no plain `admissionChecks`
+/// list).
 pub fn cluster_queue(cq: &ClusterQueue) -> Value {
     let groups: Vec<Value> = cq
         .resource_groups
@@ -220,16 +221,27 @@ pub fn cluster_queue(cq: &ClusterQueue) -> Value {
         })
         .collect();
     let mut spec = json!({
-        "namespaceSelector": {},
-        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "MayStopSearch"},
-        "preemption": {
-            "reclaimWithinCohort": "Never",
-            "borrowWithinCohort": {"policy": "Never"},
-            "withinClusterQueue": "LowerPriority",
-        },
         "stopPolicy": cq.stop_policy.name(),
         "resourceGroups": groups,
     });
+    if let Some(sel) = &cq.namespace_selector {
+        spec["namespaceSelector"] = if sel.is_empty() {
+            json!({})
+        } else {
+            json!({ "matchLabels": sel })
+        };
+    }
+    if let Some(f) = &cq.flavor_fungibility {
+        spec["flavorFungibility"] =
+            json!({"whenCanBorrow": f.when_can_borrow, "whenCanPreempt": f.when_can_preempt});
+    }
+    if let Some(p) = &cq.preemption {
+        spec["preemption"] = json!({
+            "reclaimWithinCohort": p.reclaim_within_cohort,
+            "borrowWithinCohort": {"policy": p.borrow_within_cohort_policy},
+            "withinClusterQueue": p.within_cluster_queue,
+        });
+    }
     if !cq.cohort.is_empty() {
         spec["cohortName"] = json!(cq.cohort);
     }
@@ -298,6 +310,27 @@ mod tests {
             cluster_queue(&checked)["spec"]["admissionChecksStrategy"],
             json!({"admissionChecks": [{"name": "gpustack-node-devices"}]})
         );
+    }
+
+    /// The creation shape's isolation constants come from the model (instance_type.go
+    /// `createClusterQueue`), not from the renderer.
+    #[test]
+    fn a_created_queue_renders_its_isolation_policy() {
+        let cq = model::queue::new_cluster_queue("q", &Labels::new(), model::cluster::Era::E3);
+        let spec = &cluster_queue(&cq)["spec"];
+        assert_eq!(spec["namespaceSelector"], json!({}));
+        assert_eq!(
+            spec["flavorFungibility"],
+            json!({"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "MayStopSearch"})
+        );
+        assert_eq!(
+            spec["preemption"],
+            json!({"reclaimWithinCohort": "Never", "borrowWithinCohort": {"policy": "Never"},
+                   "withinClusterQueue": "LowerPriority"})
+        );
+        let bare = cluster_queue(&ClusterQueue::default());
+        assert!(bare["spec"].get("preemption").is_none());
+        assert!(bare["spec"].get("namespaceSelector").is_none());
     }
 
     #[test]

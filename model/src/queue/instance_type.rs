@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::Era;
 use crate::labels::{self, Labels};
-use crate::objects::{ClusterQueue, StopPolicy};
+use crate::objects::{ClusterQueue, FlavorFungibility, QueuePreemption, StopPolicy};
 
 /// What `syncInactive` reads and writes: the queue's stop policy and markers, the IT's
 /// `spec.inactive`.
@@ -71,9 +71,30 @@ pub fn converge_inactive(s: &InactiveSync) -> InactiveSync {
     cur
 }
 
+/// Kueue tries the next flavor before borrowing, and may stop searching rather than preempt
+/// (instance_type.go `createClusterQueue`; instance_type_test.go `CreatesClusterQueue`).
+pub fn isolated_flavor_fungibility() -> FlavorFungibility {
+    FlavorFungibility {
+        when_can_borrow: "TryNextFlavor".into(),
+        when_can_preempt: "MayStopSearch".into(),
+    }
+}
+
+/// No reclaiming or borrowing within the (nonexistent) cohort; only lower-priority workloads of
+/// the same queue are preempted (instance_type.go `createClusterQueue`).
+pub fn isolated_preemption() -> QueuePreemption {
+    QueuePreemption {
+        reclaim_within_cohort: "Never".into(),
+        borrow_within_cohort_policy: "Never".into(),
+        within_cluster_queue: "LowerPriority".into(),
+    }
+}
+
 /// The ClusterQueue an InstanceType gets at creation: same name, schedule labels +
-/// `resource.gpustack.ai/type=instancetypes`, empty cohort, no groups; E3 `Hold` + empty-plan
-/// marker, E2 `None`. chain.md §10.1; rule 13.
+/// `resource.gpustack.ai/type=instancetypes`, empty cohort, no groups, the all-namespace selector
+/// and the fixed isolation policy (fungibility, preemption), stamped whatever
+/// derived-from-node says; E3 `Hold` + empty-plan marker, E2 `None`. chain.md §10.1; rule 13;
+/// instance_type.go `createClusterQueue`.
 pub fn new_cluster_queue(it_name: &str, schedule_labels: &Labels, era: Era) -> ClusterQueue {
     let mut labels_ = schedule_labels.clone();
     labels_.insert(
@@ -95,6 +116,24 @@ pub fn new_cluster_queue(it_name: &str, schedule_labels: &Labels, era: Era) -> C
         stop_policy,
         resource_groups: Vec::new(),
         admission_checks: Vec::new(),
+        namespace_selector: Some(Labels::new()),
+        flavor_fungibility: Some(isolated_flavor_fungibility()),
+        preemption: Some(isolated_preemption()),
+    }
+}
+
+/// The InstanceType reconciler re-applies the schedule labels of the type's current spec to its
+/// existing queue: the label set is replaced, so a feature key of an old group is pruned rather
+/// than left to AND the selectors into matching no pool (instance_type_test.go
+/// `RepointsFeatureKeyOnGroupChange`; the same rule derive.rs applies to an existing queue).
+pub fn align_cluster_queue_labels(
+    existing: &ClusterQueue,
+    schedule_labels: &Labels,
+) -> ClusterQueue {
+    let created = new_cluster_queue(&existing.name, schedule_labels, Era::E3);
+    ClusterQueue {
+        labels: created.labels,
+        ..existing.clone()
     }
 }
 

@@ -1,5 +1,5 @@
 //! The NodeQueue reconciler as a pure state machine: one call = one Reconcile of one
-//! ClusterQueue (research/chain.md §10.2–10.3, corrections.md 2–3;
+//! ClusterQueue (research/chain.md §10.2–10.3, corrections.md 2–3, 15;
 //! pkg/worker/controllers/worker/node_queue.go and its tests).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,6 +28,16 @@ pub const NO_FLAVOR_WAIT_SECS: u32 = 60;
 pub const AWAITING_QUEUE_STATUS: &str = "AwaitingQueueStatus";
 /// Reason of a written, valid plan (node_queue_test.go asserts "Ready").
 pub const TOPOLOGY_READY_REASON: &str = "Ready";
+/// Reason while a flavor-plan migration holds the queue (corrections.md 15; node_queue.go
+/// `migrateClusterQueueResourceGroups`, written when the migration starts).
+pub const MIGRATING_REASON: &str = "Migrating";
+/// The message of a Ready plan (node_queue.go `fillClusterQueue`).
+pub const READY_MESSAGE: &str = "all queue flavors are topology-aware and quota is conserved";
+/// The message while a migration holds the queue (node_queue.go, migration start).
+pub const MIGRATING_MESSAGE: &str = "holding and draining before switching topology flavors";
+/// The saved-policy annotation's spelling of an absent `spec.stopPolicy`
+/// (node_queue.go `_TASQueueMigrationStopPolicyUnset`).
+pub const SAVED_STOP_POLICY_UNSET: &str = "unset";
 
 /// `True | False | Unknown`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -40,9 +50,11 @@ pub enum ConditionStatus {
 
 /// The operator's `TopologyReady` condition on the queue.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TopologyReady {
     pub status: ConditionStatus,
     pub reason: String,
+    pub message: String,
 }
 
 impl TopologyReady {
@@ -50,19 +62,49 @@ impl TopologyReady {
         TopologyReady {
             status: ConditionStatus::True,
             reason: TOPOLOGY_READY_REASON.into(),
+            message: READY_MESSAGE.into(),
         }
     }
-    fn refused(r: QueueRefusal) -> Self {
+    fn refused(r: Refused) -> Self {
         TopologyReady {
             status: ConditionStatus::False,
-            reason: r.reason().into(),
+            reason: r.reason.reason().into(),
+            message: r.message,
         }
     }
-    fn awaiting() -> Self {
+    fn migrating() -> Self {
+        TopologyReady {
+            status: ConditionStatus::False,
+            reason: MIGRATING_REASON.into(),
+            message: MIGRATING_MESSAGE.into(),
+        }
+    }
+    /// Unknown/AwaitingQueueStatus, naming the generation waited for and the flavors to drop
+    /// (node_queue.go `fillClusterQueue`; Go's `%v` of a slice is `[a b]`).
+    fn awaiting(generation: u64, dropped: &[String]) -> Self {
         TopologyReady {
             status: ConditionStatus::Unknown,
             reason: AWAITING_QUEUE_STATUS.into(),
+            message: format!(
+                "waiting for Kueue to report flavor usage at generation {generation} before \
+                 dropping flavors [{}]",
+                dropped.join(" ")
+            ),
         }
+    }
+}
+
+/// A refusal and the message the reconciler writes with it on TopologyReady=False
+/// (node_queue.go `nodeQueueValidationError`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Refused {
+    pub reason: QueueRefusal,
+    pub message: String,
+}
+
+impl Refused {
+    fn new(reason: QueueRefusal, message: String) -> Self {
+        Refused { reason, message }
     }
 }
 
@@ -76,7 +118,10 @@ pub struct QueueState {
     pub generation: u64,
     /// A deletionTimestamp is set.
     pub deleting: bool,
-    pub stop_policy: StopPolicy,
+    /// `spec.stopPolicy`; `None` = the field is absent, which Kueue reads as `None`
+    /// (`ptr.Deref(cq.Spec.StopPolicy, kueue.None)`). A migration restores an absent field as
+    /// absent (node_queue_test.go `MigratesFlavorPlanWithoutReplacingQueue`, "restores unset").
+    pub stop_policy: Option<StopPolicy>,
     pub resource_groups: Vec<ResourceGroup>,
     pub admission_checks: Vec<String>,
     /// `topology.gpustack.ai/{tas-queue, empty-plan-hold, migration-phase, migration-stop-policy}`.
@@ -116,11 +161,11 @@ impl MigrationPhase {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Migration {
     pub phase: MigrationPhase,
-    /// The stop policy to restore when the migration completes.
-    pub saved: StopPolicy,
+    /// The stop policy to restore when the migration completes (`None` = restore it absent).
+    pub saved: Option<StopPolicy>,
 }
 
-/// Parses a stop policy name as written in the saved-policy annotation ("" = unset = None).
+/// Parses a stop policy name as the vectors and the InstanceType side write it ("" = None).
 pub fn parse_stop_policy(s: &str) -> Option<StopPolicy> {
     match s {
         "" | "None" => Some(StopPolicy::None),
@@ -130,20 +175,56 @@ pub fn parse_stop_policy(s: &str) -> Option<StopPolicy> {
     }
 }
 
+/// The saved-policy annotation's value for a stop policy: its name, or `unset` for an absent
+/// field (node_queue.go `encodeStopPolicy`).
+pub fn encode_saved_stop_policy(policy: Option<StopPolicy>) -> &'static str {
+    policy.map_or(SAVED_STOP_POLICY_UNSET, StopPolicy::name)
+}
+
+/// Reads the saved-policy annotation: `unset` is an absent field, a policy name is that policy,
+/// anything else (also an empty or missing value) cannot be restored (node_queue.go
+/// `decodeStopPolicy`).
+pub fn decode_saved_stop_policy(value: &str) -> Result<Option<StopPolicy>, Refused> {
+    match value {
+        SAVED_STOP_POLICY_UNSET => Ok(None),
+        "None" => Ok(Some(StopPolicy::None)),
+        "Hold" => Ok(Some(StopPolicy::Hold)),
+        "HoldAndDrain" => Ok(Some(StopPolicy::HoldAndDrain)),
+        other => Err(Refused::new(
+            QueueRefusal::InvalidMigrationState,
+            format!("ClusterQueue has unsupported saved stop policy {other:?}"),
+        )),
+    }
+}
+
 impl QueueState {
     fn annotation(&self, key: &str) -> Option<&str> {
         self.annotations.get(key).map(String::as_str)
     }
 
-    /// The migration marker, if any; a marker that cannot be read is `InvalidMigrationState`.
-    /// chain.md §10.2 (reason list).
+    /// The stop policy Kueue acts on: an absent field reads as `None`.
+    pub fn policy(&self) -> StopPolicy {
+        self.stop_policy.unwrap_or_default()
+    }
+
+    /// The migration marker, if any; a phase or saved policy that cannot be read is
+    /// `InvalidMigrationState` (node_queue.go `migrateClusterQueueResourceGroups`).
     pub fn migration(&self) -> Result<Option<Migration>, QueueRefusal> {
+        self.read_migration().map_err(|r| r.reason)
+    }
+
+    fn read_migration(&self) -> Result<Option<Migration>, Refused> {
         let Some(phase) = self.annotation(labels::MIGRATION_PHASE) else {
             return Ok(None);
         };
-        let phase = MigrationPhase::parse(phase).ok_or(QueueRefusal::InvalidMigrationState)?;
-        let saved = parse_stop_policy(self.annotation(labels::MIGRATION_STOP_POLICY).unwrap_or(""))
-            .ok_or(QueueRefusal::InvalidMigrationState)?;
+        let phase = MigrationPhase::parse(phase).ok_or_else(|| {
+            Refused::new(
+                QueueRefusal::InvalidMigrationState,
+                format!("ClusterQueue has unsupported topology migration phase {phase:?}"),
+            )
+        })?;
+        let saved =
+            decode_saved_stop_policy(self.annotation(labels::MIGRATION_STOP_POLICY).unwrap_or(""))?;
         Ok(Some(Migration { phase, saved }))
     }
 
@@ -221,118 +302,204 @@ pub fn selects(node_labels: &Labels, node: &PoolNode) -> bool {
 }
 
 /// Kueue may not cover one resource in two groups: an existing plan that does is refused.
-/// chain.md §10.2; node_queue_test.go `RejectsDuplicateCoveredResource`.
+/// chain.md §10.2; node_queue.go `duplicateCoveredResource`.
 pub fn duplicate_covered_resource(groups: &[ResourceGroup]) -> bool {
+    first_duplicate_covered(groups).is_some()
+}
+
+fn first_duplicate_covered(groups: &[ResourceGroup]) -> Option<&str> {
     let mut seen = BTreeSet::new();
     groups
         .iter()
         .flat_map(|g| g.covered_resources.iter())
-        .any(|r| !seen.insert(r.as_str()))
+        .find(|r| !seen.insert(r.as_str()))
+        .map(String::as_str)
+}
+
+/// Why one flavor is not bound to an existing profile Topology, if it is not (node_queue.go
+/// `validateTASFlavors`: profile pinned and labelled, `gpustack-<profile>` named, Topology found).
+fn topology_gap(f: &PoolFlavor, world: &QueueWorld) -> Option<String> {
+    let Some(p) = world.placements.get(&f.name) else {
+        return Some(format!(
+            "ResourceFlavor {:?} is not bound to one topology profile",
+            f.name
+        ));
+    };
+    if p.profile.is_empty()
+        || p.node_labels.get(labels::TOPOLOGY_PROFILE) != Some(&p.profile)
+        || p.topology_name.is_empty()
+    {
+        return Some(format!(
+            "ResourceFlavor {:?} is not bound to one topology profile",
+            f.name
+        ));
+    }
+    let expected = topology_name(&p.profile);
+    if p.topology_name != expected {
+        return Some(format!(
+            "ResourceFlavor {:?} references Topology {:?} instead of profile Topology {:?}",
+            f.name, p.topology_name, expected
+        ));
+    }
+    if !world.topologies.contains(&p.topology_name) {
+        return Some(format!(
+            "ResourceFlavor {:?} references missing Topology {:?}",
+            f.name, p.topology_name
+        ));
+    }
+    None
 }
 
 /// Every flavor has a profile, pins it, points at `gpustack-<profile>`, and that Topology exists.
 /// chain.md §10.2.
 pub fn topology_complete(flavors: &[&PoolFlavor], world: &QueueWorld) -> bool {
-    flavors.iter().all(|f| {
-        world.placements.get(&f.name).is_some_and(|p| {
-            !p.profile.is_empty()
-                && p.node_labels.get(labels::TOPOLOGY_PROFILE) == Some(&p.profile)
-                && p.topology_name == topology_name(&p.profile)
-                && world.topologies.contains(&p.topology_name)
-        })
-    })
+    flavors.iter().all(|f| topology_gap(f, world).is_none())
 }
 
-/// Which pool nodes the flavors' selectors pick, counted in one pass over the nodes.
-struct Selection {
-    /// How many of the flavors (those with a placement) select each pool node.
-    per_node: Vec<usize>,
-    /// How many pool nodes each flavor selects; `None` for a flavor without a placement.
-    per_flavor: Vec<Option<u64>>,
+/// The nodes each flavor selects, checked per flavor in list order: a flavor's topology first,
+/// then whether one of its nodes was already selected by an earlier flavor (node_queue.go
+/// `validateTASFlavors`, corrections.md 15). Returns each flavor's selected-node count.
+fn select_nodes(flavors: &[&PoolFlavor], world: &QueueWorld) -> Result<Vec<u64>, Refused> {
+    let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut counts = Vec::with_capacity(flavors.len());
+    for f in flavors {
+        if let Some(message) = topology_gap(f, world) {
+            return Err(Refused::new(QueueRefusal::MissingTopology, message));
+        }
+        let Some(p) = world.placements.get(&f.name) else {
+            // topology_gap refuses a flavor without a placement.
+            return Err(Refused::new(QueueRefusal::MissingTopology, String::new()));
+        };
+        let mut count = 0u64;
+        for n in world.nodes.iter().filter(|n| selects(&p.node_labels, n)) {
+            if let Some(prior) = owner.insert(n.name.as_str(), f.name.as_str()) {
+                return Err(Refused::new(
+                    QueueRefusal::OverlappingSelectors,
+                    format!(
+                        "Node {:?} is selected by ResourceFlavors {:?} and {:?}",
+                        n.name, prior, f.name
+                    ),
+                ));
+            }
+            count += 1;
+        }
+        counts.push(count);
+    }
+    Ok(counts)
 }
 
-impl Selection {
-    /// Matches every flavor's `nodeLabels` against every pool node once.
-    fn of(flavors: &[&PoolFlavor], world: &QueueWorld) -> Self {
-        let placements: Vec<Option<&FlavorPlacement>> = flavors
-            .iter()
-            .map(|f| world.placements.get(&f.name))
-            .collect();
-        let mut per_flavor: Vec<Option<u64>> = placements.iter().map(|p| p.map(|_| 0)).collect();
-        let per_node = world
-            .nodes
-            .iter()
-            .map(|n| {
-                let mut count = 0;
-                for (p, tally) in placements.iter().zip(per_flavor.iter_mut()) {
-                    if let (Some(p), Some(tally)) = (p, tally) {
-                        if selects(&p.node_labels, n) {
-                            count += 1;
-                            *tally += 1;
-                        }
-                    }
-                }
-                count
-            })
-            .collect();
-        Selection {
-            per_node,
-            per_flavor,
+/// Each flavor advertises capacity = (#nodes it selects) × count, and every pool node feeds a
+/// flavor (node_queue.go `validateTASFlavors`; node_queue_test.go `RejectsInvalidTASQueueInputs`
+/// "non-conserved quota", `PoolConservationCountsOnlyContributingNodes`).
+fn check_conservation(
+    flavors: &[&PoolFlavor],
+    counts: &[u64],
+    world: &QueueWorld,
+) -> Result<(), Refused> {
+    for (f, &selected) in flavors.iter().zip(counts) {
+        if f.per_node_count == 0 || selected.saturating_mul(f.per_node_count) != f.capacity {
+            return Err(Refused::new(
+                QueueRefusal::NonConservedQuota,
+                format!(
+                    "ResourceFlavor {:?} advertises capacity {} but {} selected Nodes contribute {} each",
+                    f.name, f.capacity, selected, f.per_node_count
+                ),
+            ));
         }
     }
-
-    /// No node is selected twice.
-    fn disjoint(&self) -> bool {
-        self.per_node.iter().all(|&c| c <= 1)
+    let fed: BTreeSet<&str> = flavors
+        .iter()
+        .filter_map(|f| world.placements.get(&f.name))
+        .flat_map(|p| {
+            world
+                .nodes
+                .iter()
+                .filter(|n| selects(&p.node_labels, n))
+                .map(|n| n.name.as_str())
+        })
+        .collect();
+    if let Some(n) = world.nodes.iter().find(|n| !fed.contains(n.name.as_str())) {
+        return Err(Refused::new(
+            QueueRefusal::NonConservedQuota,
+            format!(
+                "Node {:?} belongs to the queue pool but contributes to no ResourceFlavor",
+                n.name
+            ),
+        ));
     }
+    Ok(())
+}
 
-    /// Every flavor is placed with capacity = selected nodes × count, and every node selected.
-    fn conserves(&self, flavors: &[&PoolFlavor]) -> bool {
-        let each = flavors.iter().zip(&self.per_flavor).all(|(f, selected)| {
-            selected.is_some_and(|n| n.saturating_mul(f.per_node_count) == f.capacity)
-        });
-        each && self.per_node.iter().all(|&c| c >= 1)
-    }
+/// The flavors in the API's list order (by name), the order validation walks them in.
+fn list_order<'a>(live: &[&'a PoolFlavor]) -> Vec<&'a PoolFlavor> {
+    let mut listed = live.to_vec();
+    listed.sort_by(|a, b| a.name.cmp(&b.name));
+    listed
 }
 
 /// No node is selected by two flavors. chain.md §10.2.
 pub fn selectors_disjoint(flavors: &[&PoolFlavor], world: &QueueWorld) -> bool {
-    Selection::of(flavors, world).disjoint()
+    !matches!(
+        select_nodes(flavors, world),
+        Err(Refused {
+            reason: QueueRefusal::OverlappingSelectors,
+            ..
+        })
+    )
 }
 
 /// Each flavor's capacity = (#nodes it selects) × count, and every pool node is selected.
 /// chain.md §10.2; node_queue_test.go `PoolConservationCountsOnlyContributingNodes`.
 pub fn quota_conserved(flavors: &[&PoolFlavor], world: &QueueWorld) -> bool {
-    Selection::of(flavors, world).conserves(flavors)
+    select_nodes(flavors, world).is_ok_and(|c| check_conservation(flavors, &c, world).is_ok())
 }
 
-/// The E3 validation, in the order of corrections.md 3 (InvalidMigrationState last).
+/// The E3 validation with the message the reconciler writes: duplicate covered resource,
+/// unsupported existing quota, the 64-flavor cap, then per flavor its topology and overlap,
+/// then conservation, and a readable migration marker last. corrections.md 3, 15; node_queue.go
+/// `fillClusterQueue`, `validateTASFlavors`.
+pub fn check_queue_plan(
+    state: &QueueState,
+    live: &[&PoolFlavor],
+    world: &QueueWorld,
+) -> Result<(), Refused> {
+    if let Some(r) = first_duplicate_covered(&state.resource_groups) {
+        return Err(Refused::new(
+            QueueRefusal::DuplicateCoveredResource,
+            format!("resource {r:?} is covered by more than one ClusterQueue resource group"),
+        ));
+    }
+    if !state.resource_groups.is_empty() && !state.is_tas_queue() {
+        return Err(Refused::new(
+            QueueRefusal::UnsupportedExistingObject,
+            "existing ClusterQueue has quota that was not created by the topology-aware queue \
+             controller; create fresh managed objects"
+                .into(),
+        ));
+    }
+    if live.len() > MAX_FLAVORS_PER_QUEUE {
+        return Err(Refused::new(
+            QueueRefusal::TooManyFlavors,
+            format!(
+                "covered resource requires {} flavors; Kueue permits at most {}",
+                live.len(),
+                MAX_FLAVORS_PER_QUEUE
+            ),
+        ));
+    }
+    let listed = list_order(live);
+    let counts = select_nodes(&listed, world)?;
+    check_conservation(&listed, &counts, world)?;
+    state.read_migration().map(|_| ())
+}
+
+/// [`check_queue_plan`] without the message.
 pub fn validate_queue_plan(
     state: &QueueState,
     live: &[&PoolFlavor],
     world: &QueueWorld,
 ) -> Result<(), QueueRefusal> {
-    if duplicate_covered_resource(&state.resource_groups) {
-        return Err(QueueRefusal::DuplicateCoveredResource);
-    }
-    if !state.resource_groups.is_empty() && !state.is_tas_queue() {
-        return Err(QueueRefusal::UnsupportedExistingObject);
-    }
-    if live.len() > MAX_FLAVORS_PER_QUEUE {
-        return Err(QueueRefusal::TooManyFlavors);
-    }
-    if !topology_complete(live, world) {
-        return Err(QueueRefusal::MissingTopology);
-    }
-    // One matching pass serves both selector checks.
-    let selection = Selection::of(live, world);
-    if !selection.disjoint() {
-        return Err(QueueRefusal::OverlappingSelectors);
-    }
-    if !selection.conserves(live) {
-        return Err(QueueRefusal::NonConservedQuota);
-    }
-    state.migration().map(|_| ())
+    check_queue_plan(state, live, world).map_err(|r| r.reason)
 }
 
 /// Flavors the current plan references that the new plan does not.
@@ -401,18 +568,30 @@ fn finish(
     }
 }
 
-/// Save the stop policy, hold with HoldAndDrain, mark the migration `draining`. chain.md §10.3(b).
+/// Save the stop policy (`unset` when absent), hold with HoldAndDrain, mark the migration
+/// `draining`. chain.md §10.3(b); node_queue.go `migrateClusterQueueResourceGroups`.
 fn start_migration(next: &mut QueueState) {
     next.annotations.insert(
         labels::MIGRATION_STOP_POLICY.into(),
-        next.stop_policy.name().into(),
+        encode_saved_stop_policy(next.stop_policy).into(),
     );
     next.annotations.insert(
         labels::MIGRATION_PHASE.into(),
         MigrationPhase::Draining.annotation().into(),
     );
-    next.annotations.remove(labels::EMPTY_PLAN_HOLD);
-    next.stop_policy = StopPolicy::HoldAndDrain;
+    next.stop_policy = Some(StopPolicy::HoldAndDrain);
+}
+
+/// Starts a migration: the queue is held and TopologyReady=False/Migrating until the switched
+/// plan is restored. node_queue.go `migrateClusterQueueResourceGroups` (empty phase).
+fn begin_migration(before: &QueueState, mut next: QueueState) -> QueueStep {
+    start_migration(&mut next);
+    finish(
+        before,
+        next,
+        Some(TopologyReady::migrating()),
+        Some(MIGRATION_REQUEUE_SECS),
+    )
 }
 
 /// Write the new plan into the held queue and mark the migration `switched`.
@@ -424,21 +603,22 @@ fn switch_plan(next: &mut QueueState, plan: Vec<ResourceGroup>) {
     );
 }
 
-/// Restore the saved stop policy and drop the migration marker.
-fn complete_migration(next: &mut QueueState, saved: StopPolicy) {
+/// Restore the saved stop policy (absent stays absent) and drop the migration marker.
+fn complete_migration(next: &mut QueueState, saved: Option<StopPolicy>) {
     next.stop_policy = saved;
     next.annotations.remove(labels::MIGRATION_PHASE);
     next.annotations.remove(labels::MIGRATION_STOP_POLICY);
 }
 
-/// A queue with no groups and StopPolicy None admits everything: Hold it, marked as the
-/// NodeQueue's (an admin Hold stays unmarked). chain.md §10.3(d); invariant §14.9.
+/// A queue with no groups and StopPolicy None (or absent) admits everything: Hold it, marked as
+/// the NodeQueue's (an admin Hold stays unmarked). chain.md §10.3(d); invariant §14.9;
+/// node_queue.go `holdEmptyClusterQueue`.
 fn hold_empty_plan(next: &mut QueueState) {
     if next.resource_groups.is_empty()
-        && next.stop_policy == StopPolicy::None
+        && next.policy() == StopPolicy::None
         && !next.has_migration_marker()
     {
-        next.stop_policy = StopPolicy::Hold;
+        next.stop_policy = Some(StopPolicy::Hold);
         next.annotations
             .insert(labels::EMPTY_PLAN_HOLD.into(), "true".into());
     }
@@ -446,11 +626,11 @@ fn hold_empty_plan(next: &mut QueueState) {
 
 /// A refusal keeps the last plan (or holds an empty queue), sets TopologyReady=False, and
 /// requeues after 30 s for MissingTopology / NonConservedQuota or while migrating.
-/// corrections.md 3.
-fn refuse(before: &QueueState, mut next: QueueState, r: QueueRefusal) -> QueueStep {
+/// corrections.md 3; node_queue.go `rejectClusterQueue`.
+fn refuse(before: &QueueState, mut next: QueueState, r: Refused) -> QueueStep {
     hold_empty_plan(&mut next);
     let retry = matches!(
-        r,
+        r.reason,
         QueueRefusal::MissingTopology | QueueRefusal::NonConservedQuota
     ) || next.has_migration_marker();
     finish(
@@ -465,7 +645,9 @@ fn refuse(before: &QueueState, mut next: QueueState, r: QueueRefusal) -> QueueSt
 /// chain.md §10.3(a); node_queue.go Reconcile.
 pub fn drain_on_delete(state: &QueueState) -> QueueStep {
     let mut next = state.clone();
-    next.stop_policy = StopPolicy::HoldAndDrain;
+    if next.policy() != StopPolicy::HoldAndDrain {
+        next.stop_policy = Some(StopPolicy::HoldAndDrain);
+    }
     finish(state, next, None, None)
 }
 
@@ -488,7 +670,8 @@ pub fn reconcile_node_queue(
     }
 }
 
-/// Live flavors exist: validate, then migrate, gate, or update in place. corrections.md 2–3.
+/// Live flavors exist: validate, then migrate, gate, or update in place. corrections.md 2–3;
+/// node_queue.go `fillClusterQueue`.
 fn fill(
     state: &QueueState,
     flavors: &[PoolFlavor],
@@ -497,115 +680,108 @@ fn fill(
     settings: &Settings,
 ) -> QueueStep {
     let mut next = state.clone();
-    if let Err(r) = validate_queue_plan(state, live, world) {
+    if let Err(r) = check_queue_plan(state, live, world) {
         return refuse(state, next, r);
     }
     let plan = match queue_resource_groups(flavors) {
         Ok(plan) => plan,
-        Err(r) => return refuse(state, next, r),
+        Err(r) => {
+            let message = r.to_string();
+            return refuse(state, next, Refused::new(r, message));
+        }
     };
     let acceleratable = live.first().is_some_and(|f| f.acceleratable);
-    let checks = queue_admission_checks(acceleratable, settings);
-    let migration = match state.migration() {
+    let migration = match state.read_migration() {
         Ok(m) => m,
         Err(r) => return refuse(state, next, r),
     };
+    // The TAS marker and the AdmissionCheck references are written before anything else; a
+    // migration step that has to write them does nothing more this time.
+    next.annotations
+        .insert(labels::TAS_QUEUE.into(), "true".into());
+    next.admission_checks = queue_admission_checks(acceleratable, settings);
+    let changed =
+        next.annotations != state.annotations || next.admission_checks != state.admission_checks;
 
     if let Some(m) = migration {
-        next.admission_checks = checks;
-        next.annotations
-            .insert(labels::TAS_QUEUE.into(), "true".into());
-        return continue_migration(state, next, m, plan);
+        return continue_migration(state, next, m, plan, changed);
     }
 
     let dropped = dropped_flavors(&state.resource_groups, &plan);
     if !dropped.is_empty() {
         let gated = settings.queue_status_gate == QueueStatusGate::Present;
         if gated && !status_observed(state) {
+            // The gate writes no spec: the plan, checks and marker wait with it.
             return finish(
                 state,
-                next,
-                Some(TopologyReady::awaiting()),
+                state.clone(),
+                Some(TopologyReady::awaiting(state.generation, &dropped)),
                 Some(STATUS_GATE_REQUEUE_SECS),
             );
         }
         if flavors_may_be_in_use(&state.status, &dropped) {
-            next.admission_checks = checks;
-            next.annotations
-                .insert(labels::TAS_QUEUE.into(), "true".into());
-            start_migration(&mut next);
-            return finish(
-                state,
-                next,
-                Some(TopologyReady::ready()),
-                Some(MIGRATION_REQUEUE_SECS),
-            );
+            return begin_migration(state, next);
         }
     }
 
     // In place: reactivate a queue we drained to empty; lift only the empty-plan marker.
-    if next.stop_policy == StopPolicy::HoldAndDrain && next.resource_groups.is_empty() {
-        next.stop_policy = StopPolicy::None;
+    if next.policy() == StopPolicy::HoldAndDrain && next.resource_groups.is_empty() {
+        next.stop_policy = Some(StopPolicy::None);
     }
     if !plan.is_empty() {
         next.annotations.remove(labels::EMPTY_PLAN_HOLD);
     }
     next.resource_groups = plan;
-    next.admission_checks = checks;
-    next.annotations
-        .insert(labels::TAS_QUEUE.into(), "true".into());
     hold_empty_plan(&mut next);
     finish(state, next, Some(TopologyReady::ready()), None)
 }
 
-/// Drive an in-flight migration one step with live flavors: switch once Kueue reports the stop at
-/// the current generation and nothing is reserved; restore once it observes the switched plan.
-/// chain.md §10.3(b).
+/// Drive an in-flight migration one step towards `plan` (empty when the pool lost every flavor):
+/// keep the queue held, wait until Kueue reports it stopped at the current generation with
+/// nothing reserved, then switch the plan, and once Kueue has observed the switched plan restore
+/// the saved stop policy. An emptied queue stays held with its marker until a flavor returns.
+/// TopologyReady keeps `Migrating` until the end, when it becomes Ready. chain.md §10.3(b);
+/// node_queue.go `migrateClusterQueueResourceGroups`.
 fn continue_migration(
     before: &QueueState,
     mut next: QueueState,
     m: Migration,
     plan: Vec<ResourceGroup>,
+    changed: bool,
 ) -> QueueStep {
-    let stopped = stopped_at_current_generation(before);
-    let ready = Some(TopologyReady::ready());
-    match m.phase {
-        MigrationPhase::Draining => {
-            if stopped && !has_reserved(&before.status) {
-                switch_plan(&mut next, plan);
-            }
-            finish(before, next, ready, Some(MIGRATION_REQUEUE_SECS))
-        }
-        MigrationPhase::Switched if next.resource_groups != plan => {
-            next.resource_groups = plan;
-            finish(before, next, ready, Some(MIGRATION_REQUEUE_SECS))
-        }
-        MigrationPhase::Switched if stopped => {
-            complete_migration(&mut next, m.saved);
-            finish(before, next, ready, None)
-        }
-        MigrationPhase::Switched => finish(before, next, ready, Some(MIGRATION_REQUEUE_SECS)),
+    let mut changed = changed;
+    if next.policy() != StopPolicy::HoldAndDrain {
+        next.stop_policy = Some(StopPolicy::HoldAndDrain);
+        changed = true;
     }
+    if changed {
+        return finish(before, next, None, Some(MIGRATION_REQUEUE_SECS));
+    }
+    if !stopped_at_current_generation(before) || has_reserved(&before.status) {
+        return finish(before, next, None, Some(MIGRATION_REQUEUE_SECS));
+    }
+    if m.phase == MigrationPhase::Draining || next.resource_groups != plan {
+        switch_plan(&mut next, plan);
+        return finish(before, next, None, Some(MIGRATION_REQUEUE_SECS));
+    }
+    if !plan.is_empty() {
+        complete_migration(&mut next, m.saved);
+    }
+    finish(before, next, Some(TopologyReady::ready()), None)
 }
 
-/// No live flavor: hold an empty queue; otherwise migrate to the empty plan (or wait 60 s when
-/// drain-when-no-flavors is off and reservations exist). chain.md §10.3(c)–(d).
+/// No live flavor: continue a migration towards the empty plan, hold an empty queue, wait 60 s
+/// while reservations remain and drain-when-no-flavors is off, else migrate to the empty plan
+/// (held first even when nothing is reserved). chain.md §10.3(c)–(d); node_queue.go
+/// `drainOrEmptyClusterQueue`.
 fn drain_or_empty(state: &QueueState, settings: &Settings) -> QueueStep {
     let mut next = state.clone();
-    let migration = match state.migration() {
+    let migration = match state.read_migration() {
         Ok(m) => m,
         Err(r) => return refuse(state, next, r),
     };
-    if migration.is_some() {
-        if state.resource_groups.is_empty() {
-            // Switched to the empty plan: stays held until a flavor returns.
-            return finish(state, next, None, None);
-        }
-        if stopped_at_current_generation(state) && !has_reserved(&state.status) {
-            switch_plan(&mut next, Vec::new());
-            return finish(state, next, None, None);
-        }
-        return finish(state, next, None, Some(MIGRATION_REQUEUE_SECS));
+    if let Some(m) = migration {
+        return continue_migration(state, next, m, Vec::new(), false);
     }
     if state.resource_groups.is_empty() {
         hold_empty_plan(&mut next);
@@ -614,8 +790,7 @@ fn drain_or_empty(state: &QueueState, settings: &Settings) -> QueueStep {
     if !settings.drain_when_no_flavors && has_reserved(&state.status) {
         return finish(state, next, None, Some(NO_FLAVOR_WAIT_SECS));
     }
-    start_migration(&mut next);
-    finish(state, next, None, Some(MIGRATION_REQUEUE_SECS))
+    begin_migration(state, next)
 }
 
 /// E2 fill: write the plan, reactivate a queue drained to empty; no TAS validation.
@@ -624,12 +799,16 @@ fn fill_e2(state: &QueueState, flavors: &[PoolFlavor], settings: &Settings) -> Q
     let mut next = state.clone();
     let plan = match queue_resource_groups(flavors) {
         Ok(plan) => plan,
-        Err(r) => return finish(state, next, Some(TopologyReady::refused(r)), None),
+        Err(r) => {
+            let message = r.to_string();
+            let refused = Refused::new(r, message);
+            return finish(state, next, Some(TopologyReady::refused(refused)), None);
+        }
     };
     let acceleratable = plan_order(flavors).first().is_some_and(|f| f.acceleratable);
     next.admission_checks = queue_admission_checks(acceleratable, settings);
-    if next.stop_policy == StopPolicy::HoldAndDrain && next.resource_groups.is_empty() {
-        next.stop_policy = StopPolicy::None;
+    if next.policy() == StopPolicy::HoldAndDrain && next.resource_groups.is_empty() {
+        next.stop_policy = Some(StopPolicy::None);
     }
     next.resource_groups = plan;
     finish(state, next, None, None)
@@ -644,7 +823,7 @@ fn drain_or_empty_e2(state: &QueueState, settings: &Settings) -> QueueStep {
     }
     if has_reserved(&state.status) {
         if settings.drain_when_no_flavors {
-            next.stop_policy = StopPolicy::HoldAndDrain;
+            next.stop_policy = Some(StopPolicy::HoldAndDrain);
         }
         return finish(state, next, None, Some(NO_FLAVOR_WAIT_SECS));
     }
@@ -785,7 +964,7 @@ mod tests {
             step.topology_ready.map(|c| c.reason),
             Some("OverlappingSelectors".into())
         );
-        assert_eq!(step.state.stop_policy, StopPolicy::Hold);
+        assert_eq!(step.state.policy(), StopPolicy::Hold);
         assert!(step.state.empty_plan_held());
         assert_eq!(step.requeue_after, None);
     }
@@ -852,7 +1031,7 @@ mod tests {
         };
         let flavors = [live];
         let step = reconcile_node_queue(&q, &flavors, &world_of(&flavors), &settings());
-        assert_eq!(step.state.stop_policy, StopPolicy::None);
+        assert_eq!(step.state.policy(), StopPolicy::None);
         assert_eq!(step.state.resource_groups[0].flavors.len(), 1);
         assert_eq!(phase(&step.state), None);
         assert_eq!(step.requeue_after, None);
@@ -880,7 +1059,7 @@ mod tests {
         assert_eq!(step.state.resource_groups, q.resource_groups);
         assert_eq!(
             step.topology_ready,
-            Some(TopologyReady::awaiting()),
+            Some(TopologyReady::awaiting(7, &["g-4c-old".to_string()])),
             "Unknown/AwaitingQueueStatus"
         );
         assert_eq!(step.requeue_after, Some(STATUS_GATE_REQUEUE_SECS));
@@ -890,7 +1069,7 @@ mod tests {
             ..settings()
         };
         let step = reconcile_node_queue(&q, &flavors, &world_of(&flavors), &older);
-        assert_eq!(step.state.stop_policy, StopPolicy::HoldAndDrain);
+        assert_eq!(step.state.policy(), StopPolicy::HoldAndDrain);
         assert_eq!(phase(&step.state), Some("draining"));
     }
 
@@ -901,7 +1080,7 @@ mod tests {
         let world = world_of(&flavors);
         let s = settings();
         let mut q = tas_queue(vec![cpu_group("g-4c-old", 4)]);
-        q.stop_policy = StopPolicy::Hold;
+        q.stop_policy = Some(StopPolicy::Hold);
         q.status.admitted_workloads = 1;
         q.status.active = Some(ActiveCondition {
             status: true,
@@ -910,7 +1089,7 @@ mod tests {
         });
 
         let s1 = reconcile_node_queue(&q, &flavors, &world, &s);
-        assert_eq!(s1.state.stop_policy, StopPolicy::HoldAndDrain);
+        assert_eq!(s1.state.policy(), StopPolicy::HoldAndDrain);
         assert_eq!(
             s1.state
                 .annotations
@@ -926,17 +1105,17 @@ mod tests {
         cleared.status.admitted_workloads = 0;
         let s3 = reconcile_node_queue(&cleared, &flavors, &world, &s);
         assert_eq!(s3.state.resource_groups[0].flavors[0].flavor, "g-4c-new");
-        assert_eq!(s3.state.stop_policy, StopPolicy::HoldAndDrain);
+        assert_eq!(s3.state.policy(), StopPolicy::HoldAndDrain);
 
         let s3b = reconcile_node_queue(&s3.state, &flavors, &world, &s);
         assert_eq!(
-            s3b.state.stop_policy,
+            s3b.state.policy(),
             StopPolicy::HoldAndDrain,
             "held until Kueue observes the switched plan"
         );
 
         let s4 = reconcile_node_queue(&kueue_reports_stopped(&s3.state), &flavors, &world, &s);
-        assert_eq!(s4.state.stop_policy, StopPolicy::Hold);
+        assert_eq!(s4.state.policy(), StopPolicy::Hold);
         assert_eq!(s4.state.uid, "uid");
         assert_eq!(phase(&s4.state), None);
         assert!(!s4
@@ -952,23 +1131,23 @@ mod tests {
         let q = tas_queue(vec![cpu_group("g-4c", 4)]);
         let none = QueueWorld::default();
         let mut st = reconcile_node_queue(&q, &[], &none, &s);
-        assert_eq!(st.state.stop_policy, StopPolicy::HoldAndDrain);
+        assert_eq!(st.state.policy(), StopPolicy::HoldAndDrain);
         assert!(st.requeue_after.is_some());
         assert_eq!(st.state.resource_groups.len(), 1);
         for _ in 0..3 {
             st = reconcile_node_queue(&kueue_reports_stopped(&st.state), &[], &none, &s);
         }
         assert!(st.state.resource_groups.is_empty());
-        assert_eq!(st.state.stop_policy, StopPolicy::HoldAndDrain);
+        assert_eq!(st.state.policy(), StopPolicy::HoldAndDrain);
         assert_eq!(phase(&st.state), Some("switched"));
 
         let flavors = [cpu_flavor("g-4c", 4, 4)];
         let world = world_of(&flavors);
         let back = reconcile_node_queue(&st.state, &flavors, &world, &s);
         assert_eq!(back.state.resource_groups.len(), 1);
-        assert_eq!(back.state.stop_policy, StopPolicy::HoldAndDrain);
+        assert_eq!(back.state.policy(), StopPolicy::HoldAndDrain);
         let done = reconcile_node_queue(&kueue_reports_stopped(&back.state), &flavors, &world, &s);
-        assert_eq!(done.state.stop_policy, StopPolicy::None);
+        assert_eq!(done.state.policy(), StopPolicy::None);
         assert_eq!(phase(&done.state), None);
     }
 
@@ -985,7 +1164,7 @@ mod tests {
             ..settings()
         };
         let step = reconcile_node_queue(&q, &[], &QueueWorld::default(), &drain);
-        assert_eq!(step.state.stop_policy, StopPolicy::HoldAndDrain);
+        assert_eq!(step.state.policy(), StopPolicy::HoldAndDrain);
         assert_eq!(step.requeue_after, Some(MIGRATION_REQUEUE_SECS));
     }
 
@@ -993,13 +1172,13 @@ mod tests {
     fn empty_queue_is_held_and_admin_hold_unmarked() {
         let q = tas_queue(vec![]);
         let step = reconcile_node_queue(&q, &[], &QueueWorld::default(), &settings());
-        assert_eq!(step.state.stop_policy, StopPolicy::Hold);
+        assert_eq!(step.state.policy(), StopPolicy::Hold);
         assert!(step.state.empty_plan_held());
         let again = reconcile_node_queue(&step.state, &[], &QueueWorld::default(), &settings());
         assert_eq!(again.state, step.state, "a held queue is not written again");
 
         let mut admin = tas_queue(vec![]);
-        admin.stop_policy = StopPolicy::Hold;
+        admin.stop_policy = Some(StopPolicy::Hold);
         let step = reconcile_node_queue(&admin, &[], &QueueWorld::default(), &settings());
         assert!(!step.state.empty_plan_held());
     }
@@ -1009,22 +1188,22 @@ mod tests {
     fn first_plan_lifts_only_the_empty_plan_marker() {
         let flavors = [cpu_flavor("g-4c", 4, 4)];
         let mut q = tas_queue(vec![]);
-        q.stop_policy = StopPolicy::Hold;
+        q.stop_policy = Some(StopPolicy::Hold);
         q.annotations
             .insert(labels::EMPTY_PLAN_HOLD.into(), "true".into());
         let step = reconcile_node_queue(&q, &flavors, &world_of(&flavors), &settings());
         assert_eq!(step.state.resource_groups.len(), 1);
         assert!(!step.state.empty_plan_held());
-        assert_eq!(step.state.stop_policy, StopPolicy::Hold);
+        assert_eq!(step.state.policy(), StopPolicy::Hold);
     }
 
     #[test]
     fn drained_empty_queue_reactivates() {
         let flavors = [cpu_flavor("g-4c", 4, 4)];
         let mut q = tas_queue(vec![]);
-        q.stop_policy = StopPolicy::HoldAndDrain;
+        q.stop_policy = Some(StopPolicy::HoldAndDrain);
         let step = reconcile_node_queue(&q, &flavors, &world_of(&flavors), &settings());
-        assert_eq!(step.state.stop_policy, StopPolicy::None);
+        assert_eq!(step.state.policy(), StopPolicy::None);
     }
 
     #[test]
@@ -1032,7 +1211,7 @@ mod tests {
         let mut q = tas_queue(vec![cpu_group("g-4c", 4)]);
         q.deleting = true;
         let step = reconcile_node_queue(&q, &[], &QueueWorld::default(), &settings());
-        assert_eq!(step.state.stop_policy, StopPolicy::HoldAndDrain);
+        assert_eq!(step.state.policy(), StopPolicy::HoldAndDrain);
         let again = reconcile_node_queue(&step.state, &[], &QueueWorld::default(), &settings());
         assert_eq!(again.state, step.state);
         assert_eq!(again.requeue_after, None);
@@ -1051,6 +1230,93 @@ mod tests {
         assert_eq!(step.requeue_after, Some(REFUSAL_REQUEUE_SECS));
     }
 
+    /// TestNodeQueueReconciler_MigratesFlavorPlanWithoutReplacingQueue "restores unset": an absent
+    /// stop policy is saved as `unset` and restored absent; TopologyReady says Migrating until the
+    /// switched plan is restored (corrections.md 15).
+    #[test]
+    fn migration_restores_an_absent_policy_and_reports_migrating() {
+        let flavors = [cpu_flavor("g-4c-new", 4, 4)];
+        let world = world_of(&flavors);
+        let s = settings();
+        let mut q = tas_queue(vec![cpu_group("g-4c-old", 4)]);
+        q.stop_policy = None;
+        q.status.admitted_workloads = 1;
+        q.status.active = Some(ActiveCondition {
+            status: true,
+            reason: "Ready".into(),
+            observed_generation: 7,
+        });
+        let s1 = reconcile_node_queue(&q, &flavors, &world, &s);
+        assert_eq!(
+            s1.state
+                .annotations
+                .get(labels::MIGRATION_STOP_POLICY)
+                .map(String::as_str),
+            Some(SAVED_STOP_POLICY_UNSET)
+        );
+        assert_eq!(s1.topology_ready, Some(TopologyReady::migrating()));
+        let mut held = kueue_reports_stopped(&s1.state);
+        held.status.admitted_workloads = 0;
+        let s2 = reconcile_node_queue(&held, &flavors, &world, &s);
+        assert_eq!(s2.state.resource_groups[0].flavors[0].flavor, "g-4c-new");
+        assert_eq!(
+            s2.topology_ready, None,
+            "the condition is left as Migrating"
+        );
+        assert_eq!(
+            s2.state.topology_ready.as_ref().map(|c| c.reason.as_str()),
+            Some(MIGRATING_REASON)
+        );
+        let s3 = reconcile_node_queue(&kueue_reports_stopped(&s2.state), &flavors, &world, &s);
+        assert_eq!(s3.state.stop_policy, None, "restored absent, not None");
+        assert_eq!(s3.topology_ready, Some(TopologyReady::ready()));
+        assert!(!s3.state.has_migration_marker());
+    }
+
+    #[test]
+    fn saved_policy_codec() {
+        assert_eq!(encode_saved_stop_policy(None), "unset");
+        assert_eq!(decode_saved_stop_policy("unset"), Ok(None));
+        assert_eq!(decode_saved_stop_policy("Hold"), Ok(Some(StopPolicy::Hold)));
+        let bad = decode_saved_stop_policy("").unwrap_err();
+        assert_eq!(bad.reason, QueueRefusal::InvalidMigrationState);
+    }
+
+    /// A flavor advertising more capacity than its selected nodes contribute is refused with
+    /// NonConservedQuota and never reported Ready (RejectsInvalidTASQueueInputs).
+    #[test]
+    fn non_conserved_quota_names_the_flavor() {
+        let built = [cpu_flavor("g-4c", 4, 4)];
+        let world = world_of(&built);
+        let relabelled = [cpu_flavor("g-4c", 4, 8)];
+        let step = reconcile_node_queue(&tas_queue(vec![]), &relabelled, &world, &settings());
+        let c = step.topology_ready.unwrap();
+        assert_eq!(c.status, ConditionStatus::False);
+        assert_eq!(c.reason, "NonConservedQuota");
+        assert_eq!(
+            c.message,
+            "ResourceFlavor \"g-4c\" advertises capacity 8 but 1 selected Nodes contribute 4 each"
+        );
+        assert!(step.state.resource_groups.is_empty());
+    }
+
+    #[test]
+    fn overlap_message_names_both_flavors() {
+        let flavors = [cpu_flavor("g-4c-a", 4, 4), cpu_flavor("g-4c-b", 4, 4)];
+        let step = reconcile_node_queue(
+            &tas_queue(vec![]),
+            &flavors,
+            &world_of(&flavors),
+            &settings(),
+        );
+        assert_eq!(
+            step.topology_ready.map(|c| c.message),
+            Some(
+                "Node \"g-4c-a-0\" is selected by ResourceFlavors \"g-4c-a\" and \"g-4c-b\"".into()
+            )
+        );
+    }
+
     #[test]
     fn e2_empties_without_migration() {
         let e2 = Settings {
@@ -1060,6 +1326,6 @@ mod tests {
         let q = tas_queue(vec![cpu_group("g-4c", 4)]);
         let step = reconcile_node_queue(&q, &[], &QueueWorld::default(), &e2);
         assert!(step.state.resource_groups.is_empty());
-        assert_eq!(step.state.stop_policy, StopPolicy::None);
+        assert_eq!(step.state.policy(), StopPolicy::None);
     }
 }

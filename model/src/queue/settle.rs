@@ -33,7 +33,7 @@ fn state_of(queue: &ClusterQueue) -> QueueState {
         name: queue.name.clone(),
         uid: queue.name.clone(),
         generation: 1,
-        stop_policy: queue.stop_policy,
+        stop_policy: Some(queue.stop_policy),
         resource_groups: queue.resource_groups.clone(),
         admission_checks: queue.admission_checks.clone(),
         annotations: queue.annotations.clone(),
@@ -44,21 +44,23 @@ fn state_of(queue: &ClusterQueue) -> QueueState {
 /// The InstanceType reconciler's `syncInactive` applied to the queue state (chain.md §10.3).
 fn sync_inactive_on(state: &mut QueueState, inactive: &mut bool) {
     let migrating = state.has_migration_marker();
+    // An `unset` saved policy is an absent field, which Kueue reads as None.
     let saved = state
         .annotations
         .get(labels::MIGRATION_STOP_POLICY)
-        .and_then(|s| super::parse_stop_policy(s))
+        .and_then(|s| super::decode_saved_stop_policy(s).ok())
+        .flatten()
         .unwrap_or(StopPolicy::None);
     let synced = converge_inactive(&InactiveSync {
-        stop_policy: state.stop_policy,
+        stop_policy: state.policy(),
         inactive: *inactive,
         empty_plan_hold: state.empty_plan_held(),
         migrating,
         saved_stop_policy: saved,
         has_resource_groups: !state.resource_groups.is_empty(),
     });
-    if synced.stop_policy != state.stop_policy {
-        state.stop_policy = synced.stop_policy;
+    if synced.stop_policy != state.policy() {
+        state.stop_policy = Some(synced.stop_policy);
         state.generation += 1;
     }
     if synced.empty_plan_hold {
@@ -68,7 +70,8 @@ fn sync_inactive_on(state: &mut QueueState, inactive: &mut bool) {
     } else {
         state.annotations.remove(labels::EMPTY_PLAN_HOLD);
     }
-    if migrating {
+    // Only an edited saved policy is rewritten, so an `unset` one survives an untouched pass.
+    if migrating && synced.saved_stop_policy != saved {
         state.annotations.insert(
             labels::MIGRATION_STOP_POLICY.into(),
             synced.saved_stop_policy.name().into(),
@@ -80,7 +83,7 @@ fn sync_inactive_on(state: &mut QueueState, inactive: &mut bool) {
 /// Kueue observes the current generation: a stopped queue reports `Active=False, Stopped`,
 /// an open one `Active=True`. No workload runs at quiescence, so nothing is reserved.
 fn kueue_observes(state: &mut QueueState) {
-    let stopped = state.stop_policy != StopPolicy::None;
+    let stopped = state.policy() != StopPolicy::None;
     state.status.active = Some(ActiveCondition {
         status: !stopped,
         reason: if stopped { STOPPED_REASON } else { "Ready" }.into(),
@@ -117,7 +120,7 @@ pub fn settle_pool_queue(
     let active = state.status.active.as_ref().is_some_and(|c| c.status);
     Settled {
         queue: ClusterQueue {
-            stop_policy: state.stop_policy,
+            stop_policy: state.policy(),
             resource_groups: state.resource_groups,
             admission_checks: state.admission_checks,
             annotations: state.annotations,
