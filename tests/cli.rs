@@ -633,11 +633,18 @@ mod audit_and_cleanup {
     use live::twin::store::{Selector, Store};
     use serde_json::{json, Value};
 
-    /// The walkthrough reconciled by the twin's reference operator, listed as kubectl would.
+    /// The walkthrough reconciled by the twin's reference operator, listed as kubectl would;
+    /// the joint AdmissionCheck Active, as an installed operator keeps it (the twin has no
+    /// joint controller, and the audit reads the checks).
     fn walkthrough_dump() -> Value {
         let c = model::examples::walkthrough();
         let mut store = Store::default();
         assert_eq!(write_mock(&mut store, &c), Ok(()));
+        let joint = live::twin::admission::joint_check_object(true);
+        assert!(
+            live::twin::read::write_object(&mut store, &kinds::ADMISSION_CHECK, None, &joint)
+                .is_ok()
+        );
         assert!(reconcile(&mut store, &c.settings, None).is_ok());
         // the kinds of the README's kubectl command: the audited ones but Namespaces
         let items: Vec<Value> = AUDITED_KINDS

@@ -8,11 +8,17 @@
 //! private twin store, which the twin's own reader (`twin::read::read_cluster`) turns into the
 //! model's input; the same store, served on loopback for the duration of the audit, is read
 //! back through the client's `observe`, so both sides reuse the existing conversions.
+//!
+//! The AdmissionChecks are read too: a queue references `gpustack-node-devices` and
+//! `gpustack-model-deployment-joint` only while the check is Active (`model::queue::
+//! queue_admission_checks`), so the operator's settings for them come from the listed checks'
+//! `Active` conditions, not from defaults; a check that is not listed is not Active.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use model::derive::Derived;
+use model::labels::{JOINT_CHECK, NODE_DEVICES_CHECK};
 use model::Settings;
 use oracle::{fold, render_findings, DerivationGraph, Difference, Finding};
 use serde_json::{json, Value};
@@ -160,6 +166,63 @@ impl Snapshot {
     fn count(&self, kind: &Kind) -> usize {
         self.items.iter().filter(|(_, k, _)| k == kind).count()
     }
+
+    /// The listed AdmissionCheck `name`'s state: Active when its `status.conditions` hold
+    /// `type=Active, status=True` (Kueue's AdmissionCheck API).
+    pub fn check_state(&self, name: &str) -> CheckState {
+        let listed = self.items.iter().find(|(_, k, o)| {
+            *k == kinds::ADMISSION_CHECK
+                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+        });
+        let Some((_, _, o)) = listed else {
+            return CheckState::Absent;
+        };
+        let active = o
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|c| {
+                c.get("type") == Some(&json!("Active")) && c.get("status") == Some(&json!("True"))
+            });
+        if active {
+            CheckState::Active
+        } else {
+            CheckState::NotActive
+        }
+    }
+
+    /// `settings` with the two checks' activity as this snapshot lists them.
+    pub fn settings_with_checks(&self, settings: &Settings) -> Settings {
+        Settings {
+            node_devices_check_active: self.check_state(NODE_DEVICES_CHECK) == CheckState::Active,
+            joint_check_active: self.check_state(JOINT_CHECK) == CheckState::Active,
+            ..settings.clone()
+        }
+    }
+}
+
+/// The AdmissionChecks an operator-owned queue may reference, in reference order.
+pub const AUDITED_CHECKS: [&str; 2] = [NODE_DEVICES_CHECK, JOINT_CHECK];
+
+/// What a snapshot says of one AdmissionCheck.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckState {
+    Active,
+    /// Listed without an `Active=True` condition.
+    NotActive,
+    /// Not listed: not Active either.
+    Absent,
+}
+
+impl CheckState {
+    fn describe(self) -> &'static str {
+        match self {
+            CheckState::Active => "Active",
+            CheckState::NotActive => "not Active",
+            CheckState::Absent => "absent (not Active)",
+        }
+    }
 }
 
 async fn list_values<K: client::scoped::Scoped>(
@@ -192,6 +255,8 @@ pub struct Audit {
     /// Objects read, by kind, in [`AUDITED_KINDS`] order.
     pub counts: Vec<(&'static str, usize)>,
     pub ignored: usize,
+    /// Each of [`AUDITED_CHECKS`] as listed, which decided the queues' predicted checks.
+    pub checks: Vec<(&'static str, CheckState)>,
     pub differences: Vec<Difference>,
     pub findings: Vec<Finding>,
 }
@@ -228,6 +293,12 @@ impl Audit {
                 ns.join(", ")
             ),
         };
+        let checks: Vec<String> = self
+            .checks
+            .iter()
+            .map(|(name, state)| format!("{name} {}", state.describe()))
+            .collect();
+        let _ = writeln!(out, "admission checks: {}", checks.join(", "));
         out.push_str(&render_findings(&self.findings));
         let _ = writeln!(
             out,
@@ -239,11 +310,13 @@ impl Audit {
     }
 }
 
-/// Audits `snapshot`: predicts with the model under `settings` (the operator's flags) and
-/// compares, folding divergences along the derivation graph.
+/// Audits `snapshot`: predicts with the model under `settings` (the operator's flags; the two
+/// checks' activity read from the snapshot) and compares, folding divergences along the
+/// derivation graph.
 pub async fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, AuditError> {
     let (store, namespaces) = load(snapshot)?;
-    let derived = predict(&store, settings, &snapshot.source)?;
+    let settings = snapshot.settings_with_checks(settings);
+    let derived = predict(&store, &settings, &snapshot.source)?;
     let observed = read_back(store).await?;
     let differences = client::diff(&client::expected(&derived), &observed);
     let findings = fold(&differences, &DerivationGraph::from_derived(&derived));
@@ -255,16 +328,25 @@ pub async fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, Au
             .map(|k| (k.plural, snapshot.count(k)))
             .collect(),
         ignored: snapshot.ignored.len(),
+        checks: AUDITED_CHECKS
+            .iter()
+            .map(|c| (*c, snapshot.check_state(c)))
+            .collect(),
         differences,
         findings,
     })
 }
 
-/// The model cluster a snapshot describes (its Nodes, Devices, Namespaces and InstanceTypes),
-/// validated: what a read-only report about the cluster's shape reads.
+/// The model cluster a snapshot describes (its Nodes, Devices, Namespaces and InstanceTypes;
+/// the checks' activity as listed), validated: what a read-only report about the cluster's
+/// shape reads.
 pub fn cluster_of(snapshot: &Snapshot, settings: &Settings) -> Result<model::Cluster, AuditError> {
     let (store, _) = load(snapshot)?;
-    read_model(&store, settings, &snapshot.source)
+    read_model(
+        &store,
+        &snapshot.settings_with_checks(settings),
+        &snapshot.source,
+    )
 }
 
 /// The model's derivation for the cluster in `store` (from scratch: an audit has no history).

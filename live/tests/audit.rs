@@ -1,13 +1,17 @@
 //! `verify audit --snapshot`: a dump of the twin after its reference operator reconciled the
 //! walkthrough (listed the way the README's kubectl command lists it) audits clean; the same
 //! dump with one ResourceFlavor edited reports exactly that flavor; malformed dumps name the
-//! file and the field.
+//! file and the field. Quantities are compared by value however the dump spells them, and the
+//! queues' AdmissionChecks are predicted from the AdmissionChecks the dump lists.
 
-use live::audit::{audit, AuditError, NamespaceSource, Snapshot, AUDITED_KINDS};
+use live::audit::{audit, AuditError, CheckState, NamespaceSource, Snapshot, AUDITED_KINDS};
+use live::twin::admission::joint_check_object;
 use live::twin::kinds::{self, Kind};
 use live::twin::operator::{reconcile, write_mock};
+use live::twin::read::write_object;
 use live::twin::store::{Selector, Store};
 use model::examples::{walkthrough, WALKTHROUGH_FLAVORS};
+use model::labels::{JOINT_CHECK, NODE_DEVICES_CHECK};
 use model::Settings;
 use oracle::ObjectKind;
 use serde_json::{json, Value};
@@ -21,11 +25,19 @@ fn kubectl_kinds() -> Vec<Kind> {
         .collect()
 }
 
-/// The walkthrough mocked and reconciled by the twin's reference operator.
+/// The walkthrough mocked and reconciled by the twin's reference operator, with the joint
+/// AdmissionCheck Active (the operator's joint controller keeps it; the twin has none).
 fn reconciled() -> Store {
     let c = walkthrough();
     let mut store = Store::default();
     assert_eq!(write_mock(&mut store, &c), Ok(()));
+    let joint = write_object(
+        &mut store,
+        &kinds::ADMISSION_CHECK,
+        None,
+        &joint_check_object(true),
+    );
+    assert!(joint.is_ok(), "{joint:?}");
     let first = reconcile(&mut store, &c.settings, None);
     assert!(first.is_ok(), "{first:?}");
     store
@@ -74,6 +86,16 @@ fn the_reconciled_twin_audits_clean() {
         NamespaceSource::FromLocalQueues(vec!["default".into(), "team-a".into()])
     );
     assert!(report.render().contains("no divergences"));
+    assert_eq!(
+        report.checks,
+        [
+            (NODE_DEVICES_CHECK, CheckState::Active),
+            (JOINT_CHECK, CheckState::Active)
+        ]
+    );
+    assert!(report.render().contains(&format!(
+        "admission checks: {NODE_DEVICES_CHECK} Active, {JOINT_CHECK} Active"
+    )));
 }
 
 #[test]
@@ -179,4 +201,193 @@ fn other_kinds_are_ignored_and_counted() {
     assert_eq!(snapshot.ignored, ["v1/Pod"]);
     let report = run(&snapshot).expect("the audit runs");
     assert_eq!(report.differences, [], "{}", report.render());
+}
+
+/// The dump's items of `kind`, mutably.
+fn items_of<'a>(doc: &'a mut Value, kind: &str) -> Vec<&'a mut Value> {
+    doc["items"]
+        .as_array_mut()
+        .expect("items")
+        .iter_mut()
+        .filter(|o| o["kind"] == kind)
+        .collect()
+}
+
+/// Every `nominalQuota` of a listed ClusterQueue, mutably.
+fn quotas(queue: &mut Value) -> Vec<&mut Value> {
+    let mut out = Vec::new();
+    for group in queue["spec"]["resourceGroups"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        for flavor in group["flavors"].as_array_mut().into_iter().flatten() {
+            for r in flavor["resources"].as_array_mut().into_iter().flatten() {
+                out.push(&mut r["nominalQuota"]);
+            }
+        }
+    }
+    out
+}
+
+fn value_of(q: &Value) -> i128 {
+    let text = q.as_str().expect("a quantity string");
+    model::credits::parse_quantity(text)
+        .expect("a quantity")
+        .value()
+}
+
+#[test]
+fn respelled_quantities_are_no_divergence() {
+    let mut doc = dump(&reconciled(), &kubectl_kinds(), true);
+    let mut suffixed = 0;
+    for q in items_of(&mut doc, "ClusterQueue")
+        .into_iter()
+        .flat_map(quotas)
+    {
+        // `6400k` as `6400000`, a plain `48` as the JSON integer 48
+        let v = value_of(q);
+        suffixed += usize::from(q.as_str() != Some(&v.to_string()));
+        *q = if suffixed % 2 == 0 {
+            json!(v.to_string())
+        } else {
+            json!(v)
+        };
+    }
+    assert!(
+        suffixed > 0,
+        "the walkthrough's quotas use suffixes (1600k)"
+    );
+    let mut views = 0;
+    for it in items_of(&mut doc, "InstanceType") {
+        for view in [
+            "accelerator",
+            "acceleratorShared",
+            "acceleratorSliced",
+            "cpu",
+        ] {
+            for field in ["onceMaxRequest", "remaining", "capacity"] {
+                let q = &mut it["status"][view][field];
+                if q.is_string() {
+                    *q = json!(value_of(q));
+                    views += 1;
+                }
+            }
+        }
+    }
+    assert!(views > 0, "the InstanceTypes publish views");
+    let report = run(&parse(&doc)).expect("the audit runs");
+    assert_eq!(report.differences, [], "{}", report.render());
+}
+
+#[test]
+fn a_changed_quota_is_reported_with_its_field_and_both_values() {
+    let mut doc = dump(&reconciled(), &kubectl_kinds(), true);
+    let mut queues = items_of(&mut doc, "ClusterQueue");
+    let queue = queues
+        .iter_mut()
+        .find(|q| {
+            q["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]
+                .as_str()
+                .is_some_and(|s| s.ends_with('k'))
+        })
+        .expect("a queue with a quota in k");
+    let name = queue["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let flavor = &mut queue["spec"]["resourceGroups"][0]["flavors"][0];
+    let flavor_name = flavor["name"].as_str().unwrap_or_default().to_string();
+    let resource = &mut flavor["resources"][0];
+    let resource_name = resource["name"].as_str().unwrap_or_default().to_string();
+    let before = resource["nominalQuota"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let after = format!("{}k", value_of(&resource["nominalQuota"]) / 1000 + 1);
+    resource["nominalQuota"] = json!(after);
+
+    let report = run(&parse(&doc)).expect("the audit runs");
+    assert_eq!(report.differences.len(), 1, "{}", report.render());
+    let d = &report.differences[0];
+    assert_eq!(
+        (d.kind, d.name.as_str()),
+        (ObjectKind::ClusterQueue, name.as_str())
+    );
+    assert_eq!(
+        d.field,
+        format!(
+            "spec.resourceGroups[0].flavors[name={flavor_name}].resources[name={resource_name}].nominalQuota"
+        )
+    );
+    assert_eq!(d.expected.as_deref(), Some(before.as_str()));
+    assert_eq!(d.observed.as_deref(), Some(after.as_str()));
+    assert!(report
+        .render()
+        .contains(&format!("expected {before}, observed {after}")));
+}
+
+/// The dump without the node-devices check (`absent`) or with it not Active, and with the
+/// check dropped from every queue's `admissionChecksStrategy` when `strip_queues`.
+fn without_node_devices(absent: bool, strip_queues: bool) -> Value {
+    let mut doc = dump(&reconciled(), &kubectl_kinds(), true);
+    if absent {
+        doc["items"].as_array_mut().expect("items").retain(|o| {
+            !(o["kind"] == "AdmissionCheck" && o["metadata"]["name"] == NODE_DEVICES_CHECK)
+        });
+    } else {
+        for check in items_of(&mut doc, "AdmissionCheck") {
+            if check["metadata"]["name"] == NODE_DEVICES_CHECK {
+                check["status"]["conditions"][0]["status"] = json!("False");
+            }
+        }
+    }
+    if strip_queues {
+        for q in items_of(&mut doc, "ClusterQueue") {
+            if let Some(checks) = q
+                .pointer_mut("/spec/admissionChecksStrategy/admissionChecks")
+                .and_then(Value::as_array_mut)
+            {
+                checks.retain(|c| c["name"] != NODE_DEVICES_CHECK);
+            }
+        }
+    }
+    doc
+}
+
+#[test]
+fn a_node_devices_check_not_active_is_predicted_off_the_queues() {
+    for absent in [true, false] {
+        let report = run(&parse(&without_node_devices(absent, true))).expect("the audit runs");
+        assert_eq!(
+            report.differences,
+            [],
+            "absent={absent}: {}",
+            report.render()
+        );
+        let state = if absent {
+            CheckState::Absent
+        } else {
+            CheckState::NotActive
+        };
+        assert_eq!(report.checks[0], (NODE_DEVICES_CHECK, state));
+    }
+}
+
+#[test]
+fn queues_carrying_a_check_that_is_not_active_diverge() {
+    let report = run(&parse(&without_node_devices(true, false))).expect("the audit runs");
+    assert_eq!(report.exit_code(), 1);
+    assert!(!report.differences.is_empty());
+    for d in &report.differences {
+        assert_eq!(d.kind, ObjectKind::ClusterQueue, "{}", report.render());
+        assert!(d.field.contains("admissionChecksStrategy"), "{d}");
+        assert!(
+            d.observed
+                .as_deref()
+                .is_some_and(|o| o.contains(NODE_DEVICES_CHECK)),
+            "{d}"
+        );
+    }
+    assert!(report.render().contains("absent (not Active)"));
 }

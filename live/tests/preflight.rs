@@ -35,11 +35,16 @@ fn temp_dir(tag: &str) -> Dir {
 }
 
 /// The walkthrough reconciled by the reference operator, which also creates the operator's
-/// AdmissionCheck (as the operator's chart and controller do).
+/// AdmissionCheck (as the operator's chart and controller do), with the joint check Active
+/// (its controller is not the twin's; the queues reference it).
 fn operator_store() -> Store {
     let c = walkthrough();
     let mut store = Store::default();
     assert_eq!(write_mock(&mut store, &c), Ok(()));
+    let joint = live::twin::admission::joint_check_object(true);
+    assert!(
+        live::twin::read::write_object(&mut store, &kinds::ADMISSION_CHECK, None, &joint).is_ok()
+    );
     assert!(reconcile(&mut store, &c.settings, None).is_ok());
     assert!(
         store

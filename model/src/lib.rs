@@ -22,6 +22,7 @@ pub mod lifecycle;
 pub mod mutants;
 pub mod nodefeature;
 pub mod objects;
+pub mod phase_message;
 pub mod placement;
 pub mod pod_webhook;
 pub mod pool;

@@ -1,7 +1,10 @@
 //! Structured differences between two derivations: which object (kind + name), which field
 //! (a path into its serialized form), and the two values. Objects are matched by identity
 //! (name; LocalQueue by `namespace/name`), never by position, so list order at the top level
-//! is not a difference; fields are compared by walking both objects' JSON values.
+//! is not a difference; fields are compared by walking both objects' JSON values. A field the
+//! Kubernetes schema types as a quantity or int-or-string ([`value_class`]) is compared by
+//! value (`6400k` = `6400000`, `"72"` = `72`), as the API machinery does; every other field by
+//! its JSON value, so a label value `"72"` stays a string.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -225,17 +228,21 @@ fn diff_maps<T: PartialEq + ?Sized>(
     let names: BTreeSet<&String> = e.keys().chain(o.keys()).collect();
     for name in names {
         let mut push = |field: String, x: Option<&Value>, y: Option<&Value>| {
+            let (expected, observed) = render_pair(x, y);
             out.push(Difference {
                 kind,
                 name: name.clone(),
                 field,
-                expected: x.map(render),
-                observed: y.map(render),
+                expected,
+                observed,
             })
         };
         match (e.get(name), o.get(name)) {
             (Some(x), Some(y)) if x == y => {}
-            (Some(x), Some(y)) => diff_values(String::new(), &json(x), &json(y), &mut push),
+            (Some(x), Some(y)) => {
+                let at = Path::root(kind);
+                diff_values(&at, &json(x), &json(y), &mut push)
+            }
             (x, y) => push(
                 String::new(),
                 x.map(|v| json(v)).as_ref(),
@@ -327,20 +334,69 @@ pub fn render(v: &Value) -> String {
     }
 }
 
+/// Both sides of a difference rendered; when they would read the same (a string `"72"`
+/// against a number `72` in a field compared as JSON), strings keep their quotes so the
+/// report shows what differs.
+fn render_pair(x: Option<&Value>, y: Option<&Value>) -> (Option<String>, Option<String>) {
+    let (a, b) = (x.map(render), y.map(render));
+    if a.is_some() && a == b {
+        return (x.map(Value::to_string), y.map(Value::to_string));
+    }
+    (a, b)
+}
+
 /// Receives one difference: path, expected side, observed side.
 type Push<'a> = dyn FnMut(String, Option<&Value>, Option<&Value>) + 'a;
 
+/// Where the walk is: the displayed path (members by identity or index) and the schema path
+/// (every member as `[]`) that [`value_class`] reads, for one kind of object.
+struct Path {
+    kind: ObjectKind,
+    shown: String,
+    schema: String,
+}
+
+impl Path {
+    fn root(kind: ObjectKind) -> Path {
+        Path {
+            kind,
+            shown: String::new(),
+            schema: String::new(),
+        }
+    }
+
+    fn key(&self, key: &str) -> Path {
+        Path {
+            kind: self.kind,
+            shown: join_key(&self.shown, key),
+            schema: if self.schema.is_empty() {
+                key.to_string()
+            } else {
+                format!("{}.{key}", self.schema)
+            },
+        }
+    }
+
+    fn member(&self, shown: String) -> Path {
+        Path {
+            kind: self.kind,
+            shown: format!("{}[{shown}]", self.shown),
+            schema: format!("{}[]", self.schema),
+        }
+    }
+}
+
 /// Walks two values in step; leaves that differ (or subtrees present on one side only) are
 /// reported at their path.
-fn diff_values(path: String, e: &Value, o: &Value, push: &mut Push<'_>) {
+fn diff_values(path: &Path, e: &Value, o: &Value, push: &mut Push<'_>) {
     match (e, o) {
         (Value::Object(a), Value::Object(b)) => {
             let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
             for k in keys {
-                let p = join_key(&path, k);
+                let p = path.key(k);
                 match (a.get(k), b.get(k)) {
-                    (Some(x), Some(y)) => diff_values(p, x, y, push),
-                    (x, y) => push(p, x, y),
+                    (Some(x), Some(y)) => diff_values(&p, x, y, push),
+                    (x, y) => push(p.shown, x, y),
                 }
             }
         }
@@ -348,32 +404,107 @@ fn diff_values(path: String, e: &Value, o: &Value, push: &mut Push<'_>) {
             (Some((key, ia)), Some((other, ib))) if key == other => {
                 let ids: BTreeSet<&String> = ia.keys().chain(ib.keys()).collect();
                 for id in ids {
-                    let p = format!("{path}[{key}={id}]");
+                    let p = path.member(format!("{key}={id}"));
                     match (ia.get(id), ib.get(id)) {
-                        (Some(x), Some(y)) => diff_values(p, x, y, push),
-                        (x, y) => push(p, x.copied(), y.copied()),
+                        (Some(x), Some(y)) => diff_values(&p, x, y, push),
+                        (x, y) => push(p.shown, x.copied(), y.copied()),
                     }
                 }
                 // Same members in another order is a difference too (order is published).
                 let order_a: Vec<&String> = member_order(a, key);
                 let order_b: Vec<&String> = member_order(b, key);
                 if ia.len() == ib.len() && ia.keys().eq(ib.keys()) && order_a != order_b {
-                    push(format!("{path}[order]"), Some(e), Some(o));
+                    push(format!("{}[order]", path.shown), Some(e), Some(o));
                 }
             }
             _ => {
                 for i in 0..a.len().max(b.len()) {
-                    let p = format!("{path}[{i}]");
+                    let p = path.member(i.to_string());
                     match (a.get(i), b.get(i)) {
-                        (Some(x), Some(y)) => diff_values(p, x, y, push),
-                        (x, y) => push(p, x, y),
+                        (Some(x), Some(y)) => diff_values(&p, x, y, push),
+                        (x, y) => push(p.shown, x, y),
                     }
                 }
             }
         },
         _ if e == o => {}
-        _ => push(path, Some(e), Some(o)),
+        _ if same_value(value_class(path.kind, &path.schema), e, o) => {}
+        _ => push(path.shown.clone(), Some(e), Some(o)),
     }
+}
+
+/// How a leaf field is compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueClass {
+    /// A `resource.Quantity`, or an int-or-string holding one: by value.
+    Quantity,
+    /// Anything else: by its JSON value (a string is never equal to a number).
+    Json,
+}
+
+/// The views of an InstanceType's status, each `{onceMaxRequest, remaining, capacity}`
+/// int-or-string quantities (shared/crds/worker.gpustack.ai_instancetypes.yaml).
+const INSTANCE_TYPE_VIEWS: [&str; 5] = [
+    "accelerator",
+    "acceleratorShared",
+    "acceleratorSliced",
+    "acceleratorPartitioned",
+    "cpu",
+];
+const VIEW_FIELDS: [&str; 3] = ["onceMaxRequest", "remaining", "capacity"];
+
+/// The quantity fields of a ClusterQueue (shared/crds/kueue.x-k8s.io_clusterqueues.yaml):
+/// each flavor's resource quotas, and the usage rows of its status.
+const CLUSTER_QUEUE_QUANTITIES: [&str; 7] = [
+    "spec.resourceGroups[].flavors[].resources[].nominalQuota",
+    "spec.resourceGroups[].flavors[].resources[].borrowingLimit",
+    "spec.resourceGroups[].flavors[].resources[].lendingLimit",
+    "status.flavorsReservation[].resources[].total",
+    "status.flavorsReservation[].resources[].borrowed",
+    "status.flavorsUsage[].resources[].total",
+    "status.flavorsUsage[].resources[].borrowed",
+];
+
+/// Which fields of a published object are quantities, by schema path (members as `[]`). Node
+/// labels, annotations, ResourceFlavor and LocalQueue fields are strings and stay strings.
+pub fn value_class(kind: ObjectKind, schema_path: &str) -> ValueClass {
+    let quantity = match kind {
+        ObjectKind::ClusterQueue => CLUSTER_QUEUE_QUANTITIES.contains(&schema_path),
+        ObjectKind::InstanceType => schema_path
+            .strip_prefix("status.")
+            .and_then(|rest| rest.split_once('.'))
+            .is_some_and(|(view, field)| {
+                INSTANCE_TYPE_VIEWS.contains(&view) && VIEW_FIELDS.contains(&field)
+            }),
+        _ => false,
+    };
+    if quantity {
+        ValueClass::Quantity
+    } else {
+        ValueClass::Json
+    }
+}
+
+/// Whether two leaves of `class` are the same value: quantities when both parse and are
+/// equal (`resource.Quantity.Cmp`, model::credits), whether written as a string or a number.
+pub fn same_value(class: ValueClass, e: &Value, o: &Value) -> bool {
+    match class {
+        ValueClass::Json => e == o,
+        ValueClass::Quantity => match (quantity_of(e), quantity_of(o)) {
+            (Some(a), Some(b)) => a.micro() == b.micro(),
+            _ => e == o,
+        },
+    }
+}
+
+/// A leaf as a quantity: a string in the quantity grammar, or a JSON number.
+fn quantity_of(v: &Value) -> Option<model::credits::Quantity> {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    model::credits::parse_quantity(&text).ok()
 }
 
 /// Keys that identify array members, tried in order.
@@ -512,6 +643,99 @@ mod tests {
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].name, a10g);
         assert_eq!(diff(&d, &o).len(), 3);
+    }
+
+    fn published(name: &str, o: Value) -> BTreeMap<String, Value> {
+        BTreeMap::from([(name.to_string(), o)])
+    }
+
+    fn queue_with_quota(quota: Value) -> Value {
+        serde_json::json!({"spec": {"resourceGroups": [{"flavors": [{"name": "f",
+            "resources": [{"name": "nvidia.com/gpu", "nominalQuota": quota}]}]}]}})
+    }
+
+    #[test]
+    fn quantities_compare_by_value_however_they_are_spelled() {
+        let q = |v: &str| Value::String(v.into());
+        for (a, b) in [
+            (q("6400k"), q("6400000")),
+            (q("1Gi"), q("1073741824")),
+            (q("500m"), q("0.5")),
+            (q("1e3"), q("1000")),
+            (q("72"), serde_json::json!(72)),
+            (q("6400k"), serde_json::json!(6400000)),
+            (serde_json::json!(0.5), q("500m")),
+        ] {
+            assert!(same_value(ValueClass::Quantity, &a, &b), "{a} = {b}");
+            let kind = ObjectKind::ClusterQueue;
+            let got = diff_objects(
+                kind,
+                &published("q", queue_with_quota(a.clone())),
+                &published("q", queue_with_quota(b.clone())),
+            );
+            assert_eq!(got, [], "{a} vs {b}");
+        }
+        for (a, b) in [
+            (q("6400k"), q("6401k")),
+            (q("1Gi"), q("1G")),
+            (q("72"), q("72m")),
+        ] {
+            assert!(!same_value(ValueClass::Quantity, &a, &b), "{a} != {b}");
+        }
+        // not a quantity on one side: compared as JSON
+        assert!(!same_value(ValueClass::Quantity, &q("lots"), &q("72")));
+        assert!(same_value(ValueClass::Quantity, &q("lots"), &q("lots")));
+    }
+
+    #[test]
+    fn a_real_quantity_difference_names_the_field_and_both_values() {
+        let kind = ObjectKind::ClusterQueue;
+        let got = diff_objects(
+            kind,
+            &published("q", queue_with_quota(serde_json::json!("6400k"))),
+            &published("q", queue_with_quota(serde_json::json!("6401k"))),
+        );
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(
+            got[0].field,
+            "spec.resourceGroups[0].flavors[name=f].resources[name=nvidia.com/gpu].nominalQuota"
+        );
+        assert_eq!(got[0].expected.as_deref(), Some("6400k"));
+        assert_eq!(got[0].observed.as_deref(), Some("6401k"));
+    }
+
+    #[test]
+    fn instance_type_views_are_quantities_and_labels_stay_strings() {
+        let kind = ObjectKind::InstanceType;
+        let it = |v: Value, label: Value| {
+            serde_json::json!({"labels": {"n": label}, "status": {"cpu": {"capacity": v},
+                "detail": {"memory": "72"}}})
+        };
+        let same = diff_objects(
+            kind,
+            &published("t", it(serde_json::json!("72"), serde_json::json!("72"))),
+            &published("t", it(serde_json::json!(72), serde_json::json!("72"))),
+        );
+        assert_eq!(same, []);
+        let label = diff_objects(
+            kind,
+            &published("t", it(serde_json::json!("72"), serde_json::json!("72"))),
+            &published("t", it(serde_json::json!("72"), serde_json::json!(72))),
+        );
+        assert_eq!(label.len(), 1, "{label:?}");
+        assert_eq!(label[0].field, "labels.n");
+        // the string keeps its quotes so the two sides do not read alike
+        assert_eq!(label[0].expected.as_deref(), Some("\"72\""));
+        assert_eq!(label[0].observed.as_deref(), Some("72"));
+        assert_eq!(value_class(kind, "status.detail.memory"), ValueClass::Json);
+        assert_eq!(
+            value_class(kind, "status.acceleratorPartitioned.onceMaxRequest"),
+            ValueClass::Quantity
+        );
+        assert_eq!(
+            value_class(ObjectKind::NodeLabels, "labels.cpu"),
+            ValueClass::Json
+        );
     }
 
     #[test]

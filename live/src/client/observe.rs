@@ -3,7 +3,9 @@
 //! part the operator writes (labels minus the run label, annotations, spec, and an
 //! InstanceType's status). The expected side is the model's derivation rendered by the twin's
 //! own renderer (`twin::render`), reduced through the same typed round trip, so both sides
-//! differ only where the objects do; `oracle::diff_objects` reports field by field.
+//! differ only where the objects do; `oracle::diff_objects` reports field by field, comparing
+//! quantity and int-or-string fields by value (`6400k` = `6400000`, `"72"` = `72`), so a
+//! cluster that spells a quota or a view differently is not a difference.
 
 use std::collections::BTreeMap;
 
@@ -147,5 +149,56 @@ impl Client {
             out.insert(kind, serde_json::to_value(&object).unwrap_or(Value::Null));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `nominalQuota` of the observed ClusterQueues, mutably.
+    fn quotas(observed: &mut Observed) -> Vec<&mut Value> {
+        let queues = observed
+            .objects
+            .entry(ObjectKind::ClusterQueue)
+            .or_default();
+        let mut out = Vec::new();
+        for q in queues.values_mut() {
+            let groups = q["spec"]["resourceGroups"].as_array_mut();
+            for g in groups.into_iter().flatten() {
+                for f in g["flavors"].as_array_mut().into_iter().flatten() {
+                    for r in f["resources"].as_array_mut().into_iter().flatten() {
+                        out.push(&mut r["nominalQuota"]);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn observed_quantities_compare_by_value() {
+        let derived = model::derive::derive(&model::examples::walkthrough());
+        let want = expected(&derived);
+        let mut respelled = want.clone();
+        let mut n = 0;
+        for q in quotas(&mut respelled) {
+            let v = q
+                .as_str()
+                .and_then(|s| model::credits::parse_quantity(s).ok())
+                .map(|q| q.value())
+                .expect("a rendered quota");
+            *q = json!(v);
+            n += 1;
+        }
+        assert!(n > 0);
+        assert_eq!(diff(&want, &respelled), []);
+        let mut changed = respelled.clone();
+        if let Some(q) = quotas(&mut changed).into_iter().next() {
+            *q = json!(q.as_i64().unwrap_or_default() + 1000);
+        }
+        let got = diff(&want, &changed);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got[0].field.ends_with("nominalQuota"), "{got:?}");
     }
 }

@@ -357,7 +357,8 @@ impl Client {
     }
 }
 
-/// `(verb, kind, subresource)` a run needs: a read-only run lists; a mutating run also
+/// `(verb, kind, subresource)` a run needs: a read-only run lists (every audited kind, the
+/// AdmissionChecks among them: the audit reads their `Active` conditions); a mutating run also
 /// creates, patches and deletes what it mocks (Nodes, Namespaces, NodeFeatures, Devices with
 /// their `/status`, InstanceTypes, charging Pods — which teardown also lists) and the
 /// Workloads whose gate-3 verdicts it reads back.
@@ -397,4 +398,23 @@ pub fn block_on<F: std::future::Future>(f: F) -> std::io::Result<F::Output> {
         .enable_all()
         .build()?
         .block_on(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_only_run_only_lists_and_lists_the_admission_checks() {
+        let verbs = needed_verbs(Access::ReadOnly);
+        assert!(
+            verbs.iter().all(|(v, _, s)| *v == "list" && s.is_none()),
+            "{verbs:?}"
+        );
+        assert!(verbs.iter().any(|(_, k, _)| *k == kinds::ADMISSION_CHECK));
+        let mutating = needed_verbs(Access::Mutating);
+        assert!(!mutating
+            .iter()
+            .any(|(v, k, _)| *k == kinds::ADMISSION_CHECK && *v != "list"));
+    }
 }

@@ -36,6 +36,31 @@ pub fn admission_check_object() -> Value {
     })
 }
 
+/// Controller of the `gpustack-model-deployment-joint` check (research/corrections.md 9).
+pub const JOINT_CONTROLLER_NAME: &str = "worker.gpustack.ai/model-deployment-joint";
+
+/// The joint AdmissionCheck as the operator's joint-admission controller keeps it, `Active`
+/// or not. The twin runs no joint controller: a cluster that needs the check (an audit's dump,
+/// as every real installation has it) gets this object written in.
+pub fn joint_check_object(active: bool) -> Value {
+    let (status, reason) = if active {
+        ("True", "Active")
+    } else {
+        ("False", "Inactive")
+    };
+    json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": model::labels::JOINT_CHECK},
+        "spec": {"controllerName": JOINT_CONTROLLER_NAME},
+        "status": {"conditions": [{
+            "type": "Active", "status": status, "reason": reason,
+            "message": format!("the joint admission check is {}", reason.to_lowercase()),
+            "lastTransitionTime": "2025-01-01T00:00:00Z",
+        }]},
+    })
+}
+
 /// The model's view of the object's `status.conditions`.
 fn conditions_of(o: &Value) -> Vec<Condition> {
     o.pointer("/status/conditions")

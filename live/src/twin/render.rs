@@ -8,7 +8,7 @@ use model::detail::{ACCELERATOR_CPU_FIELDS, CPU_CACHE_FIELDS, CPU_FIELDS};
 use model::labels::Labels;
 use model::objects::{
     ClusterQueue, Detail, InstanceType, LocalQueue, PartitionView, Phase, ResourceFlavor,
-    ResourceView,
+    ResourceView, StopPolicy,
 };
 use serde_json::{json, Map, Value};
 
@@ -31,12 +31,13 @@ pub fn render(derived: &Derived) -> Vec<Rendered> {
             .iter()
             .map(|rf| (kinds::RESOURCE_FLAVOR, None, resource_flavor(rf))),
     );
-    out.extend(
-        derived
-            .instance_types
-            .iter()
-            .map(|it| (kinds::INSTANCE_TYPE, None, instance_type(it))),
-    );
+    out.extend(derived.instance_types.iter().map(|it| {
+        (
+            kinds::INSTANCE_TYPE,
+            None,
+            instance_type(it, queue_stop_policy(derived, it)),
+        )
+    }));
     out.extend(
         derived
             .cluster_queues
@@ -175,11 +176,18 @@ fn cpu_fields(cpu: &Labels, acceleratable: bool) -> Map<String, Value> {
     out
 }
 
+/// The StopPolicy of the pool's ClusterQueue (the InstanceType's name), when derived.
+fn queue_stop_policy(derived: &Derived, it: &InstanceType) -> Option<StopPolicy> {
+    let queue = derived.cluster_queues.iter().find(|q| q.name == it.name);
+    queue.map(|q| q.stop_policy)
+}
+
 /// An InstanceType: spec as authored, status as computed (instance_type.go @01712e2;
-/// chain.md §9). Views are quantities.
-pub fn instance_type(it: &InstanceType) -> Value {
+/// chain.md §9). Views are quantities. `phaseMessage` is the model's
+/// `phase_message::settled_phase_message` for the pool queue's StopPolicy (none without a queue).
+pub fn instance_type(it: &InstanceType, stop_policy: Option<StopPolicy>) -> Value {
     let s = &it.status;
-    json!({
+    let mut o = json!({
         "apiVersion": kinds::INSTANCE_TYPE.api_version(), "kind": "InstanceType",
         "metadata": meta(&it.name, &it.labels, &Labels::new()),
         "spec": it.spec,
@@ -193,7 +201,12 @@ pub fn instance_type(it: &InstanceType) -> Value {
             "acceleratorPartitioned": partition_view(&s.views.partitioned),
             "cpu": view(&s.cpu),
         },
-    })
+    });
+    let message = stop_policy.map(model::phase_message::settled_phase_message);
+    if let Some(m) = message.filter(|m| !m.is_empty()) {
+        o["status"]["phaseMessage"] = json!(m);
+    }
+    o
 }
 
 /// A ClusterQueue (chain.md §10.1–10.2): isolated (no cohortName), the model's namespace
@@ -351,5 +364,44 @@ mod tests {
         assert_eq!(cpu["cache"], json!({"l2": "1MiB"}));
         // the identity stays the pool's own on a CPU pool
         assert_eq!(cpu["manufacturer"], json!(""));
+    }
+    #[test]
+    fn an_instance_type_carries_the_phase_message_of_its_queue() {
+        // the first pool's type, made inactive by an administrator: its queue is held
+        let mut c = model::examples::walkthrough();
+        let first = model::derive::derive(&c).instance_types.remove(0);
+        c.instance_types.push(model::cluster::ExistingInstanceType {
+            name: first.name.clone(),
+            spec: model::objects::InstanceTypeSpec {
+                inactive: true,
+                ..first.spec
+            },
+            derived_from_node: true,
+        });
+        let d = model::derive::derive(&c);
+        let it = |name: &str| {
+            render(&d)
+                .into_iter()
+                .find(|(k, _, o)| *k == kinds::INSTANCE_TYPE && o["metadata"]["name"] == name)
+                .map(|(_, _, o)| o)
+        };
+        for q in &d.cluster_queues {
+            let Some(o) = it(&q.name) else { continue };
+            let want = match q.stop_policy {
+                StopPolicy::None => "Can admit new workloads.",
+                StopPolicy::Hold => "cluster queue is held",
+                StopPolicy::HoldAndDrain => "cluster queue is held and drained",
+            };
+            assert_eq!(o["status"]["phaseMessage"], json!(want), "{}", q.name);
+        }
+        let held = d
+            .cluster_queues
+            .iter()
+            .filter(|q| q.stop_policy == StopPolicy::Hold);
+        assert!(held.count() >= 1, "an inactive type holds its queue");
+        let lone = InstanceType::default();
+        assert!(instance_type(&lone, None)["status"]
+            .get("phaseMessage")
+            .is_none());
     }
 }
