@@ -2,8 +2,11 @@
 //! `reports::Coverage` (the table, the plot and `--min-coverage` floors).
 //!
 //! Classes: `vendors` (card manufacturers), `modes` (ledger modes of cards), `families` (card
-//! families by capability), `nodes` (initial node count), `events` (event kinds) and
-//! `properties` (the properties that had something to check, below).
+//! families by capability), `partitions` (manufacturers with a partitioned card, initial or
+//! joining: `hygon` is a node in Hygon's node-wide MIG mode), `partition-requests`
+//! (manufacturers whose per-profile partition key a submission names), `nodes` (initial node
+//! count), `events` (event kinds) and `properties` (the properties that had something to
+//! check, below).
 
 use model::scenario::Scenario;
 use reports::counterexample::{event_kind, node_shape};
@@ -38,6 +41,55 @@ fn exercised(s: &Scenario, cards: usize) -> Vec<&'static str> {
     .collect()
 }
 
+/// Manufacturers with a partitioned card on `node`.
+fn partitioned_vendors(node: &model::cluster::Node) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for g in node.devices.iter().flat_map(|d| &d.groups) {
+        if g.cards.iter().any(|c| c.is_partitioned()) && !out.contains(&g.manufacturer) {
+            out.push(g.manufacturer.clone());
+        }
+    }
+    out
+}
+
+/// The `partitions` and `partition-requests` values of a scenario: partitioned cards on the
+/// initial and joining nodes, and the manufacturer of every per-profile key submitted
+/// (`<base>.partitioned.<kind>-<profile>`, which only a vendor with a partition kind has).
+fn partition_shapes(s: &Scenario) -> Shown {
+    use model::events::Event;
+    use model::resources::{classify, Key};
+    let joining = s.events.iter().filter_map(|e| match e {
+        Event::NodeJoin { node } => Some(node),
+        _ => None,
+    });
+    let mut out: Shown = s
+        .cluster
+        .nodes
+        .iter()
+        .chain(joining)
+        .flat_map(partitioned_vendors)
+        .map(|m| ("partitions", m))
+        .collect();
+    for e in &s.events {
+        let Event::Submit { workload } = e else {
+            continue;
+        };
+        let keys = workload
+            .pod_sets
+            .iter()
+            .flat_map(|ps| &ps.containers)
+            .flat_map(|c| c.requests.keys());
+        for key in keys {
+            if let Some(r) = classify(key) {
+                if matches!(r.key, Key::PartitionedProfile(_)) {
+                    out.push(("partition-requests", r.manufacturer));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Every (class, value) a generated scenario shows; `mutant` names the property a mutant
 /// run checks (`mutant-<name>`), which every scenario exercises.
 pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
@@ -50,6 +102,7 @@ pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
         out.extend(shape.modes.into_iter().map(|v| ("modes", v)));
         out.extend(shape.families.into_iter().map(|v| ("families", v)));
     }
+    out.extend(partition_shapes(s));
     out.push(("nodes", s.cluster.nodes.len().to_string()));
     out.extend(
         s.events
@@ -70,6 +123,78 @@ pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partitioned_hygon_node_and_a_hygon_partition_request_are_shown() {
+        use model::devices::{Card, DeviceGroup, Devices};
+        use model::ledger::catalogs::hygon_bw;
+        let card = |i: u32, cap| Card {
+            id: format!("hygon-bw-{i}"),
+            index: i,
+            capability: Some(cap),
+            ledger: None,
+        };
+        let node = |name: &str, cap: model::devices::Capability| model::cluster::Node {
+            name: name.into(),
+            devices: Some(Devices {
+                groups: vec![DeviceGroup {
+                    manufacturer: "hygon".into(),
+                    id: "bw".into(),
+                    cards: vec![card(0, cap.clone()), card(1, cap)],
+                    ..DeviceGroup::default()
+                }],
+            }),
+            ..model::cluster::Node::default()
+        };
+        let request = |key: &str| model::workload::Workload {
+            name: "wl".into(),
+            pod_sets: vec![model::workload::PodSet {
+                containers: vec![model::workload::Container {
+                    name: "main".into(),
+                    requests: [
+                        ("hygon.com/dcu.partitioned".to_string(), "1".to_string()),
+                        (key.to_string(), "1".to_string()),
+                    ]
+                    .into_iter()
+                    .collect(),
+                    ..model::workload::Container::default()
+                }],
+                ..model::workload::PodSet::default()
+            }],
+            ..model::workload::Workload::default()
+        };
+        let s = Scenario {
+            cluster: model::cluster::Cluster {
+                nodes: vec![node("plain", model::devices::Capability::default())],
+                ..model::cluster::Cluster::default()
+            },
+            events: vec![
+                model::events::Event::NodeJoin {
+                    node: node("mig", hygon_bw()),
+                },
+                model::events::Event::Submit {
+                    workload: request("hygon.com/dcu.partitioned.mig-2g.15gb"),
+                },
+            ],
+            ..Scenario::default()
+        };
+        let values = shown(&s, None);
+        let has = |class: &str, value: &str| values.iter().any(|(c, v)| *c == class && v == value);
+        assert!(has("partitions", "hygon"), "{values:?}");
+        assert!(has("partition-requests", "hygon"), "{values:?}");
+        // An unpartitioned Hygon node and a key no vendor partitions under show neither.
+        let plain = Scenario {
+            events: vec![model::events::Event::Submit {
+                workload: request("amd.com/gpu.partitioned.mig-2g.15gb"),
+            }],
+            ..s.clone()
+        };
+        let values = shown(&plain, None);
+        assert!(
+            !values.iter().any(|(c, _)| c.starts_with("partition")),
+            "{values:?}"
+        );
+    }
 
     #[test]
     fn the_walkthrough_shows_its_vendors_node_count_and_properties() {

@@ -2,7 +2,7 @@
 //! products of the nine manufacturers, a capability family per card, and a ledger reached from
 //! `ledger::seed` by real `ledger::charge`s, so every row is one the device manager could write.
 
-use model::devices::{Capability, Card, DeviceGroup, Devices};
+use model::devices::{partition_scope, Capability, Card, DeviceGroup, Devices, PartitionScope};
 use model::ledger::{catalogs, charge, seed, CardLedger, Charge, Instance};
 use model::nodefeature::group_id;
 use model::units::UNITS_PER_PERCENT;
@@ -87,7 +87,9 @@ pub const PRODUCTS: [Product; 17] = [
     product("ascend", "Ascend 910B2", 65536, 24, None),
     product("cambricon", "MLU370-X8", 24576, 0, None),
     product("hygon", "K100_AI", 65520, 120, None),
-    // Product spelling of the C-3000 "BW" is a generator choice; its catalog is sourced.
+    // Product spelling of the C-3000 "BW" (gfx936, 4 slices, 80 CU, 65,520 MiB) is a generator
+    // choice; its catalog is sourced (hygon-mig.md profile table; specs/2026-08-30 F2). The
+    // K100_AI has no sourced partition catalog, so it stays whole/logical only.
     product("hygon", "BW", 65520, 80, Some(Catalog::HygonBw)),
     product("iluvatar", "BI-V150", 32768, 0, None),
     product("metax", "MXC500", 65536, 0, None),
@@ -269,16 +271,16 @@ fn arb_card(p: Product, families: Vec<CardFamily>) -> BoxedStrategy<(Capability,
         .boxed()
 }
 
-/// One device group of 1..=`max_cards` cards of one product. Hygon's MIG mode is node-wide, so
-/// all cards of a Hygon group share one family (devices.md "Generator rules" 9); other vendors
-/// choose per card.
+/// One device group of 1..=`max_cards` cards of one product. Hygon's MIG mode is node-wide
+/// (`model::devices::partition_scope`), so all cards of a Hygon group share one family
+/// (devices.md "Generator rules" 9; hygon-mig.md "Limitations"); other vendors choose per card.
 pub fn arb_group(max_cards: u32, mock: MockKey) -> BoxedStrategy<DeviceGroup> {
     let max_cards = max_cards.max(1);
     (prop::sample::select(&PRODUCTS[..]), 1..=max_cards)
         .prop_flat_map(move |(p, n)| {
             let families = families_of(&p);
             let cards = prop::sample::select(families.clone()).prop_flat_map(move |group_family| {
-                let per_card = if p.manufacturer == "hygon" {
+                let per_card = if partition_scope(p.manufacturer) == PartitionScope::NodeWide {
                     vec![group_family]
                 } else {
                     families.clone()
@@ -316,14 +318,15 @@ pub fn arb_group(max_cards: u32, mock: MockKey) -> BoxedStrategy<DeviceGroup> {
         .boxed()
 }
 
-/// Keeps the first group of each accelerator key and at most one Hygon group (Hygon's mode is
-/// node-wide, so one node carries one Hygon family), preserving order.
+/// Keeps the first group of each accelerator key and at most one group of a node-wide vendor
+/// (Hygon: one node carries one Hygon family), preserving order.
 fn distinct_groups(groups: Vec<DeviceGroup>) -> Vec<DeviceGroup> {
     let mut out: Vec<DeviceGroup> = Vec::with_capacity(groups.len());
     for g in groups {
         let clash = out.iter().any(|o| {
             o.accelerator_key() == g.accelerator_key()
-                || (o.manufacturer == "hygon" && g.manufacturer == "hygon")
+                || (o.manufacturer == g.manufacturer
+                    && partition_scope(&g.manufacturer) == PartitionScope::NodeWide)
         });
         if !clash {
             out.push(g);
@@ -367,6 +370,64 @@ mod tests {
             .map(|p| (p.name.as_str(), p.count))
             .collect();
         assert_eq!(counts, [("2g.15gb", 4), ("4g.31gb", 2), ("8g.63gb", 1)]);
+    }
+
+    #[test]
+    fn hygon_partitioned_nodes_are_generated_whole_and_valid() {
+        use model::devices::mixed_node_wide_mode;
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::TestRunner;
+        let mut runner = TestRunner::deterministic();
+        let strategy = arb_devices();
+        let (mut partitioned_nodes, mut plain_nodes) = (0, 0);
+        for i in 0..600 {
+            let devices = strategy.new_tree(&mut runner).unwrap().current();
+            assert_eq!(mixed_node_wide_mode(&devices), None, "{devices:?}");
+            let hygon: Vec<&DeviceGroup> = devices
+                .groups
+                .iter()
+                .filter(|g| g.manufacturer == "hygon")
+                .collect();
+            assert!(hygon.len() <= 1, "one Hygon family per node: {hygon:?}");
+            let Some(g) = hygon.first() else { continue };
+            if g.cards.iter().all(Card::is_partitioned) {
+                partitioned_nodes += 1;
+                // Every card carries the BW catalog and a ledger the device manager could reach.
+                for c in &g.cards {
+                    assert_eq!(c.capability.as_ref(), Some(&hygon_bw()));
+                    let row = c.ledger.as_ref().unwrap();
+                    assert!(
+                        matches!(row.mode, Mode::None | Mode::Partitioned),
+                        "{row:?}"
+                    );
+                }
+                let keys = model::placement::node_allocatable(&devices);
+                assert_eq!(keys.get("hygon.com/dcu").copied(), Some(0));
+                assert_eq!(keys.get("hygon.com/dcu.sliced").copied(), Some(0));
+                assert!(keys.contains_key("hygon.com/dcu.partitioned.mig-2g.15gb"));
+                // The whole cluster of this one node passes the model's input validation.
+                let node = crate::nodes::name_node(
+                    model::cluster::Node {
+                        devices: Some(devices.clone()),
+                        ..model::cluster::Node::default()
+                    },
+                    &format!("node-{i}"),
+                );
+                let cluster = model::cluster::Cluster {
+                    nodes: vec![node],
+                    ..model::cluster::Cluster::default()
+                };
+                model::derive::validate(&cluster).unwrap();
+            } else {
+                assert!(g.cards.iter().all(|c| !c.is_partitioned()), "{g:?}");
+                plain_nodes += 1;
+            }
+        }
+        assert!(
+            partitioned_nodes > 0,
+            "no partitioned Hygon node in 600 draws"
+        );
+        assert!(plain_nodes > 0, "no unpartitioned Hygon node in 600 draws");
     }
 
     #[test]

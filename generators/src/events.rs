@@ -7,7 +7,7 @@
 //! dropped. Shrinking removes seeds, so sequences shrink toward fewer events.
 
 use model::cluster::{Cluster, Node};
-use model::devices::Capability;
+use model::devices::{partition_scope, Capability, PartitionScope};
 use model::events::Event;
 use model::scenario::Scenario;
 use model::workload::Workload;
@@ -64,7 +64,7 @@ fn flippable_cards(node: &Node) -> Vec<Flippable> {
     devices
         .groups
         .iter()
-        .filter(|g| g.manufacturer != "hygon")
+        .filter(|g| partition_scope(&g.manufacturer) == PartitionScope::PerCard)
         .filter_map(|g| Some((g, product_of(g)?.catalog?)))
         .flat_map(|(g, catalog)| {
             g.cards.iter().map(move |c| Flippable {

@@ -67,8 +67,10 @@ pub fn pools_of(cluster: &Cluster) -> Vec<Pool> {
         .collect()
 }
 
-/// The per-profile request key of a vendor-spelled profile; for a manufacturer the model
-/// gives no partition kind (Hygon) the docs' `<base>.partitioned.mig-<profile>` spelling.
+/// The per-profile request key of a vendor-spelled profile (NVIDIA, T-Head and Hygon all have
+/// the kind `mig`); for a manufacturer without a kind (or a profile that forms no qualified
+/// name) the `<base>.partitioned.mig-<profile>` spelling, which classifies as no accelerator
+/// resource: such a request is one the webhook refuses.
 fn profile_key(manufacturer: &str, base: &str, profile: &str) -> String {
     profile_resource_name(manufacturer, profile)
         .unwrap_or_else(|| format!("{base}.partitioned.mig-{profile}"))
@@ -134,7 +136,14 @@ fn valid_request(
 
 /// A request that breaks one rule at gate 1 (admission.md §4.2): 0 % or 101 % memory, both
 /// memory keys, partition and slice together, an unknown profile, a malformed quantity.
-fn invalid_request(family: Family, manufacturer: &str, base: &str) -> BoxedStrategy<ResourceList> {
+/// For the partition family also two instances in one container (rule 3: one partition per
+/// container, the hardware limit on Hygon, hygon-mig.md "Limitations").
+fn invalid_request(
+    family: Family,
+    manufacturer: &str,
+    base: &str,
+    profiles: &[String],
+) -> BoxedStrategy<ResourceList> {
     let b = base.to_string();
     let sliced = |pct: &str| {
         vec![
@@ -149,6 +158,17 @@ fn invalid_request(family: Family, manufacturer: &str, base: &str) -> BoxedStrat
     let unknown = vec![
         (format!("{b}.partitioned"), "1".to_string()),
         (profile_key(manufacturer, &b, "9g.99gb"), "1".to_string()),
+    ];
+    let two_instances = vec![
+        (format!("{b}.partitioned"), "2".to_string()),
+        (
+            profile_key(
+                manufacturer,
+                &b,
+                profiles.first().map_or("9g.99gb", String::as_str),
+            ),
+            "1".to_string(),
+        ),
     ];
     let malformed_key = match family {
         Family::Shared => format!("{b}.shared"),
@@ -169,7 +189,7 @@ fn invalid_request(family: Family, manufacturer: &str, base: &str) -> BoxedStrat
             list(both),
             list(mixed),
         ],
-        Family::Partitioned => vec![list(unknown), list(mixed)],
+        Family::Partitioned => vec![list(unknown), list(mixed), list(two_instances)],
         _ => vec![list(unknown)],
     }
     .into_iter()
@@ -191,7 +211,7 @@ pub fn arb_request(family: Family, pool: &Pool) -> BoxedStrategy<ResourceList> {
         (Family::None | Family::Visibility, _) | (_, None) => Just(ResourceList::new()).boxed(),
         (family, Some((m, base))) => Union::new_weighted(vec![
             (9, valid_request(family, m, base, &pool.profiles)),
-            (1, invalid_request(family, m, base)),
+            (1, invalid_request(family, m, base, &pool.profiles)),
         ])
         .boxed(),
     };
@@ -311,7 +331,7 @@ mod tests {
         use proptest::strategy::ValueTree;
         use proptest::test_runner::TestRunner;
         let mut runner = TestRunner::deterministic();
-        let s = invalid_request(Family::Sliced, "nvidia", "nvidia.com/gpu");
+        let s = invalid_request(Family::Sliced, "nvidia", "nvidia.com/gpu", &[]);
         for _ in 0..50 {
             let r = s.new_tree(&mut runner).unwrap().current();
             let pct = r.get("nvidia.com/gpu.sliced.memory-percentage");
@@ -320,6 +340,50 @@ mod tests {
                 || r.contains_key("nvidia.com/gpu.partitioned");
             assert!(broken, "{r:?}");
         }
+    }
+
+    #[test]
+    fn hygon_partition_requests_name_an_offered_profile_or_break_one_rule() {
+        use model::pod_webhook::{pod_containers, validate_pod_requests};
+        use model::workload::Container as Ctr;
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::TestRunner;
+        let mut runner = TestRunner::deterministic();
+        let profiles: Vec<String> = ["2g.15gb", "4g.31gb", "8g.63gb"].map(String::from).to_vec();
+        let validate = |r: &ResourceList| {
+            let c = Ctr {
+                name: "main".into(),
+                requests: r.clone(),
+                limits: r.clone(),
+                init: false,
+            };
+            validate_pod_requests(&pod_containers(&[], &[c]))
+        };
+        let valid = valid_request(Family::Partitioned, "hygon", "hygon.com/dcu", &profiles);
+        for _ in 0..20 {
+            let r = valid.new_tree(&mut runner).unwrap().current();
+            assert_eq!(
+                r.get("hygon.com/dcu.partitioned").map(String::as_str),
+                Some("1")
+            );
+            let named = r
+                .keys()
+                .filter_map(|k| model::resources::partitioned_profile_of(k))
+                .collect::<Vec<_>>();
+            assert_eq!(named.len(), 1, "{r:?}");
+            assert!(profiles.contains(&named[0]), "{r:?}");
+            assert_eq!(validate(&r), Ok(()), "{r:?}");
+        }
+        let invalid = invalid_request(Family::Partitioned, "hygon", "hygon.com/dcu", &profiles);
+        let mut two = 0;
+        for _ in 0..60 {
+            let r = invalid.new_tree(&mut runner).unwrap().current();
+            two += usize::from(r.get("hygon.com/dcu.partitioned").map(String::as_str) == Some("2"));
+            // Each one breaks a rule: the webhook, or the fold (an unknown profile).
+            let unknown = r.contains_key("hygon.com/dcu.partitioned.mig-9g.99gb");
+            assert!(unknown || validate(&r).is_err(), "{r:?}");
+        }
+        assert!(two > 0, "two instances in one container never drawn");
     }
 
     #[test]

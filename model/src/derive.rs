@@ -179,6 +179,13 @@ pub fn validate(cluster: &Cluster) -> Result<(), ModelError> {
 }
 
 fn validate_devices(at: &str, devices: &Devices) -> Result<(), ModelError> {
+    // Hygon's partitioning mode is node-wide: a partly partitioned node is no real layout.
+    if let Some(mixed) = crate::devices::mixed_node_wide_mode(devices) {
+        return Err(ModelError::invalid(
+            format!("{at}.devices.groups"),
+            mixed.to_string(),
+        ));
+    }
     for (g, group) in devices.groups.iter().enumerate() {
         let at = format!("{at}.devices.groups[{g}]");
         if !labels::is_known_manufacturer(&group.manufacturer) {

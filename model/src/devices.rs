@@ -210,6 +210,80 @@ pub fn grantable_shares(capability: &Capability, ledger: &Ledger) -> i64 {
     }
 }
 
+/// How far one partitioning-mode switch reaches on a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartitionScope {
+    /// One card at a time (`nvidia-smi -i <n> -mig 1`, `ppu-smi -i <N> -mig 1`): a node may mix
+    /// partitioned and unpartitioned cards (nvidia-mig.md; thead-mig.md).
+    PerCard,
+    /// The whole node at once (`hy-smi -mig 1` takes no `-i`): every card of the vendor on a
+    /// node is partitioned, or none is (hygon-mig.md @0421f1c "Limitations": the mode is
+    /// node-wide, "never as mixed").
+    NodeWide,
+}
+
+/// The reach of `manufacturer`'s partitioning mode: node-wide for Hygon, per card otherwise
+/// (hygon-mig.md "The mode is node-wide"; devices.md "Generator rules" 9).
+pub fn partition_scope(manufacturer: &str) -> PartitionScope {
+    match manufacturer {
+        "hygon" => PartitionScope::NodeWide,
+        _ => PartitionScope::PerCard,
+    }
+}
+
+/// A node-wide vendor whose cards on one node are partly partitioned: a layout the hardware
+/// cannot report, so no device manager writes such a `Devices` object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MixedNodeWideMode {
+    pub manufacturer: String,
+    pub partitioned: usize,
+    pub unpartitioned: usize,
+}
+
+impl std::fmt::Display for MixedNodeWideMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} partitioning is node-wide: {} card(s) partitioned and {} not on one node \
+             (all or none; hygon-mig.md Limitations)",
+            self.manufacturer, self.partitioned, self.unpartitioned
+        )
+    }
+}
+
+/// The first node-wide vendor (in group order) whose cards on this node disagree on the mode,
+/// over every group of that vendor; cards without a spec row carry no mode and are skipped.
+/// Once partitioned, such a node serves partitions only: its whole-card and logical-slice keys
+/// and views go to zero because every card is partitioned (hygon-mig.md "A partitioned node
+/// serves only partitions").
+pub fn mixed_node_wide_mode(devices: &Devices) -> Option<MixedNodeWideMode> {
+    let mut vendors: Vec<&str> = Vec::new();
+    for g in &devices.groups {
+        if partition_scope(&g.manufacturer) == PartitionScope::NodeWide
+            && !vendors.contains(&g.manufacturer.as_str())
+        {
+            vendors.push(&g.manufacturer);
+        }
+    }
+    vendors.into_iter().find_map(|m| {
+        let modes: Vec<bool> = devices
+            .groups
+            .iter()
+            .filter(|g| g.manufacturer == m)
+            .flat_map(|g| &g.cards)
+            .filter_map(|c| c.capability.as_ref().map(Capability::is_partitioned))
+            .collect();
+        let partitioned = modes.iter().filter(|p| **p).count();
+        let unpartitioned = modes.len() - partitioned;
+        (partitioned > 0 && unpartitioned > 0).then(|| MixedNodeWideMode {
+            manufacturer: m.to_string(),
+            partitioned,
+            unpartitioned,
+        })
+    })
+}
+
 /// One accelerator card, joined across spec and status by its id.
 /// `capability: None` = no spec entry; `ledger: None` = no status row.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -331,6 +405,120 @@ mod tests {
         assert!(c.is_partitioned());
         assert!(!c.is_logically_sliceable());
         assert!(!c.is_whole_card_capable());
+    }
+
+    fn group(manufacturer: &str, id: &str, caps: Vec<Capability>) -> DeviceGroup {
+        DeviceGroup {
+            manufacturer: manufacturer.into(),
+            id: id.into(),
+            name: id.into(),
+            memory_mib: 65520,
+            cards: caps
+                .into_iter()
+                .enumerate()
+                .map(|(i, cap)| Card {
+                    id: format!("{manufacturer}-{id}-{i}"),
+                    index: i as u32,
+                    capability: Some(cap),
+                    ledger: None,
+                })
+                .collect(),
+            ..DeviceGroup::default()
+        }
+    }
+
+    fn sliceable(n: u32) -> Capability {
+        Capability {
+            logical_sliced_count: n,
+            ..Capability::default()
+        }
+    }
+
+    #[test]
+    fn only_hygon_partitions_node_wide() {
+        assert_eq!(partition_scope("hygon"), PartitionScope::NodeWide);
+        for m in ["nvidia", "thead", "amd", ""] {
+            assert_eq!(partition_scope(m), PartitionScope::PerCard, "{m}");
+        }
+    }
+
+    #[test]
+    fn a_mixed_hygon_node_is_refused_a_mixed_nvidia_node_is_not() {
+        use crate::ledger::catalogs::{a100_40gb, hygon_bw};
+        let bw = || group("hygon", "bw", vec![hygon_bw(), hygon_bw()]);
+        let all = Devices { groups: vec![bw()] };
+        assert_eq!(mixed_node_wide_mode(&all), None);
+        let none = Devices {
+            groups: vec![group(
+                "hygon",
+                "bw",
+                vec![sliceable(4), Capability::default()],
+            )],
+        };
+        assert_eq!(mixed_node_wide_mode(&none), None);
+        let mixed = Devices {
+            groups: vec![group(
+                "hygon",
+                "bw",
+                vec![hygon_bw(), sliceable(4), hygon_bw()],
+            )],
+        };
+        let found = mixed_node_wide_mode(&mixed).unwrap();
+        assert_eq!((found.partitioned, found.unpartitioned), (2, 1));
+        assert!(found.to_string().contains("node-wide"), "{found}");
+        // Across groups of one vendor: the switch is per node, not per product.
+        let two_groups = Devices {
+            groups: vec![bw(), group("hygon", "k100-ai", vec![sliceable(4)])],
+        };
+        assert_eq!(
+            mixed_node_wide_mode(&two_groups).map(|m| m.manufacturer),
+            Some("hygon".to_string())
+        );
+        // NVIDIA switches per card: a mixed node is legal.
+        let nvidia = Devices {
+            groups: vec![group("nvidia", "a100", vec![a100_40gb(), sliceable(128)])],
+        };
+        assert_eq!(mixed_node_wide_mode(&nvidia), None);
+        // A card without a spec row has no mode to disagree with.
+        let mut unknown = bw();
+        unknown.cards[1].capability = None;
+        let unknown = Devices {
+            groups: vec![unknown],
+        };
+        assert_eq!(mixed_node_wide_mode(&unknown), None);
+    }
+
+    #[test]
+    fn a_partitioned_hygon_node_serves_partitions_only() {
+        // hygon-mig.md "Enabling": an 8-card BW node in MIG mode advertises
+        // `hygon.com/dcu: 0`, `hygon.com/dcu.partitioned: 32`, `hygon.com/dcu.sliced: 0`.
+        use crate::cluster::SharedOnceMax;
+        use crate::ledger::catalogs::hygon_bw;
+        let node = Devices {
+            groups: vec![group("hygon", "bw", vec![hygon_bw(); 8])],
+        };
+        let keys = crate::placement::node_allocatable(&node);
+        let get = |k: &str| keys.get(k).copied();
+        assert_eq!(get("hygon.com/dcu"), Some(0));
+        assert_eq!(get("hygon.com/dcu.sliced"), Some(0));
+        assert_eq!(get("hygon.com/dcu.partitioned"), Some(32));
+        assert_eq!(
+            get("hygon.com/dcu.partitioned.units"),
+            Some(8 * crate::units::UNITS_PER_CARD)
+        );
+        assert_eq!(get("hygon.com/dcu.partitioned.mig-2g.15gb"), Some(32));
+        assert_eq!(get("hygon.com/dcu.partitioned.mig-4g.31gb"), Some(16));
+        assert_eq!(get("hygon.com/dcu.partitioned.mig-8g.63gb"), Some(8));
+        let views = crate::views::four_views(&[&node], "hygon-bw", SharedOnceMax::Cards);
+        let zero = crate::objects::ResourceView::default();
+        assert_eq!(views.exclusive, zero);
+        assert_eq!(views.shared, zero);
+        assert_eq!(views.sliced, zero);
+        assert!(
+            views.partitioned.view.capacity > 0,
+            "{:?}",
+            views.partitioned
+        );
     }
 
     #[test]

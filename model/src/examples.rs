@@ -135,8 +135,10 @@ fn carved_a100() -> (Capability, crate::devices::Ledger) {
     (capability, card.row)
 }
 
-/// One card of [`large_mixed`], its family and occupancy chosen by `k`.
-fn mixed_card(group: &str, i: u32, k: usize) -> Card {
+/// One card of [`large_mixed`], its family and occupancy chosen by `k`; a node-wide vendor's
+/// cards (Hygon) are never partitioned one at a time, so their MIG slot is a free logical card
+/// (devices::partition_scope; hygon-mig.md "The mode is node-wide").
+fn mixed_card(group: &str, i: u32, k: usize, node_wide: bool) -> Card {
     use crate::devices::{Ledger, Mode};
     use crate::units::{UNITS_PER_PERCENT, UNITS_PER_SHARE};
     let logical = Capability {
@@ -170,6 +172,7 @@ fn mixed_card(group: &str, i: u32, k: usize) -> Card {
                 ..Ledger::default()
             },
         ),
+        4 if node_wide => (logical, Ledger::default()),
         4 => carved_a100(),
         _ => (Capability::default(), Ledger::default()),
     };
@@ -202,6 +205,8 @@ pub fn large_mixed(nodes: usize, cards: u32) -> Cluster {
             }
             if n % 7 != 6 {
                 let (mfr, id, product, mib) = PRODUCTS[n % PRODUCTS.len()];
+                let node_wide = crate::devices::partition_scope(mfr)
+                    == crate::devices::PartitionScope::NodeWide;
                 node.devices = Some(Devices {
                     groups: vec![DeviceGroup {
                         manufacturer: mfr.into(),
@@ -210,7 +215,7 @@ pub fn large_mixed(nodes: usize, cards: u32) -> Cluster {
                         memory_mib: mib,
                         runtime_version: format!("12.{}", n % 4),
                         cards: (0..cards)
-                            .map(|i| mixed_card(id, i, n + i as usize))
+                            .map(|i| mixed_card(id, i, n + i as usize, node_wide))
                             .collect(),
                         ..DeviceGroup::default()
                     }],

@@ -289,7 +289,10 @@ pub fn validate_pod_requests(containers: &[PodContainer]) -> Result<(), PodRejec
 }
 
 /// `validatePartitionRequest`: the card key exactly 1, exactly one profile, each profile key
-/// exactly 1 (rules 3–5); pod.go.
+/// exactly 1 (rules 3–5); pod.go. For Hygon these rules are also the hardware's limit: the
+/// vendor runtime shows a container one partition whatever it is given, so a request for more
+/// is refused here at admission rather than half-served (hygon-mig.md @0421f1c "Limitations":
+/// a container can use exactly one partition).
 fn partition_errors(c: &Container, base: &str, limits: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let card = format!("{base}{PARTITIONED}");
@@ -827,6 +830,83 @@ mod tests {
         assert_eq!(
             messages(validate_pod_requests(&pod)),
             ["a partition profile request must be exactly 1 instance"]
+        );
+    }
+
+    const HY_PT: &str = "hygon.com/dcu.partitioned";
+    const HY_MIG: &str = "hygon.com/dcu.partitioned.mig-2g.15gb";
+
+    #[test]
+    fn hygon_one_partition_per_container() {
+        // hygon-mig.md "Requesting a partition": the family key and one profile key, each 1.
+        let pod = app(vec![ctr("c", &[(HY_PT, "1"), (HY_MIG, "1")])]);
+        assert_eq!(validate_pod_requests(&pod), Ok(()));
+        // Two partitions in one container: rule 3 on the family key, nothing else.
+        let pod = app(vec![ctr("c", &[(HY_PT, "2"), (HY_MIG, "1")])]);
+        assert_eq!(
+            messages(validate_pod_requests(&pod)),
+            ["a partition request is always a single card; request one Pod per instance"]
+        );
+        // Two instances of the profile: rule 5.
+        let pod = app(vec![ctr("c", &[(HY_PT, "1"), (HY_MIG, "2")])]);
+        assert_eq!(
+            messages(validate_pod_requests(&pod)),
+            ["a partition profile request must be exactly 1 instance"]
+        );
+        // Two profiles in one container: rule 4, per Pod and per container.
+        let pod = app(vec![ctr(
+            "c",
+            &[
+                (HY_PT, "1"),
+                (HY_MIG, "1"),
+                ("hygon.com/dcu.partitioned.mig-4g.31gb", "1"),
+            ],
+        )]);
+        assert_eq!(
+            messages(validate_pod_requests(&pod)),
+            [
+                "a Pod may request only one partition profile, found [2g.15gb 4g.31gb]",
+                "a container may request only one partition profile, found [2g.15gb 4g.31gb]"
+            ]
+        );
+        // The family alone names no profile (hygon-mig.md: refused at admission).
+        let pod = app(vec![ctr("c", &[(HY_PT, "1")])]);
+        assert_eq!(
+            messages(validate_pod_requests(&pod)),
+            ["a hygon.com/dcu.partitioned request must name a profile, e.g. hygon.com/dcu.partitioned.<kind>-<profile>"]
+        );
+        // Two containers of one Pod each with a partition: at most one slicing container.
+        let pod = app(vec![
+            ctr("a", &[(HY_PT, "1"), (HY_MIG, "1")]),
+            ctr("b", &[(HY_PT, "1"), (HY_MIG, "1")]),
+        ]);
+        assert_eq!(
+            messages(validate_pod_requests(&pod)),
+            ["at most one container may request a slicing family, found 2"]
+        );
+    }
+
+    #[test]
+    fn hygon_partition_units_fold_from_the_bw_profile() {
+        let mut it = pool("65520Mi");
+        it.name = "gpustack--hygon-bw-linux-amd64".into();
+        it.spec.accelerator_group = "hygon-bw".into();
+        it.status.detail.manufacturer = "hygon".into();
+        it.status.detail.sliced_detail.physical.profiles =
+            crate::ledger::catalogs::hygon_bw().physical_profiles;
+        let pod = app(vec![ctr("c", &[(HY_PT, "1"), (HY_MIG, "1")])]);
+        let folded = fold_pod_requests(&pod, &it).unwrap();
+        let c = &folded.containers[0].container;
+        // ⌊16380 · 1,600,000 / 65520⌋: a quarter card.
+        assert_eq!(
+            c.requests
+                .get("hygon.com/dcu.partitioned.units")
+                .map(String::as_str),
+            Some("400000")
+        );
+        assert_eq!(
+            partition_units(&it, "c", "hygon.com/dcu", "8g.63gb"),
+            Ok(1_600_000)
         );
     }
 

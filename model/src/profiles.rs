@@ -8,7 +8,9 @@
 
 use crate::devices::ProfileCount;
 
-/// Manufacturers whose library omits the geometry separator (knowns.go: T-Head only).
+/// Manufacturers whose library omits the geometry separator (knowns.go: T-Head only). Hygon's
+/// driver reports `2g.15gb` / `4g.31gb` / `8g.63gb` with the dot already (hygon-mig.md @0421f1c
+/// "How partition profiles are discovered"), so its names are published verbatim.
 pub const SEPARATORLESS_MANUFACTURERS: [&str; 1] = ["thead"];
 
 /// Whether `manufacturer` spells profile geometry without a separator; knowns.go.
@@ -94,6 +96,17 @@ mod tests {
         assert_eq!(publish_profile_name("", "4g48gb"), "4g48gb");
         assert_eq!(vendor_profile_name("nvidia", "3g.40gb"), "3g.40gb");
         assert_eq!(vendor_profile_name("", "4g.48gb"), "4g.48gb");
+    }
+
+    #[test]
+    fn hygon_names_are_published_verbatim() {
+        assert!(!writes_separatorless_profiles("hygon"));
+        for v in ["2g.15gb", "4g.31gb", "8g.63gb"] {
+            assert_eq!(publish_profile_name("hygon", v), v);
+            assert_eq!(vendor_profile_name("hygon", v), v);
+        }
+        // A separator-less spelling is not Hygon's: it is left alone, never rewritten.
+        assert_eq!(publish_profile_name("hygon", "2g15gb"), "2g15gb");
     }
 
     #[test]

@@ -116,15 +116,36 @@ pub fn manufacturer_of_base(base: &str) -> Option<&'static str> {
         .find(|m| base_of(m) == Some(base))
 }
 
-/// The partition kind of a manufacturer (`mig`); none = no `.partitioned*` keys at all.
-/// knowns.go's kind map lists NVIDIA and T-Head (admission.md §2.1: the docs add Hygon, which
-/// the kind map read does not; a newer map may — kept to the map read, as the vectors assert
-/// `amd` has none).
-pub fn partition_kind(manufacturer: &str) -> Option<&'static str> {
-    match manufacturer {
-        "nvidia" | "thead" => Some("mig"),
+/// Which partition-kind map the algebra follows (research/corrections.md 10).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartitionKinds {
+    /// Newest: the three partitioning vendors, NVIDIA, T-Head and Hygon, all with `mig`
+    /// (docs/modules/devices/requests.md @aa96eb4 "two families"; hygon-mig.md @0421f1c: Hygon's
+    /// library exports NVML names, so its key is `hygon.com/dcu.partitioned.mig-<profile>`).
+    #[default]
+    Documented,
+    /// The indexed pkg/nodefeature/knowns.go kind map: NVIDIA and T-Head only (Hygon has no
+    /// `.partitioned*` keys).
+    KnownsIndexed,
+}
+
+/// The partition kind of a manufacturer under `kinds`; none = no `.partitioned*` keys at all.
+/// knowns.go kind map (each overridable by `GPUSTACK_<M>_PARTITION_KIND`, not modelled); AMD and
+/// the other vendors never partition under either map (the vectors assert `amd` has none).
+pub fn partition_kind_in(kinds: PartitionKinds, manufacturer: &str) -> Option<&'static str> {
+    match (kinds, manufacturer) {
+        (_, "nvidia" | "thead") => Some("mig"),
+        (PartitionKinds::Documented, "hygon") => Some("mig"),
         _ => None,
     }
+}
+
+/// The partition kind of a manufacturer under the newest map ([`PartitionKinds::Documented`]):
+/// `mig` for NVIDIA, T-Head and Hygon. The algebra below (classify, key building, node keys)
+/// follows this map; [`partition_kind_in`] answers for the older one.
+pub fn partition_kind(manufacturer: &str) -> Option<&'static str> {
+    partition_kind_in(PartitionKinds::Documented, manufacturer)
 }
 
 /// `ResourceFamilyOf` with the key and manufacturer (admission.md §2.4): visibility, then a
@@ -392,6 +413,68 @@ mod tests {
             None
         );
         assert_eq!(resource_name("amd", &Key::Partitioned), None);
+    }
+
+    #[test]
+    fn hygon_partitions_under_the_documented_map_only() {
+        assert_eq!(partition_kind("hygon"), Some("mig"));
+        assert_eq!(
+            partition_kind_in(PartitionKinds::KnownsIndexed, "hygon"),
+            None
+        );
+        for m in ["nvidia", "thead"] {
+            for kinds in [PartitionKinds::Documented, PartitionKinds::KnownsIndexed] {
+                assert_eq!(partition_kind_in(kinds, m), Some("mig"), "{m} {kinds:?}");
+            }
+        }
+        for m in [
+            "amd",
+            "ascend",
+            "cambricon",
+            "iluvatar",
+            "metax",
+            "mthreads",
+            "example",
+        ] {
+            assert_eq!(partition_kind(m), None, "{m}");
+        }
+    }
+
+    #[test]
+    fn hygon_profiles_round_trip_through_keys() {
+        // hygon-mig.md: the driver already writes `2g.15gb`; the key carries it verbatim.
+        for profile in ["2g.15gb", "4g.31gb", "8g.63gb"] {
+            let key = profile_resource_name("hygon", profile).unwrap();
+            assert_eq!(key, format!("hygon.com/dcu.partitioned.mig-{profile}"));
+            assert_eq!(
+                classify(&key),
+                Some(ResourceName {
+                    manufacturer: "hygon".into(),
+                    key: Key::PartitionedProfile(profile.into()),
+                })
+            );
+            assert_eq!(partitioned_profile_of(&key).as_deref(), Some(profile));
+            assert_eq!(
+                vendor_partitioned_profile_of(&key).as_deref(),
+                Some(profile)
+            );
+            assert_eq!(accelerator_base_of(&key), Some("hygon.com/dcu"));
+            assert!(is_known_accelerator_resource(&key));
+        }
+        assert_eq!(
+            accelerator_resource_name("hygon", Mode::Partitioned).as_deref(),
+            Some("hygon.com/dcu.partitioned")
+        );
+        assert_eq!(
+            partitioned_units_resource_name("hygon").as_deref(),
+            Some("hygon.com/dcu.partitioned.units")
+        );
+        assert_eq!(family_of("hygon.com/dcu.partitioned.mig-"), Family::None);
+        assert_eq!(
+            family_of("hygon.com/dcu.partitioned.units"),
+            Family::Partitioned
+        );
+        assert_eq!(normalize_profile_name(" 2G.15GB "), "2g.15gb");
     }
 
     #[test]
