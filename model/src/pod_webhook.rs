@@ -895,7 +895,7 @@ mod tests {
         it.status.detail.sliced_detail.physical.profiles =
             crate::ledger::catalogs::hygon_bw().physical_profiles;
         let pod = app(vec![ctr("c", &[(HY_PT, "1"), (HY_MIG, "1")])]);
-        let folded = fold_pod_requests(&pod, &it).unwrap();
+        let folded = fold_pod_requests(&pod, &Ok(&it)).unwrap();
         let c = &folded.containers[0].container;
         // ⌊16380 · 1,600,000 / 65520⌋: a quarter card.
         assert_eq!(
