@@ -234,7 +234,9 @@ pub fn pod_fits_node(
 }
 
 /// What one card's ledger row already holds, as the tokens and budgets the Pods holding it
-/// requested: Exclusive → one `<base>`; Shared → one `.shared` per share taken; Sliced → one
+/// requested: Exclusive → one `<base>` once its units are taken (the charge's record; a row
+/// whose mode and units disagree is left for gates 4–5 to refuse, where the chain's soundness
+/// property sees it); Shared → one `.shared` per share taken; Sliced → one
 /// `.sliced` per hosted slice and the units taken; Partitioned → one `.partitioned` and one
 /// per-profile key per instance and the units taken. Kueue's TAS counts the requests of the Pods
 /// on a node against its allocatable (KEP-2724 "Non-exclusive use of nodes"); the model has no
@@ -248,7 +250,7 @@ fn card_ledger_usage(manufacturer: &str, card: &Card, out: &mut Amounts) {
     let taken = (UNITS_PER_CARD - row.remaining_units.max(0)).max(0);
     match row.mode {
         Mode::None | Mode::Visibility => {}
-        Mode::Exclusive => add(out, name(Key::Whole), 1),
+        Mode::Exclusive => add(out, name(Key::Whole), i64::from(taken > 0)),
         Mode::Shared => add(out, name(Key::Shared), SHARES_PER_CARD - row.free_shares()),
         Mode::Sliced => {
             add(out, name(Key::Sliced), i64::from(row.allocated_slices));
