@@ -271,18 +271,26 @@ fn card_ledger_usage(manufacturer: &str, card: &Card, out: &mut Amounts) {
     }
 }
 
-/// Gate 2, TAS at hostname level: a node's free accelerator keys, its allocatable (R21) minus
-/// what its cards' ledger rows already hold ([`card_ledger_usage`]), never below 0.
-/// docs/modules/topology/scheduling.md ("Profiles enter the Kueue chain": Kueue evaluates the
-/// full PodSet requests against the selected domains).
+/// Gate 2, TAS at hostname level: a node's free accelerator keys, its capacity (R21 with every
+/// card's tokens counted) minus what its cards' ledger rows already hold
+/// ([`card_ledger_usage`]), never below 0. docs/modules/topology/scheduling.md ("Profiles
+/// enter the Kueue chain": Kueue evaluates the full PodSet requests against the selected
+/// domains). The device plugin's health rule (a card held in another mode loses its other
+/// tokens) is left to gate 4: case 4's header (locked) has Kueue reserve quota for five whole
+/// cards on a node of eight half-sliced ones, whose capacity it mocks at eight, and gate 3
+/// hold it with Retry.
 pub fn node_free_accelerators(devices: &Devices) -> Amounts {
     let mut used = Amounts::new();
-    for g in &devices.groups {
-        for c in &g.cards {
+    let mut every_token = devices.clone();
+    for g in &mut every_token.groups {
+        for c in &mut g.cards {
             card_ledger_usage(&g.manufacturer, c, &mut used);
+            if let Some(row) = c.ledger.as_mut().filter(|r| r.mode != Mode::Partitioned) {
+                row.mode = Mode::None;
+            }
         }
     }
-    let mut free = node_allocatable(devices);
+    let mut free = node_allocatable(&every_token);
     for (k, v) in free.iter_mut() {
         *v = (*v - used.get(k).copied().unwrap_or(0)).max(0);
     }
@@ -980,11 +988,10 @@ mod tests {
         let d = node_of(&[free, whole, shared, sliced], 81_920);
         assert_eq!(get(&node_allocatable(&d), "nvidia.com/gpu"), 2);
         let f = node_free_accelerators(&d);
-        assert_eq!(get(&f, "nvidia.com/gpu"), 1, "the exclusive card is held");
-        assert_eq!(get(&f, "nvidia.com/gpu.shared"), 10 + 8);
-        // `.sliced` tokens of the whole and shared cards are unhealthy; the units budget is
-        // capacity (the module header), less what the slice took.
-        assert_eq!(get(&f, "nvidia.com/gpu.sliced"), 128 * 2 - 1);
+        // Every card's tokens count (health is gate 4's), less what each row holds.
+        assert_eq!(get(&f, "nvidia.com/gpu"), 3, "the exclusive card is held");
+        assert_eq!(get(&f, "nvidia.com/gpu.shared"), 40 - 2);
+        assert_eq!(get(&f, "nvidia.com/gpu.sliced"), 128 * 4 - 1);
         assert_eq!(
             get(&f, "nvidia.com/gpu.sliced.units"),
             4 * UNITS_PER_CARD - 960_000

@@ -94,27 +94,25 @@ fn gate_three_holds_what_quota_let_through() {
 }
 
 #[test]
-fn topology_aware_gate_two_keeps_what_no_node_hosts_pending() {
-    // The same two shares on the topology-aware (E3) queue: node-t4-a has one card (the static
-    // `.count Gt 1` pin excludes it), node-t4-b's cards are all held whole (no healthy
-    // `.shared` token): Kueue's TAS places the Pod nowhere and reserves no quota.
+fn gate_three_judges_only_the_node_kueue_picked() {
+    // Five 60 % slices: Kueue's TAS puts all five on node-t4-b (its summed `.sliced.units` and
+    // the fit label admit them), gate 3 judges that node's four cards, one slice each: Retry
+    // naming the node.
     let mut s = AdmissionState::new(examples::walkthrough());
-    let whole = workload("whole", T4, 4, &[("nvidia.com/gpu", "1")]);
-    assert_eq!(s.submit(&whole), Outcome::Admitted);
-    let reserved = s.reserved.clone();
-    let shared = workload("shared", T4, 1, &[("nvidia.com/gpu.shared", "2")]);
-    match s.submit(&shared) {
-        Outcome::Pending { reason } => assert!(
-            reason.contains("doesn't allow to fit any of 1 pod(s)")
-                && reason.contains("excluded: affinity: 1"),
-            "{reason}"
-        ),
-        other => panic!("expected TAS to keep it pending, got {other:?}"),
-    }
-    assert_eq!(
-        s.reserved, reserved,
-        "no quota reserved for a pending Workload"
+    let frag = workload(
+        "frag",
+        T4,
+        5,
+        &[
+            ("nvidia.com/gpu.sliced", "1"),
+            ("nvidia.com/gpu.sliced.memory-percentage", "60"),
+        ],
     );
+    match s.submit(&frag) {
+        Outcome::Retry { message } => assert!(message.contains("\"node-t4-b\""), "{message}"),
+        other => panic!("expected a node-scoped Retry, got {other:?}"),
+    }
+    assert!(s.reserved.is_empty(), "a Retry gives its reservation back");
 }
 
 #[test]
