@@ -26,8 +26,8 @@ const WORKLOADS: &str = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloa
 
 /// Five 60 % slices that Kueue's TAS puts on node-t4-b's four cards (its summed units and
 /// the fit label admit them) but that fit four cards only one each (gate 3 Retry), whole cards,
-/// a slice, a shared pair no node can host any more (TAS: Pending), one more than quota, a
-/// bad request.
+/// a slice, a shared pair with no room left (node-t4-a's one card fails its `.count` pin, the
+/// 4d flavor's quota is taken: Pending), one more than quota, a bad request.
 fn workloads() -> Vec<Workload> {
     vec![
         workload(
