@@ -138,27 +138,33 @@ fn every_seed_costs_at_most_a_fifth_more_requests_than_it_needs() {
     }
 }
 
-/// Seed 287: the model admits a three-card Workload only because the one before it still
-/// reserves quota, which steers gate 2 to another flavor; on the wire that Workload was
-/// withdrawn after its verdict, so gate 2 assigns the first flavor and gate 3 answers Retry
-/// there. A verdict read back must be predicted in the state the wire is in
-/// (`AdmissionState::alone`), not the world's, or the clean twin "diverges".
+/// A seed whose model admits a Workload only because the one before it still reserves quota,
+/// which steers gate 2 to another flavor; on the wire that Workload was withdrawn after its
+/// verdict, so gate 2 assigns the first flavor and judges differently there. A verdict read
+/// back must be predicted in the state the wire is in (`AdmissionState::alone`), not the
+/// world's, or the clean twin "diverges". (Seed 287 was one until gate 2 placed Pods with
+/// Kueue's TAS: its first flavor's nodes cannot host the Pod, so both states fall through to
+/// the same flavor; the test now takes the first such seed.)
 #[test]
 fn a_verdict_is_predicted_in_the_state_the_wire_is_in() {
-    let s = scenario_for(287, &FuzzConfig::default().shape).expect("a scenario");
-    let mut world = model::events::World::new(s.cluster.clone());
-    let differs = s.events.iter().any(|e| {
-        let alone = match e {
-            Event::Submit { workload } => Some(world.admission.alone().submit(workload)),
-            _ => None,
+    let differs = |seed: u64| {
+        let Ok(s) = scenario_for(seed, &FuzzConfig::default().shape) else {
+            return false;
         };
-        let effect = world.apply(e);
-        matches!((alone, effect), (Some(a), model::events::Effect::Judged { outcome }) if a != outcome)
-    });
-    assert!(
-        differs,
-        "seed 287 no longer judges a Workload differently alone"
-    );
+        let mut world = model::events::World::new(s.cluster.clone());
+        s.events.iter().any(|e| {
+            let alone = match e {
+                Event::Submit { workload } => Some(world.admission.alone().submit(workload)),
+                _ => None,
+            };
+            let effect = world.apply(e);
+            matches!((alone, effect), (Some(a), model::events::Effect::Judged { outcome }) if a != outcome)
+        })
+    };
+    let seed = (0..2000u64)
+        .find(|&seed| differs(seed))
+        .expect("some seed judges a Workload differently alone");
+    let s = scenario_for(seed, &FuzzConfig::default().shape).expect("a scenario");
     let runner = TwinRunner::start(TwinConfig::default()).expect("a twin");
     match runner.judge(&s, None) {
         Ok(None) => {}

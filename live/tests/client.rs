@@ -353,9 +353,16 @@ fn gate_three_verdicts_are_read_back_and_the_workloads_withdrawn() {
         const T4: &str = "gpustack--nvidia-tesla-t4-linux-amd64";
         let mut world = World::new(cluster.clone());
         let mut states = Vec::new();
+        // Five 60 % slices: Kueue's TAS puts them on node-t4-b (summed units and the fit
+        // label admit them), gate 3 fits its four cards one each: Retry. (A shared pair after
+        // `whole` no longer reaches gate 3: TAS keeps it Pending.)
+        let frag = [
+            ("nvidia.com/gpu.sliced", "1"),
+            ("nvidia.com/gpu.sliced.memory-percentage", "60"),
+        ];
         for w in [
+            workload("frag", T4, 5, &frag),
             workload("whole", T4, 4, &[("nvidia.com/gpu", "1")]),
-            workload("shared", T4, 1, &[("nvidia.com/gpu.shared", "2")]),
             workload("one-more", T4, 1, &[("nvidia.com/gpu", "1")]),
         ] {
             let before = world.cluster().clone();

@@ -1,5 +1,7 @@
 //! A Workload's life through the five gates (admission.md §3, §16): submit → gate 1 (Pod
-//! webhook) → gate 2 (Kueue quota, first flavor with room) → gate 3 (node-devices check) →
+//! webhook) → gate 2 (Kueue quota and topology-aware placement at hostname level, first
+//! flavor with room for both; corrections.md 16) → gate 3 (node-devices check on the nodes
+//! Kueue picked) →
 //! gates 4–5 (the cards gate 3 budgeted are charged on the ledger) → admitted; finish →
 //! release. Each step calls the one rule that decides it; this file only carries state.
 //!
@@ -11,23 +13,32 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::admission::candidates::{candidate_devices, FlavorObject, NodeDevices};
-use crate::admission::demands::{parse_family_demands, FamilyDemand, PodSetAssignment};
+use crate::admission::demands::{parse_family_demands, FamilyDemand, HostPods, PodSetAssignment};
 use crate::admission::feasibility::{node_devices_fit, CardBudget, Fit};
 use crate::cluster::Cluster;
 use crate::derive::{derive, derive_after, Derived};
 use crate::devices::Card;
 use crate::error::ModelError;
-use crate::labels::{HOSTNAME, NODE_DEVICES_CHECK};
+use crate::fit::{desired_fit_labels, node_is_managed, pod_set_fit_demand};
+use crate::fit_keys::{
+    filter_fit_labels, is_fit_label_key, shared_fit_label_key, sliced_fit_label_key,
+};
+use crate::labels::{Labels, HOSTNAME, NODE_DEVICES_CHECK};
 use crate::ledger::{
     charge, lowest_free_placement, reconstruct_instances, release, CardLedger, Charge, Instance,
 };
-use crate::objects::{ClusterQueue, StopPolicy};
+use crate::nodefeature::LOCAL_QUEUE_PREFIX;
+use crate::objects::{ClusterQueue, InstanceType, ResourceFlavor, StopPolicy};
+use crate::placement::{
+    add_pods, node_free_accelerators, pod_accelerator_requests, tas_place_pod_set, Amounts,
+    NodeRequirement, TasNode,
+};
 use crate::pod_webhook::{
     fold_pod_requests, fronting_instance_type, pod_containers, validate_pod_requests, PodRejection,
 };
 use crate::profiles::vendor_profile_name;
 use crate::quota::{pod_requests, pod_set_credits, quota_verdict, QuotaVerdict};
-use crate::resources::Family;
+use crate::resources::{family_of, Family};
 use crate::workload::{Container, PodSet, Workload};
 
 /// Kueue's quota resource for CPU pools; compared in millicores.
@@ -141,11 +152,11 @@ impl AdmissionState {
                 reason: format!("LocalQueue {}/{} doesn't exist", w.namespace, w.queue),
             });
         };
-        let pod_sets = match self.gate_pod_webhook(w) {
+        let admitted = match self.gate_pod_webhook(w) {
             Ok(p) => p,
             Err(message) => return Ok(Outcome::Rejected { message }),
         };
-        let (assignments, quota) = match self.gate_quota(&queue, &pod_sets)? {
+        let (assignments, quota) = match self.gate_quota(&queue, &admitted)? {
             Ok(a) => a,
             Err(reason) => return Ok(Outcome::Pending { reason }),
         };
@@ -155,6 +166,7 @@ impl AdmissionState {
             .iter()
             .any(|c| c == NODE_DEVICES_CHECK)
         {
+            let pod_sets: Vec<PodSet> = admitted.iter().map(|a| a.pod_set.clone()).collect();
             let demands = parse_family_demands(&pod_sets, Some(&assignments))?;
             let fit = self.gate_node_devices(&assignments, &demands);
             if !fit.verdict.is_ready() {
@@ -225,8 +237,10 @@ impl AdmissionState {
     /// Gate 1 on every pod set, in the API server's order: the mutating webhook folds (reading
     /// the fronting InstanceType only where a fold needs it), then the validating webhook
     /// judges the folded Pod; pod.go `Default`, `ValidateCreate`. A rejection carries the
-    /// server's message for a Pod named after the Workload.
-    fn gate_pod_webhook(&self, w: &Workload) -> Result<Vec<PodSet>, String> {
+    /// server's message for a Pod named after the Workload. Each pod set carries the required
+    /// node affinity its Pods and its Workload are given (the Pod webhook's static shared pin,
+    /// the Workload webhook's fit pins, which change nothing when the InstanceType is unknown).
+    fn gate_pod_webhook(&self, w: &Workload) -> Result<Vec<AdmittedPodSet>, String> {
         let fronting = fronting_instance_type(&self.derived.instance_types, &w.queue);
         w.pod_sets
             .iter()
@@ -243,22 +257,43 @@ impl AdmissionState {
                 let rejected = |e: PodRejection| e.message_for(&w.name);
                 let folded = fold_pod_requests(&containers, &fronting).map_err(rejected)?;
                 validate_pod_requests(&folded.containers).map_err(rejected)?;
-                Ok(PodSet {
+                let pod_set = PodSet {
                     containers: folded.containers.into_iter().map(|c| c.container).collect(),
                     ..ps.clone()
-                })
+                };
+                let mut required: Vec<NodeRequirement> = folded
+                    .node_requirements
+                    .into_iter()
+                    .map(|r| NodeRequirement {
+                        key: r.key,
+                        operator: r.operator,
+                        values: r.values,
+                    })
+                    .collect();
+                let pins = fronting
+                    .as_ref()
+                    .map(|it| workload_fit_pins(&w.queue, it, &pod_set))
+                    .unwrap_or_default();
+                for pin in pins {
+                    if !required.contains(&pin) {
+                        required.push(pin);
+                    }
+                }
+                Ok(AdmittedPodSet { pod_set, required })
             })
             .collect()
     }
 
-    /// Gate 2 (R6–R7; Kueue TryNextFlavor): each pod set takes the first flavor, in queue
-    /// order, whose free quota covers every resource it asks; a held queue admits nothing.
-    /// Inner `Err` = pending with Kueue's reason for the first flavor.
+    /// Gate 2 (R6–R7; Kueue TryNextFlavor; corrections.md 16): each pod set takes the first
+    /// flavor, in queue order, whose free quota covers every resource it asks and, on a
+    /// topology-aware flavor, whose nodes host every one of its Pods whole
+    /// ([`tas_place_pod_set`]); a flavor that fails either is passed over. A held queue admits
+    /// nothing. Inner `Err` = pending with Kueue's reasons, every flavor's.
     #[allow(clippy::type_complexity)]
     fn gate_quota(
         &self,
         queue: &ClusterQueue,
-        pod_sets: &[PodSet],
+        pod_sets: &[AdmittedPodSet],
     ) -> Result<Result<(Vec<PodSetAssignment>, Vec<(String, String, i64)>), String>, ModelError>
     {
         if queue.stop_policy != StopPolicy::None {
@@ -269,9 +304,14 @@ impl AdmissionState {
             )));
         }
         let mut taken: BTreeMap<(String, String), i64> = BTreeMap::new();
+        let mut placed: BTreeMap<String, Amounts> = BTreeMap::new();
         let mut assignments = Vec::new();
         let mut quota = Vec::new();
-        for ps in pod_sets {
+        for AdmittedPodSet {
+            pod_set: ps,
+            required,
+        } in pod_sets
+        {
             let asked = pod_set_usage(ps)?;
             let group = queue.resource_groups.first();
             let covered: Vec<&String> = group
@@ -284,8 +324,9 @@ impl AdmissionState {
             if asked.is_empty() {
                 continue;
             }
+            let pod = tas_pod_requests(&ps.containers)?;
             let flavors = group.map(|g| g.flavors.as_slice()).unwrap_or_default();
-            let mut first_reason = None;
+            let mut reasons: Vec<String> = Vec::new();
             let mut chosen = None;
             for f in flavors {
                 let verdicts: Vec<QuotaVerdict> = asked
@@ -303,24 +344,31 @@ impl AdmissionState {
                         quota_verdict(r, &f.flavor, used, *amount, nominal(r, f.nominal_quota))
                     })
                     .collect();
-                match verdicts.iter().find_map(|v| match v {
-                    QuotaVerdict::Pending { reason, .. } => Some(reason.clone()),
-                    QuotaVerdict::Admit => None,
-                }) {
-                    None => {
-                        chosen = Some(f.flavor.clone());
+                let short: Vec<String> = verdicts
+                    .into_iter()
+                    .filter_map(|v| match v {
+                        QuotaVerdict::Pending { reason, .. } => Some(reason),
+                        QuotaVerdict::Admit => None,
+                    })
+                    .collect();
+                if !short.is_empty() {
+                    reasons.extend(short);
+                    continue;
+                }
+                match self.tas_hosts(&f.flavor, &placed, &pod, ps.count, required) {
+                    Ok(hosts) => {
+                        chosen = Some((f.flavor.clone(), hosts));
                         break;
                     }
-                    Some(r) => {
-                        first_reason.get_or_insert(r);
-                    }
+                    Err(r) => reasons.push(r),
                 }
             }
-            let Some(flavor) = chosen else {
-                return Ok(Err(first_reason.unwrap_or_else(|| {
-                    format!("ClusterQueue {} has no flavor for {}", queue.name, ps.name)
-                })));
+            let Some((flavor, hosts)) = chosen else {
+                return Ok(Err(unassignable_reason(queue, ps, &reasons)));
             };
+            for h in &hosts {
+                add_pods(placed.entry(h.hostname.clone()).or_default(), &pod, h.pods);
+            }
             for (r, amount) in &asked {
                 *taken.entry((flavor.clone(), r.clone())).or_default() += amount;
                 quota.push((flavor.clone(), r.clone(), *amount));
@@ -331,10 +379,85 @@ impl AdmissionState {
                     .iter()
                     .map(|(r, _)| (r.clone(), flavor.clone()))
                     .collect(),
-                hosts: Vec::new(),
+                hosts,
             });
         }
         Ok(Ok((assignments, quota)))
+    }
+
+    /// Gate 2's topology-aware half for one flavor: Kueue's hostname-level assignment of the
+    /// pod set's `count` Pods over the flavor's nodes ([`tas_place_pod_set`]), or the reason it
+    /// has none. A flavor without a `topologyName` (the E2 era) is not topology-aware: no
+    /// assignment, and gate 3 judges the flavor's whole pool.
+    fn tas_hosts(
+        &self,
+        flavor: &str,
+        placed: &BTreeMap<String, Amounts>,
+        pod: &Amounts,
+        count: u32,
+        required: &[NodeRequirement],
+    ) -> Result<Vec<HostPods>, String> {
+        let Some(rf) = self
+            .derived
+            .resource_flavors
+            .iter()
+            .find(|rf| rf.name == flavor)
+        else {
+            return Ok(Vec::new());
+        };
+        let Some(topology) = rf.topology_name.as_deref() else {
+            return Ok(Vec::new());
+        };
+        let nodes = self.tas_nodes(rf);
+        tas_place_pod_set(&nodes, placed, pod, count, required)
+            .map(|hosts| {
+                hosts
+                    .into_iter()
+                    .map(|h| HostPods {
+                        hostname: h.hostname,
+                        pods: h.pods,
+                    })
+                    .collect()
+            })
+            .map_err(|miss| miss.message(topology))
+    }
+
+    /// The nodes a flavor selects (its `nodeLabels` on the node's labels) as Kueue's TAS
+    /// sees them: labels with the fit labels the ledger stands for now (R28; the Worker keeps
+    /// them current), free accelerator keys after the ledger's holds, `cpu` in millicores.
+    fn tas_nodes(&self, rf: &ResourceFlavor) -> Vec<TasNode> {
+        self.cluster
+            .nodes
+            .iter()
+            .zip(&self.derived.nodes)
+            .filter(|(_, d)| {
+                rf.node_labels
+                    .iter()
+                    .all(|(k, v)| d.labels.get(k) == Some(v))
+            })
+            .map(|(n, d)| {
+                let mut labels: Labels = d
+                    .labels
+                    .iter()
+                    .filter(|(k, _)| !is_fit_label_key(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                let fit = desired_fit_labels(node_is_managed(&d.labels), n.devices.as_ref());
+                labels.extend(filter_fit_labels(&fit));
+                let mut free = n
+                    .devices
+                    .as_ref()
+                    .map(node_free_accelerators)
+                    .unwrap_or_default();
+                free.insert(CPU.into(), i64::try_from(n.cpu_millis).unwrap_or(i64::MAX));
+                TasNode {
+                    name: n.name.clone(),
+                    hostname: node_hostname(n),
+                    labels,
+                    free,
+                }
+            })
+            .collect()
     }
 
     /// Gate 3 (R12–R20): the assigned flavors' Devices, the Workload's demands, the fit.
@@ -447,6 +570,80 @@ impl AdmissionState {
             .unwrap_or_default();
         Some(ledger)
     }
+}
+
+/// Kueue's pending message when no flavor took a pod set: every flavor's reasons in queue
+/// order (each short resource, or the topology's), joined by ", " after "couldn't assign
+/// flavors to pod set <name>: " (Kueue's flavor assigner; TryNextFlavor tries them all).
+fn unassignable_reason(queue: &ClusterQueue, ps: &PodSet, reasons: &[String]) -> String {
+    if reasons.is_empty() {
+        return format!("ClusterQueue {} has no flavor for {}", queue.name, ps.name);
+    }
+    format!(
+        "couldn't assign flavors to pod set {}: {}",
+        ps.name,
+        reasons.join(", ")
+    )
+}
+
+/// A pod set after gate 1: its folded Pods and the required node affinity they carry.
+#[derive(Clone, Debug)]
+struct AdmittedPodSet {
+    pod_set: PodSet,
+    required: Vec<NodeRequirement>,
+}
+
+/// The Workload webhook's fit pins for one pod set (admission.md §4.5; the
+/// `workload-fit-affinity` setting at its default, on): on an operator queue
+/// (`gpustack-fnv64-…`) fronted by an InstanceType with an accelerator group, a logical slice
+/// of U units per card asks `sliced-max-free-units.fit.gpustack.ai/<group> Gt U-1`, a shared
+/// request of N ≥ 2 cards `shared-free-cards.fit.gpustack.ai/<group> Gt N-1`; anything else
+/// (or a demand that cannot be read: the webhook never denies) asks nothing.
+fn workload_fit_pins(queue: &str, it: &InstanceType, ps: &PodSet) -> Vec<NodeRequirement> {
+    let group = &it.spec.accelerator_group;
+    if !queue.starts_with(LOCAL_QUEUE_PREFIX) || group.is_empty() {
+        return Vec::new();
+    }
+    let Ok(demand) = pod_set_fit_demand(ps) else {
+        return Vec::new();
+    };
+    let gt = |key: String, need: i64| NodeRequirement {
+        key,
+        operator: "Gt".into(),
+        values: vec![(need - 1).to_string()],
+    };
+    let mut out = Vec::new();
+    if demand.sliced_units > 0 {
+        out.push(gt(
+            sliced_fit_label_key(group),
+            i64::from(demand.sliced_units),
+        ));
+    }
+    if demand.shared_cards >= 2 {
+        out.push(gt(
+            shared_fit_label_key(group),
+            i64::from(demand.shared_cards),
+        ));
+    }
+    out
+}
+
+/// One Pod's whole requests as Kueue's TAS counts them against a node: every accelerator key
+/// (the visibility key aside: the model publishes no allocatable for it) and `cpu` in
+/// millicores, rounded up (docs/modules/topology/scheduling.md: "the full PodSet requests,
+/// including CPU, memory, and GPUStack resources"). The model's nodes carry no memory
+/// capacity, so memory is not counted.
+fn tas_pod_requests(containers: &[Container]) -> Result<Amounts, ModelError> {
+    let mut pod: Amounts = pod_accelerator_requests(containers)?
+        .into_iter()
+        .filter(|(k, _)| family_of(k) != Family::Visibility)
+        .collect();
+    if let Some(cpu) = pod_requests(containers)?.get(CPU) {
+        let millis = i64::try_from((cpu.micro().max(0) + 999) / 1000)
+            .map_err(|_| ModelError::invalid(CPU, "out of range"))?;
+        pod.insert(CPU.into(), millis);
+    }
+    Ok(pod)
 }
 
 /// Partition instances already carved on the cards of a shape given by counts only: each

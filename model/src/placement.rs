@@ -233,6 +233,283 @@ pub fn pod_fits_node(
     }
 }
 
+/// What one card's ledger row already holds, as the tokens and budgets the Pods holding it
+/// requested: Exclusive → one `<base>` once its units are taken (the charge's record; a row
+/// whose mode and units disagree is left for gates 4–5 to refuse, where the chain's soundness
+/// property sees it); Shared → one `.shared` per share taken; Sliced → one
+/// `.sliced` per hosted slice and the units taken; Partitioned → one `.partitioned` and one
+/// per-profile key per instance and the units taken. Kueue's TAS counts the requests of the Pods
+/// on a node against its allocatable (KEP-2724 "Non-exclusive use of nodes"); the model has no
+/// Pod list, so the ledger (which every admitted Pod is charged on) stands for it. The budgets
+/// the ledger does not record (`.sliced.cores-percentage`, `.memory-*`) count nothing here.
+fn card_ledger_usage(manufacturer: &str, card: &Card, out: &mut Amounts) {
+    let Some(row) = card.ledger.as_ref() else {
+        return;
+    };
+    let name = |k: Key| resource_name(manufacturer, &k);
+    let taken = (UNITS_PER_CARD - row.remaining_units.max(0)).max(0);
+    match row.mode {
+        Mode::None | Mode::Visibility => {}
+        Mode::Exclusive => add(out, name(Key::Whole), i64::from(taken > 0)),
+        Mode::Shared => add(out, name(Key::Shared), SHARES_PER_CARD - row.free_shares()),
+        Mode::Sliced => {
+            add(out, name(Key::Sliced), i64::from(row.allocated_slices));
+            add(out, name(Key::SlicedUnits), taken);
+        }
+        Mode::Partitioned => {
+            for p in &row.allocated_profiles {
+                add(out, name(Key::Partitioned), i64::from(p.count));
+                let published = publish_profile_name(manufacturer, &p.name);
+                add(
+                    out,
+                    name(Key::PartitionedProfile(published)),
+                    i64::from(p.count),
+                );
+            }
+            add(out, name(Key::PartitionedUnits), taken);
+        }
+    }
+}
+
+/// Gate 2, TAS at hostname level: a node's free accelerator keys, its capacity (R21 with every
+/// card's tokens counted) minus what its cards' ledger rows already hold
+/// ([`card_ledger_usage`]), never below 0. docs/modules/topology/scheduling.md ("Profiles
+/// enter the Kueue chain": Kueue evaluates the full PodSet requests against the selected
+/// domains). The device plugin's health rule (a card held in another mode loses its other
+/// tokens) is left to gate 4: case 4's header (locked) has Kueue reserve quota for five whole
+/// cards on a node of eight half-sliced ones, whose capacity it mocks at eight, and gate 3
+/// hold it with Retry.
+pub fn node_free_accelerators(devices: &Devices) -> Amounts {
+    let mut used = Amounts::new();
+    let mut every_token = devices.clone();
+    for g in &mut every_token.groups {
+        for c in &mut g.cards {
+            card_ledger_usage(&g.manufacturer, c, &mut used);
+            if let Some(row) = c.ledger.as_mut().filter(|r| r.mode != Mode::Partitioned) {
+                row.mode = Mode::None;
+            }
+        }
+    }
+    let mut free = node_allocatable(&every_token);
+    for (k, v) in free.iter_mut() {
+        *v = (*v - used.get(k).copied().unwrap_or(0)).max(0);
+    }
+    free
+}
+
+/// How many Pods of `pod` fit in `free`: per requested key ⌊free / want⌋, the least of them;
+/// a key the node lacks fits none; a Pod asking nothing fits `cap` (Kueue TAS `CountIn`,
+/// pkg/cache/tas_flavor_snapshot.go `fillInCounts`).
+pub fn pods_fitting(free: &Amounts, pod: &Amounts, cap: u32) -> u32 {
+    pod.iter()
+        .filter(|(_, &want)| want > 0)
+        .map(|(k, &want)| free.get(k).copied().unwrap_or(0).max(0) / want)
+        .fold(i64::from(cap), i64::min)
+        .clamp(0, i64::from(cap)) as u32
+}
+
+/// The first key (by name) a node lacks for one Pod: what Kueue's TAS names when it excludes
+/// the node (`excluded: resource "<key>"`, tas_flavor_snapshot.go `notFitMessage`).
+pub fn first_short_resource(free: &Amounts, pod: &Amounts) -> Option<String> {
+    pod.iter()
+        .find(|(k, &want)| want > 0 && free.get(*k).copied().unwrap_or(0) < want)
+        .map(|(k, _)| k.clone())
+}
+
+/// Whether a node's labels satisfy one node-selector requirement (`In`, `NotIn`, `Exists`,
+/// `DoesNotExist`, `Gt`, `Lt`, as Kubernetes' nodeaffinity reads them; `Gt`/`Lt` on a missing
+/// or non-integer label fail). An unknown operator matches nothing.
+pub fn requirement_admits(labels: &crate::labels::Labels, r: &NodeRequirement) -> bool {
+    let value = labels.get(&r.key);
+    let bound = || r.values.first().and_then(|v| v.parse::<i64>().ok());
+    let num = || value.and_then(|v| v.parse::<i64>().ok());
+    match r.operator.as_str() {
+        "In" => value.is_some_and(|v| r.values.contains(v)),
+        "NotIn" => value.is_none_or(|v| !r.values.contains(v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        "Gt" => matches!((num(), bound()), (Some(v), Some(b)) if v > b),
+        "Lt" => matches!((num(), bound()), (Some(v), Some(b)) if v < b),
+        _ => false,
+    }
+}
+
+/// One required node-affinity expression a Pod set carries (the Pod webhook's static shared
+/// pin, the Workload webhook's fit pins).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct NodeRequirement {
+    pub key: String,
+    pub operator: String,
+    pub values: Vec<String>,
+}
+
+/// One node as Kueue's TAS sees it at hostname level.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TasNode {
+    pub name: String,
+    /// `kubernetes.io/hostname`, the lowest topology level.
+    pub hostname: String,
+    pub labels: crate::labels::Labels,
+    /// Allocatable minus what is already held there (cards from the ledger, `cpu` in millicores).
+    pub free: Amounts,
+}
+
+/// Pods of one pod set TAS put on one hostname.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub hostname: String,
+    pub pods: u32,
+}
+
+/// Why a pod set found no room: how many of its Pods fit at all, the nodes considered and why
+/// each excluded one was (`"affinity"` or `resource "<key>"`, counted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TasMiss {
+    pub fit: u32,
+    pub count: u32,
+    pub total_nodes: usize,
+    pub excluded: BTreeMap<String, usize>,
+}
+
+impl TasMiss {
+    /// Kueue's wording (tas_flavor_snapshot.go `notFitMessage` plus its exclusion counts):
+    /// `topology "T" doesn't allow to fit any of N pod(s)` or `allows to fit only F out of N
+    /// pod(s)`, then `. Total nodes: K; excluded: resource "r": a, affinity: b` when some node
+    /// was excluded (resource reasons first, by name, then affinity).
+    pub fn message(&self, topology: &str) -> String {
+        let mut out = if self.fit == 0 {
+            format!(
+                "topology {topology:?} doesn't allow to fit any of {} pod(s)",
+                self.count
+            )
+        } else {
+            format!(
+                "topology {topology:?} allows to fit only {} out of {} pod(s)",
+                self.fit, self.count
+            )
+        };
+        if !self.excluded.is_empty() {
+            let mut reasons: Vec<String> = self
+                .excluded
+                .iter()
+                .filter(|(k, _)| k.as_str() != "affinity")
+                .map(|(k, n)| format!("{k}: {n}"))
+                .collect();
+            if let Some(n) = self.excluded.get("affinity") {
+                reasons.push(format!("affinity: {n}"));
+            }
+            out.push_str(&format!(
+                ". Total nodes: {}; excluded: {}",
+                self.total_nodes,
+                reasons.join(", ")
+            ));
+        }
+        out
+    }
+}
+
+/// Whether a node is a candidate for a pod set at all: every required node-affinity expression
+/// holds on its labels (Kueue's TAS filters nodes by the PodSet's node affinity and selector
+/// before counting capacity; admission.md §11.4 `excluded: affinity`).
+pub fn node_affinity_admits(labels: &crate::labels::Labels, required: &[NodeRequirement]) -> bool {
+    required.iter().all(|r| requirement_admits(labels, r))
+}
+
+/// Gate 2, TAS at hostname level (Kueue KEP-2724 "Computing the assignment", BestFit; the
+/// implicit lowest level `kubernetes.io/hostname` of every operator queue): each of `count`
+/// Pods whole on one node. Nodes the affinity excludes are no candidates; each other node
+/// hosts ⌊free / request⌋ Pods (`already` = what earlier pod sets of this Workload placed
+/// there). One node that hosts them all: the one with the least room that still does (ties:
+/// hostname order). Otherwise nodes by room, largest first, each taken whole while the rest
+/// need more than it, the last the best fit of those left. Fewer than `count` in all → `Err`.
+pub fn tas_place_pod_set(
+    nodes: &[TasNode],
+    already: &BTreeMap<String, Amounts>,
+    pod: &Amounts,
+    count: u32,
+    required: &[NodeRequirement],
+) -> Result<Vec<Placed>, TasMiss> {
+    let mut excluded: BTreeMap<String, usize> = BTreeMap::new();
+    let mut room: Vec<(u32, &str)> = Vec::new();
+    for n in nodes {
+        if !node_affinity_admits(&n.labels, required) {
+            *excluded.entry("affinity".into()).or_default() += 1;
+            continue;
+        }
+        let free = minus(&n.free, already.get(&n.hostname));
+        let fits = pods_fitting(&free, pod, u32::MAX);
+        if fits == 0 {
+            let key = first_short_resource(&free, pod).unwrap_or_default();
+            *excluded.entry(format!("resource {key:?}")).or_default() += 1;
+            continue;
+        }
+        room.push((fits, n.hostname.as_str()));
+    }
+    let fit: u32 = room.iter().map(|(f, _)| *f).fold(0u32, u32::saturating_add);
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if fit < count {
+        return Err(TasMiss {
+            fit,
+            count,
+            total_nodes: nodes.len(),
+            excluded,
+        });
+    }
+    room.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let mut out = Vec::new();
+    let mut left = count;
+    let mut rest: &[(u32, &str)] = &room;
+    while let Some((&(fits, host), tail)) = rest.split_first() {
+        if fits >= left {
+            let (_, best) = rest
+                .iter()
+                .filter(|(f, _)| *f >= left)
+                .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)))
+                .copied()
+                .unwrap_or((fits, host));
+            out.push(Placed {
+                hostname: best.to_string(),
+                pods: left,
+            });
+            return Ok(out);
+        }
+        out.push(Placed {
+            hostname: host.to_string(),
+            pods: fits,
+        });
+        left -= fits;
+        rest = tail;
+    }
+    Err(TasMiss {
+        fit,
+        count,
+        total_nodes: nodes.len(),
+        excluded,
+    })
+}
+
+/// `free` minus what is already placed (never below 0).
+fn minus(free: &Amounts, placed: Option<&Amounts>) -> Amounts {
+    let mut out = free.clone();
+    if let Some(p) = placed {
+        for (k, v) in p {
+            if let Some(slot) = out.get_mut(k) {
+                *slot = (*slot - v).max(0);
+            }
+        }
+    }
+    out
+}
+
+/// What one Pod's whole requests put on its node: `count` Pods of `pod`, added to `placed`.
+pub fn add_pods(placed: &mut Amounts, pod: &Amounts, count: u32) {
+    for (k, v) in pod {
+        *placed.entry(k.clone()).or_default() += v.saturating_mul(i64::from(count));
+    }
+}
+
 /// Which device-plugin generation serves a partition request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AllocatorEra {
@@ -681,6 +958,100 @@ mod tests {
         let (_, g) = allocate(&mixed, &req, AllocatorEra::Split).unwrap();
         assert_eq!(g.cards, [1]);
         assert!(pod_fits_node(&node_allocatable(&node_of(&mixed, 81_920)), &[], &pod).is_ok());
+    }
+
+    fn tas_node(host: &str, free: &[(&str, i64)], labels: &[(&str, &str)]) -> TasNode {
+        TasNode {
+            name: host.into(),
+            hostname: host.into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            free: free.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        }
+    }
+
+    fn hosts(placed: &[Placed]) -> Vec<(&str, u32)> {
+        placed
+            .iter()
+            .map(|p| (p.hostname.as_str(), p.pods))
+            .collect()
+    }
+
+    #[test]
+    fn the_ledger_holds_come_off_allocatable() {
+        let free = seed(logical_nvidia());
+        let whole = charge(&free, &Charge::Exclusive).unwrap();
+        let shared = charge(&charge(&free, &Charge::Share).unwrap(), &Charge::Share).unwrap();
+        let sliced = charge(&free, &Charge::Slice { units: 960_000 }).unwrap();
+        let d = node_of(&[free, whole, shared, sliced], 81_920);
+        assert_eq!(get(&node_allocatable(&d), "nvidia.com/gpu"), 2);
+        let f = node_free_accelerators(&d);
+        // Every card's tokens count (health is gate 4's), less what each row holds.
+        assert_eq!(get(&f, "nvidia.com/gpu"), 3, "the exclusive card is held");
+        assert_eq!(get(&f, "nvidia.com/gpu.shared"), 40 - 2);
+        assert_eq!(get(&f, "nvidia.com/gpu.sliced"), 128 * 4 - 1);
+        assert_eq!(
+            get(&f, "nvidia.com/gpu.sliced.units"),
+            4 * UNITS_PER_CARD - 960_000
+        );
+    }
+
+    #[test]
+    fn one_node_that_hosts_them_all_is_the_tightest() {
+        let pod: Amounts = [("nvidia.com/gpu".to_string(), 1)].into();
+        let nodes = [
+            tas_node("a", &[("nvidia.com/gpu", 4)], &[]),
+            tas_node("b", &[("nvidia.com/gpu", 2)], &[]),
+            tas_node("c", &[("nvidia.com/gpu", 3)], &[]),
+        ];
+        let none = BTreeMap::new();
+        let got = tas_place_pod_set(&nodes, &none, &pod, 2, &[]).unwrap();
+        assert_eq!(hosts(&got), [("b", 2)]);
+        // 6 Pods: the largest whole (a: 4), then the tightest for the last 2 (b).
+        let got = tas_place_pod_set(&nodes, &none, &pod, 6, &[]).unwrap();
+        assert_eq!(hosts(&got), [("a", 4), ("b", 2)]);
+        // What this Workload already placed counts against the node.
+        let already: BTreeMap<String, Amounts> = [("b".to_string(), pod.clone())].into();
+        let got = tas_place_pod_set(&nodes, &already, &pod, 2, &[]).unwrap();
+        assert_eq!(hosts(&got), [("c", 2)]);
+        let miss = tas_place_pod_set(&nodes, &none, &pod, 10, &[]).unwrap_err();
+        assert_eq!(
+            miss.message("t"),
+            "topology \"t\" allows to fit only 9 out of 10 pod(s)"
+        );
+    }
+
+    #[test]
+    fn a_node_the_affinity_excludes_is_no_candidate() {
+        let pod: Amounts = [("nvidia.com/gpu.sliced.units".to_string(), 800_000)].into();
+        let label = "sliced-max-free-units.fit.gpustack.ai/nvidia-t4";
+        let nodes = [
+            tas_node(
+                "a",
+                &[("nvidia.com/gpu.sliced.units", 2_560_000)],
+                &[(label, "640000")],
+            ),
+            tas_node(
+                "b",
+                &[("nvidia.com/gpu.sliced.units", 500_000)],
+                &[(label, "1600000")],
+            ),
+        ];
+        let pin = NodeRequirement {
+            key: label.into(),
+            operator: "Gt".into(),
+            values: vec!["799999".into()],
+        };
+        let miss = tas_place_pod_set(&nodes, &BTreeMap::new(), &pod, 1, &[pin]).unwrap_err();
+        assert_eq!(
+            miss.message("t"),
+            "topology \"t\" doesn't allow to fit any of 1 pod(s). Total nodes: 2; excluded: \
+             resource \"nvidia.com/gpu.sliced.units\": 1, affinity: 1"
+        );
+        let got = tas_place_pod_set(&nodes, &BTreeMap::new(), &pod, 3, &[]).unwrap();
+        assert_eq!(hosts(&got), [("a", 3)]);
     }
 
     #[test]
