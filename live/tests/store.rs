@@ -868,7 +868,7 @@ fn server_side_apply_conflicts_and_force() {
     assert_eq!(e.as_ref().map(|e| e.code), Some(409));
     assert_eq!(
         e.as_ref().map(|e| e.message.as_str()),
-        Some("Apply failed with 2 conflicts: conflict with \"alice\": .spec.arch, conflict with \"alice\": .spec.os")
+        Some("Apply failed with 2 conflicts: conflicts with \"alice\":\n- .spec.arch\n- .spec.os")
     );
     let fields: Vec<String> = e
         .and_then(|e| e.details)

@@ -12,7 +12,7 @@ use super::discovery;
 use super::kinds::Kind;
 use super::selector::Selector;
 use super::status::Status;
-use super::store::{DeleteOptions, Deleted, Patch, Store, Subresource};
+use super::store::{manager_or_user_agent, DeleteOptions, Deleted, Patch, Store, Subresource};
 
 /// The default (and the longest) watch a client gets when it sends no `timeoutSeconds`.
 pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
@@ -56,6 +56,9 @@ pub struct ApiRequest<'a> {
     pub content_type: &'a str,
     /// The `Host` header, echoed in `/api`'s `serverAddressByClientCIDRs`.
     pub host: &'a str,
+    /// The `User-Agent` header ("" when absent): a write without `?fieldManager=` is
+    /// recorded under its prefix.
+    pub user_agent: &'a str,
     pub body: &'a [u8],
 }
 
@@ -333,15 +336,17 @@ fn resource(store: &mut Store, r: &ResourcePath, req: &ApiRequest) -> Result<Rep
         ("POST", None) if kind.namespaced && ns.is_none() => Err(method_not_allowed()),
         ("POST", None) => {
             let body = decode_body(req)?;
-            Ok(Reply::ok(201, store.create(kind, ns, body)?))
+            let manager = writer(&query, req);
+            Ok(Reply::ok(201, store.create_by(kind, ns, body, &manager)?))
         }
         ("GET", Some(name)) => Ok(Reply::ok(200, store.get(kind, ns, name)?)),
         ("PUT", Some(name)) => {
             let body = decode_body(req)?;
             check_body_names(kind, ns, name, &body)?;
+            let manager = writer(&query, req);
             let updated = match sub {
-                Subresource::Main => store.update(kind, ns, body)?,
-                Subresource::Status => store.update_status(kind, ns, body)?,
+                Subresource::Main => store.update_by(kind, ns, body, &manager)?,
+                Subresource::Status => store.update_status_by(kind, ns, body, &manager)?,
             };
             Ok(Reply::ok(200, updated))
         }
@@ -358,6 +363,13 @@ fn resource(store: &mut Store, r: &ResourcePath, req: &ApiRequest) -> Result<Rep
         }
         _ => Err(method_not_allowed()),
     }
+}
+
+/// The manager of a create, update or non-apply patch: `?fieldManager=`, else the
+/// User-Agent's prefix (handlers/create.go, update.go, patch.go `managerOrUserAgent`). An
+/// apply takes `fieldManager` only: it is required there.
+fn writer(query: &Query, req: &ApiRequest) -> String {
+    manager_or_user_agent(query.get("fieldManager"), req.user_agent)
 }
 
 /// The label and field selectors of a list or watch.
@@ -504,17 +516,18 @@ fn patch(
         serde_json::from_slice::<Value>(req.body)
             .map_err(|e| Status::bad_request(format!("the patch is not valid JSON: {e}")))
     };
+    let manager = writer(query, req);
     let patched = match media {
         "application/merge-patch+json" => {
-            store.patch(kind, ns, name, sub, &Patch::Merge(json_body()?))?
+            store.patch_by(kind, ns, name, sub, &Patch::Merge(json_body()?), &manager)?
         }
         "application/json-patch+json" => {
-            store.patch(kind, ns, name, sub, &Patch::Json(json_body()?))?
+            store.patch_by(kind, ns, name, sub, &Patch::Json(json_body()?), &manager)?
         }
         "application/strategic-merge-patch+json" if !kind.is_custom() => {
             let mut body = json_body()?;
             strip_directives(&mut body);
-            store.patch(kind, ns, name, sub, &Patch::Merge(body))?
+            store.patch_by(kind, ns, name, sub, &Patch::Merge(body), &manager)?
         }
         "application/apply-patch+yaml" => {
             let config = decode_yaml(req.body)?;
@@ -664,6 +677,7 @@ mod tests {
                     query: "",
                     content_type: ct,
                     host: "",
+                    user_agent: "",
                     body,
                 }
             };
