@@ -598,6 +598,7 @@ fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, Status> {
 mod tests {
     use super::*;
     use crate::twin::kinds::{ALL, DEVICES, NAMESPACE, NODE, WORKLOAD};
+    use crate::twin::store::manager_from_user_agent;
 
     fn target(path: &str) -> Result<Target, u16> {
         parse_path(&ALL, path).map_err(|s| s.code)
@@ -718,6 +719,48 @@ mod tests {
             Reply::Json(415, v) => assert_eq!(v["reason"], "UnsupportedMediaType"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_write_without_field_manager_is_recorded_under_the_user_agent_prefix() {
+        let mut store = Store::default();
+        let manager_of = |r: Reply| match r {
+            Reply::Json(_, v) => v["metadata"]["managedFields"]
+                .as_array()
+                .and_then(|e| e.last())
+                .map(|e| e["manager"].clone()),
+            Reply::Watch(_) => None,
+        };
+        let post = ApiRequest {
+            method: "POST",
+            path: "/api/v1/nodes",
+            query: "",
+            content_type: "application/json",
+            host: "",
+            user_agent: "kubectl/v1.31.0 (linux/amd64) kubernetes/abcdef0",
+            body: br#"{"metadata":{"name":"n","labels":{"a":"b"}}}"#,
+        };
+        assert_eq!(
+            manager_of(handle(&mut store, &post)),
+            Some(json!("kubectl"))
+        );
+        // `?fieldManager=` wins over the User-Agent, on every patch type
+        let patch = ApiRequest {
+            method: "PATCH",
+            path: "/api/v1/nodes/n",
+            query: "fieldManager=verify",
+            content_type: "application/strategic-merge-patch+json",
+            body: br#"{"metadata":{"labels":{"a":"c"}}}"#,
+            ..post
+        };
+        assert_eq!(
+            manager_of(handle(&mut store, &patch)),
+            Some(json!("verify"))
+        );
+        // the prefix drops unprintable characters and keeps at most 128 bytes
+        assert_eq!(manager_from_user_agent("kube\u{7}let/1.31"), "kubelet");
+        assert_eq!(manager_from_user_agent(&"m".repeat(200)).len(), 128);
+        assert_eq!(manager_from_user_agent(""), "");
     }
 
     #[test]
