@@ -945,7 +945,7 @@ impl Store {
                         manager,
                         subresource,
                         kind,
-                        || clock(),
+                        clock,
                     );
                     managers
                 })
