@@ -1240,6 +1240,25 @@ fn an_update_takes_only_the_fields_it_changed() {
         .unwrap_or_default();
     assert_eq!(entry["subresource"], "status");
     assert_eq!(entry["fieldsV1"], json!({"f:status": {"f:phase": {}}}));
+    // ... and leaves the main resource's owners as they were
+    let before: Vec<_> = owners(&removed);
+    let after: Vec<_> = owners(&st)
+        .into_iter()
+        .filter(|o| o.0 != "controller")
+        .collect();
+    assert_eq!(after, before);
+    // a main-resource write leaves the status owner alone
+    let relabelled = ok(s.patch_by(
+        &INSTANCE_TYPE,
+        None,
+        "a10",
+        Subresource::Main,
+        &Patch::Merge(json!({"metadata": {"labels": {"pool": "b"}}})),
+        "ops",
+    ));
+    assert!(owners(&relabelled)
+        .iter()
+        .any(|o| o.0 == "controller" && o.2 == json!({"f:status": {"f:phase": {}}})));
 }
 
 #[test]

@@ -543,9 +543,11 @@ impl Store {
             return Err(Status::apply_conflict(kind, name, &conflicts));
         }
         // forced (or none): the others lose what this apply changed and what no longer exists
+        // (existence in the whole object: a status entry's fields are outside a main view)
+        let whole = Value::Object(candidate.clone());
         for m in managers.iter_mut().filter(|m| !mine(m)) {
             m.paths
-                .retain(|q| !changes.touches(q) && value_at(&after, q).is_some());
+                .retain(|q| !changes.touches(q) && value_at(&whole, q).is_some());
         }
         // the manager's entry keeps its time when its fields are unchanged (the apiserver
         // ignores timestamp-only managedFields changes, so a no-op apply writes nothing)
@@ -941,7 +943,7 @@ impl Store {
                     record_update(
                         &mut managers,
                         &changes,
-                        &after,
+                        &Value::Object(candidate.clone()),
                         manager,
                         subresource,
                         kind,
@@ -1503,8 +1505,8 @@ fn is_leaf(view: &Value, p: &FieldPath) -> bool {
 
 /// An `Update` by `manager` through `subresource` (fieldmanager `managedFieldsUpdater` over
 /// `Updater.Update`, which always forces): every manager loses the fields it changed and
-/// the ones gone from `after`; when it changed any, its own entry gains them and takes the
-/// write's time.
+/// the ones gone from `after` (the whole object as written, not the subresource's view);
+/// when it changed any, its own entry gains them and takes the write's time.
 fn record_update(
     managers: &mut Vec<Managed>,
     changes: &Comparison,
