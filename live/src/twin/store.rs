@@ -8,9 +8,13 @@
 //! status subresource, and when deletion starts), `deletionTimestamp` and finalizers, and
 //! `managedFields` for server-side apply.
 //!
-//! Server-side apply is simplified (see [`Store::apply`]): ownership is tracked for `Apply`
-//! managers only, at the granularity of leaf paths of the applied configuration, with every
-//! list atomic. Namespace deletion does not cascade and `propagationPolicy` does not cascade.
+//! Field ownership follows the apiserver's field manager (see [`Store::apply`] and the
+//! "field ownership" section): creates, updates and every patch type record an `Update`
+//! entry for their manager (`*_by`; the plain methods write as [`NO_MANAGER`]) and take the
+//! fields they change from every other manager; applies conflict with any other owner. It
+//! is kept at the granularity of leaf paths, with every list atomic (the real server merges
+//! associative lists item by item). Namespace deletion does not cascade and
+//! `propagationPolicy` does not cascade.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
