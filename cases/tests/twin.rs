@@ -8,12 +8,6 @@ use cases::tier::TierRunner;
 use cases::{TwinTier, TWIN_CHECK};
 use model::mutants::Mutant;
 
-/// Cases whose node joins the twin publishes differently from the model (open; README "Known
-/// findings"): after an accelerated node joins, the twin still lists the node's CPU
-/// ResourceFlavor that the model drops. The test asserts exactly this set, so a fix (or a new
-/// divergence) forces an update here.
-const KNOWN_TWIN_DIVERGENCES: [u32; 2] = [2, 3];
-
 #[test]
 fn every_modelled_case_agrees_with_the_model_on_the_twin() {
     let tier = TwinTier::start(None).expect("an embedded twin");
@@ -27,16 +21,12 @@ fn every_modelled_case_agrees_with_the_model_on_the_twin() {
         };
         judged += 1;
         if row.status != Status::Pass {
-            assert!(
-                row.object.contains("ResourceFlavor"),
-                "case {}: {}",
-                c.header.number,
-                row.object
-            );
-            diverged.push(c.header.number);
+            diverged.push((c.header.number, row.object.clone()));
         }
     }
-    assert_eq!(diverged, KNOWN_TWIN_DIVERGENCES);
+    // none is known: cases 2 and 3 diverged while the twin kept an apply's ownership of a
+    // label a later patch had rewritten (the twin now moves it, as an API server does)
+    assert_eq!(diverged, Vec::<(u32, String)>::new());
     assert!(judged >= 30, "only {judged} cases reached the twin");
 }
 

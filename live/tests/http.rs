@@ -385,6 +385,69 @@ fn merge_json_and_unsupported_patches() {
 }
 
 #[test]
+fn a_patch_takes_an_applied_label_and_the_next_apply_conflicts_with_it() {
+    let twin = twin();
+    let addr = twin.addr();
+    runtime().block_on(async {
+        let (code, _) = post(addr, NODES, node("n", "a")).await;
+        assert_eq!(code, 201);
+        let base = format!("{NODES}/n");
+        let yaml = |v: &str| {
+            format!("apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    gpustack.ai/managed: \"{v}\"\n")
+        };
+        let (code, applied) = apply_yaml(
+            addr,
+            &format!("{base}?fieldManager=gpustack-worker&force=true"),
+            &yaml("true"),
+        )
+        .await;
+        assert_eq!(code, 200, "{applied}");
+        let (code, patched) = patch(
+            addr,
+            &format!("{base}?fieldManager=verify"),
+            "application/merge-patch+json",
+            json!({"metadata": {"labels": {"gpustack.ai/managed": "false"}}}),
+        )
+        .await;
+        assert_eq!(code, 200, "{patched}");
+        let entries = patched["metadata"]["managedFields"].clone();
+        let by = |m: &str| {
+            entries
+                .as_array()
+                .and_then(|e| e.iter().find(|e| e["manager"] == m))
+                .cloned()
+        };
+        assert!(by("gpustack-worker").is_none(), "{entries}");
+        let verify = by("verify").unwrap_or_default();
+        assert_eq!(verify["operation"], "Update");
+        assert_eq!(verify["apiVersion"], "v1");
+        assert_eq!(
+            verify["fieldsV1"],
+            json!({"f:metadata": {"f:labels": {"f:gpustack.ai/managed": {}}}})
+        );
+        let conflict = apply_yaml(
+            addr,
+            &format!("{base}?fieldManager=gpustack-worker"),
+            &yaml("true"),
+        )
+        .await;
+        assert_status(&conflict, 409, "Conflict");
+        assert_eq!(
+            conflict.1["message"],
+            "Apply failed with 1 conflict: conflict with \"verify\" using v1: .metadata.labels.gpustack.ai/managed"
+        );
+        assert_eq!(
+            conflict.1["details"]["causes"],
+            json!([{"reason": "FieldManagerConflict",
+                    "message": "conflict with \"verify\" using v1",
+                    "field": ".metadata.labels.gpustack.ai/managed"}])
+        );
+        let (_, now) = get(addr, &base).await;
+        assert_eq!(now["metadata"]["labels"]["gpustack.ai/managed"], "false");
+    });
+}
+
+#[test]
 fn server_side_apply_conflicts_until_forced() {
     let twin = twin();
     let addr = twin.addr();

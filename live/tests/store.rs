@@ -2,6 +2,7 @@
 
 use live::twin::kinds::{self, CLUSTER_QUEUE, INSTANCE_TYPE, LOCAL_QUEUE, NAMESPACE, NODE, POD};
 use live::twin::selector::Selector;
+use live::twin::status::Status;
 use live::twin::store::{
     DeleteOptions, Deleted, EventType, Patch, Store, StoreConfig, Subresource, WatchEvent,
 };
@@ -868,7 +869,7 @@ fn server_side_apply_conflicts_and_force() {
     assert_eq!(e.as_ref().map(|e| e.code), Some(409));
     assert_eq!(
         e.as_ref().map(|e| e.message.as_str()),
-        Some("Apply failed with 2 conflicts: conflict with \"alice\": .spec.arch, conflict with \"alice\": .spec.os")
+        Some("Apply failed with 2 conflicts: conflicts with \"alice\":\n- .spec.arch\n- .spec.os")
     );
     let fields: Vec<String> = e
         .and_then(|e| e.details)
@@ -1092,4 +1093,320 @@ fn validators_prune_and_reject() {
         &Patch::Merge(json!({"status": {"phase": "A", "junk": 2}})),
     ));
     assert_eq!(st["status"], json!({"phase": "A"}));
+}
+
+// ---- field ownership, after the examples of the Kubernetes server-side apply documentation
+// (https://kubernetes.io/docs/reference/using-api/server-side-apply/) ----
+
+/// `(manager, operation, fieldsV1)` of every `managedFields` entry, in stored order.
+fn owners(o: &Value) -> Vec<(String, String, Value)> {
+    o.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap_or("").to_string(),
+                e["operation"].as_str().unwrap_or("").to_string(),
+                e["fieldsV1"].clone(),
+            )
+        })
+        .collect()
+}
+
+fn label(key: &str) -> Value {
+    json!({"f:metadata": {"f:labels": {format!("f:{key}"): {}}}})
+}
+
+fn node_labels(labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "labels": labels}})
+}
+
+fn apply_node(s: &mut Store, labels: Value, manager: &str, force: bool) -> Result<Value, Status> {
+    s.apply(
+        &NODE,
+        None,
+        "n",
+        Subresource::Main,
+        node_labels(labels),
+        manager,
+        force,
+    )
+}
+
+fn conflict_of(r: Result<Value, Status>) -> (String, Vec<(String, String, String)>) {
+    let e = match r {
+        Ok(v) => panic!("expected a conflict, got {v}"),
+        Err(e) => e,
+    };
+    assert_eq!((e.code, e.reason.as_str()), (409, "Conflict"), "{e:?}");
+    let causes = e
+        .details
+        .map(|d| {
+            d.causes
+                .into_iter()
+                .map(|c| (c.reason, c.message, c.field))
+                .collect()
+        })
+        .unwrap_or_default();
+    (e.message, causes)
+}
+
+#[test]
+fn a_create_records_an_update_entry_owning_every_field_it_set() {
+    let mut s = store();
+    let c = ok(s.create_by(&INSTANCE_TYPE, None, it("a10"), "admin"));
+    let entries = c["metadata"]["managedFields"].as_array().cloned();
+    let entry = entries.as_ref().and_then(|e| e.first()).cloned();
+    assert_eq!(entries.map(|e| e.len()), Some(1));
+    let entry = entry.unwrap_or_default();
+    assert_eq!(entry["manager"], "admin");
+    assert_eq!(entry["operation"], "Update");
+    assert_eq!(entry["apiVersion"], "worker.gpustack.ai/v1alpha1");
+    assert_eq!(entry["fieldsType"], "FieldsV1");
+    // the create's own time; status is the status subresource's, not owned here
+    assert_eq!(entry["time"], c["metadata"]["creationTimestamp"]);
+    assert_eq!(
+        entry["fieldsV1"],
+        json!({"f:metadata": {"f:labels": {"f:pool": {}}},
+               "f:spec": {"f:acceleratable": {}, "f:arch": {}, "f:localStorage": {}, "f:os": {},
+                          "f:unitResources": {"f:cpu": {}, "f:ram": {}}}})
+    );
+    assert!(entry.get("subresource").is_none());
+    // a writer that names no manager is recorded without one (no User-Agent either)
+    let anonymous = ok(s.create(&NODE, None, node_labels(json!({"zone": "a"}))));
+    assert_eq!(
+        owners(&anonymous),
+        [(String::new(), "Update".to_string(), label("zone"))]
+    );
+    assert!(anonymous["metadata"]["managedFields"][0]
+        .get("manager")
+        .is_none());
+}
+
+#[test]
+fn an_update_takes_only_the_fields_it_changed() {
+    let mut s = store();
+    let c = ok(s.create_by(&INSTANCE_TYPE, None, it("a10"), "admin"));
+    let mut next = c.clone();
+    next["spec"]["os"] = json!("windows");
+    next["metadata"]["labels"]["team"] = json!("ml");
+    let u = ok(s.update_by(&INSTANCE_TYPE, None, next, "ops"));
+    let got = owners(&u);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0].0, "admin");
+    assert!(got[0].2.pointer("/f:spec/f:os").is_none());
+    assert!(got[0].2.pointer("/f:spec/f:arch").is_some());
+    assert_eq!(
+        got[1],
+        (
+            "ops".to_string(),
+            "Update".to_string(),
+            json!({"f:metadata": {"f:labels": {"f:team": {}}}, "f:spec": {"f:os": {}}})
+        )
+    );
+    // the same object again changes nothing: no write, the entries stay as they were
+    let same = ok(s.update_by(&INSTANCE_TYPE, None, u.clone(), "someone"));
+    assert_eq!(same, u);
+    // a field removed by a JSON patch is owned by nobody any more
+    let removed = ok(s.patch_by(
+        &INSTANCE_TYPE,
+        None,
+        "a10",
+        Subresource::Main,
+        &Patch::Json(json!([{"op": "remove", "path": "/metadata/labels/team"}])),
+        "janitor",
+    ));
+    assert_eq!(
+        owners(&removed)[1].2,
+        json!({"f:spec": {"f:os": {}}}),
+        "{:?}",
+        owners(&removed)
+    );
+    assert_eq!(owners(&removed).len(), 2, "a removal owns nothing");
+    // a status write is recorded against the status subresource
+    let st = ok(s.patch_by(
+        &INSTANCE_TYPE,
+        None,
+        "a10",
+        Subresource::Status,
+        &Patch::Merge(json!({"status": {"phase": "Active"}})),
+        "controller",
+    ));
+    let entry = st["metadata"]["managedFields"]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["manager"] == "controller"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(entry["subresource"], "status");
+    assert_eq!(entry["fieldsV1"], json!({"f:status": {"f:phase": {}}}));
+    // ... and leaves the main resource's owners as they were
+    let before: Vec<_> = owners(&removed);
+    let after: Vec<_> = owners(&st)
+        .into_iter()
+        .filter(|o| o.0 != "controller")
+        .collect();
+    assert_eq!(after, before);
+    // a main-resource write leaves the status owner alone
+    let relabelled = ok(s.patch_by(
+        &INSTANCE_TYPE,
+        None,
+        "a10",
+        Subresource::Main,
+        &Patch::Merge(json!({"metadata": {"labels": {"pool": "b"}}})),
+        "ops",
+    ));
+    assert!(owners(&relabelled)
+        .iter()
+        .any(|o| o.0 == "controller" && o.2 == json!({"f:status": {"f:phase": {}}})));
+}
+
+#[test]
+fn a_patch_moves_an_applied_field_to_the_patcher_and_a_plain_reapply_conflicts() {
+    // the documentation's "kubectl scale" over an applied replicas: here the worker applies
+    // a Node label and verify's patch rewrites it
+    let mut s = store();
+    ok(s.create_by(&NODE, None, node_labels(json!({"zone": "a"})), "kubelet"));
+    let applied = ok(apply_node(
+        &mut s,
+        json!({"gpustack.ai/managed": "true"}),
+        "gpustack-worker",
+        true,
+    ));
+    assert_eq!(
+        owners(&applied),
+        [
+            (
+                "gpustack-worker".to_string(),
+                "Apply".to_string(),
+                label("gpustack.ai/managed")
+            ),
+            ("kubelet".to_string(), "Update".to_string(), label("zone")),
+        ]
+    );
+    let patched = ok(s.patch_by(
+        &NODE,
+        None,
+        "n",
+        Subresource::Main,
+        &Patch::Merge(json!({"metadata": {"labels": {"gpustack.ai/managed": "false"}}})),
+        "verify",
+    ));
+    // the applier's entry lost its only field and is gone; the patcher owns the label
+    assert_eq!(
+        owners(&patched),
+        [
+            ("kubelet".to_string(), "Update".to_string(), label("zone")),
+            (
+                "verify".to_string(),
+                "Update".to_string(),
+                label("gpustack.ai/managed")
+            ),
+        ]
+    );
+    // re-applying the old value without force is a conflict naming the patcher
+    let (message, causes) = conflict_of(apply_node(
+        &mut s,
+        json!({"gpustack.ai/managed": "true"}),
+        "gpustack-worker",
+        false,
+    ));
+    assert_eq!(
+        message,
+        "Apply failed with 1 conflict: conflict with \"verify\" using v1: .metadata.labels.gpustack.ai/managed"
+    );
+    assert_eq!(
+        causes,
+        [(
+            "FieldManagerConflict".to_string(),
+            "conflict with \"verify\" using v1".to_string(),
+            ".metadata.labels.gpustack.ai/managed".to_string()
+        )]
+    );
+    assert_eq!(
+        ok(s.get(&NODE, None, "n"))["metadata"]["labels"]["gpustack.ai/managed"],
+        "false"
+    );
+    // re-applying the patched value is no conflict: the worker shares it with verify
+    let shared = ok(apply_node(
+        &mut s,
+        json!({"gpustack.ai/managed": "false"}),
+        "gpustack-worker",
+        false,
+    ));
+    let holders: Vec<String> = owners(&shared)
+        .into_iter()
+        .filter(|o| o.2 == label("gpustack.ai/managed"))
+        .map(|o| o.0)
+        .collect();
+    assert_eq!(holders, ["gpustack-worker", "verify"]);
+    // with force the applier takes the field back
+    let forced = ok(apply_node(
+        &mut s,
+        json!({"gpustack.ai/managed": "true"}),
+        "gpustack-worker",
+        true,
+    ));
+    assert_eq!(forced["metadata"]["labels"]["gpustack.ai/managed"], "true");
+    assert_eq!(
+        owners(&forced),
+        [
+            (
+                "gpustack-worker".to_string(),
+                "Apply".to_string(),
+                label("gpustack.ai/managed")
+            ),
+            ("kubelet".to_string(), "Update".to_string(), label("zone")),
+        ]
+    );
+}
+
+#[test]
+fn a_field_two_appliers_share_conflicts_with_both_and_stays_until_both_drop_it() {
+    let mut s = store();
+    ok(apply_node(&mut s, json!({"x": "1"}), "alice", false));
+    ok(apply_node(&mut s, json!({"x": "1"}), "bob", false));
+    // carol changing it conflicts with both, grouped by manager as the apiserver words it
+    let (message, causes) = conflict_of(apply_node(&mut s, json!({"x": "2"}), "carol", false));
+    assert_eq!(
+        message,
+        "Apply failed with 2 conflicts: conflicts with \"alice\":\n- .metadata.labels.x\nconflicts with \"bob\":\n- .metadata.labels.x"
+    );
+    let managers: Vec<&str> = causes.iter().map(|c| c.1.as_str()).collect();
+    assert_eq!(
+        managers,
+        ["conflict with \"alice\"", "conflict with \"bob\""]
+    );
+    // alice drops it: bob still owns it, so it stays
+    let alice_dropped = ok(apply_node(&mut s, json!({"y": "1"}), "alice", false));
+    assert_eq!(alice_dropped["metadata"]["labels"]["x"], "1");
+    // bob drops it too (an apply of no labels at all): nobody owns it, so it is removed
+    let bob_dropped = ok(apply_node(&mut s, Value::Null, "bob", false));
+    assert!(bob_dropped["metadata"]["labels"].get("x").is_none());
+    assert_eq!(bob_dropped["metadata"]["labels"]["y"], "1");
+    assert_eq!(
+        owners(&bob_dropped),
+        [("alice".to_string(), "Apply".to_string(), label("y"))]
+    );
+}
+
+#[test]
+fn an_applier_dropping_a_field_an_updater_also_owns_keeps_it() {
+    let mut s = store();
+    // the creator owns `x`; alice applies the same value (shared), then stops applying it
+    ok(s.create_by(&NODE, None, node_labels(json!({"x": "1"})), "creator"));
+    ok(apply_node(
+        &mut s,
+        json!({"x": "1", "y": "1"}),
+        "alice",
+        false,
+    ));
+    let dropped = ok(apply_node(&mut s, json!({"y": "1"}), "alice", false));
+    assert_eq!(dropped["metadata"]["labels"], json!({"x": "1", "y": "1"}));
+    // an applier changing a field an updater set conflicts with that updater
+    let (message, _) = conflict_of(apply_node(&mut s, json!({"x": "2"}), "alice", false));
+    assert_eq!(
+        message,
+        "Apply failed with 1 conflict: conflict with \"creator\" using v1: .metadata.labels.x"
+    );
 }

@@ -128,6 +128,11 @@ pub(crate) fn write_err(
     }
 }
 
+/// The field manager of the operator's creates and updates: it names none, so the apiserver
+/// records the prefix of its User-Agent, which controller-runtime derives from the binary's
+/// name (`rest.DefaultKubernetesUserAgent`; the binary is `cmd/gpustack-operator`).
+pub const OPERATOR_FIELD_MANAGER: &str = "gpustack-operator";
+
 /// Server-side apply of the Worker's labels on one Node (force: the Worker owns them). A
 /// no-op apply writes nothing; labels it no longer applies are removed by the apply itself.
 /// The field manager NFD's master applies NodeFeature labels with.
@@ -245,7 +250,7 @@ fn ensure(
         Some(c) => c,
         None => {
             let created = store
-                .create(kind, ns, desired.clone())
+                .create_by(kind, ns, desired.clone(), OPERATOR_FIELD_MANAGER)
                 .map_err(write_err("create", kind, &name))?;
             writes.done.push(("create", kind.kind, key.clone()));
             created
@@ -269,7 +274,7 @@ fn ensure(
     }
     if differs(&current, &next) {
         current = store
-            .update(kind, ns, next)
+            .update_by(kind, ns, next, OPERATOR_FIELD_MANAGER)
             .map_err(write_err("update", kind, &name))?;
         writes.done.push(("update", kind.kind, key.clone()));
     }
@@ -278,11 +283,9 @@ fn ensure(
             if current.get("status") != Some(status) {
                 let mut next = current;
                 next["status"] = status.clone();
-                store.update_status(kind, ns, next).map_err(write_err(
-                    "update status",
-                    kind,
-                    &name,
-                ))?;
+                store
+                    .update_status_by(kind, ns, next, OPERATOR_FIELD_MANAGER)
+                    .map_err(write_err("update status", kind, &name))?;
                 writes.done.push(("update status", kind.kind, key));
             }
         }

@@ -141,6 +141,7 @@ pub(crate) fn worker_owned_labels(o: &Value) -> Vec<String> {
         .into_iter()
         .flatten()
         .filter(|m| m.get("manager").and_then(Value::as_str) == Some(FIELD_MANAGER))
+        .filter(|m| m.get("operation").and_then(Value::as_str) == Some("Apply"))
         .filter_map(|m| m.pointer("/fieldsV1/f:metadata/f:labels"))
         .filter_map(Value::as_object)
         .flat_map(|labels| labels.keys())
@@ -671,9 +672,50 @@ mod tests {
              "fieldsV1": {"f:metadata": {"f:labels": {"f:gpustack.ai/managed": {}, "f:x/y": {}}}}},
             {"manager": "kubelet", "operation": "Apply",
              "fieldsV1": {"f:metadata": {"f:labels": {"f:kubernetes.io/os": {}}}}},
+            {"manager": FIELD_MANAGER, "operation": "Update",
+             "fieldsV1": {"f:metadata": {"f:labels": {"f:written/by-hand": {}}}}},
         ]}});
         assert_eq!(worker_owned_labels(&node), ["gpustack.ai/managed", "x/y"]);
         assert!(worker_owned_labels(&json!({"metadata": {}})).is_empty());
+    }
+
+    #[test]
+    fn a_label_patched_over_the_workers_apply_is_read_as_input() {
+        use crate::twin::store::{Patch, Subresource};
+        let mut store = Store::default();
+        let node = json!({"apiVersion": "v1", "kind": "Node",
+                          "metadata": {"name": "n", "labels": {"zone": "a"}}});
+        let read = |store: &Store| {
+            read_cluster(store, &Settings::default())
+                .ok()
+                .and_then(|c| c.nodes.into_iter().find(|n| n.name == "n"))
+                .map(|n| n.labels)
+                .unwrap_or_default()
+        };
+        assert!(store.create(&kinds::NODE, None, node).is_ok());
+        let applied = json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n", "labels": {"gpustack.ai/managed": "true"}}});
+        let by_worker = store.apply(
+            &kinds::NODE,
+            None,
+            "n",
+            Subresource::Main,
+            applied,
+            FIELD_MANAGER,
+            true,
+        );
+        assert!(by_worker.is_ok());
+        // the worker's own label is its output, not input
+        assert_eq!(read(&store).get("gpustack.ai/managed"), None);
+        let patch = Patch::Merge(json!({"metadata": {"labels": {"gpustack.ai/managed": "false"}}}));
+        let by_verify =
+            store.patch_by(&kinds::NODE, None, "n", Subresource::Main, &patch, "verify");
+        assert!(by_verify.is_ok());
+        // verify's patch took the label: it is input now
+        assert_eq!(
+            read(&store).get("gpustack.ai/managed").map(String::as_str),
+            Some("false")
+        );
     }
 
     #[test]

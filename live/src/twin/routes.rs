@@ -12,7 +12,7 @@ use super::discovery;
 use super::kinds::Kind;
 use super::selector::Selector;
 use super::status::Status;
-use super::store::{DeleteOptions, Deleted, Patch, Store, Subresource};
+use super::store::{manager_or_user_agent, DeleteOptions, Deleted, Patch, Store, Subresource};
 
 /// The default (and the longest) watch a client gets when it sends no `timeoutSeconds`.
 pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
@@ -56,6 +56,9 @@ pub struct ApiRequest<'a> {
     pub content_type: &'a str,
     /// The `Host` header, echoed in `/api`'s `serverAddressByClientCIDRs`.
     pub host: &'a str,
+    /// The `User-Agent` header ("" when absent): a write without `?fieldManager=` is
+    /// recorded under its prefix.
+    pub user_agent: &'a str,
     pub body: &'a [u8],
 }
 
@@ -333,15 +336,17 @@ fn resource(store: &mut Store, r: &ResourcePath, req: &ApiRequest) -> Result<Rep
         ("POST", None) if kind.namespaced && ns.is_none() => Err(method_not_allowed()),
         ("POST", None) => {
             let body = decode_body(req)?;
-            Ok(Reply::ok(201, store.create(kind, ns, body)?))
+            let manager = writer(&query, req);
+            Ok(Reply::ok(201, store.create_by(kind, ns, body, &manager)?))
         }
         ("GET", Some(name)) => Ok(Reply::ok(200, store.get(kind, ns, name)?)),
         ("PUT", Some(name)) => {
             let body = decode_body(req)?;
             check_body_names(kind, ns, name, &body)?;
+            let manager = writer(&query, req);
             let updated = match sub {
-                Subresource::Main => store.update(kind, ns, body)?,
-                Subresource::Status => store.update_status(kind, ns, body)?,
+                Subresource::Main => store.update_by(kind, ns, body, &manager)?,
+                Subresource::Status => store.update_status_by(kind, ns, body, &manager)?,
             };
             Ok(Reply::ok(200, updated))
         }
@@ -358,6 +363,13 @@ fn resource(store: &mut Store, r: &ResourcePath, req: &ApiRequest) -> Result<Rep
         }
         _ => Err(method_not_allowed()),
     }
+}
+
+/// The manager of a create, update or non-apply patch: `?fieldManager=`, else the
+/// User-Agent's prefix (handlers/create.go, update.go, patch.go `managerOrUserAgent`). An
+/// apply takes `fieldManager` only: it is required there.
+fn writer(query: &Query, req: &ApiRequest) -> String {
+    manager_or_user_agent(query.get("fieldManager"), req.user_agent)
 }
 
 /// The label and field selectors of a list or watch.
@@ -504,17 +516,18 @@ fn patch(
         serde_json::from_slice::<Value>(req.body)
             .map_err(|e| Status::bad_request(format!("the patch is not valid JSON: {e}")))
     };
+    let manager = writer(query, req);
     let patched = match media {
         "application/merge-patch+json" => {
-            store.patch(kind, ns, name, sub, &Patch::Merge(json_body()?))?
+            store.patch_by(kind, ns, name, sub, &Patch::Merge(json_body()?), &manager)?
         }
         "application/json-patch+json" => {
-            store.patch(kind, ns, name, sub, &Patch::Json(json_body()?))?
+            store.patch_by(kind, ns, name, sub, &Patch::Json(json_body()?), &manager)?
         }
         "application/strategic-merge-patch+json" if !kind.is_custom() => {
             let mut body = json_body()?;
             strip_directives(&mut body);
-            store.patch(kind, ns, name, sub, &Patch::Merge(body))?
+            store.patch_by(kind, ns, name, sub, &Patch::Merge(body), &manager)?
         }
         "application/apply-patch+yaml" => {
             let config = decode_yaml(req.body)?;
@@ -585,6 +598,7 @@ fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, Status> {
 mod tests {
     use super::*;
     use crate::twin::kinds::{ALL, DEVICES, NAMESPACE, NODE, WORKLOAD};
+    use crate::twin::store::manager_from_user_agent;
 
     fn target(path: &str) -> Result<Target, u16> {
         parse_path(&ALL, path).map_err(|s| s.code)
@@ -664,6 +678,7 @@ mod tests {
                     query: "",
                     content_type: ct,
                     host: "",
+                    user_agent: "",
                     body,
                 }
             };
@@ -704,6 +719,48 @@ mod tests {
             Reply::Json(415, v) => assert_eq!(v["reason"], "UnsupportedMediaType"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_write_without_field_manager_is_recorded_under_the_user_agent_prefix() {
+        let mut store = Store::default();
+        let manager_of = |r: Reply| match r {
+            Reply::Json(_, v) => v["metadata"]["managedFields"]
+                .as_array()
+                .and_then(|e| e.last())
+                .map(|e| e["manager"].clone()),
+            Reply::Watch(_) => None,
+        };
+        let post = ApiRequest {
+            method: "POST",
+            path: "/api/v1/nodes",
+            query: "",
+            content_type: "application/json",
+            host: "",
+            user_agent: "kubectl/v1.31.0 (linux/amd64) kubernetes/abcdef0",
+            body: br#"{"metadata":{"name":"n","labels":{"a":"b"}}}"#,
+        };
+        assert_eq!(
+            manager_of(handle(&mut store, &post)),
+            Some(json!("kubectl"))
+        );
+        // `?fieldManager=` wins over the User-Agent, on every patch type
+        let patch = ApiRequest {
+            method: "PATCH",
+            path: "/api/v1/nodes/n",
+            query: "fieldManager=verify",
+            content_type: "application/strategic-merge-patch+json",
+            body: br#"{"metadata":{"labels":{"a":"c"}}}"#,
+            ..post
+        };
+        assert_eq!(
+            manager_of(handle(&mut store, &patch)),
+            Some(json!("verify"))
+        );
+        // the prefix drops unprintable characters and keeps at most 128 bytes
+        assert_eq!(manager_from_user_agent("kube\u{7}let/1.31"), "kubelet");
+        assert_eq!(manager_from_user_agent(&"m".repeat(200)).len(), 128);
+        assert_eq!(manager_from_user_agent(""), "");
     }
 
     #[test]

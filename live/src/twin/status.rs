@@ -182,40 +182,53 @@ impl Status {
         )
     }
 
-    /// 409 Conflict of a server-side apply with fields owned by other managers
-    /// (structured-merge-diff conflict message, one cause per field).
-    pub fn apply_conflict(kind: &Kind, name: &str, conflicts: &[(String, String)]) -> Self {
+    /// 409 Conflict of a server-side apply with fields owned by other managers, as the
+    /// apiserver builds it (fieldmanager `NewConflictError`, errors.go `NewApplyConflict`):
+    /// one `FieldManagerConflict` cause per field and no other details. `conflicts` holds
+    /// `(manager as printed, field)`, the manager already quoted (`"kubectl"`, `"b" using v1`).
+    pub fn apply_conflict(_kind: &Kind, _name: &str, conflicts: &[(String, String)]) -> Self {
         let causes: Vec<Cause> = conflicts
             .iter()
             .map(|(manager, field)| {
                 Cause::new(
                     field,
                     "FieldManagerConflict",
-                    format!("conflict with \"{manager}\""),
+                    format!("conflict with {manager}"),
                 )
             })
             .collect();
-        let listed: Vec<String> = conflicts
-            .iter()
-            .map(|(manager, field)| format!("conflict with \"{manager}\": {field}"))
-            .collect();
-        let noun = if conflicts.len() == 1 {
-            "conflict"
-        } else {
-            "conflicts"
+        let message = match conflicts {
+            [(manager, field)] => {
+                format!("Apply failed with 1 conflict: conflict with {manager}: {field}")
+            }
+            _ => {
+                // grouped by manager, managers sorted
+                let mut by_manager: std::collections::BTreeMap<&str, Vec<&str>> =
+                    Default::default();
+                for (manager, field) in conflicts {
+                    by_manager.entry(manager).or_default().push(field);
+                }
+                let lines: Vec<String> = by_manager
+                    .iter()
+                    .flat_map(|(manager, fields)| {
+                        std::iter::once(format!("conflicts with {manager}:"))
+                            .chain(fields.iter().map(|f| format!("- {f}")))
+                    })
+                    .collect();
+                format!(
+                    "Apply failed with {} conflicts: {}",
+                    conflicts.len(),
+                    lines.join("\n")
+                )
+            }
         };
         Status::failure(
             409,
             "Conflict",
-            format!(
-                "Apply failed with {} {}: {}",
-                conflicts.len(),
-                noun,
-                listed.join(", ")
-            ),
+            message,
             Some(StatusDetails {
                 causes,
-                ..resource_details(kind, name)
+                ..StatusDetails::default()
             }),
         )
     }
@@ -343,7 +356,7 @@ mod tests {
         let s = Status::apply_conflict(
             &kinds::NODE,
             "n",
-            &[("kubectl".to_string(), ".spec.unschedulable".to_string())],
+            &[("\"kubectl\"".to_string(), ".spec.unschedulable".to_string())],
         );
         assert_eq!(
             s.message,
@@ -351,6 +364,8 @@ mod tests {
         );
         let d = s.details.clone().unwrap_or_default();
         assert_eq!(d.causes[0].reason, "FieldManagerConflict");
+        assert_eq!(d.causes[0].message, "conflict with \"kubectl\"");
+        assert!(d.name.is_empty());
         let back: Result<Status, _> = serde_json::from_value(s.to_value());
         assert_eq!(back.ok(), Some(s));
     }

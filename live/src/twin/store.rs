@@ -8,9 +8,13 @@
 //! status subresource, and when deletion starts), `deletionTimestamp` and finalizers, and
 //! `managedFields` for server-side apply.
 //!
-//! Server-side apply is simplified (see [`Store::apply`]): ownership is tracked for `Apply`
-//! managers only, at the granularity of leaf paths of the applied configuration, with every
-//! list atomic. Namespace deletion does not cascade and `propagationPolicy` does not cascade.
+//! Field ownership follows the apiserver's field manager (see [`Store::apply`] and the
+//! "field ownership" section): creates, updates and every patch type record an `Update`
+//! entry for their manager (`*_by`; the plain methods write as [`NO_MANAGER`]) and take the
+//! fields they change from every other manager; applies conflict with any other owner. It
+//! is kept at the granularity of leaf paths, with every list atomic (the real server merges
+//! associative lists item by item). Namespace deletion does not cascade and
+//! `propagationPolicy` does not cascade.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
@@ -283,15 +287,28 @@ impl Store {
     }
 
     /// Creates an object: 409 AlreadyExists, 422 Invalid when `metadata.name` is missing.
+    /// The writer is [`NO_MANAGER`] (a client with no `fieldManager` and no User-Agent);
+    /// [`Store::create_by`] names it.
     pub fn create(
         &mut self,
         kind: &Kind,
         namespace: Option<&str>,
         object: Value,
     ) -> Result<Value, Status> {
+        self.create_by(kind, namespace, object, NO_MANAGER)
+    }
+
+    /// [`Store::create`] by `manager`, who becomes the `Update` owner of every field it set.
+    pub fn create_by(
+        &mut self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        object: Value,
+        manager: &str,
+    ) -> Result<Value, Status> {
         self.served(kind)?;
         let object = into_object(object)?;
-        self.create_object(kind, namespace, object, None)
+        self.create_object(kind, namespace, object, Ownership::Update(manager))
     }
 
     /// Reads one object: 404 NotFound.
@@ -330,33 +347,60 @@ impl Store {
     /// Replaces the main resource: 409 Conflict on a stale `metadata.resourceVersion`
     /// (custom resources must carry one: 422 otherwise); `status` is ignored for kinds
     /// with a status subresource.
+    /// The writer is [`NO_MANAGER`]; [`Store::update_by`] names it.
     pub fn update(
         &mut self,
         kind: &Kind,
         namespace: Option<&str>,
         object: Value,
     ) -> Result<Value, Status> {
+        self.update_by(kind, namespace, object, NO_MANAGER)
+    }
+
+    /// [`Store::update`] by `manager`, who takes the ownership of every field it changed.
+    pub fn update_by(
+        &mut self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        object: Value,
+        manager: &str,
+    ) -> Result<Value, Status> {
         self.served(kind)?;
         let object = into_object(object)?;
         let key = self.key(kind, namespace, &name_of(&object))?;
-        self.write(kind, &key, object, Subresource::Main, true, None)
+        let ownership = Ownership::Update(manager);
+        self.write(kind, &key, object, Subresource::Main, true, ownership)
     }
 
-    /// Replaces `status` only (`/status`): spec and metadata changes are ignored.
+    /// Replaces `status` only (`/status`): spec and metadata changes are ignored. The writer
+    /// is [`NO_MANAGER`]; [`Store::update_status_by`] names it.
     pub fn update_status(
         &mut self,
         kind: &Kind,
         namespace: Option<&str>,
         object: Value,
     ) -> Result<Value, Status> {
+        self.update_status_by(kind, namespace, object, NO_MANAGER)
+    }
+
+    /// [`Store::update_status`] by `manager` (its entry names the `status` subresource).
+    pub fn update_status_by(
+        &mut self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        object: Value,
+        manager: &str,
+    ) -> Result<Value, Status> {
         self.status_served(kind)?;
         let object = into_object(object)?;
         let key = self.key(kind, namespace, &name_of(&object))?;
-        self.write(kind, &key, object, Subresource::Status, true, None)
+        let ownership = Ownership::Update(manager);
+        self.write(kind, &key, object, Subresource::Status, true, ownership)
     }
 
     /// Patches the main resource or `/status` with a merge patch or a JSON patch. A
-    /// `metadata.resourceVersion` left in the patched object acts as a precondition.
+    /// `metadata.resourceVersion` left in the patched object acts as a precondition. The
+    /// writer is [`NO_MANAGER`]; [`Store::patch_by`] names it.
     pub fn patch(
         &mut self,
         kind: &Kind,
@@ -364,6 +408,19 @@ impl Store {
         name: &str,
         subresource: Subresource,
         patch: &Patch,
+    ) -> Result<Value, Status> {
+        self.patch_by(kind, namespace, name, subresource, patch, NO_MANAGER)
+    }
+
+    /// [`Store::patch`] by `manager`: every patch type is an `Update` of the fields it changed.
+    pub fn patch_by(
+        &mut self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Subresource,
+        patch: &Patch,
+        manager: &str,
     ) -> Result<Value, Status> {
         match subresource {
             Subresource::Main => self.served(kind)?,
@@ -395,20 +452,21 @@ impl Store {
         if name_of(&patched) != name {
             return Err(Status::bad_request("a patch may not change metadata.name"));
         }
-        self.write(kind, &key, patched, subresource, false, None)
+        let ownership = Ownership::Update(manager);
+        self.write(kind, &key, patched, subresource, false, ownership)
     }
 
     /// Server-side apply of `config` by `field_manager` (creates the object if absent).
     ///
-    /// Simplified but honest semantics: the manager owns the *leaf paths* of its applied
-    /// configuration (objects recurse; lists, scalars and empty objects are leaves, so every
-    /// list is atomic). The object is the current one with the manager's previously owned
-    /// paths it no longer applies (and nobody else owns) removed, deep-merged with `config`.
-    /// A path owned by another `Apply` manager whose value this changes is a conflict: 409
-    /// unless `force`, which takes the ownership away from the other manager. Writes by
-    /// update/patch do not take ownership (the real server records `Update` managers too).
-    /// Nulls in `config` are dropped. Ownership is stored in `metadata.managedFields` in
-    /// the real `FieldsV1` format.
+    /// As the apiserver's field manager (structured-merge-diff `Updater.Apply`), at the
+    /// granularity of leaf paths (objects recurse; lists, scalars and empty objects are
+    /// leaves, so every list is atomic): the manager's `Apply` entry becomes exactly the leaf
+    /// paths of `config`; the object is the current one with the paths the manager applied
+    /// before and no longer applies removed (unless another manager, of any operation, owns
+    /// them too), deep-merged with `config`. A field another manager owns whose value this
+    /// changes is a conflict: 409 naming manager and field unless `force`, which moves the
+    /// field to this manager. Applying a value equal to the live one shares the field.
+    /// Nulls in `config` are dropped.
     #[allow(clippy::too_many_arguments)]
     pub fn apply(
         &mut self,
@@ -444,99 +502,80 @@ impl Store {
         let applied = applied_part(kind, subresource, &mut config);
         let paths = leaf_paths(&applied);
         let key = self.key(kind, namespace, name)?;
-        let now = (self.clock)();
         let Some(current) = self.objects.get(&key).cloned() else {
             if subresource == Subresource::Status {
                 return Err(Status::not_found(kind, name));
             }
-            let entry = managed_entry(kind, field_manager, subresource, &now, &paths);
             let mut object = applied;
             let mut meta = take_meta(&mut object);
             meta.insert("name".into(), Value::String(name.to_string()));
             object.insert("metadata".into(), Value::Object(meta));
-            return self.create_object(kind, namespace, object, Some(vec![entry]));
+            let applier = Managed::new(field_manager, Operation::Apply, subresource, kind, paths);
+            return self.create_object(kind, namespace, object, Ownership::Applied(vec![applier]));
         };
         let mut managers = read_managed(&current);
+        let mine = |m: &Managed| m.is(field_manager, Operation::Apply, subresource);
         let own_before: BTreeSet<FieldPath> = managers
             .iter()
-            .filter(|m| m.manager == field_manager && m.subresource == subresource)
+            .filter(|m| mine(m))
             .flat_map(|m| m.paths.iter().cloned())
             .collect();
         let mut candidate = Value::Object(current.clone());
-        let others_own = |managers: &[Managed], p: &FieldPath| {
-            managers.iter().any(|m| {
-                !(m.manager == field_manager && m.subresource == subresource) && m.paths.contains(p)
-            })
-        };
         for stale in own_before.difference(&paths) {
-            if !others_own(&managers, stale) {
+            let co_owned = managers.iter().any(|m| !mine(m) && m.paths.contains(stale));
+            if !co_owned {
                 remove_path(&mut candidate, stale);
             }
         }
         merge_config(&mut candidate, &Value::Object(applied));
-        let before = Value::Object(current);
-        let mut conflicts = Vec::new();
-        for m in managers
-            .iter_mut()
-            .filter(|m| !(m.manager == field_manager && m.subresource == subresource))
-        {
-            let lost: Vec<FieldPath> = m
-                .paths
-                .iter()
-                .filter(|q| paths.iter().any(|p| overlaps(p, q)))
-                .filter(|q| value_at(&before, q) != value_at(&candidate, q))
-                .cloned()
-                .collect();
-            for q in &lost {
-                conflicts.push((m.manager.clone(), render_path(q)));
-                if force {
-                    m.paths.remove(q);
-                }
-            }
-            if force && !lost.is_empty() {
-                if let Some(e) = m.entry.as_object_mut() {
-                    e.insert("fieldsV1".into(), fields_v1(&m.paths));
-                }
-            }
-        }
+        let mut candidate = into_object(candidate)?;
+        let before = managed_view(kind, subresource, &current);
+        let after = managed_view(kind, subresource, &candidate);
+        let changes = compare(&before, &after);
+        let mut conflicts: Vec<(String, String)> = managers
+            .iter()
+            .filter(|m| !mine(m))
+            .flat_map(|m| {
+                m.paths
+                    .iter()
+                    .filter(|q| changes.touches(q))
+                    .map(|q| (m.printed(), render_path(q)))
+            })
+            .collect();
         if !conflicts.is_empty() && !force {
+            conflicts.sort();
             return Err(Status::apply_conflict(kind, name, &conflicts));
         }
-        // the manager's entry keeps its place and, when its fields are unchanged, its time
-        // (the apiserver ignores timestamp-only managedFields changes, so a no-op apply
-        // writes nothing)
-        let mine = |m: &Managed| m.manager == field_manager && m.subresource == subresource;
-        let entry = match managers.iter().find(|m| mine(m)) {
-            Some(m) if m.paths == paths => m.entry.clone(),
-            _ => managed_entry(kind, field_manager, subresource, &now, &paths),
-        };
-        let fresh = Managed {
-            manager: field_manager.to_string(),
-            subresource,
-            entry,
-            paths,
-        };
-        match managers.iter().position(mine) {
-            Some(i) => {
-                if let Some(slot) = managers.get_mut(i) {
-                    *slot = fresh;
-                }
+        // forced (or none): the others lose what this apply changed and what no longer exists
+        // (existence in the whole object: a status entry's fields are outside a main view)
+        let whole = Value::Object(candidate.clone());
+        for m in managers.iter_mut().filter(|m| !mine(m)) {
+            m.paths
+                .retain(|q| !changes.touches(q) && value_at(&whole, q).is_some());
+        }
+        // the manager's entry keeps its time when its fields are unchanged (the apiserver
+        // ignores timestamp-only managedFields changes, so a no-op apply writes nothing)
+        match managers.iter_mut().find(|m| mine(m)) {
+            Some(m) if m.paths == paths && changes.is_empty() => {}
+            Some(m) => {
+                m.paths = paths;
+                m.time = Some((self.clock)());
             }
-            None => managers.push(fresh),
+            None => {
+                let mut fresh =
+                    Managed::new(field_manager, Operation::Apply, subresource, kind, paths);
+                fresh.time = Some((self.clock)());
+                managers.push(fresh);
+            }
         }
-        managers.retain(|m| !m.paths.is_empty());
-        let entries: Vec<Value> = managers.into_iter().map(|m| m.entry).collect();
-        let mut candidate = into_object(candidate)?;
-        if let Some(rv) = precondition {
-            let mut meta = take_meta(&mut candidate);
-            meta.insert("resourceVersion".into(), rv);
-            candidate.insert("metadata".into(), Value::Object(meta));
-        } else {
-            let mut meta = take_meta(&mut candidate);
-            meta.remove("resourceVersion");
-            candidate.insert("metadata".into(), Value::Object(meta));
-        }
-        self.write(kind, &key, candidate, subresource, false, Some(entries))
+        let mut meta = take_meta(&mut candidate);
+        match precondition {
+            Some(rv) => meta.insert("resourceVersion".into(), rv),
+            None => meta.remove("resourceVersion"),
+        };
+        candidate.insert("metadata".into(), Value::Object(meta));
+        let ownership = Ownership::Applied(managers);
+        self.write(kind, &key, candidate, subresource, false, ownership)
     }
 
     /// Deletes an object. With finalizers it is only marked deleting (`deletionTimestamp`,
@@ -710,13 +749,13 @@ impl Store {
         })
     }
 
-    /// Create with server-managed metadata; `managed` replaces `managedFields` (apply).
+    /// Create with server-managed metadata and the `managedFields` of `ownership`.
     fn create_object(
         &mut self,
         kind: &Kind,
         namespace: Option<&str>,
         mut object: Object,
-        managed: Option<Vec<Value>>,
+        ownership: Ownership,
     ) -> Result<Value, Status> {
         check_type_meta(kind, &object)?;
         let mut meta = take_meta(&mut object);
@@ -791,12 +830,10 @@ impl Store {
             meta.remove("namespace");
         }
         self.created += 1;
+        let now = (self.clock)();
         meta.insert("uid".into(), Value::String((self.uid)(self.created)));
-        meta.insert("creationTimestamp".into(), Value::String((self.clock)()));
+        meta.insert("creationTimestamp".into(), Value::String(now.clone()));
         meta.insert("generation".into(), Value::from(1));
-        if let Some(entries) = managed {
-            meta.insert("managedFields".into(), Value::Array(entries));
-        }
         match kind.status_on_create() {
             StatusOnCreate::Keep => {}
             StatusOnCreate::Clear => {
@@ -808,13 +845,39 @@ impl Store {
         }
         set_type_meta(kind, &mut object);
         object.insert("metadata".into(), Value::Object(meta));
-        let object = self.validated(kind, &name, object)?;
+        let mut object = self.validated(kind, &name, object)?;
+        // what the creation set is owned as it was stored (after pruning)
+        let managers = match ownership {
+            Ownership::Applied(managers) => managers,
+            Ownership::Update(manager) => {
+                let mut managers = Vec::new();
+                let view = managed_view(kind, Subresource::Main, &object);
+                let changes = compare(&Value::Object(Object::new()), &view);
+                record_update(
+                    &mut managers,
+                    &changes,
+                    &view,
+                    manager,
+                    Subresource::Main,
+                    kind,
+                    || now.clone(),
+                );
+                managers
+            }
+        };
+        let entries = entries_of(managers, &now);
+        let mut meta = take_meta(&mut object);
+        if !entries.is_empty() {
+            meta.insert("managedFields".into(), Value::Array(entries));
+        }
+        object.insert("metadata".into(), Value::Object(meta));
         Ok(self.commit(kind, &key, Some(object), None))
     }
 
     /// Update of an existing object through `subresource`; `require_rv` enforces a
-    /// resourceVersion for kinds that disallow unconditional updates; `managed` replaces
-    /// `managedFields` (apply).
+    /// resourceVersion for kinds that disallow unconditional updates; `ownership` says how
+    /// `managedFields` follow (an update's manager takes what it changed; an apply's are
+    /// computed by [`Store::apply`]).
     fn write(
         &mut self,
         kind: &Kind,
@@ -822,7 +885,7 @@ impl Store {
         mut incoming: Object,
         subresource: Subresource,
         require_rv: bool,
-        managed: Option<Vec<Value>>,
+        ownership: Ownership,
     ) -> Result<Value, Status> {
         check_type_meta(kind, &incoming)?;
         let name = key.name.as_str();
@@ -862,18 +925,46 @@ impl Store {
                 c
             }
         };
-        if let Some(entries) = managed {
-            let mut meta = take_meta(&mut candidate);
-            meta.insert("managedFields".into(), Value::Array(entries));
-            candidate.insert("metadata".into(), Value::Object(meta));
-        }
         set_type_meta(kind, &mut candidate);
         check_finalizers_while_deleting(kind, name, &old, &candidate)?;
         let mut candidate = self.validated(kind, name, candidate)?;
+        let mut meta = take_meta(&mut candidate);
         if spec_part(kind, &candidate) != spec_part(kind, &old) {
-            let mut meta = take_meta(&mut candidate);
             let generation = meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
             meta.insert("generation".into(), Value::from(generation + 1));
+        }
+        candidate.insert("metadata".into(), Value::Object(meta));
+        let managers = match ownership {
+            Ownership::Applied(managers) => Some(managers),
+            Ownership::Update(manager) => {
+                let before = managed_view(kind, subresource, &old);
+                let after = managed_view(kind, subresource, &candidate);
+                let changes = compare(&before, &after);
+                // nothing changed: the entries stay exactly as stored
+                (!changes.is_empty()).then(|| {
+                    let mut managers = read_managed(&old);
+                    let clock = &mut self.clock;
+                    record_update(
+                        &mut managers,
+                        &changes,
+                        &Value::Object(candidate.clone()),
+                        manager,
+                        subresource,
+                        kind,
+                        clock,
+                    );
+                    managers
+                })
+            }
+        };
+        if let Some(managers) = managers {
+            let mut meta = take_meta(&mut candidate);
+            let entries = entries_of(managers, "");
+            if entries.is_empty() {
+                meta.remove("managedFields");
+            } else {
+                meta.insert("managedFields".into(), Value::Array(entries));
+            }
             candidate.insert("metadata".into(), Value::Object(meta));
         }
         if candidate == old {
@@ -1154,17 +1245,309 @@ fn spec_part(kind: &Kind, object: &Object) -> Object {
         .collect()
 }
 
-// ---- server-side apply ----
+// ---- field ownership (managedFields) ----
+//
+// As the apiserver's field manager keeps it (k8s.io/apiserver pkg/endpoints/handlers/
+// fieldmanager and sigs.k8s.io/structured-merge-diff `merge.Updater`), at the granularity of
+// leaf paths with every list atomic: a create, update or patch makes its manager the `Update`
+// owner of the fields it added or changed and takes them away from every other manager; an
+// apply makes its manager the `Apply` owner of exactly the fields it applied. A field that no
+// longer exists is owned by nobody; an entry left with no fields is dropped.
+
+/// The manager of a write that names none: the apiserver falls back to the User-Agent's
+/// prefix ([`manager_from_user_agent`]), which is empty for a client that sends none.
+pub const NO_MANAGER: &str = "";
+
+/// How many bytes of a User-Agent a derived manager keeps (`FieldManagerMaxLength`).
+const FIELD_MANAGER_MAX_LENGTH: usize = 128;
+
+/// The manager of a write without `?fieldManager=`, as the apiserver derives it from the
+/// User-Agent (handlers/rest.go `prefixFromUserAgent`): the part before the first `/`, its
+/// unprintable characters dropped, cut to 128 bytes. `kubectl/v1.31.0 (linux/amd64) …` is
+/// `kubectl`.
+pub fn manager_from_user_agent(user_agent: &str) -> String {
+    let prefix = user_agent.split('/').next().unwrap_or("");
+    let mut manager = String::new();
+    for c in prefix.chars().filter(|c| !c.is_control()) {
+        if manager.len() + c.len_utf8() > FIELD_MANAGER_MAX_LENGTH {
+            break;
+        }
+        manager.push(c);
+    }
+    manager
+}
+
+/// The `fieldManager` of a write, or the manager derived from its User-Agent when it names
+/// none (handlers/rest.go `managerOrUserAgent`).
+pub fn manager_or_user_agent(field_manager: Option<&str>, user_agent: &str) -> String {
+    match field_manager.filter(|m| !m.is_empty()) {
+        Some(m) => m.to_string(),
+        None => manager_from_user_agent(user_agent),
+    }
+}
+
+/// How a write's `managedFields` follow: an `Update` by a manager (create, update, every
+/// patch type), or the entries an apply computed.
+enum Ownership<'a> {
+    Update(&'a str),
+    Applied(Vec<Managed>),
+}
 
 /// A field path: a sequence of object keys.
 type FieldPath = Vec<String>;
 
-/// One `managedFields` entry with its owned paths.
+/// The operation a `managedFields` entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Operation {
+    Apply,
+    Update,
+}
+
+impl Operation {
+    fn as_str(self) -> &'static str {
+        match self {
+            Operation::Apply => "Apply",
+            Operation::Update => "Update",
+        }
+    }
+}
+
+/// One `managedFields` entry with its owned leaf paths.
+#[derive(Debug, Clone)]
 struct Managed {
     manager: String,
+    operation: Operation,
     subresource: Subresource,
+    api_version: String,
+    /// `None` until stamped (a fresh entry takes the write's time).
+    time: Option<String>,
     paths: BTreeSet<FieldPath>,
-    entry: Value,
+}
+
+impl Managed {
+    fn new(
+        manager: &str,
+        operation: Operation,
+        subresource: Subresource,
+        kind: &Kind,
+        paths: BTreeSet<FieldPath>,
+    ) -> Self {
+        Managed {
+            manager: manager.to_string(),
+            operation,
+            subresource,
+            api_version: kind.api_version(),
+            time: None,
+            paths,
+        }
+    }
+
+    /// Whether this is the entry of `manager`'s `operation` through `subresource` (the
+    /// apiserver's manager identifier; one version per kind, so the apiVersion never splits
+    /// an `Update` entry here).
+    fn is(&self, manager: &str, operation: Operation, subresource: Subresource) -> bool {
+        self.manager == manager && self.operation == operation && self.subresource == subresource
+    }
+
+    /// The manager as a conflict names it (fieldmanager `printManager`): `"kubectl"`, with
+    /// ` with subresource "status"` for a status entry and ` using v1` for an `Update` one.
+    fn printed(&self) -> String {
+        let mut out = format!("{:?}", self.manager);
+        if self.subresource == Subresource::Status {
+            out.push_str(" with subresource \"status\"");
+        }
+        if self.operation == Operation::Update {
+            out.push_str(&format!(" using {}", self.api_version));
+        }
+        out
+    }
+
+    /// The entry in the real format (`FieldsV1`); an empty manager is left out, as Go's
+    /// `omitempty` leaves it.
+    fn to_entry(&self) -> Value {
+        let mut entry = Object::new();
+        if !self.manager.is_empty() {
+            entry.insert("manager".into(), Value::String(self.manager.clone()));
+        }
+        entry.insert(
+            "operation".into(),
+            Value::String(self.operation.as_str().into()),
+        );
+        entry.insert("apiVersion".into(), Value::String(self.api_version.clone()));
+        if let Some(time) = &self.time {
+            entry.insert("time".into(), Value::String(time.clone()));
+        }
+        entry.insert("fieldsType".into(), Value::String("FieldsV1".into()));
+        entry.insert("fieldsV1".into(), fields_v1(&self.paths));
+        if self.subresource == Subresource::Status {
+            entry.insert("subresource".into(), Value::String("status".into()));
+        }
+        Value::Object(entry)
+    }
+}
+
+/// The entries to store: the non-empty ones, unstamped ones stamped with `now` (when not
+/// empty), sorted as the apiserver sorts them (fieldmanager `sortEncodedManagedFields`:
+/// operation, time, manager, apiVersion, subresource).
+fn entries_of(managers: Vec<Managed>, now: &str) -> Vec<Value> {
+    let mut managers: Vec<Managed> = managers
+        .into_iter()
+        .filter(|m| !m.paths.is_empty())
+        .map(|mut m| {
+            if m.time.is_none() && !now.is_empty() {
+                m.time = Some(now.to_string());
+            }
+            m
+        })
+        .collect();
+    managers.sort_by(|a, b| {
+        let sub = |m: &Managed| m.subresource == Subresource::Status;
+        (a.operation, &a.time, &a.manager, &a.api_version, sub(a)).cmp(&(
+            b.operation,
+            &b.time,
+            &b.manager,
+            &b.api_version,
+            sub(b),
+        ))
+    });
+    managers.iter().map(Managed::to_entry).collect()
+}
+
+/// The part of an object whose fields are owned through `subresource`: no type meta and no
+/// server-set metadata (fieldmanager's stripped fields); for a kind with a status
+/// subresource, `status` alone through `/status` and everything but `status` through the
+/// main resource (the strategies' reset fields).
+fn managed_view(kind: &Kind, subresource: Subresource, object: &Object) -> Value {
+    let mut view = Object::new();
+    for (key, value) in object {
+        let keep = match (key.as_str(), subresource) {
+            ("apiVersion" | "kind", _) => false,
+            ("status", Subresource::Status) => true,
+            (_, Subresource::Status) => false,
+            ("status", Subresource::Main) => !kind.has_status,
+            _ => true,
+        };
+        if keep {
+            view.insert(key.clone(), value.clone());
+        }
+    }
+    if let Some(Value::Object(meta)) = view.get_mut("metadata") {
+        for server_set in [
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+            "managedFields",
+        ] {
+            meta.remove(server_set);
+        }
+        if meta.is_empty() {
+            view.remove("metadata");
+        }
+    }
+    Value::Object(view)
+}
+
+/// What a write changed between two views, leaf path by leaf path (typed.Comparison).
+#[derive(Debug, Default)]
+struct Comparison {
+    /// Paths that did not exist before.
+    added: BTreeSet<FieldPath>,
+    /// Paths that exist on both sides with another value (an object on both sides is not
+    /// modified itself: its children are compared).
+    modified: BTreeSet<FieldPath>,
+    /// Paths that no longer exist.
+    removed: BTreeSet<FieldPath>,
+}
+
+impl Comparison {
+    fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
+    }
+
+    /// Whether the write set the owned field `q`: added or modified it, or replaced an
+    /// object above it with a scalar or a list.
+    fn touches(&self, q: &FieldPath) -> bool {
+        self.added.contains(q)
+            || self.modified.contains(q)
+            || self
+                .modified
+                .iter()
+                .any(|p| p.len() < q.len() && q.starts_with(p))
+    }
+}
+
+fn compare(before: &Value, after: &Value) -> Comparison {
+    let leaves = |v: &Value| v.as_object().map(leaf_paths).unwrap_or_default();
+    let (old, new) = (leaves(before), leaves(after));
+    let mut c = Comparison::default();
+    for p in new.iter().filter(|p| value_at(before, p).is_none()) {
+        c.added.insert(p.clone());
+    }
+    for p in old.iter().filter(|p| value_at(after, p).is_none()) {
+        c.removed.insert(p.clone());
+    }
+    for p in old.union(&new) {
+        if let (Some(a), Some(b)) = (value_at(before, p), value_at(after, p)) {
+            if a != b && !(a.is_object() && b.is_object()) {
+                c.modified.insert(p.clone());
+            }
+        }
+    }
+    c
+}
+
+/// A leaf of `view` (a scalar, a list or an empty object), as an owned path must be.
+fn is_leaf(view: &Value, p: &FieldPath) -> bool {
+    value_at(view, p).is_some_and(|v| v.as_object().is_none_or(Map::is_empty))
+}
+
+/// An `Update` by `manager` through `subresource` (fieldmanager `managedFieldsUpdater` over
+/// `Updater.Update`, which always forces): every manager loses the fields it changed and
+/// the ones gone from `after` (the whole object as written, not the subresource's view);
+/// when it changed any, its own entry gains them and takes the write's time.
+fn record_update(
+    managers: &mut Vec<Managed>,
+    changes: &Comparison,
+    after: &Value,
+    manager: &str,
+    subresource: Subresource,
+    kind: &Kind,
+    now: impl FnOnce() -> String,
+) {
+    for m in managers.iter_mut() {
+        m.paths
+            .retain(|q| !changes.touches(q) && value_at(after, q).is_some());
+    }
+    let taken: BTreeSet<FieldPath> = changes
+        .added
+        .union(&changes.modified)
+        .filter(|p| is_leaf(after, p))
+        .cloned()
+        .collect();
+    if !taken.is_empty() {
+        let time = Some(now());
+        match managers
+            .iter_mut()
+            .find(|m| m.is(manager, Operation::Update, subresource))
+        {
+            Some(m) => {
+                m.paths.extend(taken);
+                m.time = time;
+            }
+            None => {
+                let mut fresh = Managed::new(manager, Operation::Update, subresource, kind, taken);
+                fresh.time = time;
+                managers.push(fresh);
+            }
+        }
+    }
+    managers.retain(|m| !m.paths.is_empty());
 }
 
 /// The part of an apply configuration that is applied: no type meta, no server-owned
@@ -1234,11 +1617,6 @@ fn leaf_paths(config: &Object) -> BTreeSet<FieldPath> {
     out
 }
 
-/// One path is a prefix of the other.
-fn overlaps(a: &FieldPath, b: &FieldPath) -> bool {
-    a.starts_with(b) || b.starts_with(a)
-}
-
 fn value_at<'a>(value: &'a Value, path: &FieldPath) -> Option<&'a Value> {
     path.iter().try_fold(value, |v, k| v.get(k))
 }
@@ -1283,31 +1661,6 @@ fn render_path(path: &FieldPath) -> String {
     path.iter().map(|k| format!(".{k}")).collect()
 }
 
-/// A `managedFields` entry in the real format (`FieldsV1`).
-fn managed_entry(
-    kind: &Kind,
-    manager: &str,
-    subresource: Subresource,
-    time: &str,
-    paths: &BTreeSet<FieldPath>,
-) -> Value {
-    let fields = fields_v1(paths);
-    let mut entry = serde_json::json!({
-        "manager": manager,
-        "operation": "Apply",
-        "apiVersion": kind.api_version(),
-        "time": time,
-        "fieldsType": "FieldsV1",
-        "fieldsV1": fields,
-    });
-    if subresource == Subresource::Status {
-        if let Some(m) = entry.as_object_mut() {
-            m.insert("subresource".into(), Value::String("status".into()));
-        }
-    }
-    entry
-}
-
 /// Owned leaf paths in the `FieldsV1` encoding: `{"f:spec": {"f:os": {}}}`.
 fn fields_v1(paths: &BTreeSet<FieldPath>) -> Value {
     let mut fields = Value::Object(Object::new());
@@ -1323,7 +1676,7 @@ fn fields_v1(paths: &BTreeSet<FieldPath>) -> Value {
     fields
 }
 
-/// The `Apply` entries of an object's `managedFields`, with their leaf paths.
+/// The entries of an object's `managedFields`, with their leaf paths.
 fn read_managed(object: &Object) -> Vec<Managed> {
     fn walk(fields: &Value, prefix: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
         let children: Vec<(&String, &Value)> = fields
@@ -1342,13 +1695,13 @@ fn read_managed(object: &Object) -> Vec<Managed> {
             prefix.pop();
         }
     }
+    let text = |e: &Value, key: &str| e.get(key).and_then(Value::as_str).map(str::to_string);
     object
         .get("metadata")
         .and_then(|m| m.get("managedFields"))
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(|e| e.get("operation").and_then(Value::as_str) == Some("Apply"))
         .map(|e| {
             let mut paths = BTreeSet::new();
             walk(
@@ -1357,18 +1710,20 @@ fn read_managed(object: &Object) -> Vec<Managed> {
                 &mut paths,
             );
             Managed {
-                manager: e
-                    .get("manager")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                subresource: if e.get("subresource").and_then(Value::as_str) == Some("status") {
+                manager: text(e, "manager").unwrap_or_default(),
+                operation: if text(e, "operation").as_deref() == Some("Apply") {
+                    Operation::Apply
+                } else {
+                    Operation::Update
+                },
+                subresource: if text(e, "subresource").as_deref() == Some("status") {
                     Subresource::Status
                 } else {
                     Subresource::Main
                 },
+                api_version: text(e, "apiVersion").unwrap_or_default(),
+                time: text(e, "time"),
                 paths,
-                entry: e.clone(),
             }
         })
         .collect()
@@ -1399,13 +1754,15 @@ mod tests {
             rendered,
             [".metadata.labels.x", ".spec.a", ".spec.b.c", ".spec.e"]
         );
-        let entry = managed_entry(
-            &super::super::kinds::NODE,
+        let node = &super::super::kinds::NODE;
+        let entry = Managed::new(
             "m",
+            Operation::Apply,
             Subresource::Main,
-            "t",
-            &paths,
-        );
+            node,
+            paths.clone(),
+        )
+        .to_entry();
         assert_eq!(entry["fieldsV1"]["f:spec"]["f:b"]["f:c"], json!({}));
         let mut obj = Object::new();
         obj.insert("metadata".into(), json!({"managedFields": [entry]}));
