@@ -8,15 +8,6 @@ use crate::cli::{
     AuditArgs, CheckArgs, CleanupArgs, Command, Format, FuzzArgs, SoakArgs, Tier, TwinCommand,
 };
 
-/// Prints a line for a long-running server: a reader that went away (a closed pipe) must not
-/// stop the server, so write errors are ignored.
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 /// Bad input or a missing required input: exit 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -76,7 +67,7 @@ fn cases_index() -> Result<i32> {
     if let Some(e) = cases::index::index_error() {
         return Err(UsageError(e).into());
     }
-    print!("{}", cases::render::index_text(cases::index()));
+    out!("{}", cases::render::index_text(cases::index()));
     Ok(0)
 }
 
@@ -142,7 +133,7 @@ fn live_case_tier(args: &crate::cli::CaseArgs) -> std::result::Result<cases::Twi
         "case-{}",
         args.number.map_or("block".into(), |n| n.to_string())
     ));
-    println!("run label: {}={run}.<token>", live::client::RUN_LABEL);
+    outln!("run label: {}={run}.<token>", live::client::RUN_LABEL);
     let runner = p
         .runner(
             &run,
@@ -231,7 +222,7 @@ fn rdma_report_only(tier: Tier, live_args: &crate::cli::LiveArgs) -> Result<i32>
             };
             let cluster = live::audit::cluster_of(&snapshot, &model::Settings::default())
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
-            print!("{}", cases::block::rdma_report(&cluster, &snapshot.source));
+            out!("{}", cases::block::rdma_report(&cluster, &snapshot.source));
             Ok(0)
         }
         Tier::Twin => Err(UsageError(
@@ -239,7 +230,7 @@ fn rdma_report_only(tier: Tier, live_args: &crate::cli::LiveArgs) -> Result<i32>
         )
         .into()),
         Tier::Model => {
-            print!(
+            out!(
                 "{}",
                 cases::block::rdma_report(
                     &model::examples::walkthrough(),
@@ -316,17 +307,17 @@ fn print_case_runs(runs: &[cases::CaseRun], format: crate::cli::CaseFormat) -> R
     match format {
         crate::cli::CaseFormat::Table => {
             for r in runs {
-                print!("{}", cases::render::case_text(r));
+                out!("{}", cases::render::case_text(r));
             }
             if runs.len() > 1 {
-                println!("\nblock summary:");
+                outln!("\nblock summary:");
                 for r in runs {
-                    println!("  {}", cases::render::verdict_line(r));
+                    outln!("  {}", cases::render::verdict_line(r));
                 }
             }
         }
         crate::cli::CaseFormat::Junit => {
-            println!("{}", cases::render::junit(runs).map_err(UsageError)?)
+            outln!("{}", cases::render::junit(runs).map_err(UsageError)?)
         }
     }
     Ok(())
@@ -334,7 +325,7 @@ fn print_case_runs(runs: &[cases::CaseRun], format: crate::cli::CaseFormat) -> R
 
 fn conformance(dir: &Path) -> Result<i32> {
     let report = conformance::run_dir(dir).map_err(UsageError)?;
-    print!("{}", report.render());
+    out!("{}", report.render());
     Ok(report.exit_code())
 }
 
@@ -344,7 +335,7 @@ fn derive(cluster: Option<&Path>, format: Format) -> Result<i32> {
             // Announced first; on stderr for JSON so the document stays parseable.
             let note = "cluster: embedded walkthrough (research/chain.md §15)";
             match format {
-                Format::Table => println!("{note}"),
+                Format::Table => outln!("{note}"),
                 Format::Json => eprintln!("{note}"),
             }
             model::examples::walkthrough()
@@ -353,8 +344,8 @@ fn derive(cluster: Option<&Path>, format: Format) -> Result<i32> {
     };
     let derived = model::derive::derive(&cluster);
     match format {
-        Format::Table => print!("{}", reports::derived_table(&derived)),
-        Format::Json => println!(
+        Format::Table => out!("{}", reports::derived_table(&derived)),
+        Format::Json => outln!(
             "{}",
             serde_json::to_string_pretty(&derived).context("rendering the derivation as JSON")?
         ),
@@ -402,7 +393,7 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
 
     let context = args.live.cluster.context.as_deref();
     let tier = Tier::resolve(args.tier, args.twin, context, Tier::Twin);
-    println!("{}", tier_banner(tier));
+    outln!("{}", tier_banner(tier));
     let prepared = match tier {
         Tier::Live => match crate::live_run::prepare(
             &args.live,
@@ -438,7 +429,7 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
     }
     let total = fuzz::seed_list(&config).len() as u64;
     let recorder = start_run_record(&args, &config, total, tier.name())?;
-    println!("run directory: {}", recorder.path().display());
+    outln!("run directory: {}", recorder.path().display());
     let run_id = recorder
         .path()
         .file_name()
@@ -446,7 +437,7 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         .unwrap_or_default();
     if let Some(p) = &prepared {
         config.shape.settings = Some(operator_settings(&args.live)?);
-        println!(
+        outln!(
             "run label: {}={run_id}.<token> (one token per seed attempt)",
             live::client::RUN_LABEL
         );
@@ -515,27 +506,27 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         anyhow::bail!("{e}");
     }
     for (seed, why) in &report.inconclusive {
-        println!("INCONCLUSIVE seed {seed}: {why}");
+        outln!("INCONCLUSIVE seed {seed}: {why}");
     }
     for (seed, what) in &report.flaky {
-        println!("FLAKY seed {seed}: {what}");
+        outln!("FLAKY seed {seed}: {what}");
     }
     let mut leftovers = report.leftovers.clone();
     if let Some(p) = &prepared {
         leftovers.extend(p.sweep(&run_id));
         if report.interrupted {
-            println!("INTERRUPTED: stopped before every seed was judged; torn down");
+            outln!("INTERRUPTED: stopped before every seed was judged; torn down");
         }
         for l in &leftovers {
-            println!("LEFTOVER {l}");
+            outln!("LEFTOVER {l}");
         }
         if leftovers.is_empty() {
-            println!(
+            outln!(
                 "teardown: nothing labelled {}={run_id}.* remains",
                 live::client::RUN_LABEL
             );
         } else {
-            println!(
+            outln!(
                 "teardown left {} object(s): verify cleanup --run {run_id} --context {}",
                 leftovers.len(),
                 p.context
@@ -543,15 +534,15 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         }
     }
     if report.ran == 0 {
-        println!("NOTHING WAS VERIFIED: no seed was run");
+        outln!("NOTHING WAS VERIFIED: no seed was run");
     }
     if config.tier != fuzz::Tier::Model {
-        println!(
+        outln!(
             "gate-3 verdicts read back from Workloads on the wire: {}",
             report.verdicts
         );
     }
-    println!(
+    outln!(
         "{} seeds, {} failing, in {:.2} s ({:.0} seeds/s, {} jobs)",
         report.ran,
         report.failures.len(),
@@ -641,7 +632,7 @@ fn record_failure(
             )
         })?;
     bar.suspend(|| {
-        println!(
+        outln!(
             "FAIL seed {}: {} (shrunk to {} node(s), {} event(s)) -> {}",
             f.seed,
             f.property,
@@ -660,9 +651,9 @@ fn report(run_dir: &Path, format: reports::ReportFormat, output: Option<&Path>) 
     match output {
         Some(path) => {
             std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-            println!("{}", path.display());
+            outln!("{}", path.display());
         }
-        None => print!("{text}"),
+        None => out!("{text}"),
     }
     Ok(0)
 }
@@ -692,7 +683,7 @@ fn fuzz_tier(tier: Tier) -> fuzz::Tier {
 fn replay(file: &Path) -> Result<i32> {
     let s = scenario::load(file).map_err(|e| UsageError(e.to_string()))?;
     let check = oracle::replay(&s);
-    print!("{}", check.render());
+    out!("{}", check.render());
     Ok(if check.held() { 0 } else { 1 })
 }
 
@@ -701,15 +692,18 @@ fn mutants(list: bool, seeds: u64, jobs: usize, tier: Tier) -> Result<i32> {
     use model::mutants::Mutant;
     if list {
         for m in Mutant::ALL {
-            println!("{:<32} {}", m.name(), m.describe());
+            outln!("{:<32} {}", m.name(), m.describe());
         }
         return Ok(0);
     }
-    println!("{}", tier_banner(tier));
-    println!("each mutant fuzzed for up to {seeds} seeds");
-    println!(
+    outln!("{}", tier_banner(tier));
+    outln!("each mutant fuzzed for up to {seeds} seeds");
+    outln!(
         "{:<32} {:>8} {:>6} {:>7}  property",
-        "MUTANT", "SEED", "NODES", "EVENTS"
+        "MUTANT",
+        "SEED",
+        "NODES",
+        "EVENTS"
     );
     let mut survivors = 0;
     for m in Mutant::ALL {
@@ -723,7 +717,7 @@ fn mutants(list: bool, seeds: u64, jobs: usize, tier: Tier) -> Result<i32> {
         };
         let report = fuzz::run(&config, &|_, _| {}).map_err(|e| anyhow::anyhow!(e))?;
         match report.failures.first() {
-            Some(f) => println!(
+            Some(f) => outln!(
                 "{:<32} {:>8} {:>6} {:>7}  killed",
                 m.name(),
                 f.seed,
@@ -732,7 +726,7 @@ fn mutants(list: bool, seeds: u64, jobs: usize, tier: Tier) -> Result<i32> {
             ),
             None => {
                 survivors += 1;
-                println!(
+                outln!(
                     "{:<32} {:>8} {:>6} {:>7}  SURVIVED",
                     m.name(),
                     "-",
@@ -742,7 +736,7 @@ fn mutants(list: bool, seeds: u64, jobs: usize, tier: Tier) -> Result<i32> {
             }
         }
     }
-    println!(
+    outln!(
         "{} killed, {} survived",
         Mutant::ALL.len() - survivors,
         survivors
@@ -766,7 +760,7 @@ fn check(args: CheckArgs) -> Result<i32> {
         ..CheckConfig::default()
     };
     let report = run_check(&config).map_err(UsageError)?;
-    print!("{}", report.render());
+    out!("{}", report.render());
     if let Some((property, cx)) = report.first_violation() {
         let dir = scenario::RunDir::create_now(&args.run_dir).with_context(|| {
             format!("creating a run directory under {}", args.run_dir.display())
@@ -774,7 +768,7 @@ fn check(args: CheckArgs) -> Result<i32> {
         let path = dir
             .write_counterexample(0, property, &cx.scenario, &cx.steps.join("\n"))
             .context("writing the counterexample scenario")?;
-        println!("counterexample scenario: {}", path.display());
+        outln!("counterexample scenario: {}", path.display());
         return Ok(1);
     }
     Ok(0)
@@ -839,9 +833,9 @@ fn twin_serve(
     };
     let (handle, _operator) = live::twin::operator::spawn_twin(port, store, serve, operator)
         .map_err(|e| UsageError(format!("cannot serve the twin on 127.0.0.1: {e}")))?;
-    say!("twin: serving the Kubernetes API on {}", handle.url());
+    outln!("twin: serving the Kubernetes API on {}", handle.url());
     if let Some(f) = &faults {
-        say!(
+        outln!(
             "faults: seed {} (conflict {}, throttle {}, error {}, watch-cut {}, slow {} by {} ms); counters at {}{}",
             f.seed,
             f.conflict_share,
@@ -855,7 +849,7 @@ fn twin_serve(
         );
     }
     if let Some(m) = mutant {
-        say!("mutant: {m} ({})", m.describe());
+        outln!("mutant: {m} ({})", m.describe());
     }
     if let Some(path) = kubeconfig_out {
         std::fs::write(
@@ -863,13 +857,13 @@ fn twin_serve(
             live::twin::kubeconfig::kubeconfig_yaml(handle.url(), &run.context_name),
         )
         .with_context(|| format!("writing the kubeconfig to {}", path.display()))?;
-        say!(
+        outln!(
             "kubeconfig: {} (context {})",
             path.display(),
             run.context_name
         );
     }
-    say!("stop with Ctrl-C");
+    outln!("stop with Ctrl-C");
     handle.wait().context("the twin stopped")?;
     Ok(0)
 }
@@ -952,7 +946,7 @@ fn soak(args: SoakArgs) -> Result<i32> {
     };
     let soak_run = crate::live_run::run_name(&format!("soak-{}", args.seed));
     if prepared.is_some() {
-        println!("run label: {}={soak_run}.<token>", live::client::RUN_LABEL);
+        outln!("run label: {}={soak_run}.<token>", live::client::RUN_LABEL);
     }
     let lanes = std::sync::atomic::AtomicUsize::new(0);
     let make = |twin_config: &fuzz::twin::TwinConfig| -> Result<Box<dyn soak::Target>> {
@@ -979,10 +973,10 @@ fn soak(args: SoakArgs) -> Result<i32> {
         })
     };
     let mut target = make(&twin_config)?;
-    println!("{}", target.describe());
+    outln!("{}", target.describe());
     let dir = scenario::RunDir::create_now(&args.run_dir)
         .with_context(|| format!("creating a run directory under {}", args.run_dir.display()))?;
-    println!(
+    outln!(
         "soak: seed {}, for {}, run directory {}",
         args.seed,
         humantime::format_duration(args.duration),
@@ -1010,7 +1004,7 @@ fn soak(args: SoakArgs) -> Result<i32> {
     soak::series::append_history(&args.history, &row)
         .with_context(|| format!("appending to {}", args.history.display()))?;
     if let Some(f) = &report.failure {
-        println!(
+        outln!(
             "FAIL {} after {} events ({:.1} s): stretch of {} events shrunk to {} node(s), {} event(s) -> {}",
             f.finding.property,
             f.at_event,
@@ -1022,9 +1016,9 @@ fn soak(args: SoakArgs) -> Result<i32> {
         );
     }
     if let soak::Verdict::Inconclusive(why) = &report.verdict {
-        println!("INCONCLUSIVE: {why}");
+        outln!("INCONCLUSIVE: {why}");
     }
-    println!(
+    outln!(
         "{} events in {:.1} s ({:.0}/s), {} checkpoints, mean quiescence {:.2} ms, peak rss {} KiB, leftovers {}: {}",
         report.events,
         report.elapsed.as_secs_f64(),
@@ -1055,14 +1049,14 @@ async fn connect_checked(
         }
     };
     for line in client.banner().await {
-        println!("{line}");
+        outln!("{line}");
     }
     let missing = client.preflight(access, operator).await;
     if !missing.is_empty() {
         for line in &missing {
-            println!("PREFLIGHT {line}");
+            outln!("PREFLIGHT {line}");
         }
-        println!("preflight failed: {} missing piece(s)", missing.len());
+        outln!("preflight failed: {} missing piece(s)", missing.len());
         return Err(3);
     }
     Ok(client)
@@ -1105,7 +1099,7 @@ fn audit(args: AuditArgs) -> Result<i32> {
     match outcome {
         Err(code) => Ok(code),
         Ok(Ok(report)) => {
-            print!("{}", report.render());
+            out!("{}", report.render());
             Ok(report.exit_code())
         }
         Ok(Err(e)) => {
@@ -1153,7 +1147,7 @@ fn cleanup(args: CleanupArgs) -> Result<i32> {
         }
         match client.cleanup(&runs).await {
             Ok(done) => {
-                print!("{}", done.render());
+                out!("{}", done.render());
                 Ok(if done.leftovers().is_empty() { 0 } else { 1 })
             }
             Err(e) => {

@@ -58,20 +58,20 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
                 2
             })?;
         for line in client.banner().await {
-            println!("{line}");
+            outln!("{line}");
         }
         let missing = client.preflight(Access::Mutating, true).await;
         if !missing.is_empty() {
             for line in &missing {
-                println!("PREFLIGHT {line}");
+                outln!("PREFLIGHT {line}");
             }
-            println!("preflight failed: {} missing piece(s)", missing.len());
+            outln!("preflight failed: {} missing piece(s)", missing.len());
             return Err(3);
         }
         let overlay = match &args.overlay_node {
             Some(name) => match client.overlay_node(name).await {
                 Ok(node) => {
-                    println!("overlay: node {name} (its NodeFeature and Devices are mocked; the Node is only read)");
+                    outln!("overlay: node {name} (its NodeFeature and Devices are mocked; the Node is only read)");
                     Some(node)
                 }
                 Err(why) => {
@@ -126,7 +126,7 @@ pub fn confirm(question: &str) -> Result<(), i32> {
         eprintln!("verify: {question}\nverify: no terminal to confirm on: pass --yes to proceed");
         return Err(2);
     }
-    print!("{question} Continue? [y/N] ");
+    out!("{question} Continue? [y/N] ");
     std::io::stdout().flush().ok();
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer).ok();

@@ -1,5 +1,23 @@
 //! `verify`: parse the arguments, dispatch to one command, turn its result into an exit code.
 
+/// Writes a line to stdout for a reader that may go away (`| head`, a closed pipe, a full
+/// `/dev/full`): a failed write is dropped, never a panic, so a run goes on, finishes the
+/// reports it writes and exits with its own verdict.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// [`outln!`] without the newline.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod cli;
 mod commands;
 mod live_run;

@@ -715,3 +715,52 @@ mod audit_and_cleanup {
         assert!(out.stdout.is_empty(), "nothing contacted");
     }
 }
+
+/// A reader that went away (`verify fuzz … | head -1`): the run neither panics nor leaves its
+/// summary `running`; it ends with its own verdict. The pipe's read end is closed before the
+/// child writes, so every write fails (EPIPE), whatever the timing.
+#[test]
+fn a_closed_stdout_neither_panics_nor_loses_the_run_summary() {
+    let dir = scratch_dir("closed-stdout");
+    let runs = dir.join("runs");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args([
+            "fuzz",
+            "--tier",
+            "model",
+            "--seeds",
+            "3",
+            "--run-dir",
+            runs.to_str().unwrap(),
+            "--regressions",
+            dir.join("r.txt").to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let summary = std::fs::read_to_string(only_run(&runs).join("summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!(summary["verdict"], "held", "{summary}");
+
+    let report = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args(["report", only_run(&runs).to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut report = report;
+    drop(report.stdout.take());
+    let out = report.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
