@@ -175,6 +175,8 @@ fn a_mutant_counterexample_is_written_recorded_and_replayable() {
         replayed.contains("recorded violation of mutant-cohort-set: reproduced"),
         "{replayed}"
     );
+    assert!(replayed.contains("counterexample: see above"), "{replayed}");
+    assert_eq!(out.status.code(), Some(1), "{replayed}");
     // --seed replays exactly one seed, without the regression list.
     let out = run(&["--seed", "1"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("1 seeds, 1 failing"));

@@ -163,9 +163,13 @@ pub struct ExpectationCheck {
 }
 
 impl ReplayCheck {
-    /// Every expectation met and every property held.
+    /// Every expectation met, every property held, and no recorded violation of a
+    /// counterexample still reproducing (one that does is a violation, whatever the replay's
+    /// own properties say: a mutant's, or a tier's the replay does not run).
     pub fn held(&self) -> bool {
-        self.unmet.is_empty() && self.violations.is_empty()
+        self.unmet.is_empty()
+            && self.violations.is_empty()
+            && !self.recorded.iter().any(|(_, reproduced)| *reproduced)
     }
 
     /// One line per event, then the verdicts.
