@@ -30,6 +30,20 @@ pub struct Vector {
 }
 
 impl Vector {
+    /// A vector of the Go test at `source` (`<path>#<TestName>`), named after it, with no
+    /// contract, note or status: what hand-made vectors in tests need.
+    pub fn of(source: &str, input: Value, expected: Value) -> Vector {
+        Vector {
+            name: source.to_string(),
+            source: source.to_string(),
+            input,
+            expected,
+            contract: None,
+            note: None,
+            status: None,
+        }
+    }
+
     /// The Go test function the vector comes from (`<path>#<TestName>`).
     pub fn test_name(&self) -> &str {
         self.source.rsplit_once('#').map_or("", |(_, t)| t)

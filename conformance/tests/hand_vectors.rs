@@ -9,13 +9,7 @@ use conformance::adapters::adapter_for;
 use conformance::{Outcome, Vector};
 
 fn vector(stem: &str, test: &str, input: Value, expected: Value) -> Vector {
-    serde_json::from_value(json!({
-        "name": format!("hand-made {test}"),
-        "source": format!("{stem}-source#{test}"),
-        "input": input,
-        "expected": expected,
-    }))
-    .expect("a vector")
+    Vector::of(&format!("{stem}-source#{test}"), input, expected)
 }
 
 fn run(stem: &str, test: &str, input: &Value, expected: &Value) -> Outcome {

@@ -71,7 +71,13 @@ pub fn invalid(path: &str, value: &str, detail: &str) -> FieldError {
 /// the qualified kind (`Pod`, `InstanceType.worker.gpustack.ai`).
 pub fn invalid_message(kind: &str, name: &str, errs: &[FieldError]) -> String {
     let parts: Vec<String> = errs.iter().map(ToString::to_string).collect();
-    let joined = match parts.as_slice() {
+    invalid_envelope(kind, name, &parts)
+}
+
+/// The `NewInvalid` envelope around already printed field errors (`ErrorList.ToAggregate`:
+/// one error bare, several bracketed and comma-joined); the twin's API errors use it too.
+pub fn invalid_envelope(kind: &str, name: &str, printed: &[String]) -> String {
+    let joined = match printed {
         [one] => one.clone(),
         many => format!("[{}]", many.join(", ")),
     };

@@ -22,6 +22,8 @@ use crate::fit_keys::{
 };
 use crate::labels::{Labels, MANAGED};
 use crate::ledger::{charge, CardLedger, Charge};
+use crate::placement::requirement_admits;
+use crate::pod_webhook::NodeSelectorRequirement;
 use crate::resources::Family;
 use crate::units::clamp_i32;
 use crate::workload::PodSet;
@@ -196,17 +198,23 @@ pub enum FitQuestion {
     Shared(u32),
 }
 
-/// Whether a node's fit label admits the question: the label exists and its value ≥ the demand
-/// (the Workload pin `Gt demand−1`, admission.md §4.5).
-pub fn label_admits(labels: &Labels, a_key: &str, q: FitQuestion) -> bool {
+/// The Workload webhook's pin for the question: `<fit label> Gt demand−1` (admission.md §4.5).
+pub fn fit_pin(a_key: &str, q: FitQuestion) -> NodeSelectorRequirement {
     let (key, need) = match q {
         FitQuestion::Slice(units) => (sliced_fit_label_key(a_key), units),
         FitQuestion::Shared(cards) => (shared_fit_label_key(a_key), i64::from(cards)),
     };
-    labels
-        .get(&key)
-        .and_then(|v| v.parse::<i64>().ok())
-        .is_some_and(|v| v >= need)
+    NodeSelectorRequirement {
+        key,
+        operator: "Gt".into(),
+        values: vec![(need - 1).to_string()],
+    }
+}
+
+/// Whether a node's fit label admits the question: its pin ([`fit_pin`]) holds, i.e. the
+/// label exists and its value ≥ the demand.
+pub fn label_admits(labels: &Labels, a_key: &str, q: FitQuestion) -> bool {
+    requirement_admits(labels, &fit_pin(a_key, q))
 }
 
 /// Whether one Pod's single demand fits a node's cards of `a_key` now, asked of the ledger itself

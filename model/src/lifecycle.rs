@@ -12,17 +12,17 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::admission::candidates::{candidate_devices, FlavorObject, NodeDevices};
+use crate::admission::candidates::{
+    candidate_devices, selector_matches, FlavorObject, NodeDevices,
+};
 use crate::admission::demands::{parse_family_demands, FamilyDemand, HostPods, PodSetAssignment};
 use crate::admission::feasibility::{node_devices_fit, CardBudget, Fit};
 use crate::cluster::Cluster;
 use crate::derive::{derive, derive_after, Derived};
 use crate::devices::Card;
 use crate::error::ModelError;
-use crate::fit::{desired_fit_labels, node_is_managed, pod_set_fit_demand};
-use crate::fit_keys::{
-    filter_fit_labels, is_fit_label_key, shared_fit_label_key, sliced_fit_label_key,
-};
+use crate::fit::{desired_fit_labels, fit_pin, node_is_managed, pod_set_fit_demand, FitQuestion};
+use crate::fit_keys::{filter_fit_labels, is_fit_label_key};
 use crate::labels::{Labels, HOSTNAME, NODE_DEVICES_CHECK};
 use crate::ledger::{
     charge, lowest_free_placement, reconstruct_instances, release, CardLedger, Charge, Instance,
@@ -30,11 +30,11 @@ use crate::ledger::{
 use crate::nodefeature::LOCAL_QUEUE_PREFIX;
 use crate::objects::{ClusterQueue, InstanceType, ResourceFlavor, StopPolicy};
 use crate::placement::{
-    add_pods, node_free_accelerators, pod_accelerator_requests, tas_place_pod_set, Amounts,
-    NodeRequirement, TasNode,
+    add_pods, node_free_accelerators, pod_accelerator_requests, tas_place_pod_set, Amounts, TasNode,
 };
 use crate::pod_webhook::{
-    fold_pod_requests, fronting_instance_type, pod_containers, validate_pod_requests, PodRejection,
+    fold_pod_requests, fronting_instance_type, pod_containers, validate_pod_requests,
+    NodeSelectorRequirement, PodRejection,
 };
 use crate::profiles::vendor_profile_name;
 use crate::quota::{pod_requests, pod_set_credits, quota_verdict, QuotaVerdict};
@@ -261,15 +261,7 @@ impl AdmissionState {
                     containers: folded.containers.into_iter().map(|c| c.container).collect(),
                     ..ps.clone()
                 };
-                let mut required: Vec<NodeRequirement> = folded
-                    .node_requirements
-                    .into_iter()
-                    .map(|r| NodeRequirement {
-                        key: r.key,
-                        operator: r.operator,
-                        values: r.values,
-                    })
-                    .collect();
+                let mut required = folded.node_requirements;
                 let pins = fronting
                     .as_ref()
                     .map(|it| workload_fit_pins(&w.queue, it, &pod_set))
@@ -395,7 +387,7 @@ impl AdmissionState {
         placed: &BTreeMap<String, Amounts>,
         pod: &Amounts,
         count: u32,
-        required: &[NodeRequirement],
+        required: &[NodeSelectorRequirement],
     ) -> Result<Vec<HostPods>, String> {
         let Some(rf) = self
             .derived
@@ -430,11 +422,7 @@ impl AdmissionState {
             .nodes
             .iter()
             .zip(&self.derived.nodes)
-            .filter(|(_, d)| {
-                rf.node_labels
-                    .iter()
-                    .all(|(k, v)| d.labels.get(k) == Some(v))
-            })
+            .filter(|(_, d)| selector_matches(&rf.node_labels, &d.labels))
             .map(|(n, d)| {
                 let mut labels: Labels = d
                     .labels
@@ -590,7 +578,7 @@ fn unassignable_reason(queue: &ClusterQueue, ps: &PodSet, reasons: &[String]) ->
 #[derive(Clone, Debug)]
 struct AdmittedPodSet {
     pod_set: PodSet,
-    required: Vec<NodeRequirement>,
+    required: Vec<NodeSelectorRequirement>,
 }
 
 /// The Workload webhook's fit pins for one pod set (admission.md §4.5; the
@@ -599,7 +587,7 @@ struct AdmittedPodSet {
 /// of U units per card asks `sliced-max-free-units.fit.gpustack.ai/<group> Gt U-1`, a shared
 /// request of N ≥ 2 cards `shared-free-cards.fit.gpustack.ai/<group> Gt N-1`; anything else
 /// (or a demand that cannot be read: the webhook never denies) asks nothing.
-fn workload_fit_pins(queue: &str, it: &InstanceType, ps: &PodSet) -> Vec<NodeRequirement> {
+fn workload_fit_pins(queue: &str, it: &InstanceType, ps: &PodSet) -> Vec<NodeSelectorRequirement> {
     let group = &it.spec.accelerator_group;
     if !queue.starts_with(LOCAL_QUEUE_PREFIX) || group.is_empty() {
         return Vec::new();
@@ -607,23 +595,15 @@ fn workload_fit_pins(queue: &str, it: &InstanceType, ps: &PodSet) -> Vec<NodeReq
     let Ok(demand) = pod_set_fit_demand(ps) else {
         return Vec::new();
     };
-    let gt = |key: String, need: i64| NodeRequirement {
-        key,
-        operator: "Gt".into(),
-        values: vec![(need - 1).to_string()],
-    };
     let mut out = Vec::new();
     if demand.sliced_units > 0 {
-        out.push(gt(
-            sliced_fit_label_key(group),
-            i64::from(demand.sliced_units),
+        out.push(fit_pin(
+            group,
+            FitQuestion::Slice(i64::from(demand.sliced_units)),
         ));
     }
-    if demand.shared_cards >= 2 {
-        out.push(gt(
-            shared_fit_label_key(group),
-            i64::from(demand.shared_cards),
-        ));
+    if let Some(cards) = u32::try_from(demand.shared_cards).ok().filter(|n| *n >= 2) {
+        out.push(fit_pin(group, FitQuestion::Shared(cards)));
     }
     out
 }

@@ -17,6 +17,7 @@ use crate::credits::quantity_value;
 use crate::devices::{Card, DeviceGroup, Devices, Mode};
 use crate::error::ModelError;
 use crate::ledger::{charge, lowest_free_placement, CardLedger, Charge, Instance};
+use crate::pod_webhook::NodeSelectorRequirement;
 use crate::profiles::publish_profile_name;
 use crate::resources::{classify, partition_kind, resource_name, Family, Key};
 use crate::units::{SHARES_PER_CARD, UNITS_PER_CARD};
@@ -319,7 +320,7 @@ pub fn first_short_resource(free: &Amounts, pod: &Amounts) -> Option<String> {
 /// Whether a node's labels satisfy one node-selector requirement (`In`, `NotIn`, `Exists`,
 /// `DoesNotExist`, `Gt`, `Lt`, as Kubernetes' nodeaffinity reads them; `Gt`/`Lt` on a missing
 /// or non-integer label fail). An unknown operator matches nothing.
-pub fn requirement_admits(labels: &crate::labels::Labels, r: &NodeRequirement) -> bool {
+pub fn requirement_admits(labels: &crate::labels::Labels, r: &NodeSelectorRequirement) -> bool {
     let value = labels.get(&r.key);
     let bound = || r.values.first().and_then(|v| v.parse::<i64>().ok());
     let num = || value.and_then(|v| v.parse::<i64>().ok());
@@ -332,15 +333,6 @@ pub fn requirement_admits(labels: &crate::labels::Labels, r: &NodeRequirement) -
         "Lt" => matches!((num(), bound()), (Some(v), Some(b)) if v < b),
         _ => false,
     }
-}
-
-/// One required node-affinity expression a Pod set carries (the Pod webhook's static shared
-/// pin, the Workload webhook's fit pins).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct NodeRequirement {
-    pub key: String,
-    pub operator: String,
-    pub values: Vec<String>,
 }
 
 /// One node as Kueue's TAS sees it at hostname level.
@@ -411,7 +403,10 @@ impl TasMiss {
 /// Whether a node is a candidate for a pod set at all: every required node-affinity expression
 /// holds on its labels (Kueue's TAS filters nodes by the PodSet's node affinity and selector
 /// before counting capacity; admission.md §11.4 `excluded: affinity`).
-pub fn node_affinity_admits(labels: &crate::labels::Labels, required: &[NodeRequirement]) -> bool {
+pub fn node_affinity_admits(
+    labels: &crate::labels::Labels,
+    required: &[NodeSelectorRequirement],
+) -> bool {
     required.iter().all(|r| requirement_admits(labels, r))
 }
 
@@ -427,7 +422,7 @@ pub fn tas_place_pod_set(
     already: &BTreeMap<String, Amounts>,
     pod: &Amounts,
     count: u32,
-    required: &[NodeRequirement],
+    required: &[NodeSelectorRequirement],
 ) -> Result<Vec<Placed>, TasMiss> {
     let mut excluded: BTreeMap<String, usize> = BTreeMap::new();
     let mut room: Vec<(u32, &str)> = Vec::new();
@@ -1039,7 +1034,7 @@ mod tests {
                 &[(label, "1600000")],
             ),
         ];
-        let pin = NodeRequirement {
+        let pin = NodeSelectorRequirement {
             key: label.into(),
             operator: "Gt".into(),
             values: vec!["799999".into()],

@@ -401,8 +401,9 @@ fn logical_slice_errors(c: &Container, base: &str, limits: &str) -> Vec<FieldErr
     errs
 }
 
-/// A node-selector requirement the fold ANDs into every required node-affinity term.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A node-selector requirement ANDed into every required node-affinity term: the fold's static
+/// shared pin, the Workload webhook's fit pins; gate 2's TAS reads them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct NodeSelectorRequirement {
     pub key: String,
     pub operator: String,

@@ -866,15 +866,7 @@ mod tests {
     const SRC: &str = "pkg/worker/controllers/worker/node_queue_test.go#";
 
     fn vector(test: &str, input: Value, expected: Value) -> Vector {
-        Vector {
-            name: test.into(),
-            source: format!("{SRC}{test}"),
-            input,
-            expected,
-            contract: None,
-            note: None,
-            status: None,
-        }
+        Vector::of(&format!("{SRC}{test}"), input, expected)
     }
 
     fn passes(v: &Vector) {

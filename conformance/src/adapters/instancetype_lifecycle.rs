@@ -167,15 +167,8 @@ mod tests {
     use super::*;
 
     fn vector(test: &str, input: Value, expected: Value) -> Vector {
-        Vector {
-            name: test.into(),
-            source: format!("pkg/worker/controllers/worker/instance_type_test.go#{test}"),
-            input,
-            expected,
-            contract: None,
-            note: None,
-            status: None,
-        }
+        let source = format!("pkg/worker/controllers/worker/instance_type_test.go#{test}");
+        Vector::of(&source, input, expected)
     }
 
     /// A live type whose queue is mid-deletion requeues and leaves that same queue alone.

@@ -387,15 +387,7 @@ mod tests {
     }
 
     fn vector(source: &str, input: Value, expected: Value) -> Vector {
-        Vector {
-            name: source.into(),
-            source: source.into(),
-            input,
-            expected,
-            contract: None,
-            note: None,
-            status: None,
-        }
+        Vector::of(source, input, expected)
     }
 
     const IT_TEST: &str = "pkg/worker/controllers/worker/instance_type_test.go#";

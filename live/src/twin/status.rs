@@ -186,7 +186,7 @@ impl Status {
     /// apiserver builds it (fieldmanager `NewConflictError`, errors.go `NewApplyConflict`):
     /// one `FieldManagerConflict` cause per field and no other details. `conflicts` holds
     /// `(manager as printed, field)`, the manager already quoted (`"kubectl"`, `"b" using v1`).
-    pub fn apply_conflict(_kind: &Kind, _name: &str, conflicts: &[(String, String)]) -> Self {
+    pub fn apply_conflict(conflicts: &[(String, String)]) -> Self {
         let causes: Vec<Cause> = conflicts
             .iter()
             .map(|(manager, field)| {
@@ -236,19 +236,10 @@ impl Status {
     /// 422 Invalid naming every offending field (errors.go NewInvalid).
     pub fn invalid(kind: &Kind, name: &str, causes: Vec<Cause>) -> Self {
         let rendered: Vec<String> = causes.iter().map(Cause::render).collect();
-        let joined = match rendered.as_slice() {
-            [one] => one.clone(),
-            many => format!("[{}]", many.join(", ")),
-        };
         Status::failure(
             422,
             "Invalid",
-            format!(
-                "{} \"{}\" is invalid: {}",
-                kind.qualified_kind(),
-                name,
-                joined
-            ),
+            model::field::invalid_envelope(&kind.qualified_kind(), name, &rendered),
             Some(StatusDetails {
                 name: name.to_string(),
                 group: kind.group.to_string(),
@@ -353,11 +344,10 @@ mod tests {
 
     #[test]
     fn apply_conflict_lists_each_field() {
-        let s = Status::apply_conflict(
-            &kinds::NODE,
-            "n",
-            &[("\"kubectl\"".to_string(), ".spec.unschedulable".to_string())],
-        );
+        let s = Status::apply_conflict(&[(
+            "\"kubectl\"".to_string(),
+            ".spec.unschedulable".to_string(),
+        )]);
         assert_eq!(
             s.message,
             "Apply failed with 1 conflict: conflict with \"kubectl\": .spec.unschedulable"

@@ -544,7 +544,7 @@ impl Store {
             .collect();
         if !conflicts.is_empty() && !force {
             conflicts.sort();
-            return Err(Status::apply_conflict(kind, name, &conflicts));
+            return Err(Status::apply_conflict(&conflicts));
         }
         // forced (or none): the others lose what this apply changed and what no longer exists
         // (existence in the whole object: a status entry's fields are outside a main view)
