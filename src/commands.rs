@@ -816,14 +816,8 @@ fn twin_serve(
     live::crd::install_validators(&mut store);
     // the joint AdmissionCheck the queues reference, as the operator's joint controller keeps
     // it (the twin runs none), so an audit of the twin finds what its queues name
-    let joint = live::twin::admission::joint_check_object(operator.settings.joint_check_active);
-    live::twin::read::write_object(
-        &mut store,
-        &live::twin::kinds::ADMISSION_CHECK,
-        None,
-        &joint,
-    )
-    .map_err(|e| anyhow::anyhow!("writing the joint AdmissionCheck: {}", e.message))?;
+    live::twin::admission::write_joint_check(&mut store, operator.settings.joint_check_active)
+        .map_err(|e| anyhow::anyhow!("writing the joint AdmissionCheck: {}", e.message))?;
     if walkthrough {
         live::twin::read::write_mock(&mut store, &model::examples::walkthrough())
             .map_err(|e| anyhow::anyhow!("mocking the walkthrough cluster: {}", e.message))?;

@@ -642,11 +642,7 @@ mod audit_and_cleanup {
         let c = model::examples::walkthrough();
         let mut store = Store::default();
         assert_eq!(write_mock(&mut store, &c), Ok(()));
-        let joint = live::twin::admission::joint_check_object(true);
-        assert!(
-            live::twin::read::write_object(&mut store, &kinds::ADMISSION_CHECK, None, &joint)
-                .is_ok()
-        );
+        assert!(live::twin::admission::write_joint_check(&mut store, true).is_ok());
         assert!(reconcile(&mut store, &c.settings, None).is_ok());
         // the kinds of the README's kubectl command: the audited ones but Namespaces
         let items: Vec<Value> = AUDITED_KINDS

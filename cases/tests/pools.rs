@@ -15,14 +15,7 @@ fn walkthrough_snapshot() -> live::audit::Snapshot {
     live::crd::install_validators(&mut store);
     live::twin::read::write_mock(&mut store, &cluster).expect("mocks");
     // the joint AdmissionCheck, Active as an installed operator keeps it (the audit reads it)
-    let joint = live::twin::admission::joint_check_object(true);
-    live::twin::read::write_object(
-        &mut store,
-        &live::twin::kinds::ADMISSION_CHECK,
-        None,
-        &joint,
-    )
-    .expect("the joint check");
+    live::twin::admission::write_joint_check(&mut store, true).expect("the joint check");
     let (twin, operator) =
         spawn_twin_with_operator(None, store, cluster.settings.clone()).expect("a twin");
     let yaml = live::twin::kubeconfig::kubeconfig_yaml(twin.url(), "pools");

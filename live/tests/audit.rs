@@ -5,10 +5,9 @@
 //! queues' AdmissionChecks are predicted from the AdmissionChecks the dump lists.
 
 use live::audit::{audit, AuditError, CheckState, NamespaceSource, Snapshot, AUDITED_KINDS};
-use live::twin::admission::joint_check_object;
+use live::twin::admission::write_joint_check;
 use live::twin::kinds::{self, Kind};
 use live::twin::operator::{reconcile, write_mock};
-use live::twin::read::write_object;
 use live::twin::store::{Selector, Store};
 use model::examples::{walkthrough, WALKTHROUGH_FLAVORS};
 use model::labels::{JOINT_CHECK, NODE_DEVICES_CHECK};
@@ -31,12 +30,7 @@ fn reconciled() -> Store {
     let c = walkthrough();
     let mut store = Store::default();
     assert_eq!(write_mock(&mut store, &c), Ok(()));
-    let joint = write_object(
-        &mut store,
-        &kinds::ADMISSION_CHECK,
-        None,
-        &joint_check_object(true),
-    );
+    let joint = write_joint_check(&mut store, true);
     assert!(joint.is_ok(), "{joint:?}");
     let first = reconcile(&mut store, &c.settings, None);
     assert!(first.is_ok(), "{first:?}");

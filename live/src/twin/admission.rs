@@ -61,6 +61,17 @@ pub fn joint_check_object(active: bool) -> Value {
     })
 }
 
+/// Writes the joint AdmissionCheck ([`joint_check_object`]) into `store`, standing in for the
+/// operator's joint controller: what `verify twin serve` and the tests' twin clusters start with.
+pub fn write_joint_check(store: &mut Store, active: bool) -> Result<(), super::status::Status> {
+    super::read::write_object(
+        store,
+        &kinds::ADMISSION_CHECK,
+        None,
+        &joint_check_object(active),
+    )
+}
+
 /// The model's view of the object's `status.conditions`.
 fn conditions_of(o: &Value) -> Vec<Condition> {
     o.pointer("/status/conditions")
