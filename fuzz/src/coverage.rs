@@ -5,8 +5,8 @@
 //! families by capability), `partitions` (manufacturers with a partitioned card, initial or
 //! joining: `hygon` is a node in Hygon's node-wide MIG mode), `partition-requests`
 //! (manufacturers whose per-profile partition key a submission names), `nodes` (initial node
-//! count), `events` (event kinds) and `properties` (the properties that had something to
-//! check, below).
+//! count), `foreign-queues` (ClusterQueues the operator does not own, live or terminating),
+//! `events` (event kinds) and `properties` (the properties that had something to check, below).
 
 use model::scenario::Scenario;
 use reports::counterexample::{event_kind, node_shape};
@@ -104,6 +104,10 @@ pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
     }
     out.extend(partition_shapes(s));
     out.push(("nodes", s.cluster.nodes.len().to_string()));
+    out.extend(s.cluster.foreign_queues.iter().map(|q| {
+        let state = if q.terminating { "terminating" } else { "live" };
+        ("foreign-queues", state.to_string())
+    }));
     out.extend(
         s.events
             .iter()

@@ -1,6 +1,6 @@
 //! Whole cluster shapes: nodes, namespaces and settings (research/chain.md §11, §13).
 
-use model::cluster::{Cluster, Namespace};
+use model::cluster::{Cluster, ForeignQueue, Namespace};
 use model::labels::{DEFAULT_SYSTEM_NAMESPACE, KUBE_SYSTEM};
 use proptest::prelude::*;
 
@@ -43,18 +43,51 @@ pub fn arb_namespaces() -> BoxedStrategy<Vec<Namespace>> {
         .boxed()
 }
 
+/// Names of ClusterQueues the operator does not own (an administrator's, another tool's).
+pub const FOREIGN_QUEUE_NAMES: [&str; 2] = ["batch", "team-a-queue"];
+
+/// Mostly none; sometimes one or two foreign ClusterQueues, sometimes terminating (they get
+/// LocalQueues too, chain.md §11).
+pub fn arb_foreign_queues() -> BoxedStrategy<Vec<ForeignQueue>> {
+    let some = prop::sample::subsequence(FOREIGN_QUEUE_NAMES.to_vec(), 1..=2)
+        .prop_flat_map(|names| {
+            let n = names.len();
+            (
+                Just(names),
+                prop::collection::vec(prop::bool::weighted(0.2), n),
+            )
+        })
+        .prop_map(|(names, terminating)| {
+            names
+                .into_iter()
+                .zip(terminating)
+                .map(|(name, terminating)| ForeignQueue {
+                    name: name.to_string(),
+                    terminating,
+                })
+                .collect()
+        });
+    prop_oneof![4 => Just(Vec::new()), 1 => some].boxed()
+}
+
 /// A cluster of 1..=`config.max_nodes` uniquely named nodes, its namespaces and settings.
 pub fn arb_cluster(config: &ShapeConfig) -> BoxedStrategy<Cluster> {
     let settings = match &config.settings {
         Some(fixed) => Just(fixed.clone()).boxed(),
         None => arb_settings(),
     };
-    (arb_nodes_with(config), arb_namespaces(), settings)
-        .prop_map(|(nodes, namespaces, settings)| Cluster {
+    (
+        arb_nodes_with(config),
+        arb_namespaces(),
+        settings,
+        arb_foreign_queues(),
+    )
+        .prop_map(|(nodes, namespaces, settings, foreign_queues)| Cluster {
             nodes,
             namespaces,
             settings,
             instance_types: Vec::new(),
+            foreign_queues,
         })
         .boxed()
 }

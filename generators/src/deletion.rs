@@ -1,6 +1,7 @@
 //! Shrinking a concrete scenario by deletion, for failures a value tree cannot shrink: a soak's
 //! failing stretch (a checkpoint and the events after it), or a divergence only a live cluster
-//! shows. Chunks of events go first (ddmin, halving the chunk size), then whole nodes.
+//! shows. Chunks of events go first (ddmin, halving the chunk size), then whole nodes, then
+//! foreign ClusterQueues.
 //!
 //! Candidates are judged in batches of `width`, side by side where the judge can (a live run
 //! gives each candidate its own pools); the first failing candidate of a batch, in candidate
@@ -45,6 +46,15 @@ pub fn shrink_by_deletion(
             (k < best.cluster.nodes.len()).then(|| {
                 let mut c = best.clone();
                 c.cluster.nodes.remove(k);
+                c
+            })
+        })
+    {}
+    while shrink.left() > 0
+        && shrink.first_failing(judge, |best, k| {
+            (k < best.cluster.foreign_queues.len()).then(|| {
+                let mut c = best.clone();
+                c.cluster.foreign_queues.remove(k);
                 c
             })
         })

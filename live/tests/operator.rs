@@ -724,3 +724,127 @@ fn node_feature_labels_are_merged_onto_their_node() {
         .get(model::labels::CPU_VENDOR)
         .is_none());
 }
+
+/// Every LocalQueue the operator writes is controlled by its ClusterQueue (the owner's uid as
+/// the store gave it), a foreign ClusterQueue gets LocalQueues too (chain.md §11: a created
+/// Namespace enqueues every non-terminating queue), and deleting a queue lets the garbage
+/// collector take its LocalQueues with it (nothing recreates them).
+#[test]
+fn local_queues_are_owned_by_their_queue_and_go_with_it() {
+    let cluster = Cluster {
+        foreign_queues: vec![
+            model::cluster::ForeignQueue {
+                name: "team-a".into(),
+                terminating: false,
+            },
+            model::cluster::ForeignQueue {
+                name: "team-gone".into(),
+                terminating: true,
+            },
+        ],
+        ..walkthrough()
+    };
+    let mut store = store_with(&cluster);
+    let settings = cluster.settings.clone();
+    let derived = reconcile(&mut store, &settings, None).unwrap();
+    let queues = by_name(&items(&store, &kinds::CLUSTER_QUEUE));
+    let lqs = items(&store, &kinds::LOCAL_QUEUE);
+    assert_eq!(lqs.len(), derived.local_queues.len());
+    for lq in &lqs {
+        let cq = lq["spec"]["clusterQueue"].as_str().unwrap();
+        let refs = lq["metadata"]["ownerReferences"].as_array().unwrap();
+        assert_eq!(refs.len(), 1, "{lq}");
+        assert_eq!(refs[0]["kind"], "ClusterQueue");
+        assert_eq!(refs[0]["apiVersion"], "kueue.x-k8s.io/v1beta2");
+        assert_eq!(refs[0]["name"], cq);
+        assert_eq!(refs[0]["controller"], true);
+        assert_eq!(refs[0]["uid"], queues[cq]["metadata"]["uid"], "{lq}");
+    }
+    let of = |q: &str, lqs: &[Value]| {
+        lqs.iter()
+            .filter(|l| l["spec"]["clusterQueue"] == q)
+            .count()
+    };
+    let eligible = cluster
+        .namespaces
+        .iter()
+        .filter(|n| model::queue::namespace_gets_local_queues(n, &settings.system_namespace))
+        .count();
+    assert!(eligible > 0);
+    assert_eq!(of("team-a", &lqs), eligible);
+    assert_eq!(of("team-gone", &lqs), 0);
+
+    store
+        .delete(
+            &kinds::CLUSTER_QUEUE,
+            None,
+            "team-a",
+            &DeleteOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(of("team-a", &items(&store, &kinds::LOCAL_QUEUE)), 0);
+    let again = reconcile(&mut store, &settings, Some(&derived)).unwrap();
+    assert_eq!(of("team-a", &items(&store, &kinds::LOCAL_QUEUE)), 0);
+    assert!(again
+        .local_queues
+        .iter()
+        .all(|l| l.cluster_queue != "team-a"));
+}
+
+/// The garbage collector as the API server's: `Orphan` keeps a dependent and strips the
+/// reference; a dependent with another live owner only loses the dangling one.
+#[test]
+fn orphaned_and_co_owned_dependents_survive_their_owner() {
+    let mut store = Store::default();
+    store
+        .create(
+            &kinds::NAMESPACE,
+            None,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}),
+        )
+        .unwrap();
+    let cq = |name: &str| json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": {}});
+    let uid = |o: &Value| o["metadata"]["uid"].clone();
+    let a = store.create(&kinds::CLUSTER_QUEUE, None, cq("a")).unwrap();
+    let b = store.create(&kinds::CLUSTER_QUEUE, None, cq("b")).unwrap();
+    let owner = |o: &Value, name: &str| json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "name": name, "uid": uid(o)});
+    let lq = |name: &str, owners: Vec<Value>| {
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": "ns", "ownerReferences": owners}, "spec": {"clusterQueue": "a"}})
+    };
+    store
+        .create(
+            &kinds::LOCAL_QUEUE,
+            Some("ns"),
+            lq("only-a", vec![owner(&a, "a")]),
+        )
+        .unwrap();
+    store
+        .create(
+            &kinds::LOCAL_QUEUE,
+            Some("ns"),
+            lq("a-and-b", vec![owner(&a, "a"), owner(&b, "b")]),
+        )
+        .unwrap();
+    store
+        .delete(&kinds::CLUSTER_QUEUE, None, "a", &DeleteOptions::default())
+        .unwrap();
+    assert!(store
+        .get(&kinds::LOCAL_QUEUE, Some("ns"), "only-a")
+        .is_err());
+    let kept = store
+        .get(&kinds::LOCAL_QUEUE, Some("ns"), "a-and-b")
+        .unwrap();
+    assert_eq!(kept["metadata"]["ownerReferences"], json!([owner(&b, "b")]));
+    let orphan = DeleteOptions {
+        propagation_policy: Some("Orphan".into()),
+        ..DeleteOptions::default()
+    };
+    store
+        .delete(&kinds::CLUSTER_QUEUE, None, "b", &orphan)
+        .unwrap();
+    let kept = store
+        .get(&kinds::LOCAL_QUEUE, Some("ns"), "a-and-b")
+        .unwrap();
+    assert!(kept["metadata"].get("ownerReferences").is_none(), "{kept}");
+}

@@ -155,6 +155,17 @@ pub struct ExistingInstanceType {
     pub derived_from_node: bool,
 }
 
+/// A ClusterQueue the operator does not own (no `resource.gpustack.ai/type=instancetypes`
+/// label): an administrator's or another controller's. Only what the entrance reconciler reads
+/// of it (node_queue_entrance.go, `enqueueClusterQueueWhenNamespaceCreated`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ForeignQueue {
+    pub name: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub terminating: bool,
+}
+
 /// The whole input of one derivation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -163,4 +174,7 @@ pub struct Cluster {
     pub namespaces: Vec<Namespace>,
     pub settings: Settings,
     pub instance_types: Vec<ExistingInstanceType>,
+    /// ClusterQueues present before the operator started that it does not own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub foreign_queues: Vec<ForeignQueue>,
 }

@@ -581,7 +581,8 @@ fn local_queues(
     queues: &[ClusterQueue],
     previous: Option<&Derived>,
 ) -> Vec<LocalQueue> {
-    let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
+    let operator: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
+    let names = queue::entrance_queues(&operator, &cluster.foreign_queues);
     let all = queue::local_queues(
         &names,
         &cluster.namespaces,
@@ -592,7 +593,10 @@ fn local_queues(
     else {
         return all;
     };
-    let old_queue = |q: &str| prev.cluster_queues.iter().any(|p| p.name == q);
+    let old_queue = |q: &str| {
+        prev.cluster_queues.iter().any(|p| p.name == q)
+            || cluster.foreign_queues.iter().any(|f| f.name == q)
+    };
     let old_namespace = |ns: &str| {
         prev.local_queues.iter().any(|l| l.namespace == ns) || prev.local_queues.is_empty()
     };

@@ -243,4 +243,20 @@ pub struct LocalQueue {
     pub name: String,
     pub cluster_queue: String,
     pub annotations: Labels,
+    /// `metadata.ownerReferences[0]`: its ClusterQueue, so the garbage collector removes it
+    /// with the queue.
+    #[serde(default)]
+    pub owner: OwnerReference,
+}
+
+/// One `metadata.ownerReferences[]` entry as the model predicts it; the owner's `uid` is the
+/// API server's and is filled in by whoever writes the object.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct OwnerReference {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub controller: bool,
+    pub block_owner_deletion: bool,
 }

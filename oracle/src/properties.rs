@@ -491,12 +491,18 @@ pub fn structure_of(when: &str, d: &Derived, cluster: &Cluster) -> Result<(), Vi
         ));
     }
     let namespaces = eligible_namespaces(cluster);
+    // a created Namespace gives every non-terminating ClusterQueue LocalQueues, the foreign
+    // ones too (chain.md §11)
+    let mut entrances = cqs.clone();
+    for f in cluster.foreign_queues.iter().filter(|f| !f.terminating) {
+        entrances.entry(f.name.as_str()).or_insert(1);
+    }
     let mut lqs: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for l in &d.local_queues {
         *lqs.entry((l.namespace.as_str(), l.cluster_queue.as_str()))
             .or_default() += 1;
     }
-    for q in cqs.keys() {
+    for q in entrances.keys() {
         for ns in &namespaces {
             let got = lqs.get(&(*ns, *q)).copied().unwrap_or(0);
             if got != 1 {
@@ -507,7 +513,8 @@ pub fn structure_of(when: &str, d: &Derived, cluster: &Cluster) -> Result<(), Vi
         }
     }
     if let Some(l) = d.local_queues.iter().find(|l| {
-        !namespaces.contains(l.namespace.as_str()) || !cqs.contains_key(l.cluster_queue.as_str())
+        !namespaces.contains(l.namespace.as_str())
+            || !entrances.contains_key(l.cluster_queue.as_str())
     }) {
         return fail(format!(
             "LocalQueue {}/{} for {}: expected none (namespace not eligible or queue unknown)",

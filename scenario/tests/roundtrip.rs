@@ -150,6 +150,10 @@ fn everything() -> Scenario {
                 },
                 derived_from_node: true,
             }],
+            foreign_queues: vec![model::cluster::ForeignQueue {
+                name: "batch".into(),
+                terminating: true,
+            }],
         },
         events: vec![
             Event::NodeJoin { node: joining },

@@ -17,7 +17,8 @@ use crate::twin::kinds::{self, Kind};
 use crate::twin::read::{mock_objects, name_of};
 
 /// The cluster as the run writes it, which is what the model must be asked about: every node
-/// carries the run label, and the system namespace (home of the mocked NodeFeatures) exists.
+/// carries the run label, the system namespace (home of the mocked NodeFeatures) exists, and
+/// there is no foreign ClusterQueue.
 pub fn mocked_cluster(cluster: &Cluster, run: &RunId) -> Cluster {
     mocked_cluster_keeping(cluster, run, &std::collections::BTreeSet::new())
 }
@@ -29,6 +30,9 @@ pub fn mocked_cluster_keeping(
     kept: &std::collections::BTreeSet<String>,
 ) -> Cluster {
     let mut c = cluster.clone();
+    // no foreign ClusterQueue is created on a real cluster: the operator would give it a
+    // LocalQueue in every namespace, objects the run does not own (DESIGN.md safety rules)
+    c.foreign_queues.clear();
     for node in c.nodes.iter_mut().filter(|n| !kept.contains(&n.name)) {
         node.labels.insert(RUN_LABEL.into(), run.as_str().into());
     }

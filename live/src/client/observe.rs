@@ -81,10 +81,34 @@ fn reduce(kind: ObjectKind, o: &Value) -> Value {
     labels.remove(RUN_LABEL);
     let mut out = json!({"labels": labels, "annotations": map("/metadata/annotations")});
     out["spec"] = o.get("spec").cloned().unwrap_or(Value::Null);
+    if kind == ObjectKind::LocalQueue {
+        out["ownerReferences"] = owners_by_value(o);
+    }
     if kind == ObjectKind::InstanceType {
         out["status"] = o.get("status").cloned().unwrap_or(Value::Null);
     }
     out
+}
+
+/// `metadata.ownerReferences` as the operator decides them: who owns it and how, without the
+/// owner's `uid` (the API server's, unknown to the model) and with the optional booleans read
+/// as false when absent.
+fn owners_by_value(o: &Value) -> Value {
+    let refs = o
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
+            let flag = |k: &str| r.get(k).and_then(Value::as_bool).unwrap_or(false);
+            json!({
+                "apiVersion": text("apiVersion"), "kind": text("kind"), "name": text("name"),
+                "controller": flag("controller"), "blockOwnerDeletion": flag("blockOwnerDeletion"),
+            })
+        })
+        .collect();
+    Value::Array(refs)
 }
 
 /// `object` through verify's type for `kind`.

@@ -241,6 +241,8 @@ fn ensure(
         Some(ns) => format!("{ns}/{name}"),
         None => name.clone(),
     };
+    let resolved = with_owner_uids(store, desired)?;
+    let desired = &resolved;
     let current = match store.get(kind, ns, &name) {
         Ok(c) => Some(c),
         Err(s) if s.code == 404 => None,
@@ -265,6 +267,14 @@ fn ensure(
         next["metadata"]["annotations"] =
             Value::Object(string_map(desired, "/metadata/annotations"));
         next["spec"] = desired.get("spec").cloned().unwrap_or(Value::Null);
+        match desired.pointer("/metadata/ownerReferences") {
+            Some(refs) => next["metadata"]["ownerReferences"] = refs.clone(),
+            None => {
+                if let Some(m) = next["metadata"].as_object_mut() {
+                    m.remove("ownerReferences");
+                }
+            }
+        }
     }
     next["metadata"]["labels"] = Value::Object(labels);
     if !kind.has_status {
@@ -293,11 +303,45 @@ fn ensure(
     Ok(())
 }
 
-/// Whether labels, annotations, spec or status differ (an absent map equals an empty one).
+/// Fills each `ownerReferences[].uid` of `desired` with its owner's, read from the store, as
+/// the operator's `controllerutil`-style helpers copy it from the owner object they hold.
+/// Owners are cluster-scoped here (a LocalQueue's ClusterQueue).
+fn with_owner_uids(store: &Store, desired: &Value) -> Result<Value, OperatorError> {
+    let mut out = desired.clone();
+    let Some(refs) = out
+        .pointer_mut("/metadata/ownerReferences")
+        .and_then(Value::as_array_mut)
+    else {
+        return Ok(out);
+    };
+    for r in refs.iter_mut() {
+        let text = |k: &str| {
+            r.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (owner_kind, owner) = (text("kind"), text("name"));
+        let Some(kind) = kinds::ALL.iter().find(|k| k.kind == owner_kind) else {
+            continue;
+        };
+        let o = store
+            .get(kind, None, &owner)
+            .map_err(write_err("get", kind, &owner))?;
+        r["uid"] = o.pointer("/metadata/uid").cloned().unwrap_or(Value::Null);
+    }
+    Ok(out)
+}
+
+/// Whether labels, annotations, owners, spec or status differ (an absent map equals an empty
+/// one).
 fn differs(current: &Value, next: &Value) -> bool {
     let maps = ["/metadata/labels", "/metadata/annotations"];
-    maps.iter()
-        .any(|p| string_map(current, p) != string_map(next, p))
+    let owners = |o: &Value| o.pointer("/metadata/ownerReferences").cloned();
+    owners(current) != owners(next)
+        || maps
+            .iter()
+            .any(|p| string_map(current, p) != string_map(next, p))
         || ["spec", "status"].iter().any(|k| {
             let a = current.get(*k).filter(|v| !v.is_null());
             let b = next.get(*k).filter(|v| !v.is_null());

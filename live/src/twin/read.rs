@@ -6,12 +6,12 @@
 use std::collections::BTreeMap;
 
 use model::allocation::{hosted_slices, PodHolds};
-use model::cluster::{Cluster, ExistingInstanceType, Namespace, Node, Settings};
+use model::cluster::{Cluster, ExistingInstanceType, ForeignQueue, Namespace, Node, Settings};
 use model::credits::parse_quantity;
 use model::devices::{
     Capability, Card, DeviceGroup, Devices, Ledger, Mode, PartitionProfile, Placement, ProfileCount,
 };
-use model::labels::{Labels, DERIVED_FROM_NODE};
+use model::labels::{Labels, DERIVED_FROM_NODE, RESOURCE_TYPE, RESOURCE_TYPE_INSTANCETYPES};
 use model::objects::InstanceTypeSpec;
 use model::units::UNITS_PER_CARD;
 use serde_json::{json, Map, Value};
@@ -82,11 +82,16 @@ pub fn read_cluster(store: &Store, settings: &Settings) -> Result<Cluster, ReadE
         .iter()
         .map(read_instance_type)
         .collect::<Result<Vec<_>, _>>()?;
+    let foreign_queues = list(store, &kinds::CLUSTER_QUEUE)?
+        .iter()
+        .filter_map(read_foreign_queue)
+        .collect();
     Ok(Cluster {
         nodes,
         namespaces,
         settings: settings.clone(),
         instance_types,
+        foreign_queues,
     })
 }
 
@@ -207,6 +212,24 @@ fn read_namespace(o: &Value) -> Namespace {
         name: name_of(o),
         terminating,
     }
+}
+
+/// A ClusterQueue without the operator's `resource.gpustack.ai/type=instancetypes` mark (the
+/// entrance reconciler still gives it LocalQueues; chain.md §11); None for the operator's own.
+fn read_foreign_queue(o: &Value) -> Option<ForeignQueue> {
+    let mark = o
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(RESOURCE_TYPE))
+        .and_then(Value::as_str);
+    if mark == Some(RESOURCE_TYPE_INSTANCETYPES) {
+        return None;
+    }
+    Some(ForeignQueue {
+        name: name_of(o),
+        terminating: o
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|v| !v.is_null()),
+    })
 }
 
 /// An existing InstanceType: derived ones carry `schedule.gpustack.ai/derived-from-node=true`
@@ -469,6 +492,16 @@ pub fn mock_objects(cluster: &Cluster) -> Vec<(Kind, Option<String>, Value)> {
                 out.push((kinds::POD, Some(ns.to_string()), pod));
             }
         }
+    }
+    for q in &cluster.foreign_queues {
+        let mut o = json!({
+            "apiVersion": kinds::CLUSTER_QUEUE.api_version(), "kind": "ClusterQueue",
+            "metadata": {"name": q.name}, "spec": {"namespaceSelector": {}},
+        });
+        if q.terminating {
+            mark_deleting(&mut o);
+        }
+        out.push((kinds::CLUSTER_QUEUE, None, o));
     }
     for it in &cluster.instance_types {
         let mut labels = Map::new();

@@ -65,6 +65,20 @@ fn meta(name: &str, labels: &Labels, annotations: &Labels) -> Value {
     m
 }
 
+/// An `ownerReferences[]` entry without its `uid`, which only the store knows: the writer
+/// resolves it ([`super::operator`]) before the object is sent. `blockOwnerDeletion` is left
+/// out when false, as Go's `omitempty` pointer leaves it.
+pub fn owner_reference(o: &model::objects::OwnerReference) -> Value {
+    let mut r = json!({"apiVersion": o.api_version, "kind": o.kind, "name": o.name});
+    if o.controller {
+        r["controller"] = json!(true);
+    }
+    if o.block_owner_deletion {
+        r["blockOwnerDeletion"] = json!(true);
+    }
+    r
+}
+
 /// The Node with the labels the Worker and Device Manager merge onto it (chain.md §2, rule 6).
 pub fn node_labels(node: &DerivedNode) -> Value {
     json!({
@@ -274,6 +288,7 @@ pub fn cluster_queue(cq: &ClusterQueue) -> Value {
 pub fn local_queue(lq: &LocalQueue) -> Value {
     let mut m = meta(&lq.name, &Labels::new(), &lq.annotations);
     m["namespace"] = json!(lq.namespace);
+    m["ownerReferences"] = json!([owner_reference(&lq.owner)]);
     json!({
         "apiVersion": kinds::LOCAL_QUEUE.api_version(), "kind": "LocalQueue",
         "metadata": m,

@@ -130,7 +130,8 @@ pub enum Patch {
 /// Options of a delete.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeleteOptions {
-    /// `Orphan`, `Background` or `Foreground`: accepted, does not cascade.
+    /// `Orphan` keeps the dependents (their reference to the owner is removed); `Background`
+    /// (the default) and `Foreground` delete the dependents left without an owner.
     pub propagation_policy: Option<String>,
     /// `preconditions.resourceVersion`.
     pub resource_version: Option<String>,
@@ -579,8 +580,8 @@ impl Store {
     }
 
     /// Deletes an object. With finalizers it is only marked deleting (`deletionTimestamp`,
-    /// generation + 1); it goes when its last finalizer is removed. `propagationPolicy`
-    /// is checked and accepted but nothing cascades.
+    /// generation + 1); it goes when its last finalizer is removed. Once it is gone its
+    /// dependents are garbage-collected by `propagationPolicy` (`collect_dependents`).
     pub fn delete(
         &mut self,
         kind: &Kind,
@@ -632,6 +633,8 @@ impl Store {
         }
         if finalizers(&current).is_empty() {
             let gone = self.commit(kind, &key, None, Some(current));
+            let orphan = options.propagation_policy.as_deref() == Some("Orphan");
+            self.collect_dependents(&gone, orphan);
             return Ok(Deleted::Removed(gone));
         }
         if meta.get("deletionTimestamp").is_some() {
@@ -975,9 +978,62 @@ impl Store {
             .and_then(|m| m.get("deletionTimestamp"))
             .is_some();
         if deleting && finalizers(&candidate).is_empty() {
-            return Ok(self.commit(kind, key, None, Some(candidate)));
+            let gone = self.commit(kind, key, None, Some(candidate));
+            self.collect_dependents(&gone, false);
+            return Ok(gone);
         }
         Ok(self.commit(kind, key, Some(candidate), Some(old)))
+    }
+
+    /// The garbage collector's part once `gone` has left the store (kube-controller-manager's
+    /// garbagecollector; the Kubernetes "Garbage Collection" and "Owners and Dependents"
+    /// pages): a dependent naming `gone`'s uid in `ownerReferences` whose other owners are all
+    /// gone too is deleted (which collects its own dependents), one with a remaining owner
+    /// loses only the dangling reference; with `orphan` every dependent is kept and loses the
+    /// reference. Foreground deletion is collected like background here: the twin has no
+    /// clock between the two, so dependents go in the same call either way.
+    fn collect_dependents(&mut self, gone: &Value, orphan: bool) {
+        let Some(uid) = gone.pointer("/metadata/uid").and_then(Value::as_str) else {
+            return;
+        };
+        let names_uid = |o: &Object, uid: &str| owner_uids(o).iter().any(|u| u == uid);
+        let dependents: Vec<(Key, Object)> = self
+            .objects
+            .iter()
+            .filter(|(_, o)| names_uid(o, uid))
+            .map(|(k, o)| (k.clone(), o.clone()))
+            .collect();
+        let live_uids: std::collections::HashSet<String> = self
+            .objects
+            .values()
+            .filter_map(|o| o.get("metadata")?.get("uid")?.as_str().map(str::to_string))
+            .collect();
+        for (key, object) in dependents {
+            let Some(kind) = super::kinds::ALL
+                .iter()
+                .find(|k| k.group == key.group && k.kind == key.kind)
+            else {
+                continue;
+            };
+            let remaining = owner_uids(&object)
+                .into_iter()
+                .any(|u| u != uid && live_uids.contains(&u));
+            if !orphan && !remaining {
+                let ns = Some(key.namespace.as_str()).filter(|n| !n.is_empty());
+                let _ = self.delete(kind, ns, &key.name, &DeleteOptions::default());
+                continue;
+            }
+            let mut next = object.clone();
+            let mut meta = take_meta(&mut next);
+            if let Some(Value::Array(refs)) = meta.get_mut("ownerReferences") {
+                refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
+                if refs.is_empty() {
+                    meta.remove("ownerReferences");
+                }
+            }
+            next.insert("metadata".into(), Value::Object(meta));
+            self.commit(kind, &key, Some(next), Some(object));
+        }
     }
 
     /// Runs the kind's validator (if any) and keeps server-owned metadata.
@@ -1037,6 +1093,17 @@ impl Store {
         }
         object
     }
+}
+
+/// The owners' uids an object names in `metadata.ownerReferences`.
+fn owner_uids(o: &Object) -> Vec<String> {
+    o.get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("uid").and_then(Value::as_str).map(str::to_string))
+        .collect()
 }
 
 /// The event a watcher with `selector` sees for a recorded write, if any.

@@ -14,9 +14,9 @@ pub use settle::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::cluster::{JointCheckGate, Namespace, Settings};
+use crate::cluster::{ForeignQueue, JointCheckGate, Namespace, Settings};
 use crate::labels::{self, Labels};
-use crate::objects::{FlavorQuota, LocalQueue, ResourceGroup};
+use crate::objects::{FlavorQuota, LocalQueue, OwnerReference, ResourceGroup};
 use crate::units::{CREDITS_PER_CARD, MAX_FLAVORS_PER_QUEUE};
 
 /// What the NodeQueue reconciler reads of one ResourceFlavor its pool selector found.
@@ -210,8 +210,42 @@ pub fn namespace_gets_local_queues(ns: &Namespace, system_namespace: &str) -> bo
     !ns.terminating && ns.name != system_namespace && ns.name != labels::KUBE_SYSTEM
 }
 
+/// The ClusterQueues that get LocalQueues. A created ClusterQueue is reconciled only when it
+/// carries the operator's mark, but a created Namespace enqueues every ClusterQueue that is not
+/// terminating, the foreign ones too, and the reconcile does not look at the mark again; at
+/// operator start every Namespace is seen as created, so a foreign queue present then gets
+/// LocalQueues in every eligible namespace. node_queue_entrance.go @33574eb (`SetupController`
+/// predicates, `enqueueClusterQueueWhenNamespaceCreated`, `Reconcile` skipping deleted queues).
+pub fn entrance_queues<'a>(operator: &[&'a str], foreign: &'a [ForeignQueue]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = operator.to_vec();
+    for q in foreign.iter().filter(|q| !q.terminating) {
+        if !out.contains(&q.name.as_str()) {
+            out.push(&q.name);
+        }
+    }
+    out
+}
+
+/// A LocalQueue's owner: its ClusterQueue (`kueue.x-k8s.io/v1beta2`), as the controller, not
+/// blocking the owner's deletion. node_queue_entrance.go @33574eb (`Reconcile`:
+/// `kubemeta.ControlOnWithoutBlock`).
+pub fn entrance_owner(cluster_queue: &str) -> OwnerReference {
+    OwnerReference {
+        api_version: KUEUE_API_VERSION.to_string(),
+        kind: "ClusterQueue".to_string(),
+        name: cluster_queue.to_string(),
+        controller: true,
+        block_owner_deletion: false,
+    }
+}
+
+/// The Kueue API version the operator's objects are written in (the operator imports
+/// `sigs.k8s.io/kueue/apis/kueue/v1beta2`).
+pub const KUEUE_API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
+
 /// Every ClusterQueue × every eligible namespace → one LocalQueue named `name_of(cq)` with the
-/// `schedule.gpustack.ai/queue=<cq>` annotation. Rule 17; node_queue_entrance.go @33574eb.
+/// `schedule.gpustack.ai/queue=<cq>` annotation, owned by the queue. Rule 17;
+/// node_queue_entrance.go @33574eb.
 pub fn local_queues(
     cluster_queues: &[&str],
     namespaces: &[Namespace],
@@ -233,6 +267,7 @@ pub fn local_queues(
                         labels::QUEUE_ANNOTATION.to_string(),
                         cq.to_string(),
                     )]),
+                    owner: entrance_owner(cq),
                 })
         })
         .collect()
@@ -366,6 +401,48 @@ mod tests {
         assert!(has_reserved(&row(2, 0)));
         assert!(has_reserved(&row(0, 1)));
         assert!(!has_reserved(&row(0, 0)));
+    }
+
+    #[test]
+    fn a_new_namespace_brings_local_queues_for_foreign_queues_that_are_not_terminating() {
+        let foreign = [
+            ForeignQueue {
+                name: "team-a".into(),
+                terminating: false,
+            },
+            ForeignQueue {
+                name: "going".into(),
+                terminating: true,
+            },
+            ForeignQueue {
+                name: "gpustack--x".into(),
+                terminating: false,
+            },
+        ];
+        assert_eq!(
+            entrance_queues(&["gpustack--x"], &foreign),
+            ["gpustack--x", "team-a"]
+        );
+        assert_eq!(entrance_queues(&[], &[]), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_local_queue_is_controlled_by_its_cluster_queue_without_blocking_its_deletion() {
+        let ns = [Namespace {
+            name: "default".into(),
+            terminating: false,
+        }];
+        let lqs = local_queues(&["q"], &ns, "gpustack-system", |q| format!("lq-{q}"));
+        let owner = &lqs[0].owner;
+        assert_eq!(
+            (
+                owner.api_version.as_str(),
+                owner.kind.as_str(),
+                owner.name.as_str()
+            ),
+            ("kueue.x-k8s.io/v1beta2", "ClusterQueue", "q")
+        );
+        assert!(owner.controller && !owner.block_owner_deletion);
     }
 
     #[test]
