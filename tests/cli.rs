@@ -166,8 +166,12 @@ fn a_mutant_counterexample_is_written_recorded_and_replayable() {
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
     assert_eq!(written.len(), 3, "one counterexample per seed: {written:?}");
-    let recorded = std::fs::read_to_string(&regressions).unwrap();
-    assert_eq!(recorded.lines().count(), 3, "{recorded}");
+    // A mutant's counterexamples stay out of the regression file (issue [M11] item 3: replayed
+    // without the mutant they prove nothing); this test pinned the old appending before.
+    assert!(
+        !regressions.exists(),
+        "no regression seed from a mutant run"
+    );
     // The recorded counterexample replays: the divergence still reproduces (exit 1).
     let out = verify(&["replay", written[0].to_str().unwrap()]);
     let replayed = String::from_utf8_lossy(&out.stdout);
