@@ -253,9 +253,12 @@ fn side(v: &Option<String>) -> String {
 pub fn headline(cx: &Counterexample) -> String {
     match &cx.divergence {
         Some(d) => {
-            let first = d
-                .differences
-                .first()
+            let shown = if cx.fields.is_empty() {
+                &d.differences
+            } else {
+                &cx.fields
+            };
+            let first = crate::findings::first_field(shown)
                 .map(|x| format!("; first: {x}"))
                 .unwrap_or_default();
             format!(

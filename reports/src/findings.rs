@@ -315,6 +315,26 @@ pub fn signature(cx: &Counterexample) -> Signature {
     Signature::new(&cx.property, "-", &message_template(&cx.message), None)
 }
 
+/// A new finding's title: the first differing field in Kubernetes terms, with both values
+/// (the first line of the message when no field is known).
+pub fn title(cx: &Counterexample) -> String {
+    let fields = match (&cx.fields, &cx.divergence) {
+        (f, Some(d)) if f.is_empty() => &d.differences,
+        (f, _) => f,
+    };
+    match first_field(fields) {
+        Some(d) => format!(
+            "{}: {} {} is {}, expected {}",
+            cx.property,
+            kube_kind(d),
+            normalise_field(&d.field),
+            d.observed.as_deref().unwrap_or("absent"),
+            d.expected.as_deref().unwrap_or("absent")
+        ),
+        None => cx.message.lines().next().unwrap_or("").to_string(),
+    }
+}
+
 /// The smallest scenario of a finding (fewest nodes, then events, then lowest seed).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Smallest {

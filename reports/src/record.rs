@@ -186,7 +186,7 @@ impl RunRecorder {
             scenario: entry.scenario.clone(),
             report: entry.report.clone(),
         };
-        let headline = crate::counterexample::headline(cx);
+        let headline = crate::findings::title(cx);
         let mut first = false;
         self.update(|s| {
             first = !s.findings.iter().any(|f| f.signature == signature);
