@@ -49,6 +49,8 @@ fn summary(run: &Path) -> serde_json::Value {
 /// A model-tier mutant run of `seeds` seeds with its own run dir, regressions and ledger.
 fn mutant_run(dir: &Path, mutant: &str, seeds: &str, extra: &[&str]) -> Output {
     let runs = dir.join("runs");
+    let regressions = dir.join("regressions.txt");
+    let known = dir.join("known.yaml");
     let mut args = vec![
         "fuzz",
         "--tier",
@@ -60,9 +62,9 @@ fn mutant_run(dir: &Path, mutant: &str, seeds: &str, extra: &[&str]) -> Output {
         "--run-dir",
         s(&runs),
         "--regressions",
-        s(&dir.join("regressions.txt")),
+        s(&regressions),
         "--known",
-        s(&dir.join("known.yaml")),
+        s(&known),
     ];
     args.extend_from_slice(extra);
     verify(&args)
@@ -160,7 +162,6 @@ fn a_mutant_run_folds_its_seeds_leaves_the_regressions_alone_and_replays_under_t
     let md = std::fs::read_to_string(&issue).unwrap();
     assert!(md.contains("kind: Node\n"), "{md}");
     assert!(md.contains("kind: NodeFeature\n"), "{md}");
-    assert!(md.contains("kind: Devices\n"), "{md}");
     assert!(md.contains("verify replay "), "{md}");
     assert!(md.contains("kubectl apply -f"), "{md}");
     assert!(md.contains("pkg/worker/controllers/worker/"), "{md}");
@@ -308,6 +309,15 @@ fn the_committed_ledger_names_the_generic_cpu_key_collision_by_its_scenarios_sig
     };
     let cx = reports::Counterexample::violation(18137, property, message, s.clone(), 0);
     assert_eq!(cx.signature(), entry.signature);
+    // its upstream issue's cluster: the Nodes, their NodeFeatures and Devices, as YAML
+    let yaml = reports::findings::manifests_yaml(&fuzz::cluster_manifests(&s).unwrap()).unwrap();
+    for kind in ["kind: Node\n", "kind: NodeFeature\n", "kind: Devices\n"] {
+        assert_eq!(
+            yaml.matches(kind).count(),
+            s.cluster.nodes.len(),
+            "{kind}: {yaml}"
+        );
+    }
     // and the scenario still reproduces it on the model (exit 1 while the operator gap stands)
     let out = verify(&["replay", s_path(&root.join(&entry.scenario))]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
