@@ -333,6 +333,24 @@ fn a_mutant_in_the_twins_operator_fails_the_twin_tier_with_a_counterexample() {
         .collect();
     let report = std::fs::read_to_string(&reports[0]).unwrap();
     assert!(report.contains("nominalQuota"), "{report}");
+    // the scenario records the twin operator's mutant and replays on a twin under it (it
+    // replayed on the model alone before, and said it no longer reproduced)
+    let yaml = reports[0].with_extension("yaml");
+    let out = verify(&["replay", yaml.to_str().unwrap()]);
+    let replayed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{replayed}");
+    assert!(
+        replayed.contains("replaying on an embedded twin running mutant quota-off-by-one"),
+        "{replayed}"
+    );
+    assert!(
+        replayed.contains("recorded violation of twin-matches-model: reproduced"),
+        "{replayed}"
+    );
+    assert!(
+        !std::fs::read_to_string(dir.join("r.txt")).is_ok_and(|t| !t.trim().is_empty()),
+        "a mutant's seed is not a regression"
+    );
 }
 
 #[test]
