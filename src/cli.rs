@@ -21,12 +21,27 @@ pub const EXIT_CODES: &str = "Exit codes: 0 all held (or nothing verified, which
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Generate scenarios from seeds and check the chain's properties on each (the main job).
-    /// A failure is shrunk, written under the run directory, and its seed appended to the
-    /// regression file, which every later run replays first. Each run writes
-    /// `runs/<run-id>/` (summary.json, divergences.csv, counterexamples/, junit.xml, plots/)
-    /// and ends with a summary table. Exit 1 on a counterexample, 4 on an unmet
-    /// `--min-coverage` floor.
+    /// A failure is shrunk, written under the run directory, and folded by its signature into
+    /// one finding per root cause; a finding in the ledger (`.verify/known.yaml`) prints as
+    /// `known (…)` and does not fail the run. A new finding's first seed is appended to the
+    /// regression file (never a mutant's), which every later run replays first. Each run
+    /// writes `runs/<run-id>/` (summary.json, divergences.csv, counterexamples/, junit.xml,
+    /// plots/) and ends with a summary table. Exit 1 on a new finding (any, with --strict), 4
+    /// on an unmet `--min-coverage` floor.
     Fuzz(FuzzArgs),
+    /// The known-findings ledger `.verify/known.yaml`. Without a subcommand: replays the
+    /// regression seeds, drops those that no longer fail from the regression file, then lists
+    /// the ledger.
+    Findings {
+        #[command(subcommand)]
+        action: Option<FindingsCommand>,
+        /// The ledger file.
+        #[arg(long, default_value = reports::findings::KNOWN_FILE, global = true)]
+        known: PathBuf,
+        /// The regression seed file.
+        #[arg(long, default_value = ".verify/regressions.txt", global = true)]
+        regressions: PathBuf,
+    },
     /// Exhaustive model checking of the chain's dynamics within a small scope (stateright).
     /// Prints states generated/unique, depth, each property's verdict and wall time; a
     /// violation is written as a scenario file. Exit 1 on a violated property.
@@ -83,12 +98,19 @@ pub enum Command {
     Report {
         /// The run directory.
         run_dir: PathBuf,
-        /// md, json, csv, junit or html.
+        /// md, json, csv, junit, html, or issue (one finding as Markdown for the operator's
+        /// tracker: needs --finding).
         #[arg(long, default_value = "md", value_parser = reports::ReportFormat::parse)]
         format: reports::ReportFormat,
         /// Write here instead of standard output.
         #[arg(long)]
         output: Option<PathBuf>,
+        /// The finding's signature (or a unique prefix of it), for `--format issue`.
+        #[arg(long)]
+        finding: Option<String>,
+        /// The ledger the issue reads titles and links from.
+        #[arg(long, default_value = reports::findings::KNOWN_FILE)]
+        known: PathBuf,
     },
     /// Read-only audit: predict the operator's objects from the Nodes and Devices with the
     /// model and diff them against a cluster (`--context`) or a kubectl dump (`--snapshot`),
@@ -107,6 +129,39 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
+    },
+}
+
+/// `verify findings` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum FindingsCommand {
+    /// Print the ledger: each finding's status, title, signature, scenario and first sighting.
+    List,
+    /// Add a finding of a run to the ledger (its smallest scenario copied to .verify/known/),
+    /// or change the status of one already there.
+    Accept {
+        /// The signature, or a unique prefix of it.
+        signature: String,
+        /// The run directory that found it (default: the newest under runs/ that has it).
+        #[arg(long)]
+        run: Option<PathBuf>,
+        /// open, reported-upstream or accepted (default: open for a new entry).
+        #[arg(long, value_parser = reports::Status::parse)]
+        status: Option<reports::Status>,
+        /// The entry's title (default: the finding's headline).
+        #[arg(long)]
+        title: Option<String>,
+        /// Where it is discussed (an upstream issue, a README section).
+        #[arg(long)]
+        link: Option<String>,
+        /// Where run directories are.
+        #[arg(long, default_value = "runs")]
+        runs: PathBuf,
+    },
+    /// Remove a finding from the ledger (once the operator fixed it).
+    Retire {
+        /// The signature, or a unique prefix of it.
+        signature: String,
     },
 }
 
@@ -153,6 +208,12 @@ pub struct FuzzArgs {
     /// The regression seed file, replayed first and appended on failure.
     #[arg(long, default_value = ".verify/regressions.txt")]
     pub regressions: PathBuf,
+    /// The known-findings ledger: findings listed there do not fail the run.
+    #[arg(long, default_value = reports::findings::KNOWN_FILE)]
+    pub known: PathBuf,
+    /// Fail on known findings too (exit 1 when any counterexample is found).
+    #[arg(long)]
+    pub strict: bool,
     /// Coverage floors, `CLASS=N` (N distinct values) or `CLASS:VALUE=N` (N scenarios), e.g.
     /// `vendors=2,modes:Shared=10,properties=6`. Classes: vendors, modes, families, nodes,
     /// events, properties. A floor not met makes the run exit 4 (a counterexample still

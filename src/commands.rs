@@ -56,7 +56,19 @@ pub fn dispatch(command: Command) -> Result<i32> {
             run_dir,
             format,
             output,
-        } => report(&run_dir, format, output.as_deref()),
+            finding,
+            known,
+        } => match (format, finding) {
+            (reports::ReportFormat::Issue, Some(sig)) => {
+                issue_report(&run_dir, &sig, &known, output.as_deref())
+            }
+            (format, _) => report(&run_dir, format, output.as_deref()),
+        },
+        Command::Findings {
+            action,
+            known,
+            regressions,
+        } => findings(action, &known, &regressions),
         Command::Audit(args) => audit(args),
         Command::Cleanup(args) => cleanup(args),
     }
@@ -428,7 +440,9 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
         config.twin.shrink_steps = budget;
     }
     let total = fuzz::seed_list(&config).len() as u64;
-    let recorder = start_run_record(&args, &config, total, tier.name())?;
+    let ledger = reports::Ledger::load(&args.known).map_err(|e| UsageError(e.to_string()))?;
+    let recorder = start_run_record(&args, &config, total, tier.name())?
+        .with_ledger(ledger.clone(), args.strict);
     outln!("run directory: {}", recorder.path().display());
     let run_id = recorder
         .path()
@@ -552,6 +566,14 @@ fn fuzz(args: FuzzArgs) -> Result<i32> {
     );
     let coverage = coverage.into_inner().unwrap_or_default();
     let floors = reports::check_floors(&coverage, args.min_coverage.as_deref().unwrap_or(&[]));
+    // a mutant run says nothing about the reference operator's known findings
+    if config.mutant.is_none() {
+        let seen = recorder.snapshot().findings;
+        let fixed = possibly_fixed(&ledger, &seen);
+        recorder
+            .possibly_fixed(fixed)
+            .context("recording possibly fixed findings")?;
+    }
     let summary = recorder
         .finish(
             reports::Figures {
@@ -607,8 +629,11 @@ fn start_run_record(
     reports::RunRecorder::start(dir, summary).context("writing the run's summary.json")
 }
 
-/// Writes one counterexample (report, scenario, CSV rows, summary) and appends its seed to
-/// the regression file, as soon as the seed is judged.
+/// Writes one counterexample (report, scenario, CSV rows, summary, its finding) as soon as
+/// the seed is judged. The regression file gets the first seed of each new finding of the
+/// reference operator only: a mutant's counterexample proves nothing replayed without the
+/// mutant (its scenario records the mutant, and `verify replay` replays under it), and a
+/// known finding is the ledger's to track.
 fn record_failure(
     recorder: &reports::RunRecorder,
     regressions: &std::sync::Mutex<scenario::Regressions>,
@@ -617,28 +642,39 @@ fn record_failure(
     f: &fuzz::Failure,
     bar: &indicatif::ProgressBar,
 ) -> std::result::Result<(), String> {
-    let path = recorder
-        .record(&fuzz::counterexample(f, config.mutant))
+    let recorded = recorder
+        .record_finding(&fuzz::counterexample(f, config.mutant))
         .map_err(|e| format!("writing the counterexample of seed {}: {e}", f.seed))?;
-    regressions
-        .lock()
-        .map_err(|_| "the regression file's lock was poisoned".to_string())?
-        .append(f.seed, &f.property)
-        .map_err(|e| {
-            format!(
-                "appending seed {} to {}: {e}",
-                f.seed,
-                args.regressions.display()
-            )
-        })?;
+    if config.mutant.is_none() && !recorded.known && recorded.first {
+        regressions
+            .lock()
+            .map_err(|_| "the regression file's lock was poisoned".to_string())?
+            .append(f.seed, &f.property)
+            .map_err(|e| {
+                format!(
+                    "appending seed {} to {}: {e}",
+                    f.seed,
+                    args.regressions.display()
+                )
+            })?;
+    }
+    let shrunk = if f.shrinks == 0 && !recorded.first {
+        "not shrunk: its finding already has a shrunk seed".to_string()
+    } else {
+        format!("shrunk to {} node(s), {} event(s)", f.nodes(), f.events())
+    };
+    let tag = if recorded.known && !args.strict {
+        "known"
+    } else {
+        "FAIL"
+    };
     bar.suspend(|| {
         outln!(
-            "FAIL seed {}: {} (shrunk to {} node(s), {} event(s)) -> {}",
+            "{tag} seed {}: {} ({shrunk}) -> {}\n  signature {}",
             f.seed,
             f.property,
-            f.nodes(),
-            f.events(),
-            path.display()
+            recorded.path.display(),
+            recorded.signature
         )
     });
     Ok(())
@@ -679,12 +715,80 @@ fn fuzz_tier(tier: Tier) -> fuzz::Tier {
     }
 }
 
-/// `verify replay FILE`: run the scenario, check every property and its expectations.
+/// `verify replay FILE`: run the scenario, check every property and its expectations. A
+/// recorded `twin-matches-model` violation is judged where it was found: on a fresh embedded
+/// twin, under the mutant the scenario records (a model-tier mutant's `mutant-NAME` the
+/// oracle replays itself).
 fn replay(file: &Path) -> Result<i32> {
     let s = scenario::load(file).map_err(|e| UsageError(e.to_string()))?;
-    let check = oracle::replay(&s);
+    let mut check = oracle::replay(&s);
+    for (property, reproduced) in &mut check.recorded {
+        if property == fuzz::twin::TWIN_PROPERTY {
+            let mutant = fuzz::recorded_mutant(&s)
+                .map_or("the reference operator".to_string(), |m| {
+                    format!("mutant {m}")
+                });
+            outln!("replaying on an embedded twin running {mutant}");
+            let divergence = fuzz::replay_on_twin(&s)
+                .map_err(|e| anyhow::anyhow!("replaying on the twin: {e}"))?;
+            if let Some(d) = &divergence {
+                outln!("{}", d.message());
+            }
+            *reproduced = divergence.is_some();
+        }
+    }
     out!("{}", check.render());
     Ok(if check.held() { 0 } else { 1 })
+}
+
+/// `verify report RUN_DIR --finding SIG --format issue`: one finding as an issue for the
+/// operator's tracker, its minimal cluster rendered by the twin's own converters.
+fn issue_report(run_dir: &Path, sig: &str, known: &Path, output: Option<&Path>) -> Result<i32> {
+    let run = reports::load_run(run_dir).map_err(|e| UsageError(e.to_string()))?;
+    let ledger = reports::Ledger::load(known).map_err(|e| UsageError(e.to_string()))?;
+    let signature =
+        reports::Ledger::resolve(sig, run.summary.findings.iter().map(|f| &f.signature))
+            .map_err(|e| UsageError(format!("{}: {e}", run_dir.display())))?;
+    let finding = run
+        .summary
+        .findings
+        .iter()
+        .find(|f| f.signature == signature)
+        .ok_or_else(|| UsageError(format!("{}: no finding {signature}", run_dir.display())))?;
+    let scenario_file = run_dir.join(&finding.smallest.scenario);
+    let scenario = scenario::load(&scenario_file).map_err(|e| UsageError(e.to_string()))?;
+    let manifests = fuzz::cluster_manifests(&scenario).map_err(|e| anyhow::anyhow!(e))?;
+    let message = run
+        .summary
+        .counterexamples
+        .iter()
+        .find(|c| c.seed == finding.smallest.seed)
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    let rows = run
+        .rows
+        .iter()
+        .filter(|r| r.seed == finding.smallest.seed)
+        .cloned()
+        .collect();
+    let text = reports::findings::issue_markdown(&reports::findings::IssueInput {
+        finding,
+        known: ledger.get(&signature),
+        scenario_path: scenario_file.display().to_string(),
+        run_dir: run_dir.display().to_string(),
+        message,
+        rows,
+        manifests: &manifests,
+    })
+    .map_err(|e| anyhow::anyhow!("rendering the issue: {e}"))?;
+    match output {
+        Some(path) => {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+            outln!("{}", path.display());
+        }
+        None => out!("{text}"),
+    }
+    Ok(0)
 }
 
 /// `verify mutants`: the catalog, or the kill table over `seeds` seeds each.
@@ -1151,4 +1255,244 @@ fn cleanup(args: CleanupArgs) -> Result<i32> {
         }
     })
     .context("starting the async runtime")?
+}
+
+/// The ledger entries a run did not reproduce whose recorded minimal scenario no longer
+/// fails on the model (entries found on the twin are not judged here: that needs a twin).
+fn possibly_fixed(
+    ledger: &reports::Ledger,
+    seen: &[reports::FindingEntry],
+) -> Vec<reports::Signature> {
+    reports::findings::unseen(ledger, seen, |path| {
+        let s = scenario::load(path).ok()?;
+        let on_twin = s.expect.iter().any(|e| {
+            matches!(e, model::scenario::Expectation::Violation { property, .. }
+                if property == fuzz::twin::TWIN_PROPERTY)
+        });
+        if on_twin {
+            return None;
+        }
+        Some(oracle::replay(&s).recorded.iter().any(|(_, r)| *r))
+    })
+    .into_iter()
+    .filter(|(_, reproduces)| *reproduces == Some(false))
+    .map(|(k, _)| k.signature.clone())
+    .collect()
+}
+
+/// `verify findings [list|accept SIG|retire SIG]`.
+fn findings(
+    action: Option<crate::cli::FindingsCommand>,
+    known: &Path,
+    regressions: &Path,
+) -> Result<i32> {
+    use crate::cli::FindingsCommand;
+    let mut ledger = reports::Ledger::load(known).map_err(|e| UsageError(e.to_string()))?;
+    match action {
+        None => {
+            prune_regressions(regressions)?;
+            list_ledger(&ledger, known);
+            Ok(0)
+        }
+        Some(FindingsCommand::List) => {
+            list_ledger(&ledger, known);
+            Ok(0)
+        }
+        Some(FindingsCommand::Retire { signature }) => {
+            let sig =
+                reports::Ledger::resolve(&signature, ledger.findings.iter().map(|f| &f.signature))
+                    .map_err(|e| UsageError(format!("{}: {e}", known.display())))?;
+            if let Some(gone) = ledger.retire(&sig) {
+                ledger.save(known)?;
+                outln!("retired {sig}: {}", gone.title);
+                if !gone.scenario.is_empty() {
+                    outln!(
+                        "its scenario {} is kept (delete it with the entry's commit)",
+                        gone.scenario
+                    );
+                }
+            }
+            Ok(0)
+        }
+        Some(FindingsCommand::Accept {
+            signature,
+            run,
+            status,
+            title,
+            link,
+            runs,
+        }) => accept_finding(
+            &mut ledger,
+            known,
+            &signature,
+            run.as_deref(),
+            &runs,
+            status,
+            title,
+            link,
+        ),
+    }
+}
+
+/// Prints every ledger entry.
+fn list_ledger(ledger: &reports::Ledger, known: &Path) {
+    for k in &ledger.findings {
+        outln!("known ({}): {}", k.status, k.title);
+        outln!("  signature  {}", k.signature);
+        if !k.scenario.is_empty() {
+            outln!("  scenario   {} (verify replay {})", k.scenario, k.scenario);
+        }
+        outln!("  first seen {}", k.first_seen);
+        if !k.link.is_empty() {
+            outln!("  link       {}", k.link);
+        }
+    }
+    outln!(
+        "{} known finding(s) in {}",
+        ledger.findings.len(),
+        known.display()
+    );
+}
+
+/// `verify findings accept SIG`: a run's finding into the ledger (its smallest scenario
+/// copied beside the ledger, in `known/`), or a new status for an entry already there.
+#[allow(clippy::too_many_arguments)]
+fn accept_finding(
+    ledger: &mut reports::Ledger,
+    known: &Path,
+    prefix: &str,
+    run: Option<&Path>,
+    runs: &Path,
+    status: Option<reports::Status>,
+    title: Option<String>,
+    link: Option<String>,
+) -> Result<i32> {
+    // an entry already in the ledger: change its status (and link)
+    if let Ok(sig) = reports::Ledger::resolve(prefix, ledger.findings.iter().map(|f| &f.signature))
+    {
+        let Some(status) = status.or(link
+            .as_ref()
+            .and_then(|_| ledger.get(&sig).map(|k| k.status)))
+        else {
+            let now = ledger.get(&sig).map(|k| k.status.name()).unwrap_or("");
+            return Err(UsageError(format!(
+                "{sig} is already known ({now}): pass --status open|reported-upstream|accepted or --link"
+            ))
+            .into());
+        };
+        let mut entry = ledger
+            .get(&sig)
+            .cloned()
+            .context("the entry just resolved")?;
+        entry.status = status;
+        entry.link = link.unwrap_or_default();
+        ledger.accept(entry);
+        ledger.save(known)?;
+        outln!("{sig}: now {status}");
+        return Ok(0);
+    }
+    let candidates: Vec<std::path::PathBuf> = match run {
+        Some(r) => vec![r.to_path_buf()],
+        None => {
+            let mut dirs: Vec<std::path::PathBuf> = std::fs::read_dir(runs)
+                .with_context(|| format!("listing {}", runs.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.join(reports::record::SUMMARY_FILE).exists())
+                .collect();
+            dirs.sort();
+            dirs.reverse();
+            dirs
+        }
+    };
+    for dir in candidates {
+        let Ok(loaded) = reports::load_run(&dir) else {
+            continue;
+        };
+        let Ok(sig) =
+            reports::Ledger::resolve(prefix, loaded.summary.findings.iter().map(|f| &f.signature))
+        else {
+            continue;
+        };
+        let Some(f) = loaded.summary.findings.iter().find(|f| f.signature == sig) else {
+            continue;
+        };
+        let folder = known
+            .parent()
+            .map_or_else(|| Path::new("known").to_path_buf(), |p| p.join("known"));
+        std::fs::create_dir_all(&folder)
+            .with_context(|| format!("creating {}", folder.display()))?;
+        let copy = folder.join(format!("{}-{}.yaml", f.smallest.seed, f.property));
+        std::fs::copy(dir.join(&f.smallest.scenario), &copy)
+            .with_context(|| format!("copying the scenario to {}", copy.display()))?;
+        let entry = reports::KnownFinding {
+            signature: sig.clone(),
+            title: title.unwrap_or_else(|| f.title.clone()),
+            status: status.unwrap_or(reports::Status::Open),
+            link: link.unwrap_or_default(),
+            scenario: copy.display().to_string(),
+            first_seen: format!("{}, seed {}", loaded.summary.run_id, f.smallest.seed),
+        };
+        outln!(
+            "known ({}): {} — {sig}, scenario {}",
+            entry.status,
+            entry.title,
+            entry.scenario
+        );
+        ledger.accept(entry);
+        ledger.save(known)?;
+        return Ok(0);
+    }
+    Err(UsageError(format!(
+        "no finding `{prefix}` in {} or in a run under {}",
+        known.display(),
+        run.unwrap_or(runs).display()
+    ))
+    .into())
+}
+
+/// Replays every regression seed where it was found (a `twin-matches-model` seed on an
+/// embedded twin, the rest on the model) and drops from the file the seeds that pass.
+fn prune_regressions(path: &Path) -> Result<()> {
+    let regressions = scenario::Regressions::load(path).map_err(|e| UsageError(e.to_string()))?;
+    let (twin, model): (Vec<_>, Vec<_>) = regressions
+        .entries()
+        .iter()
+        .partition(|r| r.note == fuzz::twin::TWIN_PROPERTY);
+    let mut stale = std::collections::BTreeSet::new();
+    for (tier, group) in [(fuzz::Tier::Model, model), (fuzz::Tier::Twin, twin)] {
+        let seeds: Vec<u64> = group.iter().map(|r| r.seed).collect();
+        if seeds.is_empty() {
+            continue;
+        }
+        let mut config = fuzz::FuzzConfig {
+            tier,
+            seeds: 0,
+            regressions: seeds.clone(),
+            jobs: 1,
+            shrink_steps: 0,
+            ..fuzz::FuzzConfig::default()
+        };
+        config.twin.shrink_steps = 0;
+        let report = fuzz::run(&config, &|_, _| {}).map_err(|e| anyhow::anyhow!(e))?;
+        for seed in seeds {
+            let failing = report.failures.iter().any(|f| f.seed == seed);
+            let unjudged = report.inconclusive.iter().any(|(s, _)| *s == seed)
+                || report.flaky.iter().any(|(s, _)| *s == seed);
+            if failing || unjudged {
+                outln!("regression seed {seed}: still fails (kept)");
+            } else {
+                outln!("regression seed {seed}: passes now (dropped)");
+                stale.insert(seed);
+            }
+        }
+    }
+    if !stale.is_empty() {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let kept = reports::findings::without_seeds(&text, &stale);
+        let tmp = path.with_extension("txt.tmp");
+        std::fs::write(&tmp, kept).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
+    }
+    Ok(())
 }

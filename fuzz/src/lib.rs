@@ -5,6 +5,7 @@
 pub mod coverage;
 pub mod twin;
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -98,6 +99,9 @@ pub struct Failure {
     pub scenario: Scenario,
     /// Shrink steps that kept the failure.
     pub shrinks: u32,
+    /// What the twin read back that differs from the model (Kubernetes field paths); empty
+    /// for a model-tier failure.
+    pub fields: Vec<oracle::Difference>,
 }
 
 impl Failure {
@@ -260,6 +264,29 @@ pub fn judge_seed_on(
     twin: Option<&TwinRunner>,
     on_generated: &(dyn Fn(&Scenario) + Sync),
 ) -> Result<Option<Failure>, Judged> {
+    judge_seed_folding(seed, config, twin, on_generated, None)
+}
+
+/// The signatures a run has already shrunk a counterexample of.
+pub type Shrunk = Mutex<BTreeSet<reports::Signature>>;
+
+/// What a judge found: the message and, from the twin, the differing fields.
+type Found = (String, Vec<oracle::Difference>);
+
+fn twin_found(d: twin::TwinDivergence) -> Found {
+    (d.message(), d.differences)
+}
+
+/// [`judge_seed_on`], sharing `shrunk` across a run: a failure whose signature (issue [M11])
+/// some seed of the run already shrank is recorded as generated, unshrunk (it folds into that
+/// finding, which keeps the smallest scenario), and the time goes to new root causes.
+pub fn judge_seed_folding(
+    seed: u64,
+    config: &FuzzConfig,
+    twin: Option<&TwinRunner>,
+    on_generated: &(dyn Fn(&Scenario) + Sync),
+    shrunk: Option<&Shrunk>,
+) -> Result<Option<Failure>, Judged> {
     let mut runner = TestRunner::new_with_rng(Config::default(), rng_for(seed));
     let mut tree = arb_scenario(&config.shape)
         .new_tree(&mut runner)
@@ -269,19 +296,24 @@ pub fn judge_seed_on(
     let model_mutant = if twin.is_some() { None } else { config.mutant };
     let by_model = |s: &Scenario| first_violation(s, model_mutant);
     let found = match by_model(&tree.current()) {
-        Some(v) => Some((v, false)),
+        Some((p, m)) => Some(((p, (m, Vec::new())), false)),
         None => match twin {
             None => None,
             Some(t) => t
                 .judge(&tree.current(), config.mutant)
                 .map_err(|e| judged(seed, e))?
-                .map(|d| ((TWIN_PROPERTY.to_string(), d.message()), true)),
+                .map(|d| ((TWIN_PROPERTY.to_string(), twin_found(d)), true)),
         },
     };
-    let Some(((property, message), on_twin)) = found else {
+    let Some(((property, found), on_twin)) = found else {
         return Ok(None);
     };
-    let (mut scenario, message, shrinks) = match (on_twin, twin) {
+    let unshrunk = failure(seed, config, &property, tree.current(), found.clone(), 0);
+    let first_signature = counterexample(&unshrunk, config.mutant).signature();
+    if shrunk.is_some_and(|set| set.lock().is_ok_and(|set| set.contains(&first_signature))) {
+        return Ok(Some(unshrunk));
+    }
+    let (scenario, found, shrinks) = match (on_twin, twin) {
         // The mutated model disagrees with the model too: shrink there, confirm on the twin.
         (true, Some(t))
             if config
@@ -290,12 +322,12 @@ pub fn judge_seed_on(
         {
             let m = config.mutant;
             let (small, _, shrinks) =
-                shrink(&mut tree, message.clone(), config.shrink_steps, |s| {
+                shrink(&mut tree, found.0.clone(), config.shrink_steps, |s| {
                     first_violation(s, m).map(|(_, msg)| msg)
                 });
             match t.judge(&small, config.mutant) {
-                Ok(Some(d)) => (small, d.message(), shrinks),
-                _ => (first_scenario(seed, config)?, message, 0),
+                Ok(Some(d)) => (small, twin_found(d), shrinks),
+                _ => (first_scenario(seed, config)?, found, 0),
             }
         }
         // On a cluster, deletions are judged side by side in disjoint pools; the result is
@@ -315,41 +347,74 @@ pub fn judge_seed_on(
                 &mut judge,
             );
             match shrunk.kept {
-                0 => (start, message, 0),
+                0 => (start, found, 0),
                 kept => match t.judge(&shrunk.scenario, None) {
-                    Ok(Some(d)) => (shrunk.scenario, d.message(), kept),
-                    _ => (start, message, 0),
+                    Ok(Some(d)) => (shrunk.scenario, twin_found(d), kept),
+                    _ => (start, found, 0),
                 },
             }
         }
-        (true, Some(t)) => shrink(&mut tree, message, config.twin.shrink_steps, |s| {
-            t.judge(s, config.mutant)
-                .ok()
-                .flatten()
-                .map(|d| d.message())
+        (true, Some(t)) => shrink(&mut tree, found, config.twin.shrink_steps, |s| {
+            t.judge(s, config.mutant).ok().flatten().map(twin_found)
         }),
-        _ => shrink(&mut tree, message, config.shrink_steps, |s| {
+        _ => shrink(&mut tree, found, config.shrink_steps, |s| {
             by_model(s)
                 .filter(|(p, _)| *p == property)
-                .map(|(_, msg)| msg)
+                .map(|(_, msg)| (msg, Vec::new()))
         }),
     };
+    let f = failure(seed, config, &property, scenario, found, shrinks);
+    if let Some(set) = shrunk {
+        let last = counterexample(&f, config.mutant).signature();
+        if let Ok(mut set) = set.lock() {
+            set.insert(first_signature);
+            set.insert(last);
+        }
+    }
+    Ok(Some(f))
+}
+
+/// The mutant a counterexample's scenario says it diverges under (its description opens with
+/// [`MUTANT_NOTE`], as [`failure`] writes it): what `verify replay` replays the twin with.
+pub fn recorded_mutant(s: &Scenario) -> Option<Mutant> {
+    s.description
+        .strip_prefix(MUTANT_NOTE)?
+        .split(':')
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// How a mutant counterexample's description opens: `diverges under mutant NAME: …`.
+pub const MUTANT_NOTE: &str = "diverges under mutant ";
+
+/// A failure with its scenario named and its violation recorded.
+fn failure(
+    seed: u64,
+    config: &FuzzConfig,
+    property: &str,
+    mut scenario: Scenario,
+    (message, fields): Found,
+    shrinks: u32,
+) -> Failure {
     scenario.seed = Some(seed);
     scenario.name = format!("seed-{seed}-{property}");
     if let Some(m) = config.mutant {
-        scenario.description = format!("diverges under mutant {m}: {}", m.describe());
+        scenario.description = format!("{MUTANT_NOTE}{m}: {}", m.describe());
     }
     scenario.expect = vec![Expectation::Violation {
-        property: property.clone(),
+        property: property.to_string(),
         message: message.clone(),
     }];
-    Ok(Some(Failure {
+    Failure {
         seed,
-        property,
+        property: property.to_string(),
         message,
         scenario,
         shrinks,
-    }))
+        fields,
+    }
 }
 
 fn first_scenario(seed: u64, config: &FuzzConfig) -> Result<Scenario, Judged> {
@@ -358,12 +423,12 @@ fn first_scenario(seed: u64, config: &FuzzConfig) -> Result<Scenario, Judged> {
 
 /// Shrinks `tree` while `fails` keeps failing (at most `steps` candidates): the smallest
 /// failing scenario, its message, and the shrink steps that kept the failure.
-fn shrink(
+fn shrink<T>(
     tree: &mut Box<dyn ValueTree<Value = Scenario>>,
-    message: String,
+    message: T,
     steps: u32,
-    fails: impl Fn(&Scenario) -> Option<String>,
-) -> (Scenario, String, u32) {
+    fails: impl Fn(&Scenario) -> Option<T>,
+) -> (Scenario, T, u32) {
     let mut best = (tree.current(), message);
     let mut shrinks = 0;
     let mut tried = 0;
@@ -417,6 +482,8 @@ pub fn run_observed(
     let verdicts = AtomicU64::new(0);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let interrupted = std::sync::atomic::AtomicBool::new(false);
+    let shrunk: Shrunk = Mutex::new(BTreeSet::new());
+    let shrunk = &shrunk;
     std::thread::scope(|scope| {
         for lane in 0..config.jobs.max(1) {
             let (errors, stop, flaky, leftovers, interrupted) =
@@ -445,7 +512,13 @@ pub fn run_observed(
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed) as usize;
                     let Some(&seed) = seeds.get(i) else { break };
-                    match judge_seed_on(seed, config, twin.as_ref(), on_generated) {
+                    match judge_seed_folding(
+                        seed,
+                        config,
+                        twin.as_ref(),
+                        on_generated,
+                        Some(shrunk),
+                    ) {
                         Ok(found) => {
                             ran.fetch_add(1, Ordering::Relaxed);
                             on_done(seed, found.as_ref());
@@ -550,9 +623,37 @@ pub fn counterexample(f: &Failure, mutant: Option<Mutant>) -> reports::Counterex
         // the model-against-mutated-model comparison would show something else.
         Some(m) if f.property != TWIN_PROPERTY => {
             let observed = mutated(&f.scenario, m);
-            cx.against(&observed)
+            let cx = cx.against(&observed);
+            let fields = kube_fields(&cx, &observed);
+            cx.with_fields(fields)
         }
+        _ if !f.fields.is_empty() => cx.with_fields(f.fields.clone()),
         _ => cx,
+    }
+}
+
+/// The differences of a model-against-model divergence in Kubernetes field paths: both
+/// derivations at the divergent step rendered as the twin's operator writes them
+/// (`live::client::expected`, the renderer of `live::twin::render`) and diffed as the twin
+/// tier diffs what it reads back, plus the event effects that differ. The model's own rows
+/// stand when the rendering shows no difference.
+fn kube_fields(cx: &reports::Counterexample, observed: &Scenario) -> Vec<oracle::Difference> {
+    let Some(d) = &cx.divergence else {
+        return Vec::new();
+    };
+    let expected = live::client::expected(&oracle::observe_at(&cx.scenario, d.step));
+    let seen = live::client::expected(&oracle::observe_at(observed, d.step));
+    let mut fields = live::client::diff(&expected, &seen);
+    fields.extend(
+        d.differences
+            .iter()
+            .filter(|x| x.kind == oracle::ObjectKind::Effect)
+            .cloned(),
+    );
+    if fields.is_empty() {
+        d.differences.clone()
+    } else {
+        fields
     }
 }
 
@@ -569,4 +670,38 @@ pub fn failure_report(f: &Failure) -> String {
 /// Where the run's files go.
 pub fn default_run_base() -> PathBuf {
     PathBuf::from("runs")
+}
+
+/// The run label an upstream issue's manifests carry (`kubectl delete … -l` removes them).
+pub const ISSUE_RUN: &str = "verify-issue";
+
+/// A scenario's initial cluster as the objects to `kubectl apply` on a cluster running the
+/// operator: Namespaces, Nodes (labels, annotations, CPU capacity, a NoSchedule taint so no
+/// real Pod lands), a NodeFeature per Node and its Devices, labelled `run=verify-issue`. The
+/// same objects the live tier writes (`live::client::mock::run_objects`, built from the twin's
+/// own conversion `live::twin::read::mock_objects`), so the issue shows what `verify` tested.
+pub fn cluster_manifests(s: &Scenario) -> Result<Vec<serde_json::Value>, String> {
+    let run = live::client::RunId::new(ISSUE_RUN).map_err(|e| e.to_string())?;
+    let cluster = live::client::mock::mocked_cluster(&s.cluster, &run);
+    Ok(live::client::mock::run_objects(&cluster, &run)
+        .into_iter()
+        .map(|(kind, namespace, mut object)| {
+            if let Some(ns) = namespace {
+                object["metadata"]["namespace"] = serde_json::json!(ns);
+            }
+            if object.get("apiVersion").is_none() {
+                object["apiVersion"] = serde_json::json!(kind.api_version());
+            }
+            object
+        })
+        .collect())
+}
+
+/// Replays a twin counterexample (`twin-matches-model`) on a fresh embedded twin, under the
+/// mutant its scenario records: the divergence, if it still reproduces.
+pub fn replay_on_twin(s: &Scenario) -> Result<Option<twin::TwinDivergence>, String> {
+    let runner = TwinRunner::start(TwinConfig::default()).map_err(|e| e.to_string())?;
+    runner
+        .judge(s, recorded_mutant(s))
+        .map_err(|e| e.to_string())
 }

@@ -149,6 +149,8 @@ pub struct TwinDivergence {
     pub step: String,
     /// Every differing field, one row each.
     pub table: String,
+    /// The same rows, structured (Kubernetes field paths, as the objects were read back).
+    pub differences: Vec<oracle::Difference>,
     /// The same differences folded along the derivation graph (node → flavor → pool's
     /// InstanceType/ClusterQueue → LocalQueue): upstream-most objects first, their downstream
     /// consequences beneath, so one wrong ResourceFlavor reads as one finding.
@@ -821,6 +823,7 @@ impl TwinRunner {
                 step: step.to_string(),
                 table: oracle::render_table(&differences),
                 findings: oracle::render_findings(&oracle::fold(&differences, &graph)),
+                differences: differences.to_vec(),
             }),
         ))
     }
@@ -872,6 +875,7 @@ impl TwinRunner {
             step: step.to_string(),
             table: oracle::render_table(&differences),
             findings: oracle::render_findings(&oracle::fold(&differences, &graph)),
+            differences,
         }))
     }
 }

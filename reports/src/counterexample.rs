@@ -29,6 +29,11 @@ pub struct Counterexample {
     pub divergence: Option<Divergence>,
     /// The four views of each InstanceType whose views differ at the divergent step.
     pub views: Vec<ViewPair>,
+    /// Expected versus observed, one row per differing field, in Kubernetes field paths (the
+    /// CRDs' names): what the report's table, `divergences.csv` and the signature read.
+    pub fields: Vec<Difference>,
+    /// The oracle check that decided the expected value, when known (the signature's rule).
+    pub rule: Option<String>,
 }
 
 impl Counterexample {
@@ -40,6 +45,7 @@ impl Counterexample {
         scenario: Scenario,
         shrinks: u32,
     ) -> Counterexample {
+        let classified = crate::findings::classify(property, message);
         Counterexample {
             seed,
             property: property.to_string(),
@@ -49,7 +55,24 @@ impl Counterexample {
             shrinks,
             divergence: None,
             views: Vec::new(),
+            fields: classified
+                .as_ref()
+                .and_then(|c| c.row.clone())
+                .into_iter()
+                .collect(),
+            rule: classified.and_then(|c| c.rule.map(str::to_string)),
         }
+    }
+
+    /// Replaces the expected-versus-observed rows (e.g. with Kubernetes field paths).
+    pub fn with_fields(mut self, fields: Vec<Difference>) -> Counterexample {
+        self.fields = fields;
+        self
+    }
+
+    /// This counterexample's root-cause signature ([`crate::findings::signature`]).
+    pub fn signature(&self) -> crate::findings::Signature {
+        crate::findings::signature(self)
     }
 
     /// Adds where `observed` (the same events under another chain, e.g. a mutant's settings)
@@ -230,9 +253,12 @@ fn side(v: &Option<String>) -> String {
 pub fn headline(cx: &Counterexample) -> String {
     match &cx.divergence {
         Some(d) => {
-            let first = d
-                .differences
-                .first()
+            let shown = if cx.fields.is_empty() {
+                &d.differences
+            } else {
+                &cx.fields
+            };
+            let first = crate::findings::first_field(shown)
                 .map(|x| format!("; first: {x}"))
                 .unwrap_or_default();
             format!(
@@ -260,6 +286,12 @@ pub fn counterexample_markdown(
         cx.seed, cx.property
     );
     let _ = writeln!(out, "**What failed:** {}\n", cell(&headline(cx)));
+    let _ = writeln!(
+        out,
+        "**Property:** {}\n",
+        crate::findings::property_sentence(&cx.property)
+    );
+    let _ = writeln!(out, "**Signature:** `{}`\n", cx.signature());
     let _ = writeln!(out, "**Replay:** `verify replay {replay_path}`\n");
     let shapes: Vec<NodeShape> = s.cluster.nodes.iter().map(node_shape).collect();
     let cards: usize = shapes.iter().map(|n| n.cards).sum();
@@ -329,8 +361,12 @@ pub fn counterexample_markdown(
                 d.step,
                 step_name(d.step, s)
             );
-            let rows: Vec<Vec<String>> = d
-                .differences
+            let shown = if cx.fields.is_empty() {
+                &d.differences
+            } else {
+                &cx.fields
+            };
+            let rows: Vec<Vec<String>> = shown
                 .iter()
                 .map(|x| {
                     vec![
@@ -354,10 +390,26 @@ pub fn counterexample_markdown(
         }
         None => {
             out.push_str("## What was expected and what was observed\n\n");
-            for line in cx.message.lines() {
-                let _ = writeln!(out, "> {line}");
+            if !cx.fields.is_empty() {
+                md_table(
+                    &mut out,
+                    &["object", "field", "expected", "observed"],
+                    &field_rows(&cx.fields),
+                );
+                out.push('\n');
             }
-            out.push('\n');
+            if let Some(rule) = &cx.rule {
+                let _ = writeln!(
+                    out,
+                    "The expected value is decided by the oracle's `{rule}` (oracle/src/properties.rs).\n"
+                );
+            }
+            // the oracle's own words, verbatim: a fenced block keeps its tables aligned
+            out.push_str("```text\n");
+            for line in cx.message.lines() {
+                let _ = writeln!(out, "{line}");
+            }
+            out.push_str("```\n\n");
         }
     }
     if let Some(plot) = plot {
@@ -369,6 +421,25 @@ pub fn counterexample_markdown(
         );
     }
     out
+}
+
+/// Table rows `object | field | expected | observed` of differences.
+fn field_rows(fields: &[Difference]) -> Vec<Vec<String>> {
+    fields
+        .iter()
+        .map(|x| {
+            vec![
+                format!("{} {}", crate::findings::kube_kind(x), x.name),
+                if x.field.is_empty() {
+                    "(object)".into()
+                } else {
+                    x.field.clone()
+                },
+                side(&x.expected),
+                side(&x.observed),
+            ]
+        })
+        .collect()
 }
 
 /// The columns of `divergences.csv` (the fields of [`DivergenceRow`]).
@@ -390,7 +461,8 @@ pub struct DivergenceRow {
     pub observed: String,
 }
 
-/// The CSV rows of a counterexample: one per differing field, or one carrying the message.
+/// The CSV rows of a counterexample: one per differing field (its Kubernetes-path rows when
+/// it has them), or, for a violation no field could be read from, one carrying the message.
 pub fn divergence_rows(cx: &Counterexample) -> Vec<DivergenceRow> {
     let row = |step: Option<usize>, d: &Difference| DivergenceRow {
         seed: cx.seed,
@@ -402,6 +474,10 @@ pub fn divergence_rows(cx: &Counterexample) -> Vec<DivergenceRow> {
         expected: side(&d.expected),
         observed: side(&d.observed),
     };
+    let step = cx.divergence.as_ref().map(|d| d.step);
+    if !cx.fields.is_empty() {
+        return cx.fields.iter().map(|x| row(step, x)).collect();
+    }
     match &cx.divergence {
         Some(d) => d.differences.iter().map(|x| row(Some(d.step), x)).collect(),
         None => vec![DivergenceRow {

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 pub mod counterexample;
 pub mod coverage;
+pub mod findings;
 pub mod plots;
 pub mod record;
 pub mod render;
@@ -15,7 +16,8 @@ pub mod terminal;
 
 pub use counterexample::{counterexample_markdown, view_pairs, Counterexample, ViewPair};
 pub use coverage::{check_floors, parse_floors, Coverage, Floor, FloorCheck};
-pub use record::RunRecorder;
+pub use findings::{FindingEntry, KnownFinding, Ledger, LedgerError, Signature, Status};
+pub use record::{Recorded, RunRecorder};
 pub use render::{load_run, render_run, LoadedRun, ReportFormat};
 pub use summary::{CounterexampleEntry, Figures, RunSummary, Seeds, Verdict};
 

@@ -10,6 +10,7 @@ use scenario::{RunDir, ScenarioError, COUNTEREXAMPLES_DIR};
 
 use crate::counterexample::{counterexample_markdown, divergence_rows, Counterexample};
 use crate::coverage::{Coverage, FloorCheck};
+use crate::findings::{fold, Ledger, Signature, Smallest};
 use crate::plots::{coverage_svg, four_views_svg};
 use crate::render::{csv_bytes, junit_xml};
 use crate::summary::{CounterexampleEntry, Figures, RunSummary, Verdict};
@@ -37,6 +38,21 @@ pub enum ReportError {
 pub struct RunRecorder {
     dir: RunDir,
     summary: Mutex<RunSummary>,
+    /// The known findings, which do not fail the run (unless `strict`).
+    ledger: Option<Ledger>,
+    strict: bool,
+}
+
+/// What [`RunRecorder::record_finding`] wrote and how the counterexample folded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    /// The scenario file.
+    pub path: PathBuf,
+    pub signature: Signature,
+    /// Its signature is in the ledger.
+    pub known: bool,
+    /// The first counterexample of this signature in the run.
+    pub first: bool,
 }
 
 impl RunRecorder {
@@ -49,13 +65,30 @@ impl RunRecorder {
         let recorder = RunRecorder {
             dir,
             summary: Mutex::new(summary),
+            ledger: None,
+            strict: false,
         };
         recorder.save(&recorder.snapshot())?;
         Ok(recorder)
     }
 
+    /// Judges findings against `ledger`: known ones are listed as known and do not fail the
+    /// run, unless `strict`.
+    pub fn with_ledger(mut self, ledger: Ledger, strict: bool) -> RunRecorder {
+        self.ledger = Some(ledger);
+        self.strict = strict;
+        self
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Whether `signature` is in the ledger.
+    pub fn is_known(&self, signature: &Signature) -> bool {
+        self.ledger
+            .as_ref()
+            .is_some_and(|l| l.get(signature).is_some())
     }
 
     /// The summary as recorded so far.
@@ -88,6 +121,13 @@ impl RunRecorder {
     /// Records one counterexample now: the four-view chart (if its views differ), the scenario
     /// and its report, its CSV rows, and the summary. Returns the scenario file's path.
     pub fn record(&self, cx: &Counterexample) -> Result<PathBuf, ReportError> {
+        self.record_finding(cx).map(|r| r.path)
+    }
+
+    /// [`RunRecorder::record`], also folding the counterexample into the run's findings by its
+    /// signature.
+    pub fn record_finding(&self, cx: &Counterexample) -> Result<Recorded, ReportError> {
+        let signature = cx.signature();
         let plot = if cx.views.is_empty() {
             None
         } else {
@@ -137,8 +177,27 @@ impl RunRecorder {
             report: relative(&yaml.with_extension("md")),
             plot: plot.clone(),
             first_divergent_step: cx.divergence.as_ref().map(|d| d.step),
+            signature: signature.clone(),
         };
+        let smallest = Smallest {
+            seed: entry.seed,
+            nodes: entry.nodes,
+            events: entry.events,
+            scenario: entry.scenario.clone(),
+            report: entry.report.clone(),
+        };
+        let headline = crate::findings::title(cx);
+        let mut first = false;
         self.update(|s| {
+            first = !s.findings.iter().any(|f| f.signature == signature);
+            fold(
+                &mut s.findings,
+                signature.clone(),
+                &headline,
+                &cx.property,
+                smallest,
+                self.ledger.as_ref(),
+            );
             s.counterexamples.push(entry);
             s.counterexamples.sort_by_key(|c| c.seed);
             s.figures.failing = s.counterexamples.len() as u64;
@@ -146,7 +205,17 @@ impl RunRecorder {
                 s.plots.push(p);
             }
         })?;
-        Ok(yaml)
+        Ok(Recorded {
+            path: yaml,
+            known: self.is_known(&signature),
+            signature,
+            first,
+        })
+    }
+
+    /// Records the ledger entries this run did not reproduce whose scenarios no longer fail.
+    pub fn possibly_fixed(&self, fixed: Vec<Signature>) -> Result<(), ReportError> {
+        self.update(|s| s.possibly_fixed = fixed).map(|_| ())
     }
 
     /// A milestone without a counterexample: the figures so far.
@@ -180,7 +249,13 @@ impl RunRecorder {
                 failing: s.counterexamples.len() as u64,
                 ..figures
             };
-            s.verdict = Verdict::of(s.figures.ran, s.counterexamples.len(), &floors);
+            let known = s
+                .counterexamples
+                .iter()
+                .filter(|c| !self.strict && self.is_known(&c.signature))
+                .count();
+            let new = s.counterexamples.len() - known;
+            s.verdict = Verdict::of_findings(s.figures.ran, new, known, &floors);
             s.coverage = coverage;
             s.coverage_floors = floors;
             if let Some(p) = plot {

@@ -20,15 +20,19 @@ pub enum ReportFormat {
     Csv,
     Junit,
     Html,
+    /// One finding as an issue for the operator's tracker (`--finding SIG`; needs the
+    /// cluster's manifests, which the caller renders: [`crate::findings::issue_markdown`]).
+    Issue,
 }
 
 impl ReportFormat {
-    pub const ALL: [ReportFormat; 5] = [
+    pub const ALL: [ReportFormat; 6] = [
         ReportFormat::Md,
         ReportFormat::Json,
         ReportFormat::Csv,
         ReportFormat::Junit,
         ReportFormat::Html,
+        ReportFormat::Issue,
     ];
 
     pub fn name(self) -> &'static str {
@@ -38,6 +42,7 @@ impl ReportFormat {
             ReportFormat::Csv => "csv",
             ReportFormat::Junit => "junit",
             ReportFormat::Html => "html",
+            ReportFormat::Issue => "issue",
         }
     }
 
@@ -149,6 +154,9 @@ pub fn render_run(run: &LoadedRun, format: ReportFormat) -> Result<String, Repor
         ReportFormat::Csv => csv_text(&run.rows),
         ReportFormat::Junit => junit_xml(&run.summary),
         ReportFormat::Html => Ok(html(run)),
+        ReportFormat::Issue => Err(ReportError::Render(
+            "--format issue reports one finding: name it with --finding SIG".into(),
+        )),
     }
 }
 
@@ -221,6 +229,15 @@ pub fn summary_rows(s: &RunSummary) -> Vec<(&'static str, String)> {
         ),
         ("verdict", s.verdict.name().to_string()),
         ("counterexamples", f.failing.to_string()),
+        (
+            "findings",
+            format!(
+                "{} ({} known, {} new)",
+                s.findings.len(),
+                s.findings.iter().filter(|x| x.known).count(),
+                s.findings.iter().filter(|x| !x.known).count()
+            ),
+        ),
     ]);
     for floor in &s.coverage_floors {
         rows.push((

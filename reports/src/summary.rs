@@ -15,8 +15,10 @@ pub enum Verdict {
     Running,
     /// Every property held on every seed.
     Held,
-    /// At least one counterexample.
+    /// At least one counterexample of a finding not in the ledger (or, with `--strict`, any).
     Failed,
+    /// Every counterexample is of a finding the ledger knows (exit 0; `--strict` fails it).
+    Known,
     /// Every property held, but a coverage floor was not reached.
     CoverageUnmet,
     /// No seed was judged.
@@ -26,12 +28,21 @@ pub enum Verdict {
 impl Verdict {
     /// The verdict of a finished run (a counterexample outranks a coverage floor).
     pub fn of(ran: u64, failing: usize, floors: &[FloorCheck]) -> Verdict {
-        if failing > 0 {
+        Verdict::of_findings(ran, failing, 0, floors)
+    }
+
+    /// The verdict with the ledger's say: `new` counterexamples of findings the ledger does not
+    /// know fail the run, `known` ones do not (the caller counts them as new under `--strict`).
+    /// A new counterexample outranks a coverage floor, which outranks known findings.
+    pub fn of_findings(ran: u64, new: usize, known: usize, floors: &[FloorCheck]) -> Verdict {
+        if new > 0 {
             Verdict::Failed
         } else if ran == 0 {
             Verdict::NothingVerified
         } else if floors.iter().any(|f| !f.met) {
             Verdict::CoverageUnmet
+        } else if known > 0 {
+            Verdict::Known
         } else {
             Verdict::Held
         }
@@ -40,7 +51,7 @@ impl Verdict {
     /// DESIGN.md "Exit codes" (4: a coverage floor unmet).
     pub fn exit_code(self) -> i32 {
         match self {
-            Verdict::Held | Verdict::NothingVerified => 0,
+            Verdict::Held | Verdict::Known | Verdict::NothingVerified => 0,
             Verdict::Failed => 1,
             Verdict::Running => 3,
             Verdict::CoverageUnmet => 4,
@@ -52,6 +63,7 @@ impl Verdict {
             Verdict::Running => "running",
             Verdict::Held => "held",
             Verdict::Failed => "failed",
+            Verdict::Known => "known",
             Verdict::CoverageUnmet => "coverage-unmet",
             Verdict::NothingVerified => "nothing-verified",
         }
@@ -100,6 +112,9 @@ pub struct CounterexampleEntry {
     /// The first step at which the two runs part (0 = initially, k = after event k-1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_divergent_step: Option<usize>,
+    /// Its root cause ([`crate::findings::Signature`]).
+    #[serde(default)]
+    pub signature: crate::findings::Signature,
 }
 
 /// The whole `summary.json`.
@@ -125,6 +140,12 @@ pub struct RunSummary {
     #[serde(default)]
     pub coverage_floors: Vec<FloorCheck>,
     pub counterexamples: Vec<CounterexampleEntry>,
+    /// The counterexamples folded by root cause, each known to the ledger or new.
+    #[serde(default)]
+    pub findings: Vec<crate::findings::FindingEntry>,
+    /// Ledger entries this run did not reproduce and whose minimal scenario no longer fails.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub possibly_fixed: Vec<crate::findings::Signature>,
     /// Relative paths of the run's plots.
     #[serde(default)]
     pub plots: Vec<String>,
@@ -146,6 +167,8 @@ impl RunSummary {
             coverage: Coverage::default(),
             coverage_floors: Vec::new(),
             counterexamples: Vec::new(),
+            findings: Vec::new(),
+            possibly_fixed: Vec::new(),
             plots: Vec::new(),
         }
     }
@@ -166,6 +189,13 @@ mod tests {
         assert_eq!(Verdict::of(10, 0, &unmet), Verdict::CoverageUnmet);
         assert_eq!(Verdict::of(10, 0, &[]), Verdict::Held);
         assert_eq!(Verdict::of(0, 0, &[]), Verdict::NothingVerified);
+        assert_eq!(Verdict::of_findings(10, 0, 4, &[]), Verdict::Known);
+        assert_eq!(Verdict::of_findings(10, 1, 4, &[]), Verdict::Failed);
+        assert_eq!(
+            Verdict::of_findings(10, 0, 4, &unmet),
+            Verdict::CoverageUnmet
+        );
+        assert_eq!(Verdict::Known.exit_code(), 0);
         assert_eq!(Verdict::CoverageUnmet.exit_code(), 4);
         assert_eq!(Verdict::Failed.exit_code(), 1);
         assert_eq!(

@@ -11,7 +11,7 @@ use crate::summary::{RunSummary, Verdict};
 
 fn verdict_style(v: Verdict) -> Style {
     let colour = match v {
-        Verdict::Held => AnsiColor::Green,
+        Verdict::Held | Verdict::Known => AnsiColor::Green,
         Verdict::Failed => AnsiColor::Red,
         Verdict::CoverageUnmet | Verdict::Running | Verdict::NothingVerified => AnsiColor::Yellow,
     };
@@ -66,6 +66,43 @@ pub fn summary_text(s: &RunSummary) -> String {
             &["SEED", "PROPERTY", "NODES", "CARDS", "EVENTS", "REPORT"],
             &rows,
         ));
+    }
+    if !s.findings.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n  {bold}findings{bold:#} ({} counterexample(s) folded by root cause)",
+            s.counterexamples.len()
+        );
+        for f in &s.findings {
+            let style = if f.known {
+                Style::new()
+            } else {
+                verdict_style(Verdict::Failed)
+            };
+            let line = f.line();
+            let path = std::path::Path::new(&s.path).join(&f.smallest.report);
+            let _ = writeln!(out, "{style}{line}{style:#}");
+            let _ = writeln!(
+                out,
+                "    signature {}\n    seeds {}; smallest: seed {} ({} node(s), {} event(s)) {}",
+                f.signature,
+                f.seeds
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                f.smallest.seed,
+                f.smallest.nodes,
+                f.smallest.events,
+                path.display()
+            );
+        }
+    }
+    for sig in &s.possibly_fixed {
+        let _ = writeln!(
+            out,
+            "possibly fixed: {sig} (its minimal scenario no longer reproduces; `verify findings retire` drops it)"
+        );
     }
     if !s.coverage.classes.is_empty() {
         let _ = writeln!(

@@ -222,8 +222,9 @@ fn a_run_killed_before_it_finished_still_renders() {
         md.contains("# Counterexample: seed 9 — `accounting`"),
         "{md}"
     );
+    // the oracle's words in a fenced block, not a blockquote (which collapsed its tables)
     assert!(
-        md.contains("> quota = capacity: expected 4000, observed 3000"),
+        md.contains("```text\nquota = capacity: expected 4000, observed 3000\n```"),
         "{md}"
     );
     assert!(!run.join("junit.xml").exists());
