@@ -955,6 +955,28 @@ mod tests {
     }
 
     #[test]
+    fn the_typed_devices_crd_reads_the_interfaces_and_fabric() {
+        let c = networked();
+        let node = c.nodes.iter().find(|n| !n.network.is_empty()).unwrap();
+        let o = devices_object(&node.name, node.devices.as_ref().unwrap(), &node.network);
+        let typed: crate::crd::Devices = serde_json::from_value(o.clone()).unwrap();
+        let interfaces = typed.spec.interfaces.clone().unwrap_or_default();
+        assert_eq!(interfaces.len(), node.network.interfaces.len());
+        let vfs = interfaces[1].virtual_functions.clone().unwrap_or_default();
+        assert_eq!(
+            vfs[0].link.as_ref().map(|l| l.state.as_str()),
+            Some("failed")
+        );
+        let card = &typed.spec.groups[0].accelerators.as_ref().unwrap()[0];
+        assert_eq!(
+            card.topology.fabric.as_ref().map(|f| f.kind.as_str()),
+            Some("nvlink")
+        );
+        // and writes back the same spec
+        assert_eq!(serde_json::to_value(&typed.spec).unwrap(), o["spec"]);
+    }
+
+    #[test]
     fn a_bad_interface_names_its_field_path() {
         let o = json!({"metadata": {"name": "n"},
                        "spec": {"interfaces": [{"name": "a"}, {"name": "b", "link": {"state": "down"}}]}});
