@@ -859,7 +859,7 @@ mod tests {
                 .count();
             assert_eq!(r.capacity[RDMA_PARTITIONED_KEY], vfs as i64);
             let labels = model::rdma::network_node_labels(&devices, &network);
-            if !label_endpoints(&network.interfaces).is_empty() && labels.get(RDMA_NUMA).is_none() {
+            if !label_endpoints(&network.interfaces).is_empty() && !labels.contains_key(RDMA_NUMA) {
                 seen.insert("numa-unknown");
             }
             let fabric_cards = network

@@ -571,7 +571,7 @@ mod tests {
         assert_eq!(l.get(RDMA_CAPABLE).map(String::as_str), Some("true"));
         assert_eq!(l.get(RDMA_NUMA).map(String::as_str), Some("0_1"));
         assert!(
-            l.get(RDMA_DISTANCE).is_none(),
+            !l.contains_key(RDMA_DISTANCE),
             "no accelerator, no distance"
         );
         // with cards that carry no coordinates the distance is UNK
@@ -585,7 +585,7 @@ mod tests {
         n.rdma = false;
         let l = rdma_node_labels(&Devices::default(), &net(vec![n]));
         assert_eq!(l.get(RDMA_CAPABLE).map(String::as_str), Some("true"));
-        assert!(l.get(RDMA_NUMA).is_none(), "no NUMA known");
+        assert!(!l.contains_key(RDMA_NUMA), "no NUMA known");
     }
 
     #[test]
@@ -606,7 +606,7 @@ mod tests {
         assert!(numa_set(&eps).len() > 63);
         let l = rdma_node_labels(&Devices::default(), &net(many.clone()));
         assert_eq!(l.get(RDMA_CAPABLE).map(String::as_str), Some("true"));
-        assert!(l.get(RDMA_NUMA).is_none(), "{l:?}");
+        assert!(!l.contains_key(RDMA_NUMA), "{l:?}");
         // a set that fits is published, sorted as strings
         let few = net(many[..12].to_vec());
         let l = rdma_node_labels(&Devices::default(), &few);
@@ -684,7 +684,7 @@ mod tests {
             l.get(FABRIC_DOMAIN).map(String::as_str),
             Some(format!("nvlink-{hex}-0").as_str())
         );
-        assert!(l.get(FABRIC_MEMBERS).is_none(), "0 = not reported");
+        assert!(!l.contains_key(FABRIC_MEMBERS), "0 = not reported");
         // another clique disagrees
         let (d, n) = with_fabric(&["a", "b"], &[nvlink(hex, "0", 0), nvlink(hex, "1", 0)]);
         assert!(fabric_node_labels(&d, &n).is_empty());
@@ -707,7 +707,7 @@ mod tests {
         let (d, n) = with_fabric(&["a", "b"], &[ub(384), ub(128)]);
         let l = fabric_node_labels(&d, &n);
         assert_eq!(l.get(FABRIC_DOMAIN).map(String::as_str), Some("ub-7"));
-        assert!(l.get(FABRIC_MEMBERS).is_none());
+        assert!(!l.contains_key(FABRIC_MEMBERS));
         // a value over 63 characters is withheld
         let long = "f".repeat(60);
         let (d, n) = with_fabric(&["a"], &[nvlink(&long, "1", 0)]);
@@ -749,7 +749,7 @@ mod tests {
             assert_eq!(x.flavors, y.flavors, "{}", x.name);
             assert_eq!(x.devices_labels, y.devices_labels, "{}", x.name);
             assert!(!x.labels.keys().any(|k| is_rdma_or_fabric_label(k)));
-            if y.labels.get(RDMA_CAPABLE).is_some() {
+            if y.labels.contains_key(RDMA_CAPABLE) {
                 labelled += 1;
                 assert_eq!(
                     y.labels.get(FABRIC_DOMAIN).map(String::as_str),
