@@ -4,9 +4,12 @@
 //! Classes: `vendors` (card manufacturers), `modes` (ledger modes of cards), `families` (card
 //! families by capability), `partitions` (manufacturers with a partitioned card, initial or
 //! joining: `hygon` is a node in Hygon's node-wide MIG mode), `partition-requests`
-//! (manufacturers whose per-profile partition key a submission names), `nodes` (initial node
-//! count), `foreign-queues` (ClusterQueues the operator does not own, live or terminating),
-//! `events` (event kinds) and `properties` (the properties that had something to check, below).
+//! (manufacturers whose per-profile partition key a submission names), `rdma` (NIC shapes of
+//! nodes with Devices: `no-nic`, endpoint modes `whole`/`partitioned`, `no-device`, link
+//! states `link-ok|unverified|failed|absent`, `capable`), `fabric` (`agreed`, `disagreed`,
+//! `none` over nodes with cards), `nodes` (initial node count), `foreign-queues` (ClusterQueues
+//! the operator does not own, live or terminating), `events` (event kinds) and `properties`
+//! (the properties that had something to check, below).
 
 use model::scenario::Scenario;
 use reports::counterexample::{event_kind, node_shape};
@@ -90,6 +93,54 @@ fn partition_shapes(s: &Scenario) -> Shown {
     out
 }
 
+/// The `rdma` and `fabric` values of one node with Devices (research/devices.md §4.2–4.6).
+fn network_shapes(node: &model::cluster::Node) -> Shown {
+    use model::devices::LinkState;
+    use model::rdma;
+    let Some(devices) = &node.devices else {
+        return Vec::new();
+    };
+    let net = &node.network;
+    let mut out: Shown = Vec::new();
+    let mut rdma_value = |v: &str| out.push(("rdma", v.to_string()));
+    if net.interfaces.is_empty() {
+        rdma_value("no-nic");
+    }
+    let endpoints = rdma::resource_endpoints(&net.interfaces);
+    for e in &endpoints {
+        rdma_value(e.mode.name());
+    }
+    let links = net
+        .interfaces
+        .iter()
+        .flat_map(|i| std::iter::once(&i.link).chain(i.virtual_functions.iter().map(|v| &v.link)));
+    for link in links {
+        rdma_value(match link.as_ref().map(|l| l.state) {
+            None => "link-absent",
+            Some(LinkState::Ok) => "link-ok",
+            Some(LinkState::Unverified) => "link-unverified",
+            Some(LinkState::Failed) => "link-failed",
+        });
+    }
+    if !net.interfaces.is_empty() && endpoints.is_empty() {
+        rdma_value("no-device");
+    }
+    let labels = rdma::network_node_labels(devices, net);
+    if labels.contains_key(rdma::RDMA_CAPABLE) {
+        rdma_value("capable");
+    }
+    if node.cards().next().is_some() {
+        let any_fabric = net.topology.values().any(|t| t.fabric.is_some());
+        let value = match (labels.contains_key(rdma::FABRIC_DOMAIN), any_fabric) {
+            (true, _) => "agreed",
+            (false, true) => "disagreed",
+            (false, false) => "none",
+        };
+        out.push(("fabric", value.to_string()));
+    }
+    out
+}
+
 /// Every (class, value) a generated scenario shows; `mutant` names the property a mutant
 /// run checks (`mutant-<name>`), which every scenario exercises.
 pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
@@ -101,6 +152,7 @@ pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
         out.extend(shape.vendors.into_iter().map(|v| ("vendors", v)));
         out.extend(shape.modes.into_iter().map(|v| ("modes", v)));
         out.extend(shape.families.into_iter().map(|v| ("families", v)));
+        out.extend(network_shapes(node));
     }
     out.extend(partition_shapes(s));
     out.push(("nodes", s.cluster.nodes.len().to_string()));
@@ -226,5 +278,58 @@ mod tests {
         let mut c = reports::Coverage::default();
         c.observe(values);
         assert_eq!(c.count("vendors", "nvidia"), 1);
+    }
+
+    #[test]
+    fn nic_shapes_and_fabric_agreement_are_shown() {
+        use model::devices::{CardTopology, Fabric, Interface, Link, LinkState};
+        let mut s = Scenario {
+            cluster: model::examples::walkthrough(),
+            ..Scenario::default()
+        };
+        let values = shown(&s, None);
+        let has =
+            |v: &Shown, class: &str, value: &str| v.iter().any(|(c, x)| *c == class && x == value);
+        assert!(has(&values, "rdma", "no-nic"), "{values:?}");
+        assert!(has(&values, "fabric", "none"), "{values:?}");
+        let node = s
+            .cluster
+            .nodes
+            .iter_mut()
+            .find(|n| n.devices.is_some())
+            .unwrap();
+        node.network.interfaces.push(Interface {
+            name: "ens1f0".into(),
+            rdma: true,
+            rdma_device: "mlx5_0".into(),
+            link: Some(Link {
+                state: LinkState::Failed,
+                reason: String::new(),
+            }),
+            ..Interface::default()
+        });
+        let ids: Vec<String> = node.cards().map(|c| c.id.clone()).collect();
+        for id in ids {
+            let fabric = Fabric {
+                kind: "ub".into(),
+                id: "7".into(),
+                ..Fabric::default()
+            };
+            node.network.topology.insert(
+                id,
+                CardTopology {
+                    fabric: Some(fabric),
+                    ..CardTopology::default()
+                },
+            );
+        }
+        let values = shown(&s, None);
+        assert!(has(&values, "rdma", "whole"), "{values:?}");
+        assert!(has(&values, "rdma", "link-failed"), "{values:?}");
+        assert!(
+            !has(&values, "rdma", "capable"),
+            "a failed link is not capable"
+        );
+        assert!(has(&values, "fabric", "agreed"), "{values:?}");
     }
 }

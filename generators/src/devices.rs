@@ -2,7 +2,10 @@
 //! products of the nine manufacturers, a capability family per card, and a ledger reached from
 //! `ledger::seed` by real `ledger::charge`s, so every row is one the device manager could write.
 
-use model::devices::{partition_scope, Capability, Card, DeviceGroup, Devices, PartitionScope};
+use model::devices::{
+    partition_scope, Capability, Card, CardTopology, DeviceGroup, Devices, Fabric, Interface, Link,
+    LinkState, Network, PartitionScope, VirtualFunction,
+};
 use model::ledger::{catalogs, charge, seed, CardLedger, Charge, Instance};
 use model::nodefeature::group_id;
 use model::units::UNITS_PER_PERCENT;
@@ -350,6 +353,315 @@ pub fn arb_devices_with(max_cards: u32, mock: MockKey) -> BoxedStrategy<Devices>
         .boxed()
 }
 
+// ---------------------------------------------------------------------------------------------
+// NICs, RDMA and card topology (devices.md §4, "Generator rules" 17–18)
+// ---------------------------------------------------------------------------------------------
+
+/// A small deterministic stream (splitmix64) for the NIC draw. The NIC shape of a node is drawn
+/// from a hash of its already drawn `Devices`, not from the proptest stream, so every draw the
+/// generators made before NICs existed is unchanged and a locked regression seed names the
+/// same scenario (with NICs added).
+struct Stream(u64);
+
+impl Stream {
+    fn of(devices: &Devices) -> Stream {
+        // FNV-1a 64 over the Devices' JSON: stable across toolchains, unlike `DefaultHasher`
+        let text = serde_json::to_string(devices).unwrap_or_default();
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in text.bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        Stream(h)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// 0..n (n > 0).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// true with probability `percent`/100.
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// The bus coordinates of PCI slot `slot` under NUMA `numa`: root bridge `0000:<r>:00.0` per
+/// (numa, slot / 2), switch `<root>-sw<slot % 2>` (innermost first), device `0000:<b>:00.0`.
+fn slot_coordinates(numa: u64, slot: u64, device: u64) -> (String, String, Vec<String>) {
+    let root = format!("0000:{:02x}:00.0", 0x10 + numa * 0x40 + (slot / 2) * 0x10);
+    let switch = format!(
+        "0000:{:02x}:0{}.0",
+        0x11 + numa * 0x40 + (slot / 2) * 0x10,
+        slot % 2
+    );
+    let bus = format!("0000:{:02x}:00.0", 0x80 + (device & 0x7f));
+    (bus, root.clone(), vec![switch, root])
+}
+
+/// A link record: none, ok, unverified or failed (with the checker's words).
+fn draw_link(r: &mut Stream) -> Option<Link> {
+    match r.below(6) {
+        0 => None,
+        1 | 2 => Some(Link {
+            state: LinkState::Ok,
+            reason: String::new(),
+        }),
+        3 => Some(Link {
+            state: LinkState::Unverified,
+            reason: "port 1: unreadable state".into(),
+        }),
+        _ if r.chance(50) => Some(Link {
+            state: LinkState::Failed,
+            reason: "port 1: state=DOWN phys_state=Disabled".into(),
+        }),
+        _ => Some(Link {
+            state: LinkState::Ok,
+            reason: String::new(),
+        }),
+    }
+}
+
+/// A NUMA id of `numas`, or unknown ("") one time in five.
+fn draw_numa(r: &mut Stream, numas: u64) -> String {
+    if r.chance(20) {
+        String::new()
+    } else {
+        r.below(numas).to_string()
+    }
+}
+
+/// One PCI NIC `k`: plain, whole RDMA, an SR-IOV PF with 1–4 VFs (some VF maybe without a
+/// device), an SR-IOV PF without VFs, or the unreadable-tree record (`rdma: false` +
+/// `unverified`). `next_dev` numbers the node's RDMA devices (unique per node).
+fn draw_nic(r: &mut Stream, k: u64, numas: u64, next_dev: &mut u32) -> Interface {
+    let numa = draw_numa(r, numas);
+    let at = numa.parse().unwrap_or(0);
+    let (pci_bus_id, pci_root_id, pci_switches) = slot_coordinates(at, r.below(4), k * 8);
+    let mut dev = || {
+        let d = format!("mlx5_{next_dev}");
+        *next_dev += 1;
+        d
+    };
+    let mut nic = Interface {
+        name: format!("ens{}f0", k + 1),
+        bus: "pci".into(),
+        pci_bus_id,
+        pci_root_id,
+        pci_switches,
+        numa_affinity: numa,
+        mtu: [1500, 4200, 9000][r.below(3) as usize],
+        up: !r.chance(10),
+        ..Interface::default()
+    };
+    match r.below(6) {
+        0 => {} // a plain Ethernet NIC
+        1 => {
+            nic.link = Some(Link {
+                state: LinkState::Unverified,
+                reason: "infiniband tree unreadable".into(),
+            });
+        }
+        2 | 3 => {
+            nic.rdma = true;
+            nic.rdma_device = dev();
+            nic.sriov = r.chance(25); // a PF with zero VFs still serves the whole modes
+            nic.link = draw_link(r);
+        }
+        _ => {
+            nic.rdma = true;
+            nic.rdma_device = dev();
+            nic.sriov = true;
+            nic.link = draw_link(r);
+            let vfs = 1 + r.below(4);
+            for v in 0..vfs {
+                let bound = !r.chance(15);
+                nic.virtual_functions.push(VirtualFunction {
+                    name: format!("{}v{v}", nic.name),
+                    pci_bus_id: format!("0000:{:02x}:00.{}", 0x80 + ((k * 8) & 0x7f), v + 2),
+                    numa_affinity: if r.chance(30) {
+                        String::new()
+                    } else {
+                        nic.numa_affinity.clone()
+                    },
+                    up: true,
+                    rdma: bound,
+                    rdma_device: if bound { dev() } else { String::new() },
+                    link: if bound { draw_link(r) } else { None },
+                });
+            }
+        }
+    }
+    nic
+}
+
+/// A card's fabric record: NVIDIA NVLink (32 lowercase hex, not all zeros, a decimal clique) or
+/// an Ascend UB super pod; other vendors report none (devices.md §4.6).
+/// `odd` puts the card in another clique (NVIDIA) or another super pod (Ascend).
+fn fabric_of(manufacturer: &str, domain: u64, odd: bool, members: u64) -> Option<Fabric> {
+    match manufacturer {
+        "nvidia" => Some(Fabric {
+            kind: "nvlink".into(),
+            id: format!("{:016x}{:016x}", 0x5eed_0000 + domain, domain + 1),
+            clique_id: u64::from(odd).to_string(),
+            ..Fabric::default()
+        }),
+        "ascend" => Some(Fabric {
+            kind: "ub".into(),
+            id: (domain + u64::from(odd)).to_string(),
+            fabric_type: "pod-1d".into(),
+            member_count: members,
+            ..Fabric::default()
+        }),
+        _ => None,
+    }
+}
+
+/// The NICs and card topology of a node whose Devices are `devices`, valid by construction
+/// (devices.md "Generator rules" 17–18): one node in three has no NIC; otherwise a loopback
+/// and 1–3 PCI NICs of every shape; cards get bus coordinates and NUMA (sometimes none), and
+/// NVIDIA/Ascend cards a fabric record that all cards share, or that differs on one card.
+pub fn network_of(devices: &Devices) -> Network {
+    let mut r = Stream::of(devices);
+    let numas = 1 + r.below(2);
+    let mut network = Network::default();
+    if !r.chance(33) {
+        network.interfaces.push(Interface {
+            name: "lo".into(),
+            bus: "virtual".into(),
+            mtu: 65536,
+            up: true,
+            is_virtual: true,
+            ..Interface::default()
+        });
+        let mut next_dev = 0;
+        for k in 0..1 + r.below(3) {
+            network
+                .interfaces
+                .push(draw_nic(&mut r, k, numas, &mut next_dev));
+        }
+    }
+    // fabric: 0 none, 1 every card agrees, 2 one card in another clique/pod
+    let fabric_shape = r.below(3);
+    let domain = r.below(4);
+    let members = [0, 8, 384][r.below(3) as usize];
+    let mut first = true;
+    for g in &devices.groups {
+        for (i, c) in g.cards.iter().enumerate() {
+            if c.capability.is_none() || r.chance(15) {
+                continue; // a card the detector gave no coordinates
+            }
+            let numa = draw_numa(&mut r, numas);
+            let at = numa.parse().unwrap_or(0);
+            let (pci_bus_id, pci_root_id, pci_switches) =
+                slot_coordinates(at, r.below(4), 0x40 + i as u64);
+            let odd = fabric_shape == 2 && !first;
+            first = false;
+            let fabric = match fabric_shape {
+                0 => None,
+                _ => fabric_of(&g.manufacturer, domain, odd, members),
+            };
+            network.topology.insert(
+                c.id.clone(),
+                CardTopology {
+                    pci_bus_id,
+                    pci_root_id,
+                    pci_switches,
+                    numa_affinity: numa,
+                    fabric,
+                },
+            );
+        }
+    }
+    network
+}
+
+/// Why `network` is not one a device manager could write beside `devices` (the generator
+/// rules 17–18), or `Ok`.
+pub fn check_network(devices: &Devices, network: &Network) -> Result<(), String> {
+    let numa_ok = |n: &str| n.is_empty() || n.bytes().all(|b| b.is_ascii_digit());
+    let mut names = std::collections::BTreeSet::new();
+    let mut rdma_devices = std::collections::BTreeSet::new();
+    let mut device = |d: &str| d.is_empty() || rdma_devices.insert(d.to_string());
+    for i in &network.interfaces {
+        if !names.insert(i.name.clone()) {
+            return Err(format!("interface {} listed twice", i.name));
+        }
+        if i.is_virtual && (i.bus != "virtual" || !i.pci_bus_id.is_empty() || i.rdma) {
+            return Err(format!(
+                "{}: a virtual interface with PCI or RDMA facts",
+                i.name
+            ));
+        }
+        let unreadable = !i.rdma
+            && i.link
+                .as_ref()
+                .is_some_and(|l| l.state == LinkState::Unverified);
+        if i.rdma == i.rdma_device.is_empty() || (!i.rdma && i.link.is_some() && !unreadable) {
+            return Err(format!("{}: rdma flag and rdmaDevice disagree", i.name));
+        }
+        if !i.virtual_functions.is_empty() && !i.sriov {
+            return Err(format!("{}: VFs on a non-SR-IOV interface", i.name));
+        }
+        if !numa_ok(&i.numa_affinity) || !device(&i.rdma_device) {
+            return Err(format!("{}: bad NUMA or a duplicate RDMA device", i.name));
+        }
+        if !matches!(i.mtu, 0 | 68..=65536) {
+            return Err(format!("{}: mtu {}", i.name, i.mtu));
+        }
+        let ids: Vec<&String> = i.virtual_functions.iter().map(|v| &v.pci_bus_id).collect();
+        if ids.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(format!("{}: VFs not ordered by bus id", i.name));
+        }
+        for v in &i.virtual_functions {
+            if !names.insert(v.name.clone()) || v.rdma == v.rdma_device.is_empty() {
+                return Err(format!(
+                    "{}: duplicate name or rdma/rdmaDevice disagree",
+                    v.name
+                ));
+            }
+            if !numa_ok(&v.numa_affinity) || !device(&v.rdma_device) {
+                return Err(format!("{}: bad NUMA or a duplicate RDMA device", v.name));
+            }
+        }
+    }
+    let cards: Vec<&str> = devices
+        .groups
+        .iter()
+        .flat_map(|g| &g.cards)
+        .map(|c| c.id.as_str())
+        .collect();
+    for (id, t) in &network.topology {
+        if !cards.contains(&id.as_str()) || !numa_ok(&t.numa_affinity) {
+            return Err(format!("topology of {id}: no such card or a bad NUMA"));
+        }
+        if let Some(f) = &t.fabric {
+            let hex = f.id.len() == 32
+                && f.id
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                && f.id.bytes().any(|b| b != b'0');
+            let ok = match f.kind.as_str() {
+                "nvlink" => hex && f.clique_id.bytes().all(|b| b.is_ascii_digit()),
+                "ub" | "xgmi" => !f.id.is_empty() && f.clique_id.is_empty(),
+                _ => false,
+            };
+            if !ok {
+                return Err(format!("fabric of {id}: {f:?}"));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -501,5 +813,112 @@ mod tests {
             ..DeviceGroup::default()
         };
         assert_eq!(product_of(&g).map(|p| p.name), Some("NVIDIA A10"));
+    }
+
+    #[test]
+    fn generated_networks_are_valid_and_reach_every_nic_shape() {
+        use model::rdma::{label_endpoints, node_resources, resource_endpoints, EndpointMode};
+        use model::rdma::{FABRIC_DOMAIN, RDMA_NUMA, RDMA_PARTITIONED_KEY};
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::TestRunner;
+        let mut runner = TestRunner::deterministic();
+        let strategy = arb_devices();
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..400 {
+            let devices = strategy.new_tree(&mut runner).unwrap().current();
+            let network = network_of(&devices);
+            check_network(&devices, &network).unwrap_or_else(|e| panic!("{e}: {network:?}"));
+            // deterministic: the same Devices draw the same NICs
+            assert_eq!(network, network_of(&devices));
+            if network.interfaces.is_empty() {
+                seen.insert("no-nic");
+            }
+            for e in resource_endpoints(&network.interfaces) {
+                seen.insert(match (e.mode, e.healthy) {
+                    (EndpointMode::Whole, true) => "whole",
+                    (EndpointMode::Partitioned, true) => "vf",
+                    (_, false) => "failed",
+                });
+            }
+            for i in &network.interfaces {
+                if i.link
+                    .as_ref()
+                    .is_some_and(|l| l.state == LinkState::Unverified)
+                    && !i.rdma
+                {
+                    seen.insert("unreadable");
+                }
+                if i.sriov && i.virtual_functions.is_empty() {
+                    seen.insert("sriov-no-vf");
+                }
+            }
+            let r = node_resources(&network);
+            let vfs = resource_endpoints(&network.interfaces)
+                .iter()
+                .filter(|e| e.mode == EndpointMode::Partitioned)
+                .count();
+            assert_eq!(r.capacity[RDMA_PARTITIONED_KEY], vfs as i64);
+            let labels = model::rdma::network_node_labels(&devices, &network);
+            if !label_endpoints(&network.interfaces).is_empty() && !labels.contains_key(RDMA_NUMA) {
+                seen.insert("numa-unknown");
+            }
+            let fabric_cards = network
+                .topology
+                .values()
+                .filter(|t| t.fabric.is_some())
+                .count();
+            if fabric_cards > 0 {
+                seen.insert(if labels.contains_key(FABRIC_DOMAIN) {
+                    "fabric-agreed"
+                } else {
+                    "fabric-disagreed"
+                });
+            }
+        }
+        for shape in [
+            "no-nic",
+            "whole",
+            "vf",
+            "failed",
+            "unreadable",
+            "sriov-no-vf",
+            "numa-unknown",
+            "fabric-agreed",
+            "fabric-disagreed",
+        ] {
+            assert!(seen.contains(shape), "{shape} never drawn: {seen:?}");
+        }
+    }
+
+    #[test]
+    fn the_network_checker_refuses_an_invalid_inventory() {
+        let devices = arb_devices()
+            .new_tree(&mut proptest::test_runner::TestRunner::deterministic())
+            .map(|t| proptest::strategy::ValueTree::current(&t))
+            .unwrap();
+        let bad = |i: Interface| Network {
+            interfaces: vec![i],
+            ..Network::default()
+        };
+        let vf_on_plain = Interface {
+            name: "e".into(),
+            virtual_functions: vec![VirtualFunction {
+                name: "ev0".into(),
+                ..VirtualFunction::default()
+            }],
+            ..Interface::default()
+        };
+        assert!(check_network(&devices, &bad(vf_on_plain)).is_err());
+        let unbound_rdma = Interface {
+            name: "e".into(),
+            rdma: true,
+            ..Interface::default()
+        };
+        assert!(check_network(&devices, &bad(unbound_rdma)).is_err());
+        let mut stray = Network::default();
+        stray
+            .topology
+            .insert("no-such-card".into(), CardTopology::default());
+        assert!(check_network(&devices, &stray).is_err());
     }
 }

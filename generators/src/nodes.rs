@@ -8,7 +8,7 @@ use model::labels::{
 };
 use proptest::prelude::*;
 
-use crate::devices::{arb_devices_with, MockKey};
+use crate::devices::{arb_devices_with, network_of, MockKey};
 use crate::ShapeConfig;
 
 /// A CPU as NFD reports it: cpuid vendor, family and model id, the model name, its GOARCH.
@@ -128,6 +128,8 @@ pub fn arb_anonymous_node(max_cards: u32, mock: MockKey) -> BoxedStrategy<Node> 
             if unmanaged {
                 labels.insert(MANAGED.to_string(), "false".to_string());
             }
+            // drawn from the Devices, not the stream: earlier seeds keep their scenario
+            let network = devices.as_ref().map(network_of).unwrap_or_default();
             Node {
                 name: String::new(),
                 labels,
@@ -135,6 +137,7 @@ pub fn arb_anonymous_node(max_cards: u32, mock: MockKey) -> BoxedStrategy<Node> 
                 cpu_millis: half_cores * 500,
                 deleting,
                 devices,
+                network,
             }
         })
         .boxed()

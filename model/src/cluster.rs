@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::devices::Devices;
+use crate::devices::{Devices, Network};
 use crate::labels::{Labels, DEFAULT_SYSTEM_NAMESPACE};
 use crate::objects::InstanceTypeSpec;
 
@@ -21,6 +21,10 @@ pub struct Node {
     pub deleting: bool,
     /// The node's `Devices` object (none for a node without accelerators).
     pub devices: Option<Devices>,
+    /// NICs and card topology of the same `Devices` object (research/devices.md §4); read
+    /// only when `devices` is present.
+    #[serde(skip_serializing_if = "Network::is_empty")]
+    pub network: Network,
 }
 
 impl Node {

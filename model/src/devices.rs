@@ -1,6 +1,8 @@
 //! The `Devices` object of one node: per-card capability (spec) and ledger (status)
 //! (research/devices.md §1; api/worker/v1alpha1/devices.go).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::ModelError;
@@ -363,6 +365,174 @@ impl Devices {
         self.groups
             .iter()
             .filter(move |g| g.has_accelerator_key(a_key))
+    }
+}
+
+/// `DeviceInterfaceLinkState` (api/worker/v1alpha1/devices.go): the link checker's verdict on
+/// an RDMA port. No record at all ([`Interface::link`] `None`) means "nothing to verify".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkState {
+    Ok,
+    Unverified,
+    Failed,
+}
+
+impl LinkState {
+    pub const ALL: [LinkState; 3] = [LinkState::Ok, LinkState::Unverified, LinkState::Failed];
+
+    /// The wire spelling (`ok`, `unverified`, `failed`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkState::Ok => "ok",
+            LinkState::Unverified => "unverified",
+            LinkState::Failed => "failed",
+        }
+    }
+
+    /// Strict decoding of the wire spelling.
+    pub fn from_name(s: &str) -> Result<LinkState, ModelError> {
+        LinkState::ALL
+            .into_iter()
+            .find(|l| l.name() == s)
+            .ok_or_else(|| {
+                ModelError::invalid(
+                    "link.state",
+                    format!("unknown link state `{s}`: expected ok, unverified or failed"),
+                )
+            })
+    }
+}
+
+/// `DeviceInterfaceLink`: a verdict and the checker's words (`firstSeenTime` is the DM's
+/// clock and not modelled; the mock writes one for an ongoing `failed`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Link {
+    pub state: LinkState,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// `DeviceInterfaceVirtualFunction`: one SR-IOV VF, nested under its PF; it inherits the PF's
+/// `pciRootId`/`pciSwitches` (research/devices.md §1.2, §4.1).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct VirtualFunction {
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub pci_bus_id: String,
+    /// "" = unknown (the endpoint then falls back to the PF's).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub numa_affinity: String,
+    pub up: bool,
+    pub rdma: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub rdma_device: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<Link>,
+}
+
+/// `DeviceInterface`: one NIC of the worker's `spec.interfaces[]` (map key `name`), with the
+/// fields the RDMA and distance rules read (research/devices.md §1.2, §4.1).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Interface {
+    pub name: String,
+    /// `pci`, `virtual`, or another bus name.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub bus: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub pci_bus_id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub pci_root_id: String,
+    /// Upstream bridge path, innermost first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pci_switches: Vec<String>,
+    /// "" = unknown, never "0".
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub numa_affinity: String,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mtu: u32,
+    pub up: bool,
+    #[serde(rename = "virtual")]
+    pub is_virtual: bool,
+    /// An RDMA device is bound (says nothing about the link).
+    pub rdma: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub rdma_device: String,
+    /// Is an SR-IOV PF (a separate fact from having VFs).
+    pub sriov: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub virtual_functions: Vec<VirtualFunction>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<Link>,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+/// `DeviceFabric`: a card's scale-up domain (`topology.fabric`; research/devices.md §4.6).
+/// `kind` and `id` are required on the wire; the Ascend-only fields are kept as read.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Fabric {
+    /// `ub`, `nvlink` or `xgmi`.
+    pub kind: String,
+    pub id: String,
+    #[serde(rename = "type", skip_serializing_if = "String::is_empty")]
+    pub fabric_type: String,
+    /// NVIDIA only (NVLink partition).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub clique_id: String,
+    /// Ascend only; 0 = not reported.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub member_count: u64,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+/// The part of one card's `topology` the RDMA distance and fabric rules read.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct CardTopology {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub pci_bus_id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub pci_root_id: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pci_switches: Vec<String>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub numa_affinity: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<Fabric>,
+}
+
+/// The rest of a `Devices.spec` beyond the card capability: the worker's NIC inventory
+/// (`spec.interfaces`) and each spec card's topology keyed by card id. It is carried beside
+/// [`Devices`] on the node (`Node::network`) rather than inside it so that every existing
+/// `Devices`/`Card` literal keeps compiling; it only means something on a node that has a
+/// `Devices` object (the DM wrote both).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Network {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<Interface>,
+    /// Card id → its topology (a card absent here has no coordinates and no fabric).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub topology: BTreeMap<String, CardTopology>,
+}
+
+impl Network {
+    pub fn is_empty(&self) -> bool {
+        self.interfaces.is_empty() && self.topology.is_empty()
+    }
+
+    /// The topology of card `id`, if the Devices carry one.
+    pub fn card(&self, id: &str) -> Option<&CardTopology> {
+        self.topology.get(id)
     }
 }
 

@@ -25,6 +25,7 @@ pub fn nfd_node(name: &str, vendor: &str, cpu_name: &str, cores: u64) -> Node {
         cpu_millis: cores * 1000,
         deleting: false,
         devices: None,
+        network: Default::default(),
     }
 }
 

@@ -29,6 +29,7 @@ pub mod pool;
 pub mod profiles;
 pub mod queue;
 pub mod quota;
+pub mod rdma;
 pub mod reconcile;
 pub mod resources;
 pub mod scenario;

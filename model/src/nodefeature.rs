@@ -495,6 +495,8 @@ pub fn effective_node_labels_with_key(node: &Node, settings: &Settings, g_key: &
     let mut out = node.labels.clone();
     if let Some(devices) = &node.devices {
         out.extend(accelerator_node_labels(devices));
+        // the same DM NodeFeature carries the RDMA and fabric labels (rdma.go, fabric.go)
+        out.extend(crate::rdma::network_node_labels(devices, &node.network));
     }
     out.extend(worker_node_labels_with_key(
         &node.labels,

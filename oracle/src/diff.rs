@@ -632,6 +632,50 @@ mod tests {
     }
 
     #[test]
+    fn a_differing_or_missing_rdma_label_is_reported_at_its_path() {
+        use model::devices::{Interface, Link, LinkState};
+        let mut c = examples::walkthrough();
+        let node = c.nodes.iter_mut().find(|n| n.devices.is_some()).unwrap();
+        node.network.interfaces.push(Interface {
+            name: "ens1f0".into(),
+            numa_affinity: "1".into(),
+            rdma: true,
+            rdma_device: "mlx5_0".into(),
+            link: Some(Link {
+                state: LinkState::Ok,
+                reason: String::new(),
+            }),
+            ..Interface::default()
+        });
+        let name = node.name.clone();
+        let d = model::derive::derive(&c);
+        let at = d.nodes.iter().position(|n| n.name == name).unwrap();
+        assert_eq!(
+            d.nodes[at]
+                .labels
+                .get(model::rdma::RDMA_NUMA)
+                .map(String::as_str),
+            Some("1")
+        );
+        // an observer that published another NUMA set and dropped the capable gate
+        let mut o = d.clone();
+        o.nodes[at]
+            .labels
+            .insert(model::rdma::RDMA_NUMA.into(), "0_1".into());
+        o.nodes[at].labels.remove(model::rdma::RDMA_CAPABLE);
+        let mut got = diff(&d, &o);
+        got.sort_by(|a, b| a.field.cmp(&b.field));
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got
+            .iter()
+            .all(|x| x.kind == ObjectKind::NodeLabels && x.name == name));
+        assert_eq!(got[0].field, "labels[\"feature.gpustack.ai/rdma.capable\"]");
+        assert_eq!(got[0].observed, None);
+        assert_eq!(got[1].field, "labels[\"feature.gpustack.ai/rdma.numa\"]");
+        assert_eq!(got[1].observed.as_deref(), Some("0_1"));
+    }
+
+    #[test]
     fn restriction_keeps_only_the_named_pools() {
         let d = model::derive::derive(&examples::walkthrough());
         let mut o = d.clone();

@@ -95,6 +95,7 @@ pub fn node(i: usize, cards: usize) -> Node {
                 ..DeviceGroup::default()
             }],
         }),
+        network: Default::default(),
     }
 }
 

@@ -273,6 +273,7 @@ fn onto_real(n: &Node, real: &OverlayNode, token: &Token) -> Node {
         cpu_millis: real.cpu_millis,
         deleting: false,
         devices: n.devices.clone(),
+        network: n.network.clone(),
     };
     suffix_groups(&mut out, token);
     out

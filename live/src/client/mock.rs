@@ -70,13 +70,15 @@ pub fn run_objects(cluster: &Cluster, run: &RunId) -> Vec<Mocked> {
             // what NFD's worker and, for a node with Devices, the Device Manager would report
             // (no DM runs on a fake node: the mock recipe's step 1, devices.md §2.4)
             let mut labels = o["metadata"]["labels"].clone();
-            let devices = cluster
-                .nodes
-                .iter()
-                .find(|n| n.name == node)
-                .and_then(|n| n.devices.as_ref());
+            let modelled = cluster.nodes.iter().find(|n| n.name == node);
+            let devices = modelled.and_then(|n| n.devices.as_ref());
             if let (Some(devices), Some(map)) = (devices, labels.as_object_mut()) {
-                for (k, v) in accelerator_node_labels(devices) {
+                // the DM's NodeFeature also carries the RDMA and fabric labels (rdma.go)
+                let network = modelled.map(|n| &n.network).cloned().unwrap_or_default();
+                let dm = accelerator_node_labels(devices)
+                    .into_iter()
+                    .chain(model::rdma::network_node_labels(devices, &network));
+                for (k, v) in dm {
                     map.insert(k, json!(v));
                 }
             }

@@ -19,6 +19,103 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct DevicesSpec {
     pub groups: Vec<DeviceGroup>,
+    /// The worker's NIC inventory (research/devices.md §1.2, §4.1); absent until the first
+    /// successful enumeration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interfaces: Option<Vec<DeviceInterface>>,
+}
+
+/// `DeviceInterface` (map key `name`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceInterface {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_root_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_switches: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_vendor: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_device: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_affinity: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_affinity: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up: Option<bool>,
+    #[serde(default, rename = "virtual", skip_serializing_if = "Option::is_none")]
+    pub is_virtual: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma_device: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sriov: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtual_functions: Option<Vec<DeviceInterfaceVirtualFunction>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<DeviceInterfaceLink>,
+}
+
+/// `DeviceInterfaceVirtualFunction`: one SR-IOV VF under its PF.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceInterfaceVirtualFunction {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_affinity: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_affinity: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma_device: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<DeviceInterfaceLink>,
+}
+
+/// `DeviceInterfaceLink`: `state` is `ok`, `unverified` or `failed`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceInterfaceLink {
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seen_time: Option<String>,
+}
+
+/// `DeviceFabric`: a card's scale-up domain (research/devices.md §4.6).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceFabric {
+    pub kind: String,
+    pub id: String,
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub fabric_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clique_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member_count: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_index: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rack_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<Vec<String>>,
 }
 
 /// One accelerator model on the node.
@@ -63,6 +160,10 @@ pub struct Topology {
     pub pci_class: String,
     pub numa_affinity: String,
     pub cpu_affinity: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_switches: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<DeviceFabric>,
 }
 
 /// A card's capability (`spec…accelerators[].status`).

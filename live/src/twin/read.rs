@@ -9,7 +9,8 @@ use model::allocation::{hosted_slices, PodHolds};
 use model::cluster::{Cluster, ExistingInstanceType, ForeignQueue, Namespace, Node, Settings};
 use model::credits::parse_quantity;
 use model::devices::{
-    Capability, Card, DeviceGroup, Devices, Ledger, Mode, PartitionProfile, Placement, ProfileCount,
+    Capability, Card, CardTopology, DeviceGroup, Devices, Interface, Ledger, LinkState, Mode,
+    Network, PartitionProfile, Placement, ProfileCount,
 };
 use model::labels::{Labels, DERIVED_FROM_NODE, RESOURCE_TYPE, RESOURCE_TYPE_INSTANCETYPES};
 use model::objects::InstanceTypeSpec;
@@ -173,6 +174,7 @@ fn read_node(o: &Value, devices: Option<&Value>, pods: &[PodHolds]) -> Result<No
             cpu_millis(v).map_err(|m| ReadError::field(kind, &name, "status.capacity.cpu", m))?
         }
     };
+    let network = devices.map(read_network).transpose()?.unwrap_or_default();
     let mut devices = devices.map(read_devices).transpose()?;
     for group in devices.iter_mut().flat_map(|d| &mut d.groups) {
         for card in &mut group.cards {
@@ -190,6 +192,7 @@ fn read_node(o: &Value, devices: Option<&Value>, pods: &[PodHolds]) -> Result<No
             .pointer("/metadata/deletionTimestamp")
             .is_some_and(|v| !v.is_null()),
         devices,
+        network,
     })
 }
 
@@ -409,6 +412,39 @@ pub fn read_devices(o: &Value) -> Result<Devices, ReadError> {
     Ok(Devices { groups })
 }
 
+/// The NIC inventory and card topology of a `Devices` object (research/devices.md §1.2):
+/// `spec.interfaces[]` as the CRD spells it (`cpuAffinity`, `pciVendor`, `pciDevice` and
+/// `firstSeenTime` are not read), and each spec card's `topology` bus coordinates, NUMA and
+/// `fabric`, kept only when it says something (an all-empty topology, as the mock writes for
+/// a card the model gives none, reads as none).
+pub fn read_network(o: &Value) -> Result<Network, ReadError> {
+    let name = name_of(o);
+    let at = At { name: &name };
+    let spec = o.get("spec").unwrap_or(&Value::Null);
+    let mut network = Network::default();
+    for (i, wire) in at.items(spec, "interfaces", "spec")?.iter().enumerate() {
+        let path = format!("spec.interfaces[{i}]");
+        let iface: Interface =
+            serde_json::from_value(wire.clone()).map_err(|e| at.err(&path, &e.to_string()))?;
+        network.interfaces.push(iface);
+    }
+    for (g, group) in at.items(spec, "groups", "spec")?.iter().enumerate() {
+        let path = format!("spec.groups[{g}]");
+        for (c, acc) in at.items(group, "accelerators", &path)?.iter().enumerate() {
+            let path = format!("{path}.accelerators[{c}].topology");
+            let Some(wire) = acc.get("topology").filter(|t| !t.is_null()) else {
+                continue;
+            };
+            let topology: CardTopology =
+                serde_json::from_value(wire.clone()).map_err(|e| at.err(&path, &e.to_string()))?;
+            if topology != CardTopology::default() {
+                network.topology.insert(at.str(acc, "id", &path)?, topology);
+            }
+        }
+    }
+    Ok(network)
+}
+
 fn read_capability(at: &At<'_>, status: &Value, path: &str) -> Result<Capability, ReadError> {
     let logical = status.get("logicalSliced").unwrap_or(&Value::Null);
     let physical = status.get("physicalSliced").unwrap_or(&Value::Null);
@@ -485,7 +521,11 @@ pub fn mock_objects(cluster: &Cluster) -> Vec<(Kind, Option<String>, Value)> {
         }
         out.push((kinds::NODE, None, o));
         if let Some(devices) = &node.devices {
-            out.push((kinds::DEVICES, None, devices_object(&node.name, devices)));
+            out.push((
+                kinds::DEVICES,
+                None,
+                devices_object(&node.name, devices, &node.network),
+            ));
             let pod =
                 pod_namespace.and_then(|ns| Some((ns, charging_pod(&node.name, ns, devices)?)));
             if let Some((ns, pod)) = pod {
@@ -575,8 +615,9 @@ fn mark_deleting(o: &mut Value) {
 }
 
 /// One `Devices` object as the Device Manager writes it (research/devices.md §1.2): topology
-/// fields the model does not carry are written empty.
-pub fn devices_object(node: &str, devices: &Devices) -> Value {
+/// fields the model does not carry are written empty; `network` gives the cards' topology and
+/// `spec.interfaces` (an ongoing `failed` link gets a `firstSeenTime`, as the DM stamps one).
+pub fn devices_object(node: &str, devices: &Devices, network: &Network) -> Value {
     let spec_groups: Vec<Value> = devices
         .groups
         .iter()
@@ -584,7 +625,10 @@ pub fn devices_object(node: &str, devices: &Devices) -> Value {
             let accelerators: Vec<Value> = g
                 .cards
                 .iter()
-                .filter_map(|c| c.capability.as_ref().map(|cap| spec_card(c, cap)))
+                .filter_map(|c| {
+                    let cap = c.capability.as_ref()?;
+                    Some(spec_card(c, cap, network.card(&c.id)))
+                })
                 .collect();
             let mut o = json!({
                 "id": g.id, "manufacturer": g.manufacturer, "name": g.name, "memory": g.memory_mib,
@@ -618,15 +662,59 @@ pub fn devices_object(node: &str, devices: &Devices) -> Value {
             json!({"id": g.id, "manufacturer": g.manufacturer, "accelerators": rows})
         })
         .collect();
+    let mut spec = json!({"groups": spec_groups});
+    if !network.interfaces.is_empty() {
+        spec["interfaces"] = interfaces_value(&network.interfaces);
+    }
     json!({
         "apiVersion": kinds::DEVICES.api_version(), "kind": "Devices",
         "metadata": {"name": node},
-        "spec": {"groups": spec_groups},
+        "spec": spec,
         "status": {"groups": status_groups},
     })
 }
 
-fn spec_card(card: &Card, cap: &Capability) -> Value {
+/// The time the mock says an ongoing link failure was first seen (the model has no clock).
+const FIRST_SEEN: &str = "2026-01-01T00:00:00Z";
+
+/// `spec.interfaces` in the CRD's spelling; `firstSeenTime` on each `failed` link (PF or VF).
+fn interfaces_value(interfaces: &[Interface]) -> Value {
+    let failed =
+        |link: Option<&model::devices::Link>| link.is_some_and(|l| l.state == LinkState::Failed);
+    let mut out = Vec::new();
+    for iface in interfaces {
+        let mut o = serde_json::to_value(iface).unwrap_or(Value::Null);
+        if failed(iface.link.as_ref()) {
+            o["link"]["firstSeenTime"] = json!(FIRST_SEEN);
+        }
+        for (j, vf) in iface.virtual_functions.iter().enumerate() {
+            if failed(vf.link.as_ref()) {
+                o["virtualFunctions"][j]["link"]["firstSeenTime"] = json!(FIRST_SEEN);
+            }
+        }
+        out.push(o);
+    }
+    Value::Array(out)
+}
+
+/// A card's `topology`: every required field present (empty when unknown), switches and fabric
+/// only when the model carries them.
+fn topology_value(t: Option<&CardTopology>) -> Value {
+    let t = t.cloned().unwrap_or_default();
+    let mut o = json!({
+        "pciBusId": t.pci_bus_id, "pciRootId": t.pci_root_id, "pciClass": "0302",
+        "numaAffinity": t.numa_affinity, "cpuAffinity": "",
+    });
+    if !t.pci_switches.is_empty() {
+        o["pciSwitches"] = json!(t.pci_switches);
+    }
+    if let Some(f) = &t.fabric {
+        o["fabric"] = serde_json::to_value(f).unwrap_or(Value::Null);
+    }
+    o
+}
+
+fn spec_card(card: &Card, cap: &Capability, topology: Option<&CardTopology>) -> Value {
     let profiles: Vec<Value> = cap
         .physical_profiles
         .iter()
@@ -649,7 +737,7 @@ fn spec_card(card: &Card, cap: &Capability) -> Value {
         .collect();
     json!({
         "id": card.id, "index": card.index, "physicalIndexes": [card.index],
-        "topology": {"pciBusId": "", "pciRootId": "", "pciClass": "0302", "numaAffinity": "", "cpuAffinity": ""},
+        "topology": topology_value(topology),
         "status": {
             "unhealthy": cap.unhealthy,
             "logicalSliced": {"count": cap.logical_sliced_count, "coresPercentageOvercommit": cap.cores_percentage_overcommit},
@@ -787,5 +875,181 @@ mod tests {
         assert_eq!(compute_slices("3g.20gb"), 3);
         assert_eq!(compute_slices("4g48gb"), 4);
         assert_eq!(compute_slices("big"), 0);
+    }
+
+    /// A node with NICs (devices.md §1.5 example C shape) and card topology with a fabric.
+    fn networked() -> Cluster {
+        use model::devices::{Fabric, Link, VirtualFunction};
+        let mut c = model::examples::walkthrough();
+        let node = c.nodes.iter_mut().find(|n| n.devices.is_some()).unwrap();
+        let ids: Vec<String> = node.cards().map(|c| c.id.clone()).collect();
+        let ok = Some(Link {
+            state: LinkState::Ok,
+            reason: String::new(),
+        });
+        node.network.interfaces = vec![
+            Interface {
+                name: "ens1f0".into(),
+                bus: "pci".into(),
+                pci_bus_id: "0000:17:00.0".into(),
+                pci_root_id: "0000:16:00.0".into(),
+                pci_switches: vec!["0000:16:02.0".into(), "0000:16:00.0".into()],
+                numa_affinity: "0".into(),
+                mtu: 4200,
+                up: true,
+                rdma: true,
+                rdma_device: "mlx5_0".into(),
+                link: ok.clone(),
+                ..Interface::default()
+            },
+            Interface {
+                name: "ens2f0".into(),
+                bus: "pci".into(),
+                pci_bus_id: "0000:b1:00.0".into(),
+                pci_root_id: "0000:b0:00.0".into(),
+                numa_affinity: "1".into(),
+                up: true,
+                rdma: true,
+                rdma_device: "mlx5_1".into(),
+                sriov: true,
+                link: ok,
+                virtual_functions: vec![VirtualFunction {
+                    name: "ens2f0v0".into(),
+                    pci_bus_id: "0000:b1:00.2".into(),
+                    numa_affinity: "1".into(),
+                    up: true,
+                    rdma: true,
+                    rdma_device: "mlx5_2".into(),
+                    link: Some(Link {
+                        state: LinkState::Failed,
+                        reason: "port 1: state=DOWN".into(),
+                    }),
+                }],
+                ..Interface::default()
+            },
+        ];
+        for id in ids {
+            node.network.topology.insert(
+                id,
+                CardTopology {
+                    pci_bus_id: "0000:18:00.0".into(),
+                    pci_root_id: "0000:16:00.0".into(),
+                    pci_switches: vec!["0000:16:02.0".into(), "0000:16:00.0".into()],
+                    numa_affinity: "0".into(),
+                    fabric: Some(Fabric {
+                        kind: "nvlink".into(),
+                        id: "0123456789abcdef0123456789abcdef".into(),
+                        clique_id: "0".into(),
+                        ..Fabric::default()
+                    }),
+                },
+            );
+        }
+        c
+    }
+
+    #[test]
+    fn interfaces_and_card_topology_round_trip_in_the_crds_spelling() {
+        let c = networked();
+        let node = c.nodes.iter().find(|n| !n.network.is_empty()).unwrap();
+        let o = devices_object(&node.name, node.devices.as_ref().unwrap(), &node.network);
+        let spec = &o["spec"];
+        assert_eq!(spec["interfaces"][0]["rdmaDevice"], json!("mlx5_0"));
+        assert_eq!(
+            spec["interfaces"][1]["virtualFunctions"][0]["link"]["state"],
+            json!("failed")
+        );
+        assert!(spec["interfaces"][1]["virtualFunctions"][0]["link"]["firstSeenTime"].is_string());
+        assert!(spec["interfaces"][0]["link"].get("firstSeenTime").is_none());
+        assert!(spec["interfaces"][0].get("virtualFunctions").is_none());
+        let topology = &spec["groups"][0]["accelerators"][0]["topology"];
+        assert_eq!(topology["fabric"]["cliqueId"], json!("0"));
+        assert_eq!(read_network(&o), Ok(node.network.clone()));
+        // the object is one the Devices CRD admits without pruning a field
+        let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/crds/worker.gpustack.ai_devices.yaml");
+        match std::fs::read_to_string(&crd) {
+            Err(e) => eprintln!("skipped the CRD check: {}: {e}", crd.display()),
+            Ok(text) => {
+                let crd: Value = serde_norway::from_str(&text).unwrap();
+                let schema = crate::twin::structural::crd_schema(&crd, None).unwrap();
+                assert_eq!(
+                    crate::twin::structural::validate(schema, &o).as_ref(),
+                    Ok(&o)
+                );
+            }
+        }
+        // through the store and back
+        let mut store = Store::default();
+        assert_eq!(write_mock(&mut store, &c), Ok(()));
+        let read = read_cluster(&store, &c.settings).unwrap();
+        let back = read.nodes.iter().find(|n| n.name == node.name).unwrap();
+        assert_eq!(back.network, node.network);
+    }
+
+    #[test]
+    fn the_typed_devices_crd_reads_the_interfaces_and_fabric() {
+        let c = networked();
+        let node = c.nodes.iter().find(|n| !n.network.is_empty()).unwrap();
+        let o = devices_object(&node.name, node.devices.as_ref().unwrap(), &node.network);
+        let typed: crate::crd::Devices = serde_json::from_value(o.clone()).unwrap();
+        let interfaces = typed.spec.interfaces.clone().unwrap_or_default();
+        assert_eq!(interfaces.len(), node.network.interfaces.len());
+        let vfs = interfaces[1].virtual_functions.clone().unwrap_or_default();
+        assert_eq!(
+            vfs[0].link.as_ref().map(|l| l.state.as_str()),
+            Some("failed")
+        );
+        let card = &typed.spec.groups[0].accelerators.as_ref().unwrap()[0];
+        assert_eq!(
+            card.topology.fabric.as_ref().map(|f| f.kind.as_str()),
+            Some("nvlink")
+        );
+        // and writes back the same spec
+        assert_eq!(serde_json::to_value(&typed.spec).unwrap(), o["spec"]);
+    }
+
+    #[test]
+    fn a_bad_interface_names_its_field_path() {
+        let o = json!({"metadata": {"name": "n"},
+                       "spec": {"interfaces": [{"name": "a"}, {"name": "b", "link": {"state": "down"}}]}});
+        let e = read_network(&o).unwrap_err().to_string();
+        assert!(
+            e.contains("spec.interfaces[1]") && e.contains("down"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_twins_operator_labels_the_node_with_rdma_and_fabric() {
+        let c = networked();
+        let node = c.nodes.iter().find(|n| !n.network.is_empty()).unwrap();
+        let mut store = Store::default();
+        assert_eq!(write_mock(&mut store, &c), Ok(()));
+        crate::twin::operator::reconcile(&mut store, &c.settings, None).unwrap();
+        let o = store
+            .get(&kinds::NODE, None, &node.name)
+            .expect("the node is there");
+        let labels = &o["metadata"]["labels"];
+        assert_eq!(labels[model::rdma::RDMA_CAPABLE], json!("true"));
+        assert_eq!(labels[model::rdma::RDMA_NUMA], json!("0_1"));
+        assert_eq!(labels[model::rdma::RDMA_DISTANCE], json!("PIX"));
+        assert_eq!(
+            labels[model::rdma::FABRIC_DOMAIN],
+            json!("nvlink-0123456789abcdef0123456789abcdef-0")
+        );
+        // the derivation the twin made agrees with the model's
+        let model_labels = model::derive::derive(&c)
+            .nodes
+            .into_iter()
+            .find(|n| n.name == node.name)
+            .unwrap()
+            .labels;
+        for (k, v) in model_labels
+            .iter()
+            .filter(|(k, _)| model::rdma::is_rdma_or_fabric_label(k))
+        {
+            assert_eq!(labels[k.as_str()], json!(v), "{k}");
+        }
     }
 }
