@@ -207,6 +207,7 @@ pub(crate) fn outcome_kind(e: &Effect) -> &'static str {
     match e {
         Effect::Judged { outcome } => match outcome {
             Outcome::Admitted => "admitted",
+            Outcome::Held { .. } => "held",
             Outcome::Pending { .. } => "pending",
             Outcome::Retry { .. } => "retry",
             Outcome::Rejected { .. } => "rejected",
@@ -216,6 +217,7 @@ pub(crate) fn outcome_kind(e: &Effect) -> &'static str {
         Effect::Released => "released",
         Effect::Evicted { .. } => "evicted",
         Effect::Ignored { .. } => "ignored",
+        Effect::Parked { .. } => "parked",
     }
 }
 
@@ -235,7 +237,11 @@ pub fn effect_summary(e: &Effect) -> String {
         Effect::Judged {
             outcome: Outcome::Unplaceable { reason },
         } => format!("UNPLACEABLE ({reason})"),
+        Effect::Judged {
+            outcome: Outcome::Held { message },
+        } => format!("held ({message})"),
         Effect::Evicted { workloads } => format!("evicted {}", workloads.join(", ")),
+        Effect::Parked { workloads } => format!("parked {}", workloads.join(", ")),
         Effect::Ignored { why } => format!("ignored ({why})"),
         other => outcome_kind(other).to_string(),
     }

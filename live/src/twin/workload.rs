@@ -210,6 +210,7 @@ pub fn read_workload(o: &Value) -> Result<Workload, ReadError> {
         })
         .collect::<Result<Vec<_>, ReadError>>()?;
     Ok(Workload {
+        deployment: None,
         name,
         namespace: text("/metadata/namespace").to_string(),
         queue: queue.to_string(),
@@ -226,7 +227,10 @@ pub fn verdict_of(outcome: &Outcome) -> Verdict {
         Outcome::Rejected { message } => (CheckState::Rejected, message.clone()),
         Outcome::Pending { reason } => (CheckState::Pending, reason.clone()),
         Outcome::Retry { message } => (CheckState::Retry, message.clone()),
-        Outcome::Admitted => (CheckState::Ready, String::new()),
+        // A held replica passed gate 3: its node-devices entry is Ready (the joint entry,
+        // `gpustack-model-deployment-joint`, is the one that holds it), so it reads back from
+        // this entry alone as admitted.
+        Outcome::Admitted | Outcome::Held { .. } => (CheckState::Ready, String::new()),
         Outcome::Unplaceable { reason } => {
             (CheckState::Retry, format!("{UNPLACEABLE_PREFIX}{reason}"))
         }
@@ -317,6 +321,7 @@ mod tests {
             init,
         };
         Workload {
+            deployment: None,
             name: "w1".into(),
             namespace: "team".into(),
             queue: "gpustack-fnv64-1".into(),
