@@ -301,7 +301,8 @@ pub fn replay(s: &Scenario) -> ReplayCheck {
             Expectation::Outcome { .. }
             | Expectation::Field { .. }
             | Expectation::Count { .. }
-            | Expectation::FitLabel { .. } => {}
+            | Expectation::FitLabel { .. }
+            | Expectation::Joint { .. } => {}
             Expectation::Violation { property, .. } => {
                 let reproduced = violations.iter().any(|v| v.property == property)
                     || mutant_reproduces(s, property);
@@ -325,6 +326,8 @@ pub fn replay(s: &Scenario) -> ReplayCheck {
 pub(crate) struct Observation {
     pub derived: model::derive::Derived,
     pub cluster: model::cluster::Cluster,
+    /// The replicas the joint check tracks, by `namespace/name`.
+    pub joint: std::collections::BTreeMap<String, model::lifecycle::JointMember>,
 }
 
 impl Observation {
@@ -332,6 +335,7 @@ impl Observation {
         Observation {
             derived: w.observe(),
             cluster: w.cluster().clone(),
+            joint: w.admission.joint.clone(),
         }
     }
 }
@@ -344,7 +348,8 @@ fn observed_steps(s: &Scenario) -> std::collections::BTreeSet<usize> {
         .filter_map(|e| match e {
             Expectation::Field { step, .. }
             | Expectation::Count { step, .. }
-            | Expectation::FitLabel { step, .. } => Some(*step),
+            | Expectation::FitLabel { step, .. }
+            | Expectation::Joint { step, .. } => Some(*step),
             _ => None,
         })
         .collect()
