@@ -463,9 +463,28 @@ impl AdmissionState {
         self.joint.get(&format!("{namespace}/{name}"))
     }
 
-    /// The joint check's message for a Workload outside the barrier.
-    pub fn not_a_group_message() -> &'static str {
-        NOT_A_GROUP_MESSAGE
+    /// The `gpustack-model-deployment-joint` entry the check writes on `w` now
+    /// (model_deployment_joint_admission.go `Reconcile`): none when its queue does not
+    /// reference the check or it holds no quota reservation (nothing to confirm yet, or
+    /// parked); Ready at once outside the barrier; for a replica, Pending with the barrier's
+    /// message while held, Ready once its set opened.
+    pub fn joint_entry(&self, w: &Workload) -> Option<crate::admission::Verdict> {
+        use crate::admission::{CheckState, Verdict};
+        let key = workload_key(w);
+        let referenced = self
+            .queue_of(w)
+            .is_some_and(|q| q.admission_checks.iter().any(|c| c == JOINT_CHECK));
+        if !referenced || !self.holds.contains_key(&key) {
+            return None;
+        }
+        Some(match self.joint.get(&key) {
+            None => Verdict::ready(NOT_A_GROUP_MESSAGE.to_string()),
+            Some(m) if m.phase == JointPhase::Admitted => Verdict::ready(m.message.clone()),
+            Some(m) => Verdict {
+                state: CheckState::Pending,
+                message: m.message.clone(),
+            },
+        })
     }
 
     /// Drops a hold that has no charges (a held replica's reservation).
