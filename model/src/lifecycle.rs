@@ -8,7 +8,8 @@
 //! On a queue that references `gpustack-model-deployment-joint`, a replica of a multi-role
 //! ModelDeployment that passes gates 2 and 3 holds its quota reservation with the joint check
 //! Pending ([`Outcome::Held`]) until every declared replica has reserved; the last reservation
-//! opens the barrier for all of them together (the charges are made then). The bound passing
+//! opens the barrier for all of them together. Its cards are charged when it reserves (the operator's
+//! gate 3 counts a held Workload as in flight). The bound passing
 //! ([`AdmissionState::joint_timeout`]) parks a settled deployment's held replicas: deactivated,
 //! their quota released (`admission::joint`).
 //!
@@ -132,8 +133,6 @@ pub struct JointMember {
     pub phase: JointPhase,
     /// The joint check's message on its Workload (empty while it reserves nothing).
     pub message: String,
-    /// While held: the card charges gate 3 budgeted, made when the barrier opens.
-    pub planned: Vec<CardCharge>,
 }
 
 /// `namespace/name`.
@@ -217,7 +216,6 @@ impl AdmissionState {
                     workload: w.clone(),
                     phase: JointPhase::Waiting,
                     message: String::new(),
-                    planned: Vec::new(),
                 },
             );
             // Its Workload now exists: the held siblings' verdicts name it as waiting rather
@@ -283,26 +281,31 @@ impl AdmissionState {
         Ok(Outcome::Admitted)
     }
 
-    /// A replica that passed gates 2 and 3 reserves its quota with the joint check Pending
-    /// (a hold with no charges yet); when its reservation completes the set, the barrier
-    /// opens for every held replica of the deployment (`jointVerdict` Ready; `jointSiblings`
-    /// re-judges the siblings), else every held sibling's message is re-judged.
+    /// A replica that passed gates 2 and 3 reserves its quota with the joint check Pending;
+    /// when its reservation completes the set, the barrier opens for every held replica of
+    /// the deployment (`jointVerdict` Ready; `jointSiblings` re-judges the siblings), else
+    /// every held sibling's message is re-judged. The cards gate 3 budgeted are charged now:
+    /// the operator's gate 3 counts a Workload holding quota with its check Ready as in
+    /// flight (admission.md §6.5), so later Workloads are judged without them, and the model
+    /// charges in-flight cards at once.
     fn hold_for_barrier(
         &mut self,
         w: &Workload,
         queue: &str,
         quota: Vec<(String, String, i64)>,
-        planned: Vec<CardCharge>,
+        charges: Vec<CardCharge>,
     ) -> Outcome {
         let key = workload_key(w);
-        self.reserve(&key, queue, quota, Vec::new());
+        if let Err(reason) = self.apply(&charges) {
+            return Outcome::Unplaceable { reason };
+        }
+        self.reserve(&key, queue, quota, charges);
         self.joint.insert(
             key.clone(),
             JointMember {
                 workload: w.clone(),
                 phase: JointPhase::Held,
                 message: String::new(),
-                planned,
             },
         );
         match self.rejudge_deployment(w) {
@@ -383,10 +386,8 @@ impl AdmissionState {
             .collect()
     }
 
-    /// Re-judges every held replica of `w`'s deployment: Ready opens them all (each one's
-    /// budgeted charges are made, all or nothing per replica); Pending writes the verdict's
-    /// message on each. Returns the replicas admitted; `Err` when a budgeted card no longer
-    /// takes its charge (a soundness finding, as [`Outcome::Unplaceable`]).
+    /// Re-judges every held replica of `w`'s deployment: Ready admits them all; Pending
+    /// writes the verdict's message on each. Returns the replicas admitted.
     fn rejudge_deployment(&mut self, w: &Workload) -> Result<Vec<String>, String> {
         let Some(verdict) = self.deployment_verdict(w) else {
             return Ok(Vec::new());
@@ -401,19 +402,9 @@ impl AdmissionState {
             return Ok(Vec::new());
         }
         for k in &held {
-            let planned = self
-                .joint
-                .get(k)
-                .map(|m| m.planned.clone())
-                .unwrap_or_default();
-            self.apply(&planned)?;
-            if let Some(h) = self.holds.get_mut(k) {
-                h.charges = planned;
-            }
             if let Some(m) = self.joint.get_mut(k) {
                 m.phase = JointPhase::Admitted;
                 m.message = verdict.message.clone();
-                m.planned.clear();
             }
         }
         Ok(held)
@@ -421,7 +412,8 @@ impl AdmissionState {
 
     /// The joint check's bound passes for deployment `deployment` in `namespace`
     /// (`heldPast` + `park`): when its verdict is Pending and settled, every held replica is
-    /// parked — deactivated, its reservation released, the park message on its check.
+    /// parked — deactivated, its reservation and in-flight cards released, the park message
+    /// on its check.
     /// Returns the parked Workloads (none when the set is Ready or still assembling).
     pub fn joint_timeout(&mut self, namespace: &str, deployment: &str) -> Vec<String> {
         let Some(first) = self
@@ -447,11 +439,12 @@ impl AdmissionState {
         let held = self.held_siblings(&first);
         let message = parked_message(&verdict.message);
         for k in &held {
-            self.release_quota(k);
+            // The cards are still present (a card that left took its hold with it), so the
+            // release is exact; one that cannot be released is left as it is.
+            let _ = self.finish_hold(k);
             if let Some(m) = self.joint.get_mut(k) {
                 m.phase = JointPhase::Parked;
                 m.message = message.clone();
-                m.planned.clear();
             }
         }
         held
@@ -485,21 +478,6 @@ impl AdmissionState {
                 message: m.message.clone(),
             },
         })
-    }
-
-    /// Drops a hold that has no charges (a held replica's reservation).
-    fn release_quota(&mut self, key: &str) {
-        if let Some(hold) = self.holds.remove(key) {
-            for (flavor, resource, amount) in hold.quota {
-                let k = (hold.queue.clone(), flavor, resource);
-                if let Some(v) = self.reserved.get_mut(&k) {
-                    *v -= amount;
-                    if *v == 0 {
-                        self.reserved.remove(&k);
-                    }
-                }
-            }
-        }
     }
 
     /// Finishes (deletes) a Workload: an admitted or held one releases its charges (newest
