@@ -203,6 +203,7 @@ mod tests {
             ..model::cluster::Node::default()
         };
         let request = |key: &str| model::workload::Workload {
+            deployment: None,
             name: "wl".into(),
             pod_sets: vec![model::workload::PodSet {
                 containers: vec![model::workload::Container {

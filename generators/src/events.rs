@@ -31,6 +31,8 @@ enum Seed {
     CardFamily(Index),
     NamespaceCreate(Index),
     NamespaceDelete(Index),
+    /// The joint check's bound passes for one of the deployments submitted so far.
+    JointTimeout(Index),
 }
 
 /// A card whose family can change: an NVIDIA or T-Head product with a MIG catalog, one card at
@@ -54,6 +56,10 @@ struct Shape {
     live: Vec<(String, String)>,
     joined: usize,
     submitted: usize,
+    /// ModelDeployments with a replica submitted, `(namespace, name)`.
+    deployments: Vec<(String, String)>,
+    /// Deployments still missing a role's replica: `(namespace, name, roles submitted)`.
+    open: Vec<(String, String, Vec<String>)>,
 }
 
 /// The cards of `node` that can change family alone.
@@ -95,6 +101,9 @@ impl Shape {
             Seed::Submit(mut workload) => {
                 workload.name = format!("wl-{}", self.submitted);
                 self.submitted += 1;
+                if let Some(d) = workload.deployment.as_mut() {
+                    d.deployment = self.deployment_for(&workload.namespace, &d.role);
+                }
                 self.live
                     .push((workload.namespace.clone(), workload.name.clone()));
                 Some(Event::Submit { workload })
@@ -159,7 +168,41 @@ impl Shape {
                 let name = self.namespaces.remove(i.index(self.namespaces.len()));
                 Some(Event::NamespaceDelete { name })
             }
+            Seed::JointTimeout(i) => {
+                if self.deployments.is_empty() {
+                    return None;
+                }
+                let (namespace, deployment) =
+                    self.deployments[i.index(self.deployments.len())].clone();
+                Some(Event::JointTimeout {
+                    namespace,
+                    deployment,
+                })
+            }
         }
+    }
+
+    /// The deployment a replica of `role` in `namespace` joins: the oldest one there still
+    /// missing that role, else a new one (`md-<n>`).
+    fn deployment_for(&mut self, namespace: &str, role: &str) -> String {
+        if let Some(at) = self
+            .open
+            .iter()
+            .position(|(ns, _, roles)| ns == namespace && !roles.iter().any(|r| r == role))
+        {
+            let (_, name, roles) = &mut self.open[at];
+            roles.push(role.to_string());
+            let name = name.clone();
+            if roles.len() >= crate::workloads::REPLICA_ROLES.len() {
+                self.open.remove(at);
+            }
+            return name;
+        }
+        let name = format!("md-{}", self.deployments.len());
+        self.deployments.push((namespace.to_string(), name.clone()));
+        self.open
+            .push((namespace.to_string(), name.clone(), vec![role.to_string()]));
+        name
     }
 }
 
@@ -175,6 +218,7 @@ fn shape_seeds(config: &ShapeConfig) -> Vec<(u32, BoxedStrategy<Seed>)> {
         (1, any::<Index>().prop_map(Seed::CardFamily).boxed()),
         (1, any::<Index>().prop_map(Seed::NamespaceCreate).boxed()),
         (1, any::<Index>().prop_map(Seed::NamespaceDelete).boxed()),
+        (1, any::<Index>().prop_map(Seed::JointTimeout).boxed()),
     ]
 }
 

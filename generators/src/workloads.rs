@@ -1,6 +1,7 @@
 //! Workloads submitted to a pool's entrance LocalQueue (research/admission.md §2, §4): requests
 //! of every family, mostly valid, sometimes breaking one webhook rule, as pod sets × count.
 
+use model::admission::joint::{DeclaredRole, DeploymentReplica};
 use model::cluster::Cluster;
 use model::derive::derive;
 use model::nodefeature::local_queue_name;
@@ -263,13 +264,37 @@ fn arb_pod_set(pool: &Pool, i: usize) -> BoxedStrategy<PodSet> {
         .boxed()
 }
 
+/// The roles of the generated ModelDeployments: prefill and decode, one replica each (the
+/// P/D shape of cases 50 and 68).
+pub const REPLICA_ROLES: [&str; 2] = ["prefill", "decode"];
+
+/// Replica 0 of role `role` of a generated two-role deployment; the deployment's name is a
+/// placeholder the event sequence resolves (`md`).
+pub fn replica_of(role: &str) -> DeploymentReplica {
+    DeploymentReplica {
+        deployment: "md".to_string(),
+        role: role.to_string(),
+        ordinal: 0,
+        roles: REPLICA_ROLES
+            .iter()
+            .map(|r| DeclaredRole {
+                name: r.to_string(),
+                replicas: 1,
+                instance_type: String::new(),
+            })
+            .collect(),
+    }
+}
+
 /// A Workload for one of `pools`, in one of the pool's namespaces, submitted to its entrance
-/// (`queue = local_queue_name(pool)`), with 1–2 pod sets. Named `wl`; event sequences rename
-/// each submission uniquely. With no pool at all the Workload names an entrance that does not
+/// (`queue = local_queue_name(pool)`), with 1–2 pod sets; one in five is a replica of a
+/// two-role ModelDeployment ([`replica_of`]), so the joint check holds and opens sets. Named
+/// `wl`; event sequences rename each submission uniquely. With no pool at all the Workload names an entrance that does not
 /// exist (callers that need a real queue skip submissions then).
 pub fn arb_workload(pools: &[Pool]) -> BoxedStrategy<Workload> {
     if pools.is_empty() {
         return Just(Workload {
+            deployment: None,
             name: "wl".to_string(),
             namespace: "default".to_string(),
             queue: local_queue_name("gpustack--no-pool"),
@@ -288,9 +313,11 @@ pub fn arb_workload(pools: &[Pool]) -> BoxedStrategy<Workload> {
                 3 => arb_pod_set(&pool, 0).prop_map(|p| vec![p]),
                 1 => (arb_pod_set(&pool, 0), arb_pod_set(&pool, 1)).prop_map(|(a, b)| vec![a, b]),
             ];
-            (Just(pool.queue.clone()), namespace, sets)
+            let role = prop::option::weighted(0.2, prop::sample::select(REPLICA_ROLES.to_vec()));
+            (Just(pool.queue.clone()), namespace, sets, role)
         })
-        .prop_map(|(queue, namespace, pod_sets)| Workload {
+        .prop_map(|(queue, namespace, pod_sets, role)| Workload {
+            deployment: role.map(replica_of),
             name: "wl".to_string(),
             namespace,
             queue,

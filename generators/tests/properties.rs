@@ -254,14 +254,15 @@ fn single_node_generation_rate() {
 }
 
 /// The generated submissions reach every gate's verdict: admitted, rejected at the webhook,
-/// pending at quota (or for a missing entrance) and retried at the node-devices check.
+/// pending at quota (or for a missing entrance), retried at the node-devices check, and held
+/// by the joint check (a ModelDeployment replica waiting for its sibling).
 #[test]
 fn generated_submissions_reach_every_verdict() {
     use model::events::Effect;
     use model::lifecycle::Outcome;
     let strategy = arb_scenario(&ShapeConfig::default());
     let mut runner = TestRunner::deterministic();
-    let mut seen = [0usize; 4];
+    let mut seen = [0usize; 5];
     for _ in 0..400 {
         let s = strategy.new_tree(&mut runner).unwrap().current();
         let mut world = World::new(s.cluster);
@@ -272,6 +273,7 @@ fn generated_submissions_reach_every_verdict() {
                     Outcome::Rejected { .. } => 1,
                     Outcome::Pending { .. } => 2,
                     Outcome::Retry { .. } => 3,
+                    Outcome::Held { .. } => 4,
                     Outcome::Unplaceable { .. } => continue,
                 };
                 seen[slot] += 1;
@@ -280,7 +282,7 @@ fn generated_submissions_reach_every_verdict() {
     }
     assert!(
         seen.iter().all(|&n| n > 0),
-        "admitted/rejected/pending/retry: {seen:?}"
+        "admitted/rejected/pending/retry/held: {seen:?}"
     );
     assert!(seen[0] > seen[1], "mostly valid requests: {seen:?}");
 }

@@ -68,6 +68,7 @@ fn workloads_get_the_models_verdicts_through_http() {
         .iter()
         .map(|(_, o)| match o {
             Outcome::Admitted => "admitted",
+            Outcome::Held { .. } => "held",
             Outcome::Retry { .. } => "retry",
             Outcome::Pending { .. } => "pending",
             Outcome::Rejected { .. } => "rejected",

@@ -119,6 +119,8 @@ pub struct Settings {
     /// Whether the `gpustack-model-deployment-joint` AdmissionCheck is Active.
     pub joint_check_active: bool,
     pub joint_check_gate: JointCheckGate,
+    /// How the joint check groups a ModelDeployment's replicas (newest: per replica, by role).
+    pub joint_grouping: crate::admission::joint::JointGrouping,
     /// `KUBERNETES_POD_NAMESPACE`, reserved from LocalQueues.
     pub system_namespace: String,
     /// An injected operator bug (fuzzer self-test); `None` is the operator as documented.
@@ -141,6 +143,7 @@ impl Default for Settings {
             node_devices_check_active: true,
             joint_check_active: true,
             joint_check_gate: JointCheckGate::Always,
+            joint_grouping: crate::admission::joint::JointGrouping::Replicas,
             system_namespace: DEFAULT_SYSTEM_NAMESPACE.to_string(),
             mutant: None,
         }

@@ -48,6 +48,12 @@ pub enum Event {
     },
     /// `instance-type-aware-cpu-manufacturer` flips.
     AwarenessFlip,
+    /// The joint check's bound (30 min of Pending) passes for a ModelDeployment's held
+    /// replicas; the model has no clock (model_deployment_joint_admission.go `heldPast`).
+    JointTimeout {
+        namespace: String,
+        deployment: String,
+    },
 }
 
 /// What an event did.
@@ -64,6 +70,8 @@ pub enum Effect {
     Evicted { workloads: Vec<String> },
     /// The event could not apply to this world (names what was missing); the world is unchanged.
     Ignored { why: String },
+    /// Workloads the joint check parked (deactivated, their quota released).
+    Parked { workloads: Vec<String> },
 }
 
 /// A cluster moving through events, at quiescence after each.
@@ -123,6 +131,21 @@ impl World {
                 let s = &mut self.admission.cluster.settings;
                 s.aware_cpu_manufacturer = !s.aware_cpu_manufacturer;
                 self.reshape()
+            }
+            Event::JointTimeout {
+                namespace,
+                deployment,
+            } => {
+                let parked = self.admission.joint_timeout(namespace, deployment);
+                if parked.is_empty() {
+                    Effect::Ignored {
+                        why: format!(
+                            "deployment {namespace}/{deployment} has no held replica to park (Ready, assembling or absent)"
+                        ),
+                    }
+                } else {
+                    Effect::Parked { workloads: parked }
+                }
             }
         }
     }

@@ -241,6 +241,7 @@ pub fn large_mixed(nodes: usize, cards: u32) -> Cluster {
 /// with one container asking `requests`.
 pub fn workload(name: &str, pool: &str, count: u32, requests: &[(&str, &str)]) -> Workload {
     Workload {
+        deployment: None,
         name: name.into(),
         namespace: "default".into(),
         queue: crate::nodefeature::local_queue_name(pool),

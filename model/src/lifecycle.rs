@@ -5,6 +5,14 @@
 //! gates 4–5 (the cards gate 3 budgeted are charged on the ledger) → admitted; finish →
 //! release. Each step calls the one rule that decides it; this file only carries state.
 //!
+//! On a queue that references `gpustack-model-deployment-joint`, a replica of a multi-role
+//! ModelDeployment that passes gates 2 and 3 holds its quota reservation with the joint check
+//! Pending ([`Outcome::Held`]) until every declared replica has reserved; the last reservation
+//! opens the barrier for all of them together. Its cards are charged when it reserves (the operator's
+//! gate 3 counts a held Workload as in flight). The bound passing
+//! ([`AdmissionState::joint_timeout`]) parks a settled deployment's held replicas: deactivated,
+//! their quota released (`admission::joint`).
+//!
 //! The window between a Ready verdict and the ledger charge (in-flight accounting) is not
 //! modelled here: an admitted Workload is charged at once. The dynamic model ([M4]) splits it.
 
@@ -17,13 +25,17 @@ use crate::admission::candidates::{
 };
 use crate::admission::demands::{parse_family_demands, FamilyDemand, HostPods, PodSetAssignment};
 use crate::admission::feasibility::{node_devices_fit, CardBudget, Fit};
+use crate::admission::joint::{
+    inside_barrier, joint_verdict, parked_message, should_park, JointVerdict, SlotState,
+    NOT_A_GROUP_MESSAGE,
+};
 use crate::cluster::Cluster;
 use crate::derive::{derive, derive_after, Derived};
 use crate::devices::Card;
 use crate::error::ModelError;
 use crate::fit::{desired_fit_labels, fit_pin, node_is_managed, pod_set_fit_demand, FitQuestion};
 use crate::fit_keys::{filter_fit_labels, is_fit_label_key};
-use crate::labels::{Labels, HOSTNAME, NODE_DEVICES_CHECK};
+use crate::labels::{Labels, HOSTNAME, JOINT_CHECK, NODE_DEVICES_CHECK};
 use crate::ledger::{
     charge, lowest_free_placement, reconstruct_instances, release, CardLedger, Charge, Instance,
 };
@@ -55,6 +67,10 @@ pub enum Outcome {
     Retry { message: String },
     /// Admitted and charged on the ledger.
     Admitted,
+    /// Quota reserved (QuotaReserved, not Admitted) while the joint check is Pending: a
+    /// replica of a multi-role ModelDeployment waiting for its siblings; the message is the
+    /// joint check's.
+    Held { message: String },
     /// Gate 3 said Ready but gates 4–5 could not place it on the budgeted cards: a soundness
     /// failure of the chain, reported rather than hidden.
     Unplaceable { reason: String },
@@ -90,6 +106,33 @@ pub struct AdmissionState {
     pub holds: BTreeMap<String, Hold>,
     /// (node, card id) → live partition instances (the allocation annotations' intervals).
     pub instances: BTreeMap<(String, String), Vec<Instance>>,
+    /// `namespace/name` → a ModelDeployment replica the joint check has seen (multi-role
+    /// deployments on a queue that references the check). A held replica also has a hold
+    /// (its quota, no charges yet).
+    pub joint: BTreeMap<String, JointMember>,
+}
+
+/// Where a ModelDeployment replica's Workload stands under the joint check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JointPhase {
+    /// Submitted, no quota reserved (gate 2 pending or gate 3 Retry).
+    Waiting,
+    /// Quota reserved, the joint check Pending.
+    Held,
+    /// Admitted with the rest of its deployment.
+    Admitted,
+    /// Deactivated by the joint check after the bound (`spec.active=false`), quota released.
+    Parked,
+}
+
+/// One replica the joint check tracks.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct JointMember {
+    pub workload: Workload,
+    pub phase: JointPhase,
+    /// The joint check's message on its Workload (empty while it reserves nothing).
+    pub message: String,
 }
 
 /// `namespace/name`.
@@ -107,6 +150,7 @@ impl AdmissionState {
             reserved: BTreeMap::new(),
             holds: BTreeMap::new(),
             instances,
+            joint: BTreeMap::new(),
         }
     }
 
@@ -124,6 +168,7 @@ impl AdmissionState {
             reserved: BTreeMap::new(),
             holds: BTreeMap::new(),
             instances: carved_instances(&self.cluster),
+            joint: BTreeMap::new(),
         }
     }
 
@@ -144,9 +189,56 @@ impl AdmissionState {
 
     fn try_submit(&mut self, w: &Workload) -> Result<Outcome, ModelError> {
         let key = workload_key(w);
+        if let Some(m) = self.joint.get(&key) {
+            match m.phase {
+                JointPhase::Held => {
+                    return Ok(Outcome::Held {
+                        message: m.message.clone(),
+                    })
+                }
+                JointPhase::Parked => {
+                    return Ok(Outcome::Pending {
+                        reason: format!("the Workload is deactivated: {}", m.message),
+                    })
+                }
+                JointPhase::Admitted | JointPhase::Waiting => {}
+            }
+        }
         if self.holds.contains_key(&key) {
             return Ok(Outcome::Admitted);
         }
+        let outcome = self.judge(w, &key)?;
+        if matches!(outcome, Outcome::Pending { .. } | Outcome::Retry { .. }) && self.joint_gates(w)
+        {
+            self.joint.insert(
+                key,
+                JointMember {
+                    workload: w.clone(),
+                    phase: JointPhase::Waiting,
+                    message: String::new(),
+                },
+            );
+            // Its Workload now exists: the held siblings' verdicts name it as waiting rather
+            // than assembling (`jointSiblings`).
+            if let Err(reason) = self.rejudge_deployment(w) {
+                return Ok(Outcome::Unplaceable { reason });
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Whether the joint check holds `w` as part of a set: its queue references the check
+    /// and it is a replica of a multi-role deployment (`admission::joint::inside_barrier`).
+    fn joint_gates(&self, w: &Workload) -> bool {
+        self.queue_of(w).is_some_and(|q| {
+            q.admission_checks.iter().any(|c| c == JOINT_CHECK)
+                && inside_barrier(w, self.cluster.settings.joint_grouping)
+        })
+    }
+
+    /// Gates 1–3 on a Workload that holds nothing yet, then the joint check.
+    fn judge(&mut self, w: &Workload, key: &str) -> Result<Outcome, ModelError> {
+        let key = key.to_string();
         let Some(queue) = self.queue_of(w).cloned() else {
             return Ok(Outcome::Pending {
                 reason: format!("LocalQueue {}/{} doesn't exist", w.namespace, w.queue),
@@ -179,29 +271,233 @@ impl AdmissionState {
                 Err(reason) => return Ok(Outcome::Unplaceable { reason }),
             };
         }
+        if self.joint_gates(w) {
+            return Ok(self.hold_for_barrier(w, &queue.name, quota, charges));
+        }
         if let Err(reason) = self.apply(&charges) {
             return Ok(Outcome::Unplaceable { reason });
         }
+        self.reserve(&key, &queue.name, quota, charges);
+        Ok(Outcome::Admitted)
+    }
+
+    /// A replica that passed gates 2 and 3 reserves its quota with the joint check Pending;
+    /// when its reservation completes the set, the barrier opens for every held replica of
+    /// the deployment (`jointVerdict` Ready; `jointSiblings` re-judges the siblings), else
+    /// every held sibling's message is re-judged. The cards gate 3 budgeted are charged now:
+    /// the operator's gate 3 counts a Workload holding quota with its check Ready as in
+    /// flight (admission.md §6.5), so later Workloads are judged without them, and the model
+    /// charges in-flight cards at once.
+    fn hold_for_barrier(
+        &mut self,
+        w: &Workload,
+        queue: &str,
+        quota: Vec<(String, String, i64)>,
+        charges: Vec<CardCharge>,
+    ) -> Outcome {
+        let key = workload_key(w);
+        if let Err(reason) = self.apply(&charges) {
+            return Outcome::Unplaceable { reason };
+        }
+        self.reserve(&key, queue, quota, charges);
+        self.joint.insert(
+            key.clone(),
+            JointMember {
+                workload: w.clone(),
+                phase: JointPhase::Held,
+                message: String::new(),
+            },
+        );
+        match self.rejudge_deployment(w) {
+            Err(reason) => Outcome::Unplaceable { reason },
+            Ok(_) => match self.joint.get(&key) {
+                Some(m) if m.phase == JointPhase::Held => Outcome::Held {
+                    message: m.message.clone(),
+                },
+                _ => Outcome::Admitted,
+            },
+        }
+    }
+
+    /// Records a reservation: quota on the queue, and a hold.
+    fn reserve(
+        &mut self,
+        key: &str,
+        queue: &str,
+        quota: Vec<(String, String, i64)>,
+        charges: Vec<CardCharge>,
+    ) {
         for (flavor, resource, amount) in &quota {
             *self
                 .reserved
-                .entry((queue.name.clone(), flavor.clone(), resource.clone()))
+                .entry((queue.to_string(), flavor.clone(), resource.clone()))
                 .or_default() += amount;
         }
         self.holds.insert(
-            key,
+            key.to_string(),
             Hold {
-                queue: queue.name.clone(),
+                queue: queue.to_string(),
                 quota,
                 charges,
             },
         );
-        Ok(Outcome::Admitted)
     }
 
-    /// Finishes an admitted Workload: releases its charges (newest first) and its quota.
+    /// The joint check's verdict on the deployment `w` is a replica of, from every replica
+    /// it tracks (`admission::joint::joint_verdict`); `None` outside a deployment.
+    pub fn deployment_verdict(&self, w: &Workload) -> Option<JointVerdict> {
+        let d = w.deployment.as_ref()?;
+        let slot = |role: &str, ordinal: u32| {
+            let found = self.joint.values().find(|m| {
+                m.workload.namespace == w.namespace
+                    && m.workload.deployment.as_ref().is_some_and(|o| {
+                        o.deployment == d.deployment && o.role == role && o.ordinal == ordinal
+                    })
+            });
+            match found.map(|m| m.phase) {
+                None => SlotState::Absent,
+                Some(JointPhase::Waiting | JointPhase::Parked) => SlotState::Waiting,
+                Some(JointPhase::Held | JointPhase::Admitted) => SlotState::Reserved,
+            }
+        };
+        Some(joint_verdict(
+            &d.roles,
+            self.cluster.settings.joint_grouping,
+            slot,
+        ))
+    }
+
+    /// The held replicas of `w`'s deployment, by key.
+    fn held_siblings(&self, w: &Workload) -> Vec<String> {
+        let Some(d) = w.deployment.as_ref() else {
+            return Vec::new();
+        };
+        self.joint
+            .iter()
+            .filter(|(_, m)| {
+                m.phase == JointPhase::Held
+                    && m.workload.namespace == w.namespace
+                    && m.workload
+                        .deployment
+                        .as_ref()
+                        .is_some_and(|o| o.deployment == d.deployment)
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Re-judges every held replica of `w`'s deployment: Ready admits them all; Pending
+    /// writes the verdict's message on each. Returns the replicas admitted.
+    fn rejudge_deployment(&mut self, w: &Workload) -> Result<Vec<String>, String> {
+        let Some(verdict) = self.deployment_verdict(w) else {
+            return Ok(Vec::new());
+        };
+        let held = self.held_siblings(w);
+        if !verdict.ready {
+            for k in &held {
+                if let Some(m) = self.joint.get_mut(k) {
+                    m.message = verdict.message.clone();
+                }
+            }
+            return Ok(Vec::new());
+        }
+        for k in &held {
+            if let Some(m) = self.joint.get_mut(k) {
+                m.phase = JointPhase::Admitted;
+                m.message = verdict.message.clone();
+            }
+        }
+        Ok(held)
+    }
+
+    /// The joint check's bound passes for deployment `deployment` in `namespace`
+    /// (`heldPast` + `park`): when its verdict is Pending and settled, every held replica is
+    /// parked — deactivated, its reservation and in-flight cards released, the park message
+    /// on its check.
+    /// Returns the parked Workloads (none when the set is Ready or still assembling).
+    pub fn joint_timeout(&mut self, namespace: &str, deployment: &str) -> Vec<String> {
+        let Some(first) = self
+            .joint
+            .values()
+            .find(|m| {
+                m.workload.namespace == namespace
+                    && m.workload
+                        .deployment
+                        .as_ref()
+                        .is_some_and(|d| d.deployment == deployment)
+            })
+            .map(|m| m.workload.clone())
+        else {
+            return Vec::new();
+        };
+        let Some(verdict) = self.deployment_verdict(&first) else {
+            return Vec::new();
+        };
+        if !should_park(&verdict, true) {
+            return Vec::new();
+        }
+        let held = self.held_siblings(&first);
+        let message = parked_message(&verdict.message);
+        for k in &held {
+            // The cards are still present (a card that left took its hold with it), so the
+            // release is exact; one that cannot be released is left as it is.
+            let _ = self.finish_hold(k);
+            if let Some(m) = self.joint.get_mut(k) {
+                m.phase = JointPhase::Parked;
+                m.message = message.clone();
+            }
+        }
+        held
+    }
+
+    /// The joint check's state on a Workload it tracks: `None` outside the barrier (Ready at
+    /// once there: [`NOT_A_GROUP_MESSAGE`]).
+    pub fn joint_member(&self, namespace: &str, name: &str) -> Option<&JointMember> {
+        self.joint.get(&format!("{namespace}/{name}"))
+    }
+
+    /// The `gpustack-model-deployment-joint` entry the check writes on `w` now
+    /// (model_deployment_joint_admission.go `Reconcile`): none when its queue does not
+    /// reference the check or it holds no quota reservation (nothing to confirm yet, or
+    /// parked); Ready at once outside the barrier; for a replica, Pending with the barrier's
+    /// message while held, Ready once its set opened.
+    pub fn joint_entry(&self, w: &Workload) -> Option<crate::admission::Verdict> {
+        use crate::admission::{CheckState, Verdict};
+        let key = workload_key(w);
+        let referenced = self
+            .queue_of(w)
+            .is_some_and(|q| q.admission_checks.iter().any(|c| c == JOINT_CHECK));
+        if !referenced || !self.holds.contains_key(&key) {
+            return None;
+        }
+        Some(match self.joint.get(&key) {
+            None => Verdict::ready(NOT_A_GROUP_MESSAGE.to_string()),
+            Some(m) if m.phase == JointPhase::Admitted => Verdict::ready(m.message.clone()),
+            Some(m) => Verdict {
+                state: CheckState::Pending,
+                message: m.message.clone(),
+            },
+        })
+    }
+
+    /// Finishes (deletes) a Workload: an admitted or held one releases its charges (newest
+    /// first) and its quota; a tracked replica that reserves nothing is simply forgotten; a
+    /// deployment's held siblings are re-judged.
     pub fn finish(&mut self, namespace: &str, name: &str) -> Result<(), String> {
         let key = format!("{namespace}/{name}");
+        if let Some(m) = self.joint.remove(&key) {
+            if self.holds.contains_key(&key) {
+                self.finish_hold(&key)?;
+            }
+            self.rejudge_deployment(&m.workload)?;
+            return Ok(());
+        }
+        self.finish_hold(&key)
+    }
+
+    /// Releases an admitted Workload's charges (newest first) and its quota.
+    fn finish_hold(&mut self, key: &str) -> Result<(), String> {
+        let key = key.to_string();
         let hold = self
             .holds
             .remove(&key)

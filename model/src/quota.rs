@@ -193,6 +193,7 @@ mod tests {
 
     fn credits_of(containers: Vec<Container>, count: u32) -> i64 {
         let w = Workload {
+            deployment: None,
             pod_sets: vec![PodSet {
                 name: "main".into(),
                 count,
@@ -244,6 +245,7 @@ mod tests {
     #[test]
     fn other_resources_and_other_manufacturers_stay_apart() {
         let w = Workload {
+            deployment: None,
             pod_sets: vec![PodSet {
                 count: 1,
                 containers: vec![ctr(&[
@@ -263,6 +265,7 @@ mod tests {
     #[test]
     fn a_bad_quantity_is_an_error_value() {
         let w = Workload {
+            deployment: None,
             pod_sets: vec![PodSet {
                 count: 1,
                 containers: vec![ctr(&[("nvidia.com/gpu", "two")])],

@@ -12,8 +12,8 @@ use crate::events::{Event, World};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "expect", rename_all = "kebab-case")]
 pub enum Expectation {
-    /// The outcome kind of event `event` (0-based): `admitted`, `pending`, `retry`,
-    /// `rejected`, `unplaceable`.
+    /// The outcome kind of event `event` (0-based): `admitted`, `held`, `pending`, `retry`,
+    /// `rejected`, `unplaceable` (or another event's effect: `released`, `parked`, …).
     Outcome { event: usize, outcome: String },
     /// A property is violated (how a counterexample records what it shows).
     Violation { property: String, message: String },
@@ -60,6 +60,20 @@ pub enum Expectation {
         slice_units: Option<i64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         admits: Option<bool>,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        check: String,
+    },
+    /// Where the joint check has Workload `workload` (`namespace/name`) at `step`
+    /// (`lifecycle::JointPhase`: `waiting`, `held`, `admitted`, `parked`; `untracked` when it
+    /// is not a replica the check holds), and words its check message must and must not carry.
+    Joint {
+        step: usize,
+        workload: String,
+        phase: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        contains: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        lacks: Vec<String>,
         #[serde(default, skip_serializing_if = "String::is_empty")]
         check: String,
     },

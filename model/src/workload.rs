@@ -43,4 +43,7 @@ pub struct Workload {
     /// The LocalQueue (`gpustack-fnv64-…`) it was submitted to.
     pub queue: String,
     pub pod_sets: Vec<PodSet>,
+    /// The ModelDeployment replica it stands for, if any (the joint check reads it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<crate::admission::joint::DeploymentReplica>,
 }

@@ -96,6 +96,7 @@ fn arb_workloads() -> impl Strategy<Value = Vec<Workload>> {
         ws.into_iter()
             .enumerate()
             .map(|(i, (requests, count))| Workload {
+                deployment: None,
                 name: format!("w{i}"),
                 namespace: "default".into(),
                 queue: local_queue_name(POOL),

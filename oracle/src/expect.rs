@@ -8,6 +8,17 @@ use serde_json::Value;
 
 use crate::replay::{outcome_kind, Observation};
 
+/// A joint phase as a `joint` expectation spells it.
+fn joint_phase_name(p: model::lifecycle::JointPhase) -> &'static str {
+    use model::lifecycle::JointPhase;
+    match p {
+        JointPhase::Waiting => "waiting",
+        JointPhase::Held => "held",
+        JointPhase::Admitted => "admitted",
+        JointPhase::Parked => "parked",
+    }
+}
+
 /// Checks `e` (the `index`-th expectation); `None` for a kind judged elsewhere (a recorded
 /// violation).
 pub(crate) fn check(
@@ -138,6 +149,33 @@ pub(crate) fn check(
                             if pinned { "admits" } else { "excludes" }
                         ));
                     }
+                    (held, label, shown)
+                }
+            }
+        }
+        Expectation::Joint {
+            step,
+            workload,
+            phase,
+            contains,
+            lacks,
+            check,
+        } => {
+            let label = label_or(check, || format!("joint check on {workload}: {phase}"));
+            match steps.get(*step).and_then(Option::as_ref) {
+                None => (false, label, format!("no step {step}")),
+                Some(o) => {
+                    let member = o.joint.get(workload);
+                    let got = member.map_or("untracked", |m| joint_phase_name(m.phase));
+                    let message = member.map(|m| m.message.as_str()).unwrap_or_default();
+                    let held = got == phase
+                        && contains.iter().all(|w| message.contains(w.as_str()))
+                        && !lacks.iter().any(|w| message.contains(w.as_str()));
+                    let shown = if message.is_empty() {
+                        format!("step {step}: {workload} {got}")
+                    } else {
+                        format!("step {step}: {workload} {got}: {message}")
+                    };
                     (held, label, shown)
                 }
             }

@@ -844,6 +844,8 @@ const MONOTONE_CHECKS: usize = 4;
 /// capacity never turns an admission into a refusal: a workload admitted on a world is also
 /// admitted on that world with another admitted workload finished first — unless the freed
 /// quota lets Kueue pick an earlier flavor (TryNextFlavor), where gate 3 may then say Retry.
+/// The workload finished first is never a sibling replica of the judged one (the joint check
+/// would rightly hold it without its sibling).
 pub fn admission(s: &Scenario) -> Result<(), Violation> {
     admission_run(s).0
 }
@@ -880,7 +882,13 @@ fn admission_events(s: &Scenario, w: &mut World) -> Result<(), (usize, Violation
         if effect != admitted() || before.admission.holds.contains_key(&workload_key(workload)) {
             continue;
         }
-        let Some(freed_key) = before.admission.holds.keys().next().cloned() else {
+        let Some(freed_key) = before
+            .admission
+            .holds
+            .keys()
+            .find(|k| !same_deployment(&before, k, workload))
+            .cloned()
+        else {
             continue;
         };
         checks += 1;
@@ -897,6 +905,22 @@ fn admission_events(s: &Scenario, w: &mut World) -> Result<(), (usize, Violation
         monotone_verdict(k, &freed_key, &effect, &again, excused).map_err(|v| (k + 1, v))?;
     }
     Ok(())
+}
+
+/// Whether the Workload held under `key` is a replica of the same ModelDeployment as `w`:
+/// finishing a sibling takes a member from the joint check's set, so the barrier rightly holds
+/// `w` then (model_deployment_joint_admission.go `jointVerdict`); it frees nothing `w` may use.
+fn same_deployment(world: &World, key: &str, w: &model::workload::Workload) -> bool {
+    let Some(d) = &w.deployment else {
+        return false;
+    };
+    world.admission.joint.get(key).is_some_and(|m| {
+        m.workload.namespace == w.namespace
+            && m.workload
+                .deployment
+                .as_ref()
+                .is_some_and(|o| o.deployment == d.deployment)
+    })
 }
 
 fn admitted() -> Effect {

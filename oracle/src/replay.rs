@@ -207,6 +207,7 @@ pub(crate) fn outcome_kind(e: &Effect) -> &'static str {
     match e {
         Effect::Judged { outcome } => match outcome {
             Outcome::Admitted => "admitted",
+            Outcome::Held { .. } => "held",
             Outcome::Pending { .. } => "pending",
             Outcome::Retry { .. } => "retry",
             Outcome::Rejected { .. } => "rejected",
@@ -216,6 +217,7 @@ pub(crate) fn outcome_kind(e: &Effect) -> &'static str {
         Effect::Released => "released",
         Effect::Evicted { .. } => "evicted",
         Effect::Ignored { .. } => "ignored",
+        Effect::Parked { .. } => "parked",
     }
 }
 
@@ -235,7 +237,11 @@ pub fn effect_summary(e: &Effect) -> String {
         Effect::Judged {
             outcome: Outcome::Unplaceable { reason },
         } => format!("UNPLACEABLE ({reason})"),
+        Effect::Judged {
+            outcome: Outcome::Held { message },
+        } => format!("held ({message})"),
         Effect::Evicted { workloads } => format!("evicted {}", workloads.join(", ")),
+        Effect::Parked { workloads } => format!("parked {}", workloads.join(", ")),
         Effect::Ignored { why } => format!("ignored ({why})"),
         other => outcome_kind(other).to_string(),
     }
@@ -295,7 +301,8 @@ pub fn replay(s: &Scenario) -> ReplayCheck {
             Expectation::Outcome { .. }
             | Expectation::Field { .. }
             | Expectation::Count { .. }
-            | Expectation::FitLabel { .. } => {}
+            | Expectation::FitLabel { .. }
+            | Expectation::Joint { .. } => {}
             Expectation::Violation { property, .. } => {
                 let reproduced = violations.iter().any(|v| v.property == property)
                     || mutant_reproduces(s, property);
@@ -319,6 +326,8 @@ pub fn replay(s: &Scenario) -> ReplayCheck {
 pub(crate) struct Observation {
     pub derived: model::derive::Derived,
     pub cluster: model::cluster::Cluster,
+    /// The replicas the joint check tracks, by `namespace/name`.
+    pub joint: std::collections::BTreeMap<String, model::lifecycle::JointMember>,
 }
 
 impl Observation {
@@ -326,6 +335,7 @@ impl Observation {
         Observation {
             derived: w.observe(),
             cluster: w.cluster().clone(),
+            joint: w.admission.joint.clone(),
         }
     }
 }
@@ -338,7 +348,8 @@ fn observed_steps(s: &Scenario) -> std::collections::BTreeSet<usize> {
         .filter_map(|e| match e {
             Expectation::Field { step, .. }
             | Expectation::Count { step, .. }
-            | Expectation::FitLabel { step, .. } => Some(*step),
+            | Expectation::FitLabel { step, .. }
+            | Expectation::Joint { step, .. } => Some(*step),
             _ => None,
         })
         .collect()

@@ -173,6 +173,7 @@ pub fn event_kind(e: &Event) -> &'static str {
         Event::NamespaceCreate { .. } => "namespace-create",
         Event::NamespaceDelete { .. } => "namespace-delete",
         Event::AwarenessFlip => "awareness-flip",
+        Event::JointTimeout { .. } => "joint-timeout",
     }
 }
 
@@ -216,6 +217,10 @@ fn event_detail(e: &Event) -> String {
         Event::Finish { namespace, name } => format!("{namespace}/{name}"),
         Event::NamespaceCreate { name } | Event::NamespaceDelete { name } => name.clone(),
         Event::AwarenessFlip => String::new(),
+        Event::JointTimeout {
+            namespace,
+            deployment,
+        } => format!("{namespace}/{deployment}"),
     }
 }
 

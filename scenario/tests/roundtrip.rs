@@ -46,6 +46,7 @@ fn mig_capability() -> Capability {
 
 fn workload() -> Workload {
     Workload {
+        deployment: None,
         name: "infer".into(),
         namespace: "team-a".into(),
         queue: "gpustack-fnv64-c4680bb149644f1c".into(),

@@ -233,6 +233,9 @@ impl ChainModel {
                 reserved,
                 holds,
                 instances,
+                // The palette draws no ModelDeployment replica: the joint check is Ready at
+                // once for every template, so nothing is ever held by it.
+                joint: BTreeMap::new(),
             },
         }
     }
@@ -538,6 +541,9 @@ impl ChainModel {
             Outcome::Retry { .. } => (Status::Retry, false),
             Outcome::Rejected { .. } => (Status::Rejected, false),
             Outcome::Unplaceable { .. } => (Status::Idle, true),
+            // Unreachable from the palette (no template is a ModelDeployment replica); a held
+            // Workload reserves quota but is not admitted, which this checker does not track.
+            Outcome::Held { .. } => (Status::Pending, false),
         };
         // Gates 1–3 read the derived objects and change only the cluster's ledgers, reserved
         // quota and holds (lifecycle.rs `try_submit`).

@@ -186,6 +186,7 @@ pub fn workload_templates(cluster: &Cluster, workloads: usize) -> Vec<Workload> 
                 .map(|(key, v)| (key.clone(), v.clone()))
                 .collect();
             Workload {
+                deployment: None,
                 name: format!("wl-{k}"),
                 namespace: HOME_NAMESPACE.into(),
                 queue: local_queue_name(&pool),

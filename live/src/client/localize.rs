@@ -254,6 +254,13 @@ impl Localizer {
                 name: self.namespace(name),
             }),
             Event::AwarenessFlip => Some(Event::AwarenessFlip),
+            Event::JointTimeout {
+                namespace,
+                deployment,
+            } => Some(Event::JointTimeout {
+                namespace: self.namespace(namespace),
+                deployment: deployment.clone(),
+            }),
         };
         self.original.apply(event);
         if let Some(e) = &mapped {

@@ -34,7 +34,10 @@ use crate::twin::workload::{read_check, verdict_of, workload_object};
 /// model tier reports), are not asked of the wire.
 pub fn gate3_expectation(outcome: &Outcome) -> Option<Verdict> {
     match outcome {
-        Outcome::Admitted | Outcome::Retry { .. } => Some(verdict_of(outcome)),
+        // A held replica passed gate 3 (Ready); the joint check is what holds it.
+        Outcome::Admitted | Outcome::Held { .. } | Outcome::Retry { .. } => {
+            Some(verdict_of(outcome))
+        }
         Outcome::Rejected { .. } | Outcome::Pending { .. } | Outcome::Unplaceable { .. } => None,
     }
 }

@@ -9,6 +9,15 @@
 //! never revised. Admitted (Ready) Workloads are re-submitted on every reconcile to rebuild
 //! what they hold, so a later Workload is judged against the cards they took; a deleted
 //! Workload holds nothing.
+//!
+//! It also stands in for the operator's joint-admission controller
+//! (model_deployment_joint_admission.go): after the pass, every Workload holding a quota
+//! reservation on a queue that references `gpustack-model-deployment-joint` gets that entry
+//! as the model decides it (`AdmissionState::joint_entry`: Ready at once outside a multi-role
+//! ModelDeployment, Pending naming the waiting roles while held, Ready once the set opened).
+//! A ModelDeployment replica left waiting (a Pending entry) is requeued on every pass, as
+//! Kueue requeues it, so its siblings see it and the set opens once quota frees. The twin has
+//! no clock: the park after the bound is not served (`Event::JointTimeout` is model-only).
 
 use model::admission::verdict::{admission_check_conditions, Condition, CONTROLLER_NAME};
 use model::admission::{CheckState, Verdict};
@@ -23,7 +32,9 @@ use super::operator::{write_err, OperatorError, Writes};
 use super::read::name_of;
 use super::selector::Selector;
 use super::store::Store;
-use super::workload::{read_check, read_workload, verdict_of, with_check};
+use super::workload::{
+    read_check, read_joint_check, read_workload, verdict_of, with_check, with_joint_check,
+};
 
 /// The AdmissionCheck object as the Worker's `Prepare()` applies it (status is written by its
 /// reconciler through `/status`).
@@ -196,6 +207,15 @@ pub fn judge_workloads(
                     state.submit(w);
                 }
             }
+            Some(CheckState::Pending) if read.as_ref().is_ok_and(|w| w.deployment.is_some()) => {
+                if let Ok(w) = &read {
+                    let verdict = verdict_of(&state.submit(w));
+                    if verdict.state != CheckState::Pending {
+                        let now = store.now();
+                        write_status(store, o, with_check(o, &verdict, &now), writes)?;
+                    }
+                }
+            }
             Some(_) => {}
             None => {
                 let verdict = match &read {
@@ -221,5 +241,62 @@ pub fn judge_workloads(
             }
         }
     }
+    write_joint_entries(store, &listed, &state, writes)?;
     Ok(Some(state))
+}
+
+/// Writes the `gpustack-model-deployment-joint` entry the model decides on every live
+/// Workload that differs from it (read afresh: this pass may have written the node-devices
+/// entry already).
+fn write_joint_entries(
+    store: &mut Store,
+    listed: &[Value],
+    state: &AdmissionState,
+    writes: &mut Writes,
+) -> Result<(), OperatorError> {
+    let kind = kinds::WORKLOAD;
+    for o in listed
+        .iter()
+        .filter(|o| o.pointer("/metadata/deletionTimestamp").is_none())
+    {
+        let Ok(w) = read_workload(o) else {
+            continue;
+        };
+        let Some(wanted) = state.joint_entry(&w) else {
+            continue;
+        };
+        let current = store
+            .get(&kind, Some(&w.namespace), &w.name)
+            .map_err(write_err("get", &kind, &w.name))?;
+        if read_joint_check(&current).as_ref() == Some(&wanted) {
+            continue;
+        }
+        let now = store.now();
+        let next = with_joint_check(&current, &wanted, &now);
+        write_status(store, &current, next, writes)?;
+    }
+    Ok(())
+}
+
+/// Writes `next` as the status of Workload `o`.
+fn write_status(
+    store: &mut Store,
+    o: &Value,
+    next: Value,
+    writes: &mut Writes,
+) -> Result<(), OperatorError> {
+    let kind = kinds::WORKLOAD;
+    let name = name_of(o);
+    let ns = o
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    store
+        .update_status(&kind, Some(&ns), next)
+        .map_err(write_err("update status", &kind, &name))?;
+    writes
+        .done
+        .push(("update status", kind.kind, format!("{ns}/{name}")));
+    Ok(())
 }

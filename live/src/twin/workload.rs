@@ -5,7 +5,7 @@
 //! Field names follow kueue.x-k8s.io_workloads.yaml (v1beta2) in shared/crds.
 
 use model::admission::{CheckState, Verdict};
-use model::labels::NODE_DEVICES_CHECK;
+use model::labels::{JOINT_CHECK, NODE_DEVICES_CHECK};
 use model::lifecycle::Outcome;
 use model::workload::{Container, PodSet, ResourceList, Workload};
 use serde_json::{json, Map, Value};
@@ -70,12 +70,45 @@ pub fn workload_object(w: &Workload) -> Value {
             json!({"name": ps.name, "count": ps.count, "template": template})
         })
         .collect();
+    let mut metadata = json!({"name": w.name, "namespace": w.namespace});
+    if let Some(d) = &w.deployment {
+        metadata["annotations"] = json!({
+            DEPLOYMENT_REPLICA_ANNOTATION: serde_json::to_string(d).unwrap_or_default(),
+        });
+    }
     json!({
         "apiVersion": WORKLOAD_API_VERSION,
         "kind": "Workload",
-        "metadata": {"name": w.name, "namespace": w.namespace},
+        "metadata": metadata,
         "spec": {"queueName": w.queue, "podSets": pod_sets},
     })
+}
+
+/// The annotation a Workload the twin serves carries when it stands for a ModelDeployment
+/// replica: the model's `DeploymentReplica` as JSON. The operator finds the same facts by
+/// walking Workload → Pod (`app.kubernetes.io/instance`, `app.kubernetes.io/component`,
+/// `kueue.x-k8s.io/pod-group-name`) → ModelDeployment (its declared roles); the twin has
+/// neither Pods nor ModelDeployments, so the Workload carries them.
+pub const DEPLOYMENT_REPLICA_ANNOTATION: &str = "verify.gpustack.ai/model-deployment-replica";
+
+/// The replica `o` stands for, from [`DEPLOYMENT_REPLICA_ANNOTATION`].
+fn read_deployment(
+    o: &Value,
+    name: &str,
+) -> Result<Option<model::admission::joint::DeploymentReplica>, ReadError> {
+    let Some(text) = o
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(DEPLOYMENT_REPLICA_ANNOTATION))
+    else {
+        return Ok(None);
+    };
+    let field = format!("metadata.annotations[{DEPLOYMENT_REPLICA_ANNOTATION}]");
+    let text = text
+        .as_str()
+        .ok_or_else(|| field_error(name, &field, "expected a string"))?;
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(|e| field_error(name, &field, e.to_string()))
 }
 
 /// A string map at `v[key]` (absent = empty).
@@ -210,6 +243,7 @@ pub fn read_workload(o: &Value) -> Result<Workload, ReadError> {
         })
         .collect::<Result<Vec<_>, ReadError>>()?;
     Ok(Workload {
+        deployment: read_deployment(o, &name)?,
         name,
         namespace: text("/metadata/namespace").to_string(),
         queue: queue.to_string(),
@@ -226,7 +260,10 @@ pub fn verdict_of(outcome: &Outcome) -> Verdict {
         Outcome::Rejected { message } => (CheckState::Rejected, message.clone()),
         Outcome::Pending { reason } => (CheckState::Pending, reason.clone()),
         Outcome::Retry { message } => (CheckState::Retry, message.clone()),
-        Outcome::Admitted => (CheckState::Ready, String::new()),
+        // A held replica passed gate 3: its node-devices entry is Ready (the joint entry,
+        // `gpustack-model-deployment-joint`, is the one that holds it), so it reads back from
+        // this entry alone as admitted.
+        Outcome::Admitted | Outcome::Held { .. } => (CheckState::Ready, String::new()),
         Outcome::Unplaceable { reason } => {
             (CheckState::Retry, format!("{UNPLACEABLE_PREFIX}{reason}"))
         }
@@ -269,6 +306,59 @@ pub fn read_check(o: &Value) -> Option<Verdict> {
         .unwrap_or_default()
         .to_string();
     Some(Verdict { state, message })
+}
+
+/// The `gpustack-model-deployment-joint` entry of `status.admissionChecks[]`, if any.
+pub fn read_joint_check(o: &Value) -> Option<Verdict> {
+    let entry = o
+        .pointer("/status/admissionChecks")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some(JOINT_CHECK))?;
+    Some(Verdict {
+        state: serde_json::from_value(entry.get("state")?.clone()).ok()?,
+        message: entry
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+    })
+}
+
+/// `o` with its `gpustack-model-deployment-joint` entry set to `verdict` (Ready or Pending:
+/// the check never writes Retry), other entries kept; `lastTransitionTime` is `now` when the
+/// state changes and kept when it does not (Kueue's `SetAdmissionCheckState`; the bound is
+/// measured from it).
+pub fn with_joint_check(o: &Value, verdict: &Verdict, now: &str) -> Value {
+    let checks: Vec<Value> = o
+        .pointer("/status/admissionChecks")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let previous = checks
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some(JOINT_CHECK));
+    let since = previous
+        .filter(|p| read_joint_check(o).is_some_and(|v| v.state == verdict.state) && p.is_object())
+        .and_then(|p| p.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(now));
+    let entry = json!({
+        "name": JOINT_CHECK,
+        "state": verdict.state,
+        "message": verdict.message,
+        "lastTransitionTime": since,
+    });
+    let mut kept: Vec<Value> = checks
+        .into_iter()
+        .filter(|c| c.get("name").and_then(Value::as_str) != Some(JOINT_CHECK))
+        .collect();
+    kept.push(entry);
+    let mut next = o.clone();
+    if !next.get("status").is_some_and(Value::is_object) {
+        next["status"] = json!({});
+    }
+    next["status"]["admissionChecks"] = Value::Array(kept);
+    next
 }
 
 /// `o` with its `gpustack-node-devices` entry set to `verdict` (stamped `now`; a Retry carries
@@ -317,6 +407,7 @@ mod tests {
             init,
         };
         Workload {
+            deployment: None,
             name: "w1".into(),
             namespace: "team".into(),
             queue: "gpustack-fnv64-1".into(),
@@ -335,6 +426,54 @@ mod tests {
     fn a_workload_round_trips_through_its_object() {
         let w = workload();
         assert_eq!(read_workload(&workload_object(&w)), Ok(w));
+    }
+
+    #[test]
+    fn a_deployment_replica_round_trips_through_its_annotation() {
+        let mut w = workload();
+        w.deployment = Some(model::admission::joint::DeploymentReplica {
+            deployment: "pd".into(),
+            role: "decode".into(),
+            ordinal: 1,
+            roles: vec![model::admission::joint::DeclaredRole {
+                name: "decode".into(),
+                replicas: 2,
+                instance_type: "it".into(),
+            }],
+        });
+        assert_eq!(read_workload(&workload_object(&w)), Ok(w));
+        let mut bad = workload_object(&workload());
+        bad["metadata"]["annotations"] = json!({DEPLOYMENT_REPLICA_ANNOTATION: "{"});
+        let e = read_workload(&bad)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains(DEPLOYMENT_REPLICA_ANNOTATION), "{e}");
+    }
+
+    #[test]
+    fn the_joint_entry_keeps_its_transition_time_while_its_state_holds() {
+        let o = workload_object(&workload());
+        let pending = |m: &str| Verdict {
+            state: CheckState::Pending,
+            message: m.into(),
+        };
+        let first = with_joint_check(&o, &pending("a"), "t1");
+        let second = with_joint_check(&first, &pending("b"), "t2");
+        assert_eq!(read_joint_check(&second), Some(pending("b")));
+        assert_eq!(
+            second["status"]["admissionChecks"][0]["lastTransitionTime"],
+            "t1"
+        );
+        let ready = with_joint_check(&second, &Verdict::ready("r".into()), "t3");
+        assert_eq!(
+            ready["status"]["admissionChecks"][0]["lastTransitionTime"],
+            "t3"
+        );
+        assert_eq!(
+            ready["status"]["admissionChecks"].as_array().map(Vec::len),
+            Some(1)
+        );
     }
 
     #[test]

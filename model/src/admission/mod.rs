@@ -1,11 +1,13 @@
 //! Gate 3, the `gpustack-node-devices` Kueue AdmissionCheck: per-card feasibility of a
 //! Workload's accelerator demands on the cards its assigned flavors cover (admission.md §6,
 //! §16 R8–R20; corrections.md 4, 5, 8). Check-only: verdicts are Ready or Retry (30 s).
+//! `joint` is the second check, `gpustack-model-deployment-joint`: the ModelDeployment barrier.
 
 pub mod candidates;
 pub mod demands;
 pub mod feasibility;
 pub mod inflight;
+pub mod joint;
 pub mod reconcile;
 pub mod verdict;
 
