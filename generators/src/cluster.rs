@@ -55,6 +55,7 @@ pub fn arb_cluster(config: &ShapeConfig) -> BoxedStrategy<Cluster> {
             namespaces,
             settings,
             instance_types: Vec::new(),
+            topology_sources: Vec::new(),
         })
         .boxed()
 }

@@ -87,6 +87,7 @@ pub fn read_cluster(store: &Store, settings: &Settings) -> Result<Cluster, ReadE
         namespaces,
         settings: settings.clone(),
         instance_types,
+        topology_sources: Vec::new(),
     })
 }
 
