@@ -139,6 +139,128 @@ pub fn generated_topologies<'a>(
     out.into_values().collect()
 }
 
+/// What the flavor reconciler did to one ResourceFlavor between two quiescences, beyond the
+/// in-place label updates (chain.md §6.4; node_flavor.go E3 @187ec70).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "transition", rename_all = "kebab-case")]
+pub enum FlavorTransition {
+    /// Its `spec.nodeLabels` drifted in the mixing selector only: deleted so that it is
+    /// recreated fresh under the same name (`spec.nodeLabels` is otherwise immutable).
+    Recreated { flavor: String },
+    /// No contributing node left: deleted. Kueue's `resource-in-use` finalizer kept it
+    /// terminating while the listed queues still referenced it, until NodeQueue dropped it.
+    Retired {
+        flavor: String,
+        referenced_by: Vec<String>,
+    },
+    /// A sibling (same base name, another profile) with no contributors: deleted after the
+    /// sync of `kept`.
+    SiblingRetired { flavor: String, kept: String },
+    /// Deletion postponed (the operator requeues after 10 s): `node` matches the flavor's
+    /// nodeLabels apart from the profile but has no profile label yet.
+    Postponed { flavor: String, node: String },
+}
+
+/// The seconds the flavor reconciler waits before retrying a postponed deletion.
+pub const POSTPONE_SECONDS: u32 = 10;
+
+/// A flavor name without its `-fnv64-<hex>` profile tail: flavors of one node shape under
+/// different profiles share it (node_flavor.go E3, sibling cleanup).
+pub fn flavor_base_name(name: &str) -> &str {
+    let marker = format!("-{}", crate::nodefeature::PROFILE_PREFIX);
+    name.rfind(&marker).map_or(name, |i| &name[..i])
+}
+
+/// Whether two nodeLabels of one flavor name differ in the mixing selector only: the E3
+/// `feature.gpustack.ai/cpu-only=true` pin (or the E2 @ee282a6
+/// `feature.gpustack.ai/acceleratable=false` one) is present on one side and not the other
+/// (node_flavor.go: the only spec drift it repairs, by deleting the flavor).
+pub fn mixing_selector_drift(before: &Labels, after: &Labels) -> bool {
+    let without = |l: &Labels| -> Labels {
+        l.iter()
+            .filter(|(k, _)| k.as_str() != crate::labels::CPU_ONLY && k.as_str() != ACCELERATABLE)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    before != after && without(before) == without(after)
+}
+
+/// Whether a flavor with no contributor waits: some node carries every nodeLabel but the
+/// profile and has no profile label yet (node_flavor.go E3; requeue [`POSTPONE_SECONDS`]).
+/// Returns that node.
+pub fn deletion_postponed_by<'a>(
+    rf: &ResourceFlavor,
+    nodes: impl IntoIterator<Item = (&'a str, &'a Labels)>,
+) -> Option<&'a str> {
+    nodes
+        .into_iter()
+        .find(|(_, labels)| {
+            !labels.contains_key(TOPOLOGY_PROFILE)
+                && rf
+                    .node_labels
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != TOPOLOGY_PROFILE)
+                    .all(|(k, v)| labels.get(k) == Some(v))
+        })
+        .map(|(name, _)| name)
+}
+
+/// The flavor reconciler's transitions from `before` (the flavors and queues of the previous
+/// quiescence) to `after` (the flavors now contributed), judged against the nodes' labels.
+/// A flavor gone from `after` is postponed, a retired sibling of a kept flavor, or retired;
+/// one in both whose nodeLabels drifted in the mixing selector is recreated.
+pub fn flavor_transitions<'a>(
+    before: &[ResourceFlavor],
+    queues_before: &[crate::objects::ClusterQueue],
+    after: &[ResourceFlavor],
+    nodes: impl IntoIterator<Item = (&'a str, &'a Labels)> + Clone,
+) -> Vec<FlavorTransition> {
+    let now: BTreeMap<&str, &ResourceFlavor> =
+        after.iter().map(|rf| (rf.name.as_str(), rf)).collect();
+    let mut out = Vec::new();
+    for old in before {
+        if let Some(new) = now.get(old.name.as_str()) {
+            if mixing_selector_drift(&old.node_labels, &new.node_labels) {
+                out.push(FlavorTransition::Recreated {
+                    flavor: old.name.clone(),
+                });
+            }
+            continue;
+        }
+        if let Some(node) = deletion_postponed_by(old, nodes.clone()) {
+            out.push(FlavorTransition::Postponed {
+                flavor: old.name.clone(),
+                node: node.to_string(),
+            });
+            continue;
+        }
+        let base = flavor_base_name(&old.name);
+        let sibling = after.iter().find(|rf| {
+            flavor_base_name(&rf.name) == base && rf.flavor.profile != old.flavor.profile
+        });
+        out.push(match sibling {
+            Some(kept) => FlavorTransition::SiblingRetired {
+                flavor: old.name.clone(),
+                kept: kept.name.clone(),
+            },
+            None => FlavorTransition::Retired {
+                flavor: old.name.clone(),
+                referenced_by: queues_before
+                    .iter()
+                    .filter(|q| {
+                        q.resource_groups
+                            .iter()
+                            .flat_map(|g| &g.flavors)
+                            .any(|f| f.flavor == old.name)
+                    })
+                    .map(|q| q.name.clone())
+                    .collect(),
+            },
+        });
+    }
+    out
+}
+
 /// One flavor name's pool: identity from its first contributor, contributing node names.
 struct Pooled<'a> {
     flavor: &'a NodeFlavor,
