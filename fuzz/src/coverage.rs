@@ -5,7 +5,8 @@
 //! families by capability), `partitions` (manufacturers with a partitioned card, initial or
 //! joining: `hygon` is a node in Hygon's node-wide MIG mode), `partition-requests`
 //! (manufacturers whose per-profile partition key a submission names), `nodes` (initial node
-//! count), `events` (event kinds) and `properties` (the properties that had something to
+//! count), `events` (event kinds), `topology` (TopologySources and how they profile the
+//! initial nodes, [`topology_shapes`]) and `properties` (the properties that had something to
 //! check, below).
 
 use model::scenario::Scenario;
@@ -90,6 +91,29 @@ fn partition_shapes(s: &Scenario) -> Shown {
     out
 }
 
+/// The `topology` values of a scenario: `sources-<n>` (TopologySources), and per initial
+/// node `matches-<k>` (Ready sources selecting it, 2 standing for two or more) and
+/// `levels-<l>` (the levels its profile hashes, hostname included), as the node topology
+/// reconciler sees the node's own labels (model::nodefeature::node_topology_levels).
+fn topology_shapes(s: &Scenario) -> Shown {
+    use model::nodefeature::{node_topology_levels, topology_source_selects};
+    let sources = &s.cluster.topology_sources;
+    let mut out: Shown = vec![("topology", format!("sources-{}", sources.len()))];
+    for node in &s.cluster.nodes {
+        let matches = sources
+            .iter()
+            .filter(|src| topology_source_selects(src, &node.labels))
+            .count()
+            .min(2);
+        let levels = node_topology_levels(&node.labels, sources).len();
+        out.push(("topology", format!("matches-{matches}")));
+        out.push(("topology", format!("levels-{levels}")));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Every (class, value) a generated scenario shows; `mutant` names the property a mutant
 /// run checks (`mutant-<name>`), which every scenario exercises.
 pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
@@ -103,6 +127,7 @@ pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
         out.extend(shape.families.into_iter().map(|v| ("families", v)));
     }
     out.extend(partition_shapes(s));
+    out.extend(topology_shapes(s));
     out.push(("nodes", s.cluster.nodes.len().to_string()));
     out.extend(
         s.events
@@ -208,6 +233,8 @@ mod tests {
         assert!(has("vendors", "nvidia"), "{values:?}");
         assert!(has("nodes", &s.cluster.nodes.len().to_string()));
         assert!(has("events", "awareness-flip"));
+        assert!(has("topology", "sources-0"), "{values:?}");
+        assert!(has("topology", "matches-0") && has("topology", "levels-1"));
         assert!(has("properties", "invariance"));
         assert!(!has("properties", "admission"), "no submission");
         assert!(has("modes", "None") || has("modes", "unreported"));
