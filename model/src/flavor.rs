@@ -572,7 +572,10 @@ mod tests {
     fn one_generated_topology_per_profile_in_use() {
         let hostname = crate::labels::HOSTNAME.to_string();
         let d = crate::derive::derive(&crate::examples::walkthrough());
-        assert_eq!(d.topologies, vec![generated_topology(std::slice::from_ref(&hostname))]);
+        assert_eq!(
+            d.topologies,
+            vec![generated_topology(std::slice::from_ref(&hostname))]
+        );
         let t = &d.topologies[0];
         assert_eq!(t.name, format!("gpustack-{DEFAULT_TOPOLOGY_PROFILE}"));
         assert_eq!(
