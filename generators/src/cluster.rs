@@ -114,12 +114,13 @@ pub fn arb_cluster(config: &ShapeConfig) -> BoxedStrategy<Cluster> {
         Some(fixed) => Just(fixed.clone()).boxed(),
         None => arb_settings(),
     };
-    (
-        arb_nodes_with(config),
-        arb_namespaces(),
-        settings,
-        arb_topology(),
-    )
+    // A live run (fixed settings: one cluster's operator) shares its cluster: cluster-wide
+    // TopologySources are not run-scoped and would reach other runs' nodes, so it has none.
+    let topology = match (&config.settings, &config.mock.mock_product_key) {
+        (None, None) => arb_topology(),
+        _ => Just((false, Vec::new())).boxed(),
+    };
+    (arb_nodes_with(config), arb_namespaces(), settings, topology)
         .prop_map(|(mut nodes, namespaces, settings, (labelled, sources))| {
             if labelled {
                 for (i, node) in nodes.iter_mut().enumerate() {
