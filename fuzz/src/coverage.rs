@@ -8,8 +8,9 @@
 //! nodes with Devices: `no-nic`, endpoint modes `whole`/`partitioned`, `no-device`, link
 //! states `link-ok|unverified|failed|absent`, `capable`), `fabric` (`agreed`, `disagreed`,
 //! `none` over nodes with cards), `nodes` (initial node count), `foreign-queues` (ClusterQueues
-//! the operator does not own, live or terminating), `events` (event kinds) and `properties`
-//! (the properties that had something to check, below).
+//! the operator does not own, live or terminating), `events` (event kinds), `topology`
+//! (TopologySources and how they profile the initial nodes, [`topology_shapes`]) and
+//! `properties` (the properties that had something to check, below).
 
 use model::scenario::Scenario;
 use reports::counterexample::{event_kind, node_shape};
@@ -141,6 +142,29 @@ fn network_shapes(node: &model::cluster::Node) -> Shown {
     out
 }
 
+/// The `topology` values of a scenario: `sources-<n>` (TopologySources), and per initial
+/// node `matches-<k>` (Ready sources selecting it, 2 standing for two or more) and
+/// `levels-<l>` (the levels its profile hashes, hostname included), as the node topology
+/// reconciler sees the node's own labels (model::nodefeature::node_topology_levels).
+fn topology_shapes(s: &Scenario) -> Shown {
+    use model::nodefeature::{node_topology_levels, topology_source_selects};
+    let sources = &s.cluster.topology_sources;
+    let mut out: Shown = vec![("topology", format!("sources-{}", sources.len()))];
+    for node in &s.cluster.nodes {
+        let matches = sources
+            .iter()
+            .filter(|src| topology_source_selects(src, &node.labels))
+            .count()
+            .min(2);
+        let levels = node_topology_levels(&node.labels, sources).len();
+        out.push(("topology", format!("matches-{matches}")));
+        out.push(("topology", format!("levels-{levels}")));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Every (class, value) a generated scenario shows; `mutant` names the property a mutant
 /// run checks (`mutant-<name>`), which every scenario exercises.
 pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
@@ -155,6 +179,7 @@ pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
         out.extend(network_shapes(node));
     }
     out.extend(partition_shapes(s));
+    out.extend(topology_shapes(s));
     out.push(("nodes", s.cluster.nodes.len().to_string()));
     out.extend(s.cluster.foreign_queues.iter().map(|q| {
         let state = if q.terminating { "terminating" } else { "live" };
@@ -265,6 +290,8 @@ mod tests {
         assert!(has("vendors", "nvidia"), "{values:?}");
         assert!(has("nodes", &s.cluster.nodes.len().to_string()));
         assert!(has("events", "awareness-flip"));
+        assert!(has("topology", "sources-0"), "{values:?}");
+        assert!(has("topology", "matches-0") && has("topology", "levels-1"));
         assert!(has("properties", "invariance"));
         assert!(!has("properties", "admission"), "no submission");
         assert!(has("modes", "None") || has("modes", "unreported"));

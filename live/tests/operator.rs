@@ -512,9 +512,10 @@ fn the_workers_labels_are_output_not_input_and_stale_ones_go() {
 #[test]
 fn reconcile_through_crd_validators_is_idempotent() {
     let mut store = Store::default();
+    // a kind without a real CRD (TopologySource) is served unvalidated; the rest still are
     for kind in kinds::ALL.iter().filter(|k| k.is_custom()) {
         let Some(s) = schema(kind) else {
-            return;
+            continue;
         };
         store.set_validator(kind, live::twin::structural::validator(s));
     }

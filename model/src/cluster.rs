@@ -173,6 +173,23 @@ pub struct ForeignQueue {
     pub terminating: bool,
 }
 
+/// A `TopologySource` (cluster-scoped, `worker.gpustack.ai`), reduced to what the node
+/// topology reconciler reads of it: its levels, its node selector and its Ready condition
+/// (api/worker/v1alpha1/topology_source.go; node_topology.go `resolveNodeTopologyLevels`).
+/// The selector is the `matchLabels` arm only (an empty one selects every node); the writing
+/// arms (`configMap`, `webhook`) show up here as the labels they put on the nodes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TopologySource {
+    pub name: String,
+    /// `spec.levels`, coarsest first (1–16 distinct keys, hostname forbidden by the CRD).
+    pub levels: Vec<String>,
+    /// `spec.nodeSelector.matchLabels`.
+    pub node_selector: Labels,
+    /// `status.conditions[Ready]` is True.
+    pub ready: bool,
+}
+
 /// The whole input of one derivation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -184,4 +201,7 @@ pub struct Cluster {
     /// ClusterQueues present before the operator started that it does not own.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub foreign_queues: Vec<ForeignQueue>,
+    /// TopologySources; none gives every node the hostname-only profile.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub topology_sources: Vec<TopologySource>,
 }

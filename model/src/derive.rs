@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::{Cluster, Node, Settings, SharedOnceMax};
+use crate::cluster::{Cluster, Era, Node, Settings, SharedOnceMax, TopologySource};
 use crate::devices::Devices;
 use crate::error::ModelError;
 use crate::flavor::Contribution;
@@ -13,7 +13,7 @@ use crate::labels::{self, Labels, DERIVED_FROM_NODE, NOTE_PREFIX};
 use crate::mutants::Mutant;
 use crate::objects::{
     ClusterQueue, InstanceType, InstanceTypeSpec, InstanceTypeStatus, LocalQueue, NodeFlavor,
-    ResourceFlavor,
+    ResourceFlavor, Topology,
 };
 use crate::queue::{FlavorPlacement, PoolFlavor, PoolNode, QueueWorld, Settled};
 use crate::steps::{self, step_key, StepStore};
@@ -32,6 +32,10 @@ pub struct DerivedNode {
     pub flavors: Vec<NodeFlavor>,
     /// Labels of the node's Devices object, if it has one (rule 18).
     pub devices_labels: Option<Labels>,
+    /// The levels its profile hashes (E3; empty in E2): the topology reconciler's choice
+    /// among the TopologySources, hostname last (devices.md §5).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topology_levels: Vec<String>,
 }
 
 /// Every object the chain produces for a cluster shape.
@@ -42,6 +46,9 @@ pub struct Derived {
     pub instance_types: Vec<InstanceType>,
     pub cluster_queues: Vec<ClusterQueue>,
     pub local_queues: Vec<LocalQueue>,
+    /// The generated Kueue Topologies (E3), by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topologies: Vec<Topology>,
 }
 
 impl Derived {
@@ -246,6 +253,7 @@ pub fn derive_after(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
                 store.as_deref(),
                 n,
                 general_keys.of(n),
+                &cluster.topology_sources,
                 settings,
                 settings_key,
             )
@@ -265,6 +273,8 @@ pub fn derive_after(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
         .collect();
     let resource_flavors =
         flavor::resource_flavors(&contributions, settings.aware_cpu_manufacturer);
+    let topologies = derived_topologies(&nodes, &resource_flavors, previous, settings);
+    let topology_names: BTreeSet<&str> = topologies.iter().map(|t| t.name.as_str()).collect();
     let specs = instance_type_specs(cluster, &resource_flavors);
     let table = NodeTable::new(&cluster.nodes, &nodes, &node_keys);
     let (instance_types, cluster_queues): (Vec<_>, Vec<_>) = specs
@@ -278,6 +288,7 @@ pub fn derive_after(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
                 derived,
                 before,
                 &resource_flavors,
+                &topology_names,
                 &table,
                 settings,
             )
@@ -290,7 +301,34 @@ pub fn derive_after(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
         instance_types,
         cluster_queues,
         local_queues,
+        topologies,
     }
+}
+
+/// The generated Topologies after this quiescence (E3; E2 generates none): the profiled
+/// nodes' ones, and the earlier ones [`flavor::topology_retired`] keeps.
+fn derived_topologies(
+    nodes: &[DerivedNode],
+    flavors: &[ResourceFlavor],
+    previous: Option<&Derived>,
+    settings: &Settings,
+) -> Vec<Topology> {
+    if settings.era == Era::E2 {
+        return Vec::new();
+    }
+    let profiles: BTreeSet<&str> = nodes
+        .iter()
+        .filter_map(|n| n.labels.get(labels::TOPOLOGY_PROFILE).map(String::as_str))
+        .collect();
+    flavor::generated_topologies(
+        nodes
+            .iter()
+            .filter(|n| !n.topology_levels.is_empty())
+            .map(|n| n.topology_levels.as_slice()),
+        &profiles,
+        flavors,
+        previous.map_or(&[][..], |p| p.topologies.as_slice()),
+    )
 }
 
 /// Rule 2's gKey, computed once per distinct CPU identity of the cluster (nodes of one model
@@ -317,22 +355,32 @@ fn stored_node(
     store: Option<&dyn StepStore>,
     node: &Node,
     g_key: &str,
+    sources: &[TopologySource],
     settings: &Settings,
     settings_key: u64,
 ) -> (DerivedNode, u64) {
     match store {
         Some(store) => {
-            let key = step_key(store, &(node, g_key, settings_key));
-            let derived = store.node(key, &mut || derive_node(node, g_key, settings));
+            let key = step_key(store, &(node, g_key, sources, settings_key));
+            let derived = store.node(key, &mut || derive_node(node, g_key, sources, settings));
             (derived, key)
         }
-        None => (derive_node(node, g_key, settings), 0),
+        None => (derive_node(node, g_key, sources, settings), 0),
     }
 }
 
-/// Rules 1–8 and 18 for one node whose gKey is `g_key`.
-fn derive_node(node: &Node, g_key: &str, settings: &Settings) -> DerivedNode {
-    let labels = nodefeature::effective_node_labels_with_key(node, settings, g_key);
+/// Rules 1–8 and 18 for one node whose gKey is `g_key`, profiled against `sources`.
+fn derive_node(
+    node: &Node,
+    g_key: &str,
+    sources: &[TopologySource],
+    settings: &Settings,
+) -> DerivedNode {
+    let labels = nodefeature::effective_node_labels_with_key(node, settings, g_key, sources);
+    let topology_levels = match settings.era {
+        Era::E3 => nodefeature::node_topology_levels(&labels, sources),
+        Era::E2 => Vec::new(),
+    };
     let eligible = nodefeature::node_is_eligible(&labels, settings);
     let a_keys = nodefeature::accelerator_keys(&labels);
     let flavors = if eligible {
@@ -350,6 +398,7 @@ fn derive_node(node: &Node, g_key: &str, settings: &Settings) -> DerivedNode {
         eligible,
         flavors,
         devices_labels,
+        topology_levels,
     }
 }
 
@@ -399,6 +448,7 @@ fn derive_pool<'a>(
     derived: bool,
     before: Option<&ClusterQueue>,
     flavors: &'a [ResourceFlavor],
+    topologies: &BTreeSet<&str>,
     nodes: &'a NodeTable<'a>,
     settings: &Settings,
 ) -> (InstanceType, ClusterQueue) {
@@ -413,6 +463,12 @@ fn derive_pool<'a>(
         None => created,
     };
     let selected = pool_flavors(&created, flavors, settings);
+    // The Topologies the selected flavors name that exist (NodeQueue's TAS validation).
+    let topologies = selected
+        .iter()
+        .filter_map(|rf| rf.topology_name.clone())
+        .filter(|t| topologies.contains(t.as_str()))
+        .collect();
     let members = nodes.named(
         selected
             .iter()
@@ -431,6 +487,7 @@ fn derive_pool<'a>(
         derived,
         created,
         selected,
+        topologies,
         members,
         devices,
         nodes,
@@ -454,6 +511,8 @@ struct PoolInputs<'a> {
     /// The queue as the InstanceType reconciler leaves it before NodeQueue runs.
     created: ClusterQueue,
     selected: Vec<&'a ResourceFlavor>,
+    /// The existing Topologies the selected flavors reference.
+    topologies: BTreeSet<String>,
     /// Rows of the pool's nodes and of the nodes whose Devices it reads.
     members: Vec<usize>,
     devices: Vec<usize>,
@@ -464,6 +523,7 @@ impl std::hash::Hash for PoolInputs<'_> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         (self.name, &self.spec, self.derived, &self.created).hash(h);
         self.selected.hash(h);
+        self.topologies.hash(h);
         for rows in [&self.members, &self.devices] {
             rows.len().hash(h);
             for &i in rows {
@@ -488,7 +548,7 @@ fn settle_pool(pool: &PoolInputs<'_>, settings: &Settings) -> (InstanceType, Clu
     }
     let members: Vec<&DerivedNode> = pool.members.iter().map(|&i| pool.nodes.rows[i].1).collect();
     let devices = pool.nodes.devices(&pool.devices);
-    let world = queue_world(&pool.selected, &members);
+    let world = queue_world(&pool.selected, &pool.topologies, &members);
     let inputs: Vec<PoolFlavor> = pool.selected.iter().map(|rf| pool_flavor(rf)).collect();
     let mut settled =
         queue::settle_pool_queue(&pool.created, spec.inactive, &inputs, &world, settings);
@@ -617,11 +677,15 @@ fn pool_flavor(rf: &ResourceFlavor) -> PoolFlavor {
     }
 }
 
-/// The cluster as NodeQueue's validation sees it: the Topologies the topology reconciler made
-/// for the flavors' profiles, each flavor's placement, and the pool's nodes. A node backs the
-/// pool exactly when one of its flavors is selected (chain.md §7.5), so the pool's nodes are the
-/// contributors of the selected flavors.
-fn queue_world(selected: &[&ResourceFlavor], members: &[&DerivedNode]) -> QueueWorld {
+/// The cluster as NodeQueue's validation sees it: the generated Topologies the flavors
+/// reference (read from the derivation's Topology objects), each flavor's placement, and the
+/// pool's nodes. A node backs the pool exactly when one of its flavors is selected (chain.md
+/// §7.5), so the pool's nodes are the contributors of the selected flavors.
+fn queue_world(
+    selected: &[&ResourceFlavor],
+    topologies: &BTreeSet<String>,
+    members: &[&DerivedNode],
+) -> QueueWorld {
     // Validation only tests the flavors' nodeLabels against a node: keep just those keys.
     let keys: BTreeSet<&str> = selected
         .iter()
@@ -639,10 +703,7 @@ fn queue_world(selected: &[&ResourceFlavor], members: &[&DerivedNode]) -> QueueW
         })
         .collect();
     QueueWorld {
-        topologies: selected
-            .iter()
-            .filter_map(|rf| rf.topology_name.clone())
-            .collect(),
+        topologies: topologies.clone(),
         placements: selected
             .iter()
             .map(|rf| {

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::cluster::{Cluster, ExistingInstanceType, Namespace, Node};
 use crate::derive::{derive_after, Derived};
 use crate::devices::Capability;
+use crate::flavor::{flavor_transitions, FlavorTransition};
 use crate::ledger::seed;
 use crate::lifecycle::{AdmissionState, Outcome};
 use crate::workload::Workload;
@@ -263,6 +264,75 @@ impl World {
         }
     }
 
+    /// The flavor reconciler's transitions from the current quiescence to `next`
+    /// ([`flavor_transitions`] over the nodes of `next`).
+    pub fn transitions_to(&self, next: &Derived) -> Vec<FlavorTransition> {
+        let before = &self.admission.derived;
+        flavor_transitions(
+            &before.resource_flavors,
+            &before.cluster_queues,
+            &next.resource_flavors,
+            next.nodes.iter().map(|n| (n.name.as_str(), &n.labels)),
+        )
+    }
+
+    /// `instance-type-mixed-on-node` flips (chain.md §6.3, §6.4, §10.3): CPU flavors whose
+    /// mixing selector drifts are deleted and recreated, CPU flavors of accelerated nodes
+    /// lose those contributors. A queue that so drops a flavor Kueue holds quota on migrates
+    /// through HoldAndDrain, which evicts every Workload admitted to it before the plan is
+    /// switched (node_queue.go migration; the settled queue is then reopened). Returns the
+    /// effect and the transitions.
+    pub fn flip_mixing(&mut self) -> (Effect, Vec<FlavorTransition>) {
+        let s = &mut self.admission.cluster.settings;
+        s.mixed_on_node = !s.mixed_on_node;
+        let next = derive_after(self.cluster(), Some(&self.admission.derived));
+        let transitions = self.transitions_to(&next);
+        let dropped: Vec<&str> = transitions
+            .iter()
+            .filter_map(|t| match t {
+                FlavorTransition::Recreated { flavor }
+                | FlavorTransition::Retired { flavor, .. }
+                | FlavorTransition::SiblingRetired { flavor, .. } => Some(flavor.as_str()),
+                FlavorTransition::Postponed { .. } => None,
+            })
+            .collect();
+        let victims = self.drained_by_migration(&dropped);
+        for key in &victims {
+            if let Some((ns, name)) = key.split_once('/') {
+                // released against the structure the holds were admitted under
+                let _ = self.admission.finish(ns, name);
+            }
+        }
+        self.admission.derived = next;
+        self.remember_authored();
+        let effect = if victims.is_empty() {
+            Effect::Reshaped
+        } else {
+            Effect::Evicted { workloads: victims }
+        };
+        (effect, transitions)
+    }
+
+    /// The Workloads a HoldAndDrain migration evicts: every hold on a queue that holds quota
+    /// on one of the `dropped` flavors (chain.md §10.3(b)).
+    fn drained_by_migration(&self, dropped: &[&str]) -> Vec<String> {
+        let holds = &self.admission.holds;
+        let migrating: std::collections::BTreeSet<&str> = holds
+            .values()
+            .filter(|h| {
+                h.quota
+                    .iter()
+                    .any(|(f, _, _)| dropped.contains(&f.as_str()))
+            })
+            .map(|h| h.queue.as_str())
+            .collect();
+        holds
+            .iter()
+            .filter(|(_, h)| migrating.contains(h.queue.as_str()))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// Re-derives the structure after a shape change, from the last quiescence.
     fn reshape(&mut self) -> Effect {
         let next = derive_after(self.cluster(), Some(&self.admission.derived));
@@ -289,5 +359,159 @@ impl World {
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::examples::{walkthrough, workload};
+    use crate::labels::{CPU_ONLY, TOPOLOGY_PROFILE};
+
+    const CPU_FLAVOR: &str = "gpustack--amd-epyc-7r13-linux-amd64-16c-fnv64-87bf574bea2a4f23";
+
+    fn cpu_pool(d: &Derived) -> String {
+        d.cluster_queues
+            .iter()
+            .find(|q| {
+                q.resource_groups
+                    .iter()
+                    .flat_map(|g| &g.flavors)
+                    .any(|f| f.flavor == CPU_FLAVOR)
+            })
+            .map(|q| q.name.clone())
+            .expect("the CPU node's pool")
+    }
+
+    #[test]
+    fn a_mixing_flip_recreates_the_drifted_cpu_flavor_and_retires_the_accelerated_ones() {
+        let mut w = World::new(walkthrough());
+        let before = w.observe();
+        let (effect, transitions) = w.flip_mixing();
+        assert_eq!(effect, Effect::Reshaped);
+        assert!(transitions.contains(&FlavorTransition::Recreated {
+            flavor: CPU_FLAVOR.into()
+        }));
+        let after = w.observe();
+        let rf = after
+            .resource_flavors
+            .iter()
+            .find(|rf| rf.name == CPU_FLAVOR)
+            .unwrap();
+        assert_eq!(
+            rf.node_labels.get(CPU_ONLY).map(String::as_str),
+            Some("true")
+        );
+        // the accelerated nodes' CPU flavors lost every contributor: retired, their queues
+        // had listed them
+        let retired: Vec<&FlavorTransition> = transitions
+            .iter()
+            .filter(|t| matches!(t, FlavorTransition::Retired { .. }))
+            .collect();
+        assert!(!retired.is_empty());
+        for t in retired {
+            let FlavorTransition::Retired {
+                flavor,
+                referenced_by,
+            } = t
+            else {
+                unreachable!()
+            };
+            assert!(!after.resource_flavors.iter().any(|rf| &rf.name == flavor));
+            assert!(!referenced_by.is_empty(), "{flavor}");
+            assert!(before.resource_flavors.iter().any(|rf| &rf.name == flavor));
+        }
+        // and back: recreated again without the pin
+        let (_, back) = w.flip_mixing();
+        assert!(back.contains(&FlavorTransition::Recreated {
+            flavor: CPU_FLAVOR.into()
+        }));
+        assert_eq!(w.observe().resource_flavors, before.resource_flavors);
+    }
+
+    #[test]
+    fn a_mixing_flip_drains_an_in_use_cpu_pool() {
+        let mut w = World::new(walkthrough());
+        let pool = cpu_pool(&w.observe());
+        let wl = workload("busy", &pool, 1, &[("cpu", "1")]);
+        let judged = w.apply(&Event::Submit { workload: wl });
+        assert!(
+            !w.admission.holds.is_empty(),
+            "the CPU workload is admitted: {judged:?}"
+        );
+        let (effect, _) = w.flip_mixing();
+        assert_eq!(
+            effect,
+            Effect::Evicted {
+                workloads: vec!["default/busy".into()]
+            }
+        );
+        assert!(w.admission.holds.is_empty());
+        // nothing is held any more: the next flip drains nothing
+        assert_eq!(w.flip_mixing().0, Effect::Reshaped);
+    }
+
+    #[test]
+    fn a_profile_change_retires_the_old_siblings() {
+        let before = crate::derive::derive(&walkthrough());
+        let mut zoned = walkthrough();
+        for n in &mut zoned.nodes {
+            n.labels
+                .insert("topology.kubernetes.io/zone".into(), "z1".into());
+        }
+        zoned.topology_sources = vec![crate::cluster::TopologySource {
+            name: "zones".into(),
+            levels: vec!["topology.kubernetes.io/zone".into()],
+            ready: true,
+            ..Default::default()
+        }];
+        let after = crate::derive::derive_after(&zoned, Some(&before));
+        let t = flavor_transitions(
+            &before.resource_flavors,
+            &before.cluster_queues,
+            &after.resource_flavors,
+            after.nodes.iter().map(|n| (n.name.as_str(), &n.labels)),
+        );
+        assert_eq!(t.len(), before.resource_flavors.len(), "{t:?}");
+        for (old, t) in before.resource_flavors.iter().zip(&t) {
+            let kept = old.name.replace("87bf574bea2a4f23", "f7b1861ac0399767");
+            assert_eq!(
+                t,
+                &FlavorTransition::SiblingRetired {
+                    flavor: old.name.clone(),
+                    kept
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn a_node_without_a_profile_postpones_the_deletion() {
+        let before = crate::derive::derive(&walkthrough());
+        let mut nodes: Vec<(String, crate::labels::Labels)> = before
+            .nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.labels.clone()))
+            .collect();
+        // node-cpu lost its profile label (the topology reconciler has not run yet)
+        nodes[0].1.remove(TOPOLOGY_PROFILE);
+        let t = flavor_transitions(
+            &before.resource_flavors,
+            &before.cluster_queues,
+            &[],
+            nodes.iter().map(|(n, l)| (n.as_str(), l)),
+        );
+        assert!(t.contains(&FlavorTransition::Postponed {
+            flavor: CPU_FLAVOR.into(),
+            node: "node-cpu".into()
+        }));
+        // the other flavors have no such node: retired
+        assert_eq!(
+            t.iter()
+                .filter(|t| matches!(t, FlavorTransition::Postponed { .. }))
+                .count(),
+            1
+        );
+        assert_eq!(crate::flavor::POSTPONE_SECONDS, 10);
     }
 }

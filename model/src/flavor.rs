@@ -6,12 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::cluster::{Node, Settings};
 use crate::labels::{
     accelerator_feature_key, general_feature_key, Labels, ACCELERATABLE, ARCH, NOTE_PREFIX, OS,
-    RESOURCE_TYPE, RESOURCE_TYPE_NODES, TOPOLOGY_PROFILE,
+    RESOURCE_TYPE, RESOURCE_TYPE_NODES, RESOURCE_TYPE_TOPOLOGY, TOPOLOGY_PROFILE,
 };
 use crate::nodefeature::{
-    cpu_detail, effective_node_labels, node_flavors, node_is_eligible, CpuDetail,
+    cpu_detail, effective_node_labels, node_flavors, node_is_eligible, profile_of_levels, CpuDetail,
 };
-use crate::objects::{NodeFlavor, ResourceFlavor, Toleration};
+use crate::objects::{NodeFlavor, ResourceFlavor, Toleration, Topology};
 
 /// What one eligible node contributes: its name, its flavors, and the labels and annotations
 /// the `cpuDetail` note is read from (only for a flavor's first contributor).
@@ -90,6 +90,175 @@ pub fn flavor_notes(f: &NodeFlavor, cpu: Option<&CpuDetail>, aware: bool) -> Lab
 /// The Kueue Topology a flavor references in E3: `gpustack-<profile>` (chain.md §2.4, §6.3).
 pub fn topology_name(profile: &str) -> Option<String> {
     (!profile.is_empty()).then(|| format!("gpustack-{profile}"))
+}
+
+/// The Topology the node topology reconciler ensures for a node's levels: named after the
+/// levels' profile, labelled `resource.gpustack.ai/type=topology`, the levels in order
+/// (node_topology.go `ensureTopology`, `topologyLevelObjects`; corrections.md 15).
+pub fn generated_topology(levels: &[String]) -> Topology {
+    let profile = profile_of_levels(levels);
+    Topology {
+        name: topology_name(&profile).unwrap_or_default(),
+        labels: Labels::from([(
+            RESOURCE_TYPE.to_string(),
+            RESOURCE_TYPE_TOPOLOGY.to_string(),
+        )]),
+        levels: levels.to_vec(),
+    }
+}
+
+/// Whether a generated Topology is retired: no node carries its profile and no
+/// ResourceFlavor uses it (node_flavor.go E3, after a flavor sync; chain.md §6.4).
+pub fn topology_retired(
+    topology: &Topology,
+    node_profiles: &BTreeSet<&str>,
+    flavors: &[ResourceFlavor],
+) -> bool {
+    let used = |profile: &str| topology_name(profile).as_deref() == Some(topology.name.as_str());
+    !node_profiles.iter().any(|p| used(p)) && !flavors.iter().any(|rf| used(&rf.flavor.profile))
+}
+
+/// The generated Topologies at quiescence, by name: one ensured for every profiled node's
+/// levels, plus each earlier one not [`topology_retired`]. An existing Topology is never
+/// rewritten (its spec is immutable; a name fixes its levels through the hash).
+pub fn generated_topologies<'a>(
+    node_levels: impl IntoIterator<Item = &'a [String]>,
+    node_profiles: &BTreeSet<&str>,
+    flavors: &[ResourceFlavor],
+    previous: &[Topology],
+) -> Vec<Topology> {
+    let mut out: BTreeMap<String, Topology> = previous
+        .iter()
+        .filter(|t| !topology_retired(t, node_profiles, flavors))
+        .map(|t| (t.name.clone(), t.clone()))
+        .collect();
+    for levels in node_levels {
+        let t = generated_topology(levels);
+        out.entry(t.name.clone()).or_insert(t);
+    }
+    out.into_values().collect()
+}
+
+/// What the flavor reconciler did to one ResourceFlavor between two quiescences, beyond the
+/// in-place label updates (chain.md §6.4; node_flavor.go E3 @187ec70).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "transition", rename_all = "kebab-case")]
+pub enum FlavorTransition {
+    /// Its `spec.nodeLabels` drifted in the mixing selector only: deleted so that it is
+    /// recreated fresh under the same name (`spec.nodeLabels` is otherwise immutable).
+    Recreated { flavor: String },
+    /// No contributing node left: deleted. Kueue's `resource-in-use` finalizer kept it
+    /// terminating while the listed queues still referenced it, until NodeQueue dropped it.
+    Retired {
+        flavor: String,
+        referenced_by: Vec<String>,
+    },
+    /// A sibling (same base name, another profile) with no contributors: deleted after the
+    /// sync of `kept`.
+    SiblingRetired { flavor: String, kept: String },
+    /// Deletion postponed (the operator requeues after 10 s): `node` matches the flavor's
+    /// nodeLabels apart from the profile but has no profile label yet.
+    Postponed { flavor: String, node: String },
+}
+
+/// The seconds the flavor reconciler waits before retrying a postponed deletion.
+pub const POSTPONE_SECONDS: u32 = 10;
+
+/// A flavor name without its `-fnv64-<hex>` profile tail: flavors of one node shape under
+/// different profiles share it (node_flavor.go E3, sibling cleanup).
+pub fn flavor_base_name(name: &str) -> &str {
+    let marker = format!("-{}", crate::nodefeature::PROFILE_PREFIX);
+    name.rfind(&marker).map_or(name, |i| &name[..i])
+}
+
+/// Whether two nodeLabels of one flavor name differ in the mixing selector only: the E3
+/// `feature.gpustack.ai/cpu-only=true` pin (or the E2 @ee282a6
+/// `feature.gpustack.ai/acceleratable=false` one) is present on one side and not the other
+/// (node_flavor.go: the only spec drift it repairs, by deleting the flavor).
+pub fn mixing_selector_drift(before: &Labels, after: &Labels) -> bool {
+    let without = |l: &Labels| -> Labels {
+        l.iter()
+            .filter(|(k, _)| k.as_str() != crate::labels::CPU_ONLY && k.as_str() != ACCELERATABLE)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    before != after && without(before) == without(after)
+}
+
+/// Whether a flavor with no contributor waits: some node carries every nodeLabel but the
+/// profile and has no profile label yet (node_flavor.go E3; requeue [`POSTPONE_SECONDS`]).
+/// Returns that node.
+pub fn deletion_postponed_by<'a>(
+    rf: &ResourceFlavor,
+    nodes: impl IntoIterator<Item = (&'a str, &'a Labels)>,
+) -> Option<&'a str> {
+    nodes
+        .into_iter()
+        .find(|(_, labels)| {
+            !labels.contains_key(TOPOLOGY_PROFILE)
+                && rf
+                    .node_labels
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != TOPOLOGY_PROFILE)
+                    .all(|(k, v)| labels.get(k) == Some(v))
+        })
+        .map(|(name, _)| name)
+}
+
+/// The flavor reconciler's transitions from `before` (the flavors and queues of the previous
+/// quiescence) to `after` (the flavors now contributed), judged against the nodes' labels.
+/// A flavor gone from `after` is postponed, a retired sibling of a kept flavor, or retired;
+/// one in both whose nodeLabels drifted in the mixing selector is recreated.
+pub fn flavor_transitions<'a>(
+    before: &[ResourceFlavor],
+    queues_before: &[crate::objects::ClusterQueue],
+    after: &[ResourceFlavor],
+    nodes: impl IntoIterator<Item = (&'a str, &'a Labels)> + Clone,
+) -> Vec<FlavorTransition> {
+    let now: BTreeMap<&str, &ResourceFlavor> =
+        after.iter().map(|rf| (rf.name.as_str(), rf)).collect();
+    let mut out = Vec::new();
+    for old in before {
+        if let Some(new) = now.get(old.name.as_str()) {
+            if mixing_selector_drift(&old.node_labels, &new.node_labels) {
+                out.push(FlavorTransition::Recreated {
+                    flavor: old.name.clone(),
+                });
+            }
+            continue;
+        }
+        if let Some(node) = deletion_postponed_by(old, nodes.clone()) {
+            out.push(FlavorTransition::Postponed {
+                flavor: old.name.clone(),
+                node: node.to_string(),
+            });
+            continue;
+        }
+        let base = flavor_base_name(&old.name);
+        let sibling = after.iter().find(|rf| {
+            flavor_base_name(&rf.name) == base && rf.flavor.profile != old.flavor.profile
+        });
+        out.push(match sibling {
+            Some(kept) => FlavorTransition::SiblingRetired {
+                flavor: old.name.clone(),
+                kept: kept.name.clone(),
+            },
+            None => FlavorTransition::Retired {
+                flavor: old.name.clone(),
+                referenced_by: queues_before
+                    .iter()
+                    .filter(|q| {
+                        q.resource_groups
+                            .iter()
+                            .flat_map(|g| &g.flavors)
+                            .any(|f| f.flavor == old.name)
+                    })
+                    .map(|q| q.name.clone())
+                    .collect(),
+            },
+        });
+    }
+    out
 }
 
 /// One flavor name's pool: identity from its first contributor, contributing node names.
@@ -377,5 +546,96 @@ mod tests {
         assert!(rfs
             .iter()
             .all(|r| r.annotations.contains_key("note.gpustack.ai/cpuDetail")));
+    }
+
+    const ZONE: &str = "topology.kubernetes.io/zone";
+
+    /// The walkthrough with a zone TopologySource selecting `node-t4-*` (both zone-labelled).
+    fn zoned_walkthrough() -> crate::cluster::Cluster {
+        let mut c = crate::examples::walkthrough();
+        for n in c.nodes.iter_mut() {
+            n.labels.insert(ZONE.into(), format!("z-{}", n.name));
+        }
+        for n in c.nodes.iter_mut().filter(|n| n.name.starts_with("node-t4")) {
+            n.labels.insert("pool".into(), "t4".into());
+        }
+        c.topology_sources = vec![crate::cluster::TopologySource {
+            name: "zones".into(),
+            levels: vec![ZONE.into()],
+            node_selector: crate::labels::from_pairs(&[("pool", "t4")]),
+            ready: true,
+        }];
+        c
+    }
+
+    #[test]
+    fn one_generated_topology_per_profile_in_use() {
+        let hostname = crate::labels::HOSTNAME.to_string();
+        let d = crate::derive::derive(&crate::examples::walkthrough());
+        assert_eq!(
+            d.topologies,
+            vec![generated_topology(std::slice::from_ref(&hostname))]
+        );
+        let t = &d.topologies[0];
+        assert_eq!(t.name, format!("gpustack-{DEFAULT_TOPOLOGY_PROFILE}"));
+        assert_eq!(
+            t.labels.get(RESOURCE_TYPE).map(String::as_str),
+            Some("topology")
+        );
+        let d = crate::derive::derive(&zoned_walkthrough());
+        let names: Vec<&str> = d.topologies.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "gpustack-fnv64-87bf574bea2a4f23",
+                "gpustack-fnv64-f7b1861ac0399767"
+            ]
+        );
+        assert_eq!(d.topologies[1].levels, vec![ZONE.to_string(), hostname]);
+        // every flavor's topologyName names a generated Topology
+        for rf in &d.resource_flavors {
+            assert!(
+                names.contains(&rf.topology_name.as_deref().unwrap()),
+                "{}",
+                rf.name
+            );
+        }
+        let e2 = crate::cluster::Cluster {
+            settings: Settings {
+                era: Era::E2,
+                ..Settings::default()
+            },
+            ..zoned_walkthrough()
+        };
+        assert!(crate::derive::derive(&e2).topologies.is_empty());
+    }
+
+    #[test]
+    fn a_topology_no_node_and_no_flavor_uses_is_retired() {
+        let zoned = zoned_walkthrough();
+        let before = crate::derive::derive(&zoned);
+        assert_eq!(before.topologies.len(), 2);
+        // the source goes away: the zone profile has no node and no flavor any more
+        let plain = crate::cluster::Cluster {
+            topology_sources: Vec::new(),
+            ..zoned
+        };
+        let after = crate::derive::derive_after(&plain, Some(&before));
+        assert_eq!(after.topologies, crate::derive::derive(&plain).topologies);
+        assert_eq!(after.topologies.len(), 1);
+        // a Topology a flavor still uses stays, even with no node carrying its profile
+        let zone = before.topologies[1].clone();
+        let using: Vec<ResourceFlavor> = before
+            .resource_flavors
+            .iter()
+            .filter(|rf| rf.topology_name.as_deref() == Some(zone.name.as_str()))
+            .cloned()
+            .collect();
+        assert!(!using.is_empty());
+        let none = BTreeSet::new();
+        assert!(!topology_retired(&zone, &none, &using));
+        assert!(topology_retired(&zone, &none, &[]));
+        let kept = generated_topologies(std::iter::empty(), &none, &using, &before.topologies);
+        assert_eq!(kept, vec![zone]);
     }
 }

@@ -36,6 +36,8 @@ pub const QUEUE_ANNOTATION: &str = "schedule.gpustack.ai/queue";
 pub const RESOURCE_TYPE: &str = "resource.gpustack.ai/type";
 pub const RESOURCE_TYPE_NODES: &str = "nodes";
 pub const RESOURCE_TYPE_INSTANCETYPES: &str = "instancetypes";
+/// The type label of a generated Kueue Topology (node_topology.go `topologyResourceType`).
+pub const RESOURCE_TYPE_TOPOLOGY: &str = "topology";
 pub const NOTE_PREFIX: &str = "note.gpustack.ai/";
 pub const CONTROLLED_FINALIZER: &str = "gpustack.ai/controlled";
 pub const KUEUE_IN_USE_FINALIZER: &str = "kueue.x-k8s.io/resource-in-use";

@@ -41,6 +41,7 @@ pub mod workload;
 
 pub use cluster::{
     Cluster, Era, JointCheckGate, Namespace, Node, QueueStatusGate, Settings, SharedOnceMax,
+    TopologySource,
 };
 pub use devices::{Capability, Card, DeviceGroup, Devices, Ledger, Mode};
 pub use error::ModelError;

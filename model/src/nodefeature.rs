@@ -2,7 +2,7 @@
 //! §6.1–6.3, §17 rules 1–8; pkg/nodefeature/helper.go, pkg/device/helper.go,
 //! pkg/kubemeta/label.go, node_flavor.go @187ec70).
 
-use crate::cluster::{Era, Node, Settings};
+use crate::cluster::{Era, Node, Settings, TopologySource};
 use crate::devices::{DeviceGroup, Devices};
 use crate::labels::{
     accelerator_feature_key, general_feature_key, is_known_manufacturer, Labels, ACCELERATABLE,
@@ -352,6 +352,87 @@ pub fn default_topology_profile() -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Topology profile of a node (NodeTopologyReconciler, node_topology.go; devices.md §5)
+// ---------------------------------------------------------------------------------------------
+
+/// Level keys topograph writes, `fabric.topograph.run/tier-<N>` (`topographFabricPrefix`).
+pub const TOPOGRAPH_TIER_PREFIX: &str = "fabric.topograph.run/tier-";
+
+/// The tier number of a topograph level key, `None` for any other key (node_topology.go
+/// `topographFabricTier`: the prefix, then a Go `strconv.Atoi`).
+pub fn topograph_tier(level: &str) -> Option<i64> {
+    level
+        .strip_prefix(TOPOGRAPH_TIER_PREFIX)
+        .and_then(parse_go_int)
+}
+
+/// The levels with every contiguous run of topograph tiers put coarsest first: a run whose
+/// first tier number is below its last (tier-1, tier-2, …: finest first) is reversed; other
+/// keys keep their place (node_topology.go `normalizeTopologyLevels`).
+pub fn normalize_topology_levels(levels: &[String]) -> Vec<String> {
+    let mut out = levels.to_vec();
+    let mut start = 0;
+    while start < out.len() {
+        let Some(first) = topograph_tier(&out[start]) else {
+            start += 1;
+            continue;
+        };
+        let end = (start + 1..out.len())
+            .find(|&i| topograph_tier(&out[i]).is_none())
+            .unwrap_or(out.len());
+        let last = topograph_tier(&out[end - 1]).unwrap_or(first);
+        if first < last {
+            out[start..end].reverse();
+        }
+        start = end;
+    }
+    out
+}
+
+/// The longest prefix of `levels` the node carries a non-empty label for: the first missing
+/// or empty level ends it (node_topology.go `topologyPrefix`).
+pub fn populated_level_prefix(labels: &Labels, levels: &[String]) -> Vec<String> {
+    levels
+        .iter()
+        .take_while(|level| labels.get(level.as_str()).is_some_and(|v| !v.is_empty()))
+        .cloned()
+        .collect()
+}
+
+/// Whether a TopologySource applies to a node: Ready, and its selector's labels are all on
+/// the node (node_topology.go `resolveNodeTopologyLevels`; an empty selector selects all).
+pub fn topology_source_selects(source: &TopologySource, labels: &Labels) -> bool {
+    source.ready
+        && source
+            .node_selector
+            .iter()
+            .all(|(k, v)| labels.get(k).is_some_and(|nv| nv == v))
+}
+
+/// The node's topology levels: exactly one selecting source gives the populated prefix of its
+/// normalised levels; none or several give nothing; `kubernetes.io/hostname` always ends the
+/// list (node_topology.go `resolveNodeTopologyLevels`; devices.md §5).
+pub fn node_topology_levels(labels: &Labels, sources: &[TopologySource]) -> Vec<String> {
+    let mut selecting = sources
+        .iter()
+        .filter(|s| topology_source_selects(s, labels));
+    let mut levels = match (selecting.next(), selecting.next()) {
+        (Some(only), None) => {
+            populated_level_prefix(labels, &normalize_topology_levels(&only.levels))
+        }
+        _ => Vec::new(),
+    };
+    levels.push(HOSTNAME.to_string());
+    levels
+}
+
+/// The profile of a level list: [`topology_profile`] over the keys in order.
+pub fn profile_of_levels(levels: &[String]) -> String {
+    let keys: Vec<&str> = levels.iter().map(String::as_str).collect();
+    topology_profile(&keys)
+}
+
+// ---------------------------------------------------------------------------------------------
 // Labels the Device Manager and the Worker publish
 // ---------------------------------------------------------------------------------------------
 
@@ -485,13 +566,22 @@ pub fn node_is_accelerated(labels: &Labels) -> bool {
 /// flavors pin; the writing code was not found.
 pub fn effective_node_labels(node: &Node, settings: &Settings) -> Labels {
     let g_key = general_key(&node.labels, &node.annotations);
-    effective_node_labels_with_key(node, settings, &g_key)
+    effective_node_labels_with_key(node, settings, &g_key, &[])
 }
 
 /// [`effective_node_labels`] for a node whose gKey (read from its own labels and annotations)
-/// is already known. The labels merged in never touch gKey's inputs, so the gKey of the
-/// effective labels is the same key.
-pub fn effective_node_labels_with_key(node: &Node, settings: &Settings, g_key: &str) -> Labels {
+/// is already known, profiled against the cluster's TopologySources. The labels merged in
+/// never touch gKey's inputs, so the gKey of the effective labels is the same key.
+///
+/// In E3 the topology reconciler writes the profile of [`node_topology_levels`] over whatever
+/// value the node carried (node_topology.go `Reconcile`: it updates the label whenever it
+/// differs). The sources select on the node's labels as the Worker left them.
+pub fn effective_node_labels_with_key(
+    node: &Node,
+    settings: &Settings,
+    g_key: &str,
+    sources: &[TopologySource],
+) -> Labels {
     let mut out = node.labels.clone();
     if let Some(devices) = &node.devices {
         out.extend(accelerator_node_labels(devices));
@@ -504,11 +594,9 @@ pub fn effective_node_labels_with_key(node: &Node, settings: &Settings, g_key: &
         node.cpu_millis,
         settings.manual_node_management,
     ));
-    if settings.era == Era::E3 && out.get(TOPOLOGY_PROFILE).is_none_or(String::is_empty) {
-        out.insert(
-            TOPOLOGY_PROFILE.to_string(),
-            DEFAULT_TOPOLOGY_PROFILE.to_string(),
-        );
+    if settings.era == Era::E3 {
+        let profile = profile_of_levels(&node_topology_levels(&out, sources));
+        out.insert(TOPOLOGY_PROFILE.to_string(), profile);
     }
     if !settings.mixed_on_node && !node_is_accelerated(&out) {
         out.insert(CPU_ONLY.to_string(), "true".to_string());
@@ -1188,8 +1276,11 @@ mod tests {
         assert!(!node_is_eligible(&off, &e3));
     }
 
+    /// An admin's `managed` value stands; the profile is the topology reconciler's, which
+    /// rewrites a stale value (node_topology.go `Reconcile`). This test used to pin a kept
+    /// stale profile, which the operator does not do.
     #[test]
-    fn effective_labels_keep_admin_values() {
+    fn effective_labels_keep_admin_values_but_not_a_stale_profile() {
         let mut node = walkthrough().remove(0);
         node.labels.insert(MANAGED.into(), "false".into());
         node.labels
@@ -1198,11 +1289,131 @@ mod tests {
         assert_eq!(eff.get(MANAGED).map(String::as_str), Some("false"));
         assert_eq!(
             eff.get(TOPOLOGY_PROFILE).map(String::as_str),
-            Some("fnv64-0000000000000001")
+            Some(DEFAULT_TOPOLOGY_PROFILE)
         );
-        assert!(node_flavors(&eff, &node.annotations, &Settings::default())
-            .iter()
-            .all(|f| f.name.ends_with("-fnv64-0000000000000001")));
+        let mut profiled = eff.clone();
+        profiled.insert(TOPOLOGY_PROFILE.into(), "fnv64-0000000000000001".into());
+        assert!(
+            node_flavors(&profiled, &node.annotations, &Settings::default())
+                .iter()
+                .all(|f| f.name.ends_with("-fnv64-0000000000000001"))
+        );
+    }
+
+    const ZONE: &str = "topology.kubernetes.io/zone";
+    const REGION: &str = "topology.kubernetes.io/region";
+
+    fn source(
+        name: &str,
+        levels: &[&str],
+        selector: &[(&str, &str)],
+        ready: bool,
+    ) -> TopologySource {
+        TopologySource {
+            name: name.into(),
+            levels: levels.iter().map(|l| l.to_string()).collect(),
+            node_selector: labels(selector),
+            ready,
+        }
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// The three profiles devices.md §5 documents (hash checked against LocalQueue names).
+    #[test]
+    fn the_three_documented_profiles() {
+        assert_eq!(
+            profile_of_levels(&strings(&[HOSTNAME])),
+            "fnv64-87bf574bea2a4f23"
+        );
+        assert_eq!(
+            profile_of_levels(&strings(&[ZONE, HOSTNAME])),
+            "fnv64-f7b1861ac0399767"
+        );
+        assert_eq!(
+            profile_of_levels(&strings(&[REGION, ZONE, HOSTNAME])),
+            "fnv64-570aeab478df5111"
+        );
+    }
+
+    #[test]
+    fn zero_one_or_two_selecting_sources() {
+        let node = labels(&[("pool", "a"), (REGION, "r1"), (ZONE, "z1")]);
+        let a = source("a", &[REGION, ZONE], &[("pool", "a")], true);
+        let other = source("b", &[ZONE], &[("pool", "b")], true);
+        let everyone = source("c", &[ZONE], &[], true);
+        let not_ready = source("d", &[ZONE], &[], false);
+        assert_eq!(node_topology_levels(&node, &[]), strings(&[HOSTNAME]));
+        assert_eq!(
+            node_topology_levels(&node, &[other.clone(), not_ready.clone()]),
+            strings(&[HOSTNAME])
+        );
+        assert_eq!(
+            node_topology_levels(&node, &[a.clone(), other, not_ready]),
+            strings(&[REGION, ZONE, HOSTNAME])
+        );
+        // two selecting sources: hostname only
+        assert_eq!(
+            node_topology_levels(&node, &[a, everyone]),
+            strings(&[HOSTNAME])
+        );
+    }
+
+    #[test]
+    fn the_prefix_stops_at_the_first_unpopulated_level() {
+        let src = source("s", &[REGION, ZONE, "rack"], &[], true);
+        let no_region = labels(&[(ZONE, "z1"), ("rack", "r")]);
+        assert_eq!(
+            node_topology_levels(&no_region, std::slice::from_ref(&src)),
+            strings(&[HOSTNAME])
+        );
+        let empty_zone = labels(&[(REGION, "r1"), (ZONE, ""), ("rack", "r")]);
+        assert_eq!(
+            node_topology_levels(&empty_zone, std::slice::from_ref(&src)),
+            strings(&[REGION, HOSTNAME])
+        );
+        let all = labels(&[(REGION, "r1"), (ZONE, "z1"), ("rack", "r")]);
+        assert_eq!(
+            node_topology_levels(&all, &[src]),
+            strings(&[REGION, ZONE, "rack", HOSTNAME])
+        );
+    }
+
+    #[test]
+    fn topograph_tier_runs_are_put_coarsest_first() {
+        let t = |n: u32| format!("{TOPOGRAPH_TIER_PREFIX}{n}");
+        let levels = vec![t(1), t(2), t(3), ZONE.to_string(), t(1), t(2)];
+        assert_eq!(
+            normalize_topology_levels(&levels),
+            vec![t(3), t(2), t(1), ZONE.to_string(), t(2), t(1)]
+        );
+        // already coarsest first, a single tier, and a non-numeric tier stay as they are
+        let kept = vec![t(3), t(1), format!("{TOPOGRAPH_TIER_PREFIX}x"), t(2)];
+        assert_eq!(normalize_topology_levels(&kept), kept);
+        let node: Labels = [t(1), t(2)]
+            .into_iter()
+            .map(|k| (k, "v".to_string()))
+            .collect();
+        let src = source("s", &[&t(1), &t(2)], &[], true);
+        assert_eq!(
+            node_topology_levels(&node, &[src]),
+            vec![t(2), t(1), HOSTNAME.to_string()]
+        );
+    }
+
+    #[test]
+    fn effective_labels_carry_the_source_profile() {
+        let mut node = walkthrough().remove(0);
+        node.labels.insert(ZONE.into(), "z1".into());
+        let g_key = general_key(&node.labels, &node.annotations);
+        let src = source("zones", &[ZONE], &[(MANAGED, "true")], true);
+        let eff = effective_node_labels_with_key(&node, &Settings::default(), &g_key, &[src]);
+        assert_eq!(
+            eff.get(TOPOLOGY_PROFILE).map(String::as_str),
+            Some("fnv64-f7b1861ac0399767")
+        );
     }
 
     #[test]
@@ -1236,7 +1447,7 @@ mod tests {
             let labels = effective_node_labels(&node, &settings);
             assert_eq!(general_key(&labels, &node.annotations), g_key);
             assert_eq!(
-                effective_node_labels_with_key(&node, &settings, &g_key),
+                effective_node_labels_with_key(&node, &settings, &g_key, &[]),
                 labels
             );
             assert_eq!(

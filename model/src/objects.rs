@@ -55,6 +55,18 @@ pub struct ResourceFlavor {
     pub capacity: u64,
 }
 
+/// A Kueue `Topology` (`kueue.x-k8s.io/v1beta2`, cluster-scoped) the node topology
+/// reconciler generates for a profile: `gpustack-<profile>`, labelled
+/// `resource.gpustack.ai/type=topology`, `spec.levels[].nodeLabel` in order; never updated
+/// (node_topology.go `ensureTopology`; devices.md §5).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Topology {
+    pub name: String,
+    pub labels: Labels,
+    /// `spec.levels[].nodeLabel`, coarsest first, `kubernetes.io/hostname` last.
+    pub levels: Vec<String>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UnitResources {

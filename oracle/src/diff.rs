@@ -22,6 +22,8 @@ pub enum ObjectKind {
     LocalQueue,
     /// A node's effective labels and the labels of its Devices object.
     NodeLabels,
+    /// A generated Kueue Topology (`gpustack-<profile>`), compared in its Kubernetes shape.
+    Topology,
     /// What an event did (only [`crate::replay::compare_runs`] reports it).
     Effect,
 }
@@ -34,6 +36,7 @@ impl ObjectKind {
             ObjectKind::ClusterQueue => "ClusterQueue",
             ObjectKind::LocalQueue => "LocalQueue",
             ObjectKind::NodeLabels => "NodeLabels",
+            ObjectKind::Topology => "Topology",
             ObjectKind::Effect => "Effect",
         }
     }
@@ -170,7 +173,60 @@ fn diff_filtered(
         |_| scope.is_none(),
         &mut out,
     );
+    let flavor_topologies: BTreeSet<&str> = [expected, observed]
+        .iter()
+        .flat_map(|d| d.resource_flavors.iter())
+        .filter(|rf| scope.is_none_or(|s| s.flavors.contains(&rf.name)))
+        .filter_map(|rf| rf.topology_name.as_deref())
+        .collect();
+    diff_list(
+        ObjectKind::Topology,
+        &topology_objects(expected),
+        &topology_objects(observed),
+        |t| t.name.to_string(),
+        |t| scope.is_none() || flavor_topologies.contains(t.name),
+        &mut out,
+    );
     out
+}
+
+/// A generated Topology as the API serves it: labels and `spec.levels[].nodeLabel`
+/// (shared/crds/kueue.x-k8s.io_topologies.yaml), so a difference is named by its
+/// Kubernetes field path (`spec.levels[0].nodeLabel`).
+#[derive(PartialEq, Serialize)]
+struct TopologyObject<'a> {
+    #[serde(skip)]
+    name: &'a str,
+    labels: &'a model::labels::Labels,
+    spec: TopologySpec<'a>,
+}
+
+#[derive(PartialEq, Serialize)]
+struct TopologySpec<'a> {
+    levels: Vec<TopologyLevel<'a>>,
+}
+
+#[derive(PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TopologyLevel<'a> {
+    node_label: &'a str,
+}
+
+fn topology_objects(d: &Derived) -> Vec<TopologyObject<'_>> {
+    d.topologies
+        .iter()
+        .map(|t| TopologyObject {
+            name: &t.name,
+            labels: &t.labels,
+            spec: TopologySpec {
+                levels: t
+                    .levels
+                    .iter()
+                    .map(|l| TopologyLevel { node_label: l })
+                    .collect(),
+            },
+        })
+        .collect()
 }
 
 /// One kind's objects matched by identity; equal objects are skipped without serializing.
@@ -673,6 +729,29 @@ mod tests {
         assert_eq!(got[0].observed, None);
         assert_eq!(got[1].field, "labels[\"feature.gpustack.ai/rdma.numa\"]");
         assert_eq!(got[1].observed.as_deref(), Some("0_1"));
+    }
+
+    #[test]
+    fn a_topology_level_difference_names_its_kubernetes_field_path() {
+        let d = model::derive::derive(&examples::walkthrough());
+        assert_eq!(d.topologies.len(), 1);
+        let mut o = d.clone();
+        o.topologies[0].levels[0] = "topology.kubernetes.io/zone".into();
+        let got = diff(&d, &o);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].kind, ObjectKind::Topology);
+        assert_eq!(got[0].name, d.topologies[0].name);
+        assert_eq!(got[0].field, "spec.levels[0].nodeLabel");
+        assert_eq!(got[0].expected.as_deref(), Some("kubernetes.io/hostname"));
+        assert_eq!(
+            got[0].observed.as_deref(),
+            Some("topology.kubernetes.io/zone")
+        );
+        // a missing Topology is one difference with the observed side absent
+        o.topologies.clear();
+        let got = diff(&d, &o);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got[0].field.is_empty() && got[0].observed.is_none());
     }
 
     #[test]

@@ -43,14 +43,15 @@ impl std::fmt::Display for ObjectId {
 }
 
 /// Position along the chain, upstream first: findings are listed in this order.
-fn chain_rank(kind: ObjectKind) -> u8 {
+pub fn chain_rank(kind: ObjectKind) -> u8 {
     match kind {
         ObjectKind::NodeLabels => 0,
-        ObjectKind::ResourceFlavor => 1,
-        ObjectKind::InstanceType => 2,
-        ObjectKind::ClusterQueue => 3,
-        ObjectKind::LocalQueue => 4,
-        ObjectKind::Effect => 5,
+        ObjectKind::Topology => 1,
+        ObjectKind::ResourceFlavor => 2,
+        ObjectKind::InstanceType => 3,
+        ObjectKind::ClusterQueue => 4,
+        ObjectKind::LocalQueue => 5,
+        ObjectKind::Effect => 6,
     }
 }
 
@@ -73,8 +74,25 @@ impl DerivationGraph {
 
     /// Adds the edges of another derivation (e.g. the observed side when it is one).
     pub fn add_derived(&mut self, derived: &Derived) {
+        // a node's profile label names the Topology made for it; a flavor's topologyName
+        // names the Topology it is scheduled by (devices.md §5)
+        for node in &derived.nodes {
+            let profile = node.labels.get(model::labels::TOPOLOGY_PROFILE);
+            if let Some(name) = profile.and_then(|p| model::flavor::topology_name(p)) {
+                self.edge(
+                    ObjectId::new(ObjectKind::NodeLabels, node.name.clone()),
+                    ObjectId::new(ObjectKind::Topology, name),
+                );
+            }
+        }
         for rf in &derived.resource_flavors {
             let flavor = ObjectId::new(ObjectKind::ResourceFlavor, rf.name.clone());
+            if let Some(t) = &rf.topology_name {
+                self.edge(
+                    ObjectId::new(ObjectKind::Topology, t.clone()),
+                    flavor.clone(),
+                );
+            }
             for node in &rf.nodes {
                 self.edge(
                     ObjectId::new(ObjectKind::NodeLabels, node.clone()),

@@ -245,18 +245,6 @@ pub fn kube_kind(d: &Difference) -> &'static str {
     }
 }
 
-/// Upstream first: a node's labels decide its flavors, which decide the pools' objects.
-fn kind_rank(kind: ObjectKind) -> u8 {
-    match kind {
-        ObjectKind::NodeLabels => 0,
-        ObjectKind::ResourceFlavor => 1,
-        ObjectKind::InstanceType => 2,
-        ObjectKind::ClusterQueue => 3,
-        ObjectKind::LocalQueue => 4,
-        ObjectKind::Effect => 5,
-    }
-}
-
 /// `[name=…]` and `[flavor=…]` member selectors become `[]` (see the module comment).
 pub fn normalise_field(field: &str) -> String {
     let mut out = String::with_capacity(field.len());
@@ -291,7 +279,7 @@ pub fn normalise_field(field: &str) -> String {
 pub fn first_field(fields: &[Difference]) -> Option<&Difference> {
     fields
         .iter()
-        .min_by_key(|d| (kind_rank(d.kind), normalise_field(&d.field)))
+        .min_by_key(|d| (oracle::graph::chain_rank(d.kind), normalise_field(&d.field)))
 }
 
 /// A counterexample's signature: from its Kubernetes-path differences when it has them, else

@@ -155,6 +155,12 @@ fn everything() -> Scenario {
                 name: "batch".into(),
                 terminating: true,
             }],
+            topology_sources: vec![model::cluster::TopologySource {
+                name: "zones".into(),
+                levels: vec!["topology.kubernetes.io/zone".into()],
+                node_selector: [("example.com/pool".to_string(), "a".to_string())].into(),
+                ready: true,
+            }],
         },
         events: vec![
             Event::NodeJoin { node: joining },

@@ -15,7 +15,7 @@ use super::retry::not_found;
 use super::{Client, ClientError};
 use crate::crd::{
     AdmissionCheck, ClusterQueue, Devices, InstanceType, LocalQueue, NodeFeature, ResourceFlavor,
-    Workload,
+    Topology, TopologySource, Workload,
 };
 
 /// A typed kind and how to address it: cluster-scoped kinds ignore the namespace; namespaced
@@ -54,6 +54,8 @@ cluster_scoped!(
     Namespace,
     Devices,
     InstanceType,
+    TopologySource,
+    Topology,
     ResourceFlavor,
     ClusterQueue,
     AdmissionCheck
@@ -68,7 +70,8 @@ macro_rules! with_type {
         use $crate::crd::*;
         use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
         $crate::with_type!(@each $kind, $t, $body, $other; Node, Namespace, NodeFeature, Devices,
-            InstanceType, ResourceFlavor, ClusterQueue, LocalQueue, AdmissionCheck, Workload, Pod)
+            InstanceType, TopologySource, Topology, ResourceFlavor, ClusterQueue, LocalQueue,
+            AdmissionCheck, Workload, Pod)
     }};
     (@each $kind:expr, $t:ident, $body:expr, $other:expr; $($ty:ident),*) => {
         $(if $kind.kind == stringify!($ty) {

@@ -5,6 +5,7 @@
 
 pub mod kueue;
 pub mod nfd;
+pub mod topology;
 pub mod worker;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -12,6 +13,7 @@ use kube::CustomResourceExt;
 
 pub use kueue::{AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload};
 pub use nfd::NodeFeature;
+pub use topology::{Topology, TopologySource};
 pub use worker::{Devices, InstanceType};
 
 use crate::twin::kinds::{self, Kind};
@@ -58,6 +60,8 @@ pub fn own_crds() -> Vec<(Kind, CustomResourceDefinition)> {
         (kinds::NODE_FEATURE, NodeFeature::crd()),
         (kinds::DEVICES, Devices::crd()),
         (kinds::INSTANCE_TYPE, InstanceType::crd()),
+        (kinds::TOPOLOGY_SOURCE, TopologySource::crd()),
+        (kinds::TOPOLOGY, Topology::crd()),
         (kinds::RESOURCE_FLAVOR, ResourceFlavor::crd()),
         (kinds::CLUSTER_QUEUE, ClusterQueue::crd()),
         (kinds::LOCAL_QUEUE, LocalQueue::crd()),

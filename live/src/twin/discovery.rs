@@ -33,6 +33,7 @@ pub fn short_names(kind: &Kind) -> &'static [&'static str] {
         ("", "Pod") => &["po"],
         ("worker.gpustack.ai", "InstanceType") => &["instype"],
         ("kueue.x-k8s.io", "ResourceFlavor") => &["flavor", "flavors", "rf"],
+        ("kueue.x-k8s.io", "Topology") => &["topo"],
         ("kueue.x-k8s.io", "ClusterQueue") => &["cq"],
         ("kueue.x-k8s.io", "LocalQueue") => &["queue", "queues", "lq"],
         ("kueue.x-k8s.io", "AdmissionCheck") => &["ac"],

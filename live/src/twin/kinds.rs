@@ -88,6 +88,26 @@ pub const RESOURCE_FLAVOR: Kind = Kind {
     namespaced: false,
     has_status: false,
 };
+/// kueue.x-k8s.io/v1beta2 Topology (cluster-scoped, no status subresource; the operator
+/// generates `gpustack-<profile>`, devices.md §5).
+pub const TOPOLOGY: Kind = Kind {
+    group: "kueue.x-k8s.io",
+    version: "v1beta2",
+    kind: "Topology",
+    plural: "topologies",
+    namespaced: false,
+    has_status: false,
+};
+/// worker.gpustack.ai/v1alpha1 TopologySource (cluster-scoped, status subresource with its
+/// Ready condition; api/worker/v1alpha1/topology_source.go). No CRD of it is in shared/crds.
+pub const TOPOLOGY_SOURCE: Kind = Kind {
+    group: "worker.gpustack.ai",
+    version: "v1alpha1",
+    kind: "TopologySource",
+    plural: "topologysources",
+    namespaced: false,
+    has_status: true,
+};
 /// kueue.x-k8s.io/v1beta2 ClusterQueue (cluster-scoped, status subresource).
 pub const CLUSTER_QUEUE: Kind = Kind {
     group: "kueue.x-k8s.io",
@@ -126,13 +146,15 @@ pub const WORKLOAD: Kind = Kind {
 };
 
 /// Every kind the twin serves.
-pub const ALL: [Kind; 11] = [
+pub const ALL: [Kind; 13] = [
     NODE,
     NAMESPACE,
     POD,
     NODE_FEATURE,
     DEVICES,
     INSTANCE_TYPE,
+    TOPOLOGY_SOURCE,
+    TOPOLOGY,
     RESOURCE_FLAVOR,
     CLUSTER_QUEUE,
     LOCAL_QUEUE,
@@ -224,6 +246,8 @@ mod tests {
                 "Namespace",
                 "Devices",
                 "InstanceType",
+                "TopologySource",
+                "Topology",
                 "ResourceFlavor",
                 "ClusterQueue",
                 "AdmissionCheck"
@@ -234,7 +258,10 @@ mod tests {
             .filter(|k| !k.has_status)
             .map(|k| k.kind)
             .collect();
-        assert_eq!(without_status, ["NodeFeature", "ResourceFlavor"]);
+        assert_eq!(
+            without_status,
+            ["NodeFeature", "Topology", "ResourceFlavor"]
+        );
     }
 
     #[test]

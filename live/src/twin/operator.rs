@@ -15,6 +15,7 @@ use model::cluster::Settings;
 use model::derive::{derive_after, Derived};
 use model::labels::{
     Labels, QUEUE_ANNOTATION, RESOURCE_TYPE, RESOURCE_TYPE_INSTANCETYPES, RESOURCE_TYPE_NODES,
+    RESOURCE_TYPE_TOPOLOGY,
 };
 use serde_json::{json, Map, Value};
 
@@ -258,6 +259,11 @@ fn ensure(
             created
         }
     };
+    // A Topology's levels are immutable: the operator never rewrites an existing one (a
+    // drifted one is an error it reports, node_topology.go `ensureTopology`).
+    if *kind == kinds::TOPOLOGY {
+        return Ok(());
+    }
     let create_only_spec = *kind == kinds::INSTANCE_TYPE;
     let mut next = current.clone();
     let mut labels = string_map(&current, "/metadata/labels");
@@ -350,7 +356,8 @@ fn differs(current: &Value, next: &Value) -> bool {
 }
 
 /// Whether an object of `kind` is one the operator writes and so may delete: ResourceFlavors
-/// labelled `resource.gpustack.ai/type=nodes`, ClusterQueues labelled `=instancetypes`,
+/// labelled `resource.gpustack.ai/type=nodes`, Topologies `=topology` (retired when no node
+/// and no flavor uses their profile, chain.md §6.4), ClusterQueues labelled `=instancetypes`,
 /// LocalQueues annotated `schedule.gpustack.ai/queue` (chain.md §6.3, §10.1, §11). InstanceTypes
 /// never: derived ones are create-only (§8.4) and the rest are the administrator's.
 fn operator_owned(kind: &Kind, o: &Value) -> bool {
@@ -362,6 +369,8 @@ fn operator_owned(kind: &Kind, o: &Value) -> bool {
     };
     if *kind == kinds::RESOURCE_FLAVOR {
         label(RESOURCE_TYPE).as_deref() == Some(RESOURCE_TYPE_NODES)
+    } else if *kind == kinds::TOPOLOGY {
+        label(RESOURCE_TYPE).as_deref() == Some(RESOURCE_TYPE_TOPOLOGY)
     } else if *kind == kinds::CLUSTER_QUEUE {
         label(RESOURCE_TYPE).as_deref() == Some(RESOURCE_TYPE_INSTANCETYPES)
     } else if *kind == kinds::LOCAL_QUEUE {
@@ -383,6 +392,7 @@ fn prune(
         kinds::LOCAL_QUEUE,
         kinds::CLUSTER_QUEUE,
         kinds::RESOURCE_FLAVOR,
+        kinds::TOPOLOGY,
     ] {
         let wanted: BTreeSet<(Option<String>, String)> = rendered
             .iter()
@@ -645,5 +655,61 @@ mod tests {
         let b = json!({"metadata": {}, "spec": {"x": 1}, "status": null});
         assert!(!differs(&a, &b));
         assert!(differs(&a, &json!({"metadata": {}, "spec": {"x": 2}})));
+    }
+
+    /// A TopologySource's profile reaches the Nodes and a `gpustack-<profile>` Topology is
+    /// created; once the source is gone that Topology has no node and no flavor and is deleted,
+    /// while the hostname-only one stays.
+    #[test]
+    fn topologies_follow_the_sources() {
+        let zone = "topology.kubernetes.io/zone";
+        let mut cluster = model::examples::walkthrough();
+        for n in &mut cluster.nodes {
+            n.labels.insert(zone.into(), "z1".into());
+            n.labels.insert("pool".into(), "zoned".into());
+        }
+        cluster.nodes[0].labels.remove("pool");
+        cluster.topology_sources = vec![model::cluster::TopologySource {
+            name: "zones".into(),
+            levels: vec![zone.into()],
+            node_selector: [("pool".to_string(), "zoned".to_string())].into(),
+            ready: true,
+        }];
+        let mut store = Store::default();
+        super::super::read::write_mock(&mut store, &cluster).expect("mock");
+        let first = reconcile(&mut store, &cluster.settings, None).expect("reconcile");
+        let names = |store: &Store| -> Vec<String> {
+            store
+                .list(&kinds::TOPOLOGY, None, &Selector::everything())
+                .expect("list")
+                .items
+                .iter()
+                .map(super::super::read::name_of)
+                .collect()
+        };
+        let zoned = "gpustack-fnv64-f7b1861ac0399767";
+        let plain = "gpustack-fnv64-87bf574bea2a4f23";
+        assert_eq!(names(&store), [plain, zoned]);
+        let t = store.get(&kinds::TOPOLOGY, None, zoned).expect("zoned");
+        assert_eq!(t.pointer("/spec/levels/0/nodeLabel"), Some(&json!(zone)));
+        assert_eq!(
+            t.pointer("/metadata/labels/resource.gpustack.ai~1type"),
+            Some(&json!("topology"))
+        );
+        let node = store.get(&kinds::NODE, None, "node-t4-a").expect("node");
+        assert_eq!(
+            node.pointer("/metadata/labels/topology.gpustack.ai~1profile"),
+            Some(&json!("fnv64-f7b1861ac0399767"))
+        );
+        store
+            .delete(
+                &kinds::TOPOLOGY_SOURCE,
+                None,
+                "zones",
+                &DeleteOptions::default(),
+            )
+            .expect("delete the source");
+        reconcile(&mut store, &cluster.settings, Some(&first)).expect("reconcile");
+        assert_eq!(names(&store), [plain]);
     }
 }

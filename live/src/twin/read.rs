@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 
 use model::allocation::{hosted_slices, PodHolds};
-use model::cluster::{Cluster, ExistingInstanceType, ForeignQueue, Namespace, Node, Settings};
+use model::cluster::{
+    Cluster, ExistingInstanceType, ForeignQueue, Namespace, Node, Settings, TopologySource,
+};
 use model::credits::parse_quantity;
 use model::devices::{
     Capability, Card, CardTopology, DeviceGroup, Devices, Interface, Ledger, LinkState, Mode,
@@ -87,12 +89,17 @@ pub fn read_cluster(store: &Store, settings: &Settings) -> Result<Cluster, ReadE
         .iter()
         .filter_map(read_foreign_queue)
         .collect();
+    let topology_sources = list(store, &kinds::TOPOLOGY_SOURCE)?
+        .iter()
+        .map(read_topology_source)
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Cluster {
         nodes,
         namespaces,
         settings: settings.clone(),
         instance_types,
         foreign_queues,
+        topology_sources,
     })
 }
 
@@ -250,6 +257,48 @@ fn read_instance_type(o: &Value) -> Result<ExistingInstanceType, ReadError> {
         name,
         spec,
         derived_from_node: labels.get(DERIVED_FROM_NODE).map(String::as_str) == Some("true"),
+    })
+}
+
+/// A TopologySource as the node topology reconciler reads it: `spec.levels`,
+/// `spec.nodeSelector.matchLabels`, and whether its Ready condition is True.
+fn read_topology_source(o: &Value) -> Result<TopologySource, ReadError> {
+    let kind = &kinds::TOPOLOGY_SOURCE;
+    let name = name_of(o);
+    let typed: crate::crd::TopologySource = serde_json::from_value(o.clone())
+        .map_err(|e| ReadError::field(kind, &name, "spec", e.to_string()))?;
+    let ready = typed
+        .status
+        .and_then(|s| s.conditions)
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    Ok(TopologySource {
+        name,
+        levels: typed.spec.levels,
+        node_selector: typed
+            .spec
+            .node_selector
+            .and_then(|s| s.match_labels)
+            .unwrap_or_default(),
+        ready,
+    })
+}
+
+/// A TopologySource object as an administrator writes it, with the Ready condition its
+/// controller would set (api/worker/v1alpha1/topology_source.go).
+pub fn topology_source_object(source: &TopologySource) -> Value {
+    json!({
+        "apiVersion": kinds::TOPOLOGY_SOURCE.api_version(), "kind": "TopologySource",
+        "metadata": {"name": source.name},
+        "spec": {"levels": source.levels, "nodeSelector": {"matchLabels": source.node_selector}},
+        "status": {"conditions": [{
+            "type": "Ready",
+            "status": if source.ready { "True" } else { "False" },
+            "reason": if source.ready { "Ready" } else { "NotReady" },
+            "message": "",
+            "lastTransitionTime": "2025-01-01T00:00:00Z",
+        }]},
     })
 }
 
@@ -557,6 +606,9 @@ pub fn mock_objects(cluster: &Cluster) -> Vec<(Kind, Option<String>, Value)> {
                 "spec": it.spec,
             }),
         ));
+    }
+    for source in &cluster.topology_sources {
+        out.push((kinds::TOPOLOGY_SOURCE, None, topology_source_object(source)));
     }
     out
 }

@@ -8,7 +8,7 @@ use model::detail::{ACCELERATOR_CPU_FIELDS, CPU_CACHE_FIELDS, CPU_FIELDS};
 use model::labels::Labels;
 use model::objects::{
     ClusterQueue, Detail, InstanceType, LocalQueue, PartitionView, Phase, ResourceFlavor,
-    ResourceView, StopPolicy,
+    ResourceView, StopPolicy, Topology,
 };
 use serde_json::{json, Map, Value};
 
@@ -17,14 +17,20 @@ use super::kinds::{self, Kind};
 /// One rendered object: its kind, namespace (namespaced kinds only) and body.
 pub type Rendered = (Kind, Option<String>, Value);
 
-/// Every object of `derived`: Node label sets first, then ResourceFlavors, InstanceTypes,
-/// ClusterQueues and LocalQueues (the order the chain creates them in).
+/// Every object of `derived`: Node label sets first, then Topologies, ResourceFlavors,
+/// InstanceTypes, ClusterQueues and LocalQueues (the order the chain creates them in).
 pub fn render(derived: &Derived) -> Vec<Rendered> {
     let mut out: Vec<Rendered> = derived
         .nodes
         .iter()
         .map(|n| (kinds::NODE, None, node_labels(n)))
         .collect();
+    out.extend(
+        derived
+            .topologies
+            .iter()
+            .map(|t| (kinds::TOPOLOGY, None, topology(t))),
+    );
     out.extend(
         derived
             .resource_flavors
@@ -84,6 +90,16 @@ pub fn node_labels(node: &DerivedNode) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": node.name, "labels": node.labels},
+    })
+}
+
+/// A generated Kueue Topology (devices.md §5): its type label and `spec.levels[].nodeLabel`.
+pub fn topology(t: &Topology) -> Value {
+    let levels: Vec<Value> = t.levels.iter().map(|l| json!({"nodeLabel": l})).collect();
+    json!({
+        "apiVersion": kinds::TOPOLOGY.api_version(), "kind": "Topology",
+        "metadata": meta(&t.name, &t.labels, &Labels::new()),
+        "spec": {"levels": levels},
     })
 }
 
