@@ -21,24 +21,31 @@ pub const NAMESPACE_NAMES: [&str; 7] = [
     KUBE_SYSTEM,
 ];
 
-/// 1–4 distinct namespaces, sometimes reserved ones, sometimes terminating.
-pub fn arb_namespaces() -> BoxedStrategy<Vec<Namespace>> {
-    prop::sample::subsequence(NAMESPACE_NAMES.to_vec(), 1..=4)
-        .prop_flat_map(|names| {
+/// Distinct names drawn from `names` (`size` of them), each terminating with probability
+/// `terminating`: the shape namespaces and foreign ClusterQueues share.
+fn arb_terminating_names(
+    names: &[&'static str],
+    size: std::ops::RangeInclusive<usize>,
+    terminating: f64,
+) -> impl Strategy<Value = Vec<(String, bool)>> {
+    prop::sample::subsequence(names.to_vec(), size)
+        .prop_flat_map(move |names| {
             let n = names.len();
             (
                 Just(names),
-                prop::collection::vec(prop::bool::weighted(0.15), n),
+                prop::collection::vec(prop::bool::weighted(terminating), n),
             )
         })
-        .prop_map(|(names, terminating)| {
-            names
+        .prop_map(|(names, flags)| names.into_iter().map(str::to_string).zip(flags).collect())
+}
+
+/// 1–4 distinct namespaces, sometimes reserved ones, sometimes terminating.
+pub fn arb_namespaces() -> BoxedStrategy<Vec<Namespace>> {
+    arb_terminating_names(&NAMESPACE_NAMES, 1..=4, 0.15)
+        .prop_map(|named| {
+            named
                 .into_iter()
-                .zip(terminating)
-                .map(|(name, terminating)| Namespace {
-                    name: name.to_string(),
-                    terminating,
-                })
+                .map(|(name, terminating)| Namespace { name, terminating })
                 .collect()
         })
         .boxed()
@@ -50,24 +57,12 @@ pub const FOREIGN_QUEUE_NAMES: [&str; 2] = ["batch", "team-a-queue"];
 /// Mostly none; sometimes one or two foreign ClusterQueues, sometimes terminating (they get
 /// LocalQueues too, chain.md §11).
 pub fn arb_foreign_queues() -> BoxedStrategy<Vec<ForeignQueue>> {
-    let some = prop::sample::subsequence(FOREIGN_QUEUE_NAMES.to_vec(), 1..=2)
-        .prop_flat_map(|names| {
-            let n = names.len();
-            (
-                Just(names),
-                prop::collection::vec(prop::bool::weighted(0.2), n),
-            )
-        })
-        .prop_map(|(names, terminating)| {
-            names
-                .into_iter()
-                .zip(terminating)
-                .map(|(name, terminating)| ForeignQueue {
-                    name: name.to_string(),
-                    terminating,
-                })
-                .collect()
-        });
+    let some = arb_terminating_names(&FOREIGN_QUEUE_NAMES, 1..=2, 0.2).prop_map(|named| {
+        named
+            .into_iter()
+            .map(|(name, terminating)| ForeignQueue { name, terminating })
+            .collect()
+    });
     prop_oneof![4 => Just(Vec::new()), 1 => some].boxed()
 }
 
