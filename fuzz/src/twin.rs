@@ -214,8 +214,8 @@ pub struct TwinRunner {
 pub const READBACK_REQUESTS: u64 = 3;
 
 /// Kinds one observation reads (Nodes, ResourceFlavors, InstanceTypes, ClusterQueues,
-/// LocalQueues): at least one list each per write step.
-pub const OBSERVED_KINDS: u64 = 5;
+/// LocalQueues, Topologies): at least one list each per write step.
+pub const OBSERVED_KINDS: u64 = 6;
 
 /// A step-by-step run: its id, the model world of what was written, its watcher, and its
 /// operator (embedded) or localizer and token (cluster).

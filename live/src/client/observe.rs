@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 use super::scoped::{normalized, Scoped};
 use super::{Client, ClientError, RUN_LABEL};
-use crate::crd::{ClusterQueue, InstanceType, LocalQueue, ResourceFlavor};
+use crate::crd::{ClusterQueue, InstanceType, LocalQueue, ResourceFlavor, Topology};
 use crate::twin::kinds::{self, Kind};
 use crate::twin::render::render;
 
@@ -61,6 +61,7 @@ fn object_kind(kind: &Kind) -> Option<ObjectKind> {
         "InstanceType" => ObjectKind::InstanceType,
         "ClusterQueue" => ObjectKind::ClusterQueue,
         "LocalQueue" => ObjectKind::LocalQueue,
+        "Topology" => ObjectKind::Topology,
         _ => return None,
     })
 }
@@ -161,6 +162,8 @@ impl Client {
             .await?;
         self.observe_kind::<LocalQueue>(&kinds::LOCAL_QUEUE, &mut out)
             .await?;
+        self.observe_kind::<Topology>(&kinds::TOPOLOGY, &mut out)
+            .await?;
         Ok(out)
     }
 
@@ -198,6 +201,28 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The twin and live tiers compare the generated Kueue Topology objects too: what the
+    /// model derives is expected, and a changed level is a difference at its field path.
+    #[test]
+    fn topologies_are_expected_and_a_changed_level_differs() {
+        let derived = model::derive::derive(&model::examples::walkthrough());
+        let want = expected(&derived);
+        let topologies = &want.objects[&ObjectKind::Topology];
+        assert_eq!(topologies.len(), derived.topologies.len());
+        assert!(!topologies.is_empty());
+        let mut changed = want.clone();
+        let t = changed
+            .objects
+            .get_mut(&ObjectKind::Topology)
+            .and_then(|m| m.values_mut().next())
+            .unwrap();
+        t["spec"]["levels"][0]["nodeLabel"] = json!("topology.kubernetes.io/zone");
+        let got = diff(&want, &changed);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].kind, ObjectKind::Topology);
+        assert!(got[0].field.contains("levels"), "{got:?}");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use super::localize::Token;
 use super::scoped::Scoped;
 use super::{Client, Observed, RunId};
-use crate::crd::{ClusterQueue, Devices, InstanceType, LocalQueue, ResourceFlavor};
+use crate::crd::{ClusterQueue, Devices, InstanceType, LocalQueue, ResourceFlavor, Topology};
 use crate::twin::kinds::{self, Kind};
 
 /// How a wait ended.
@@ -163,13 +163,14 @@ pub struct Quiescer {
 /// label them) and Devices (the node-devices check rebuilds their ledger, admission.md §6.5);
 /// nothing but the run writes its NodeFeatures, and what a Namespace changes shows in its
 /// LocalQueues.
-const STREAM_KINDS: [Kind; 6] = [
+const STREAM_KINDS: [Kind; 7] = [
     kinds::NODE,
     kinds::DEVICES,
     kinds::RESOURCE_FLAVOR,
     kinds::INSTANCE_TYPE,
     kinds::CLUSTER_QUEUE,
     kinds::LOCAL_QUEUE,
+    kinds::TOPOLOGY,
 ];
 
 impl Quiescer {
@@ -195,6 +196,7 @@ impl Quiescer {
             changes::<InstanceType>(client, 3, None, scope),
             changes::<ClusterQueue>(client, 4, None, scope),
             changes::<LocalQueue>(client, 5, None, scope),
+            changes::<Topology>(client, 6, None, scope),
         ];
         Quiescer {
             listing: streams.len(),
