@@ -632,10 +632,15 @@ fn unknown_resources_and_bad_bodies_are_status_errors() {
             405,
             "MethodNotAllowed",
         );
+        // a dry run answers as the write would and persists nothing (it used to be a 400)
+        let (code, dry) = post(addr, &format!("{NODES}?dryRun=All"), node("d", "e")).await;
+        assert_eq!(code, 201, "{dry}");
+        assert!(dry["metadata"].get("resourceVersion").is_none(), "{dry}");
+        assert_eq!(get(addr, &format!("{NODES}/d")).await.0, 404);
         assert_status(
-            &post(addr, &format!("{NODES}?dryRun=All"), node("d", "e")).await,
-            400,
-            "BadRequest",
+            &post(addr, &format!("{NODES}?dryRun=Bogus"), node("d", "e")).await,
+            422,
+            "Invalid",
         );
     });
 }

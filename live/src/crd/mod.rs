@@ -76,6 +76,26 @@ pub fn own_schema(crd: &CustomResourceDefinition) -> Option<serde_json::Value> {
     structural::crd_schema(&value, None).cloned()
 }
 
+/// Replaces the twin's validators (and printer columns) with the real CRDs' from [`shared_crds_dir`] for
+/// every custom kind that has one there, as `scripts/kube start` installs the real CRDs and the
+/// project's own only where those are missing. Returns how many it installed.
+pub fn install_shared_validators(store: &mut Store) -> Result<usize, SharedCrdError> {
+    let mut installed = 0;
+    for kind in kinds::ALL.iter().filter(|k| k.is_custom()) {
+        let crd = match shared_crd(kind) {
+            Ok(crd) => crd,
+            Err(SharedCrdError::Unreadable { .. }) => continue,
+            Err(e) => return Err(e),
+        };
+        if let Some(schema) = structural::crd_schema(&crd, None) {
+            store.set_validator(kind, structural::validator(schema.clone()));
+            store.set_printer_columns(kind, crate::twin::table::crd_printer_columns(&crd));
+            installed += 1;
+        }
+    }
+    Ok(installed)
+}
+
 /// Installs the project's own schemas as the twin's validators, so whatever verify writes is
 /// checked (and pruned) against the types it reads back with.
 pub fn install_validators(store: &mut Store) {

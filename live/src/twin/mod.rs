@@ -21,4 +21,5 @@ pub mod server;
 pub mod status;
 pub mod store;
 pub mod structural;
+pub mod table;
 pub mod workload;

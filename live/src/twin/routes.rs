@@ -13,6 +13,7 @@ use super::kinds::Kind;
 use super::selector::Selector;
 use super::status::Status;
 use super::store::{manager_or_user_agent, DeleteOptions, Deleted, Patch, Store, Subresource};
+use super::table;
 
 /// The default (and the longest) watch a client gets when it sends no `timeoutSeconds`.
 pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
@@ -59,6 +60,8 @@ pub struct ApiRequest<'a> {
     /// The `User-Agent` header ("" when absent): a write without `?fieldManager=` is
     /// recorded under its prefix.
     pub user_agent: &'a str,
+    /// The `Accept` header ("" when absent): kubectl asks for a Table.
+    pub accept: &'a str,
     pub body: &'a [u8],
 }
 
@@ -316,9 +319,77 @@ fn resource(store: &mut Store, r: &ResourcePath, req: &ApiRequest) -> Result<Rep
     let query = Query::parse(req.query);
     let ns = r.namespace.as_deref();
     let kind = &r.kind;
-    if query.get("dryRun").is_some_and(|d| !d.is_empty()) {
-        return Err(Status::bad_request("dryRun is not supported by the twin"));
+    let mut dry: Vec<String> = query
+        .get("dryRun")
+        .filter(|d| !d.is_empty())
+        .map(str::to_string)
+        .into_iter()
+        .collect();
+    if req.method == "DELETE" {
+        dry.extend(body_dry_run(req.body));
     }
+    if !dry.is_empty() {
+        let values: Vec<&str> = dry.iter().map(String::as_str).collect();
+        check_dry_run(req.method, &values)?;
+        if req.method == "GET" {
+            return resource_now(store, r, req, &query);
+        }
+        let name = r.name.clone();
+        let written = store.dry_run(kind, ns, name.as_deref(), |store| {
+            match resource_now(store, r, req, &query)? {
+                Reply::Json(_, body) => Ok(body),
+                _ => Err(Status::bad_request("a dry run answers with an object")),
+            }
+        })?;
+        let code = if req.method == "POST" { 201 } else { 200 };
+        return Ok(Reply::ok(code, written));
+    }
+    resource_now(store, r, req, &query)
+}
+
+/// `objects` as the Table kubectl asks for (the kind's columns, `?includeObject=`).
+fn as_table(store: &Store, kind: &Kind, objects: &[Value], rv: &str, query: &Query) -> Value {
+    let columns = table::columns(kind, store.printer_columns(kind));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let include = table::Include::parse(query.get("includeObject"));
+    table::table(&columns, objects, rv, include, now)
+}
+
+/// `dryRun` accepts `All` only (apimachinery validation `ValidateDryRun`): 422 otherwise.
+fn check_dry_run(method: &str, values: &[&str]) -> Result<(), Status> {
+    match values.iter().find(|v| **v != "All") {
+        None => Ok(()),
+        Some(bad) => {
+            let options = match method {
+                "POST" => "CreateOptions",
+                "PUT" => "UpdateOptions",
+                "PATCH" => "PatchOptions",
+                _ => "DeleteOptions",
+            };
+            Err(Status::failure(
+                422,
+                "Invalid",
+                format!(
+                    "{options}.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [{bad:?}]: supported values: \"All\""
+                ),
+                None,
+            ))
+        }
+    }
+}
+
+/// The verb on a resource path, persisted.
+fn resource_now(
+    store: &mut Store,
+    r: &ResourcePath,
+    req: &ApiRequest,
+    query: &Query,
+) -> Result<Reply, Status> {
+    let ns = r.namespace.as_deref();
+    let kind = &r.kind;
+    let query = query.clone();
     let sub = if r.status {
         Subresource::Status
     } else {
@@ -331,7 +402,13 @@ fn resource(store: &mut Store, r: &ResourcePath, req: &ApiRequest) -> Result<Rep
         ("GET", None) => {
             let selector = selector_of(&query)?;
             let list = store.list(kind, ns, &selector)?;
-            Ok(Reply::ok(200, list.to_value(kind)))
+            let value = list.to_value(kind);
+            if table::wants_table(req.accept) {
+                let items = value["items"].as_array().cloned().unwrap_or_default();
+                let rv = value["metadata"]["resourceVersion"].as_str().unwrap_or("");
+                return Ok(Reply::ok(200, as_table(store, kind, &items, rv, &query)));
+            }
+            Ok(Reply::ok(200, value))
         }
         ("POST", None) if kind.namespaced && ns.is_none() => Err(method_not_allowed()),
         ("POST", None) => {
@@ -339,7 +416,15 @@ fn resource(store: &mut Store, r: &ResourcePath, req: &ApiRequest) -> Result<Rep
             let manager = writer(&query, req);
             Ok(Reply::ok(201, store.create_by(kind, ns, body, &manager)?))
         }
-        ("GET", Some(name)) => Ok(Reply::ok(200, store.get(kind, ns, name)?)),
+        ("GET", Some(name)) => {
+            let object = store.get(kind, ns, name)?;
+            if table::wants_table(req.accept) && !r.status {
+                let rv = object["metadata"]["resourceVersion"].as_str().unwrap_or("");
+                let t = as_table(store, kind, std::slice::from_ref(&object), rv, &query);
+                return Ok(Reply::ok(200, t));
+            }
+            Ok(Reply::ok(200, object))
+        }
         ("PUT", Some(name)) => {
             let body = decode_body(req)?;
             check_body_names(kind, ns, name, &body)?;
@@ -567,6 +652,18 @@ fn delete_success(kind: &Kind, name: &str, last: &Value) -> Value {
     })
 }
 
+/// The `dryRun` of a DeleteOptions body (kubectl's `delete --dry-run=server` sends it there).
+fn body_dry_run(body: &[u8]) -> Vec<String> {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|b| b.get("dryRun").cloned())
+        .and_then(|d| d.as_array().cloned())
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
 /// `DeleteOptions` from the body (if any) and the query (`propagationPolicy`).
 fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, Status> {
     let body: Value = if body.iter().all(u8::is_ascii_whitespace) {
@@ -575,13 +672,7 @@ fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, Status> {
         serde_json::from_slice(body)
             .map_err(|e| Status::bad_request(format!("invalid DeleteOptions: {e}")))?
     };
-    if body
-        .get("dryRun")
-        .and_then(Value::as_array)
-        .is_some_and(|d| !d.is_empty())
-    {
-        return Err(Status::bad_request("dryRun is not supported by the twin"));
-    }
+
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
     let orphan_dependents = body.get("orphanDependents").and_then(Value::as_bool);
     let propagation_policy = text(body.get("propagationPolicy"))
@@ -679,6 +770,7 @@ mod tests {
                     content_type: ct,
                     host: "",
                     user_agent: "",
+                    accept: "",
                     body,
                 }
             };
@@ -738,6 +830,7 @@ mod tests {
             content_type: "application/json",
             host: "",
             user_agent: "kubectl/v1.31.0 (linux/amd64) kubernetes/abcdef0",
+            accept: "",
             body: br#"{"metadata":{"name":"n","labels":{"a":"b"}}}"#,
         };
         assert_eq!(

@@ -19,7 +19,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body::Frame;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_TYPE, HOST, USER_AGENT};
+use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE, HOST, USER_AGENT};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -331,6 +331,7 @@ async fn respond(served: Served, req: Request<Incoming>) -> Result<Response<Body
         content_type: header(CONTENT_TYPE),
         host: header(HOST),
         user_agent: header(USER_AGENT),
+        accept: header(ACCEPT),
         body: &body,
     };
     let reply = store.write(|s| routes::handle(s, &api));

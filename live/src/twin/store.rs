@@ -237,6 +237,8 @@ pub struct Store {
     /// The resourceVersion of the newest event dropped from the history (0: none dropped).
     evicted_through: u64,
     validators: HashMap<(&'static str, &'static str), Validator>,
+    /// CRD `additionalPrinterColumns` per custom kind, for Table output.
+    printer_columns: HashMap<(&'static str, &'static str), Vec<Value>>,
     uid: UidSource,
     clock: Clock,
     require_namespace: bool,
@@ -260,10 +262,56 @@ impl Store {
             history_limit: config.history_limit.max(1),
             evicted_through: 0,
             validators: HashMap::new(),
+            printer_columns: HashMap::new(),
             uid: config.uid,
             clock: config.clock,
             require_namespace: config.require_namespace,
         }
+    }
+
+    /// Runs `write` as a dry run (`?dryRun=All`): validated, defaulted and admitted as a
+    /// real write, its answer returned, and nothing persisted: the objects, the
+    /// resourceVersion counter and the watch history are as before (registry/rest
+    /// `dryRun`). The answer keeps the stored resourceVersion of the object it wrote (none
+    /// for a create), as the apiserver's does.
+    pub fn dry_run(
+        &mut self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        write: impl FnOnce(&mut Store) -> Result<Value, Status>,
+    ) -> Result<Value, Status> {
+        let before = name.and_then(|n| self.get(kind, namespace, n).ok());
+        let saved = (
+            self.objects.clone(),
+            self.resource_version,
+            self.created,
+            self.history.clone(),
+            self.evicted_through,
+        );
+        let answer = write(self);
+        (
+            self.objects,
+            self.resource_version,
+            self.created,
+            self.history,
+            self.evicted_through,
+        ) = saved;
+        let mut answer = answer?;
+        if let Some(meta) = answer.get_mut("metadata").and_then(Value::as_object_mut) {
+            match before
+                .as_ref()
+                .and_then(|b| b.pointer("/metadata/resourceVersion"))
+            {
+                Some(rv) => {
+                    meta.insert("resourceVersion".into(), rv.clone());
+                }
+                None => {
+                    meta.remove("resourceVersion");
+                }
+            }
+        }
+        Ok(answer)
     }
 
     /// The kinds served.
@@ -280,6 +328,19 @@ impl Store {
     /// a timestamp field themselves (`lastTransitionTime`).
     pub fn now(&mut self) -> String {
         (self.clock)()
+    }
+
+    /// The printer columns of `kind`'s CRD (see `table::columns`).
+    pub fn set_printer_columns(&mut self, kind: &Kind, columns: Vec<Value>) {
+        self.printer_columns
+            .insert((kind.group, kind.kind), columns);
+    }
+
+    /// The printer columns set for `kind`, if any.
+    pub fn printer_columns(&self, kind: &Kind) -> Option<&[Value]> {
+        self.printer_columns
+            .get(&(kind.group, kind.kind))
+            .map(Vec::as_slice)
     }
 
     /// Plugs a validator for `kind`, run on every write (see `structural::validator`).
@@ -1346,12 +1407,25 @@ pub fn manager_from_user_agent(user_agent: &str) -> String {
 
 /// The `fieldManager` of a write, or the manager derived from its User-Agent when it names
 /// none (handlers/rest.go `managerOrUserAgent`).
+/// A write with neither is recorded as `unknown` (managedfields/internal/buildmanagerinfo.go).
 pub fn manager_or_user_agent(field_manager: Option<&str>, user_agent: &str) -> String {
-    match field_manager.filter(|m| !m.is_empty()) {
+    let manager = match field_manager.filter(|m| !m.is_empty()) {
         Some(m) => m.to_string(),
         None => manager_from_user_agent(user_agent),
+    };
+    if manager.is_empty() {
+        UNKNOWN_MANAGER.to_string()
+    } else {
+        manager
     }
 }
+
+/// The manager of a write that names none and sends no User-Agent.
+pub const UNKNOWN_MANAGER: &str = "unknown";
+
+/// The last element of a path that owns an object node itself (FieldsV1's `"."`): an
+/// `Update` that creates a non-empty object owns the object as well as its fields.
+const NODE: &str = ".";
 
 /// How a write's `managedFields` follow: an `Update` by a manager (create, update, every
 /// patch type), or the entries an apply computed.
@@ -1360,7 +1434,8 @@ enum Ownership<'a> {
     Applied(Vec<Managed>),
 }
 
-/// A field path: a sequence of object keys.
+/// A field path: a sequence of object keys, ending in [`NODE`] when it names an object node
+/// itself.
 type FieldPath = Vec<String>;
 
 /// The operation a `managedFields` entry records.
@@ -1553,6 +1628,11 @@ fn compare(before: &Value, after: &Value) -> Comparison {
     let leaves = |v: &Value| v.as_object().map(leaf_paths).unwrap_or_default();
     let (old, new) = (leaves(before), leaves(after));
     let mut c = Comparison::default();
+    // object nodes appear and vanish as members of their own (typed.Comparison over
+    // fieldpath sets; the root and `metadata` are stripped like the server-set fields)
+    let (old_nodes, new_nodes) = (object_nodes(before), object_nodes(after));
+    c.added.extend(new_nodes.difference(&old_nodes).cloned());
+    c.removed.extend(old_nodes.difference(&new_nodes).cloned());
     for p in new.iter().filter(|p| value_at(before, p).is_none()) {
         c.added.insert(p.clone());
     }
@@ -1569,9 +1649,37 @@ fn compare(before: &Value, after: &Value) -> Comparison {
     c
 }
 
-/// A leaf of `view` (a scalar, a list or an empty object), as an owned path must be.
+/// A leaf of `view` (a scalar, a list or an empty object) or an object node of it
+/// ([`NODE`]), as an owned path must be.
 fn is_leaf(view: &Value, p: &FieldPath) -> bool {
+    if p.last().is_some_and(|k| k == NODE) {
+        return value_at(view, p).is_some_and(Value::is_object);
+    }
     value_at(view, p).is_some_and(|v| v.as_object().is_none_or(Map::is_empty))
+}
+
+/// The non-empty objects below the root of `view`, as [`NODE`] paths (`metadata` left out:
+/// it is stripped with the fields the server sets).
+fn object_nodes(view: &Value) -> BTreeSet<FieldPath> {
+    fn walk(value: &Value, prefix: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
+        let Value::Object(m) = value else { return };
+        if m.is_empty() {
+            return;
+        }
+        if !prefix.is_empty() && prefix.as_slice() != ["metadata"] {
+            let mut node = prefix.clone();
+            node.push(NODE.to_string());
+            out.insert(node);
+        }
+        for (k, v) in m {
+            prefix.push(k.clone());
+            walk(v, prefix, out);
+            prefix.pop();
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(view, &mut Vec::new(), &mut out);
+    out
 }
 
 /// An `Update` by `manager` through `subresource` (fieldmanager `managedFieldsUpdater` over
@@ -1684,12 +1792,15 @@ fn leaf_paths(config: &Object) -> BTreeSet<FieldPath> {
     out
 }
 
+/// The value at `path` (a [`NODE`] path names the object it ends in).
 fn value_at<'a>(value: &'a Value, path: &FieldPath) -> Option<&'a Value> {
-    path.iter().try_fold(value, |v, k| v.get(k))
+    path.iter()
+        .filter(|k| *k != NODE)
+        .try_fold(value, |v, k| v.get(k))
 }
 
 fn remove_path(value: &mut Value, path: &FieldPath) {
-    let Some((last, parents)) = path.split_last() else {
+    let Some((last, parents)) = path.split_last().filter(|(last, _)| *last != NODE) else {
         return;
     };
     let mut at = value;
@@ -1735,9 +1846,12 @@ fn fields_v1(paths: &BTreeSet<FieldPath>) -> Value {
         let mut at = &mut fields;
         for k in path {
             let Some(m) = at.as_object_mut() else { break };
-            at = m
-                .entry(format!("f:{k}"))
-                .or_insert_with(|| Value::Object(Object::new()));
+            let key = if k == NODE {
+                NODE.to_string()
+            } else {
+                format!("f:{k}")
+            };
+            at = m.entry(key).or_insert_with(|| Value::Object(Object::new()));
         }
     }
     fields
@@ -1750,6 +1864,11 @@ fn read_managed(object: &Object) -> Vec<Managed> {
             .as_object()
             .map(|m| m.iter().filter(|(k, _)| k.starts_with("f:")).collect())
             .unwrap_or_default();
+        if fields.get(NODE).is_some() && !prefix.is_empty() {
+            let mut node = prefix.clone();
+            node.push(NODE.to_string());
+            out.insert(node);
+        }
         if children.is_empty() {
             if !prefix.is_empty() {
                 out.insert(prefix.clone());

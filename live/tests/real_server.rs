@@ -1,0 +1,552 @@
+//! The twin checked against a real kube-apiserver (issue M12): the same request sequence is sent
+//! to both, through the same kube-rs client, and what each answered is compared: status codes
+//! and reasons, generation, resourceVersion order, managedFields ownership, the status
+//! subresource, finalizers, dry runs, selectors, watch events and kubectl's Table output. Every
+//! difference is a twin bug.
+//!
+//! The real server is the one `scripts/kube start DIR` brings up (kube-apiserver, etcd and Kueue
+//! built from their Go modules); set `VERIFY_KUBE_LOCAL=DIR`. Without it the test prints why
+//! and passes, as it does where `go` is absent. Objects are named with a per-run token and
+//! deleted afterwards; no assertion depends on timing (watches are bounded by the server's own
+//! `timeoutSeconds`, and only events already recorded are compared).
+
+use std::path::PathBuf;
+
+use http::{Method, Request};
+use http_body_util::BodyExt;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use live::twin::kubeconfig::kubeconfig_yaml;
+use live::twin::server::{spawn_with_store, TwinHandle};
+use live::twin::store::Store;
+use serde_json::{json, Value};
+
+const IT: &str = "/apis/worker.gpustack.ai/v1alpha1/instancetypes";
+const NODES: &str = "/api/v1/nodes";
+const APPLY: &str = "application/apply-patch+yaml";
+const MERGE: &str = "application/merge-patch+json";
+const JSON_PATCH: &str = "application/json-patch+json";
+const STRATEGIC: &str = "application/strategic-merge-patch+json";
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+
+/// The real cluster's directory, when one is up.
+fn kube_local() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("VERIFY_KUBE_LOCAL")?);
+    dir.join("kubeconfig").is_file().then_some(dir)
+}
+
+async fn client(kubeconfig: Kubeconfig, context: &str) -> kube::Client {
+    let options = KubeConfigOptions {
+        context: Some(context.into()),
+        ..KubeConfigOptions::default()
+    };
+    let config = match kube::Config::from_custom_kubeconfig(kubeconfig, &options).await {
+        Ok(c) => c,
+        Err(e) => panic!("kubeconfig context {context}: {e}"),
+    };
+    match kube::Client::try_from(config) {
+        Ok(c) => c,
+        Err(e) => panic!("client for {context}: {e}"),
+    }
+}
+
+/// One answer: the code and the body as JSON (a watch stream's lines as an array).
+#[derive(Debug, Clone)]
+struct Answer {
+    code: u16,
+    body: Value,
+}
+
+async fn call(c: &kube::Client, method: Method, path: &str, ctype: &str, body: Value) -> Answer {
+    call_accept(c, method, path, ctype, "application/json", body).await
+}
+
+async fn call_accept(
+    c: &kube::Client,
+    method: Method,
+    path: &str,
+    ctype: &str,
+    accept: &str,
+    body: Value,
+) -> Answer {
+    let bytes = match &body {
+        Value::Null => Vec::new(),
+        Value::String(s) => s.clone().into_bytes(),
+        other => other.to_string().into_bytes(),
+    };
+    let request = match Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", ctype)
+        .header("accept", accept)
+        .body(kube::client::Body::from(bytes))
+    {
+        Ok(r) => r,
+        Err(e) => panic!("request {path}: {e}"),
+    };
+    let response = match c.send(request).await {
+        Ok(r) => r,
+        Err(e) => panic!("{path}: {e}"),
+    };
+    let code = response.status().as_u16();
+    let raw = match response.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => panic!("{path}: body: {e}"),
+    };
+    let text = String::from_utf8_lossy(&raw);
+    let body = serde_json::from_str(&text).unwrap_or_else(|_| {
+        // a watch stream: one JSON event per line
+        Value::Array(
+            text.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect(),
+        )
+    });
+    Answer { code, body }
+}
+
+fn instance_type(name: &str) -> Value {
+    json!({
+        "apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "InstanceType",
+        "metadata": {"name": name, "labels": {"pool": "a"}},
+        "spec": {"acceleratable": true, "os": "linux", "arch": "amd64",
+                 "unitResources": {"cpu": "4", "ram": "16Gi"}, "localStorage": "100Gi"},
+    })
+}
+
+fn rv(a: &Answer) -> u64 {
+    a.body["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Who owns what, as a comparable value: per managedFields entry its manager, operation,
+/// subresource and fieldsV1 (times and order dropped).
+fn ownership(o: &Value) -> Value {
+    let mut entries: Vec<Value> = o["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            json!({"manager": e["manager"], "operation": e["operation"],
+                   "subresource": e.get("subresource").cloned().unwrap_or(Value::Null),
+                   "fieldsV1": e["fieldsV1"]})
+        })
+        .collect();
+    entries.sort_by_key(|e| e.to_string());
+    Value::Array(entries)
+}
+
+/// What a step is judged on: the code, a Status's reason, and the named parts of an object.
+fn seen(a: &Answer, parts: &[&str]) -> Value {
+    let mut out = json!({"code": a.code});
+    if a.body["kind"] == "Status" {
+        out["reason"] = a.body["reason"].clone();
+    }
+    for p in parts {
+        out[*p] = match *p {
+            "ownership" => ownership(&a.body),
+            "labels" => a.body["metadata"]["labels"].clone(),
+            "generation" => a.body["metadata"]["generation"].clone(),
+            "spec" => a.body["spec"].clone(),
+            "status" => a.body["status"].clone(),
+            "deleting" => json!(a.body["metadata"].get("deletionTimestamp").is_some()),
+            "finalizers" => a.body["metadata"]["finalizers"].clone(),
+            "names" => a.body["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|i| i["metadata"]["name"].clone())
+                .collect(),
+            "columns" => a.body["columnDefinitions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| json!([c["name"], c["type"]]))
+                .collect(),
+            "rows" => json!(a.body["rows"].as_array().map_or(0, Vec::len)),
+            "kind" => a.body["kind"].clone(),
+            "conflict" => json!(a.body["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("\"alpha\""))),
+            other => panic!("no part {other}"),
+        };
+    }
+    out
+}
+
+/// The watch events after a resourceVersion, restricted to one run's objects.
+fn events(a: &Answer, token: &str) -> Value {
+    a.body
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| {
+            e["object"]["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.contains(token))
+        })
+        .map(|e| {
+            json!([
+                e["type"],
+                e["object"]["metadata"]["name"],
+                e["object"]["metadata"]["labels"]
+            ])
+        })
+        .collect()
+}
+
+/// The sequence, run against one server; each step named, with what was seen. Names carry
+/// `token` so the runs never meet on the real server.
+async fn sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
+    let mut steps: Vec<(String, Value)> = Vec::new();
+    let mut note = |name: &str, v: Value| steps.push((name.to_string(), v));
+    let a = format!("verify-diff-{token}-a");
+    let one = |n: &str| format!("{IT}/{n}");
+
+    let created = call(c, Method::POST, IT, "application/json", instance_type(&a)).await;
+    note(
+        "create",
+        seen(&created, &["generation", "ownership", "labels"]),
+    );
+    let again = call(c, Method::POST, IT, "application/json", instance_type(&a)).await;
+    note("create again", seen(&again, &[]));
+    let missing = call(c, Method::GET, &one("verify-diff-none"), "", Value::Null).await;
+    note("get missing", seen(&missing, &[]));
+
+    let mut spec_changed = created.body.clone();
+    spec_changed["spec"]["localStorage"] = json!("200Gi");
+    let put = call(
+        c,
+        Method::PUT,
+        &one(&a),
+        "application/json",
+        spec_changed.clone(),
+    )
+    .await;
+    note("update spec", seen(&put, &["generation", "ownership"]));
+    note(
+        "resourceVersion grows on update",
+        json!(rv(&put) > rv(&created)),
+    );
+    let stale = call(c, Method::PUT, &one(&a), "application/json", spec_changed).await;
+    note("update with a stale resourceVersion", seen(&stale, &[]));
+
+    let mut invalid_status = put.body.clone();
+    invalid_status["status"] = json!({"phase": "Active"});
+    let refused = call(
+        c,
+        Method::PUT,
+        &format!("{}/status", one(&a)),
+        "application/json",
+        invalid_status,
+    )
+    .await;
+    note("update status missing required views", seen(&refused, &[]));
+    let view = json!({"capacity": 4, "remaining": 4, "onceMaxRequest": 4});
+    let mut with_status = put.body.clone();
+    with_status["spec"]["localStorage"] = json!("300Gi");
+    with_status["status"] = json!({
+        "phase": "Active", "accelerator": view, "acceleratorShared": view,
+        "acceleratorSliced": view, "cpu": view,
+        "acceleratorPartitioned": {"capacity": 0, "remaining": 0, "onceMaxRequest": 0},
+    });
+    let status = call(
+        c,
+        Method::PUT,
+        &format!("{}/status", one(&a)),
+        "application/json",
+        with_status,
+    )
+    .await;
+    note(
+        "update status",
+        seen(&status, &["generation", "spec", "ownership"]),
+    );
+
+    let merged = call(
+        c,
+        Method::PATCH,
+        &one(&a),
+        MERGE,
+        json!({"metadata": {"labels": {"m": "1"}}}),
+    )
+    .await;
+    note(
+        "merge patch a label",
+        seen(&merged, &["generation", "labels"]),
+    );
+    let patched = call(
+        c,
+        Method::PATCH,
+        &one(&a),
+        JSON_PATCH,
+        json!([{"op": "add", "path": "/metadata/labels/j", "value": "2"}]),
+    )
+    .await;
+    note(
+        "json patch a label",
+        seen(&patched, &["labels", "ownership"]),
+    );
+    let strategic = call(
+        c,
+        Method::PATCH,
+        &one(&a),
+        STRATEGIC,
+        json!({"metadata": {"labels": {"s": "3"}}}),
+    )
+    .await;
+    note(
+        "strategic merge patch on a custom resource",
+        seen(&strategic, &[]),
+    );
+
+    let applied = |labels: Value| {
+        json!({"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "InstanceType",
+               "metadata": {"name": a, "labels": labels}})
+    };
+    let alpha = call(
+        c,
+        Method::PATCH,
+        &format!("{}?fieldManager=alpha", one(&a)),
+        APPLY,
+        applied(json!({"x": "1"})),
+    )
+    .await;
+    note("apply by alpha", seen(&alpha, &["labels", "ownership"]));
+    let beta = call(
+        c,
+        Method::PATCH,
+        &format!("{}?fieldManager=beta", one(&a)),
+        APPLY,
+        applied(json!({"x": "2"})),
+    )
+    .await;
+    note("conflicting apply by beta", seen(&beta, &["conflict"]));
+    let forced = call(
+        c,
+        Method::PATCH,
+        &format!("{}?fieldManager=beta&force=true", one(&a)),
+        APPLY,
+        applied(json!({"x": "2"})),
+    )
+    .await;
+    note(
+        "forced apply by beta",
+        seen(&forced, &["labels", "ownership"]),
+    );
+    let alpha_drops = call(
+        c,
+        Method::PATCH,
+        &format!("{}?fieldManager=alpha", one(&a)),
+        APPLY,
+        applied(json!({})),
+    )
+    .await;
+    note(
+        "alpha applies without x",
+        seen(&alpha_drops, &["labels", "ownership"]),
+    );
+    let beta_drops = call(
+        c,
+        Method::PATCH,
+        &format!("{}?fieldManager=beta", one(&a)),
+        APPLY,
+        applied(json!({})),
+    )
+    .await;
+    note(
+        "beta applies without x",
+        seen(&beta_drops, &["labels", "ownership"]),
+    );
+    let mut gamma_body = beta_drops.body.clone();
+    gamma_body["metadata"]["labels"]["y"] = json!("g");
+    let gamma = call(
+        c,
+        Method::PUT,
+        &format!("{}?fieldManager=gamma", one(&a)),
+        "application/json",
+        gamma_body,
+    )
+    .await;
+    note("update by gamma", seen(&gamma, &["labels", "ownership"]));
+
+    let node = format!("verify-diff-{token}-node");
+    let node_applied = call(
+        c,
+        Method::PATCH,
+        &format!("{NODES}/{node}?fieldManager=alpha"),
+        APPLY,
+        json!({"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": node, "labels": {"zone": "z1"}}}),
+    )
+    .await;
+    note(
+        "apply creates a Node",
+        seen(&node_applied, &["labels", "ownership"]),
+    );
+
+    let selected = call(
+        c,
+        Method::GET,
+        &format!("{IT}?labelSelector=y%3Dg,pool%3Da"),
+        "",
+        Value::Null,
+    )
+    .await;
+    let mine: Vec<Value> = selected.body["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| {
+            i["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.contains(token))
+        })
+        .map(|i| i["metadata"]["name"].clone())
+        .collect();
+    note(
+        "list by label selector",
+        json!({"code": selected.code, "names": mine}),
+    );
+
+    let f = format!("verify-diff-{token}-f");
+    let mut held = instance_type(&f);
+    held["metadata"]["finalizers"] = json!(["verify.gpustack.ai/hold"]);
+    let held_created = call(c, Method::POST, IT, "application/json", held).await;
+    note(
+        "create with a finalizer",
+        seen(&held_created, &["finalizers"]),
+    );
+    let deleting = call(c, Method::DELETE, &one(&f), "", Value::Null).await;
+    note(
+        "delete with a finalizer",
+        seen(&deleting, &["deleting", "finalizers"]),
+    );
+    let still = call(c, Method::GET, &one(&f), "", Value::Null).await;
+    note("get while finalizing", seen(&still, &["deleting"]));
+    let released = call(
+        c,
+        Method::PATCH,
+        &one(&f),
+        MERGE,
+        json!({"metadata": {"finalizers": null}}),
+    )
+    .await;
+    note("remove the finalizer", seen(&released, &["deleting"]));
+    let gone = call(c, Method::GET, &one(&f), "", Value::Null).await;
+    note("get after the finalizer", seen(&gone, &[]));
+
+    let d = format!("verify-diff-{token}-dry");
+    let dry = call(
+        c,
+        Method::POST,
+        &format!("{IT}?dryRun=All"),
+        "application/json",
+        instance_type(&d),
+    )
+    .await;
+    note("dry-run create", seen(&dry, &["labels"]));
+    let not_there = call(c, Method::GET, &one(&d), "", Value::Null).await;
+    note("get after a dry run", seen(&not_there, &[]));
+
+    let table = call_accept(
+        c,
+        Method::GET,
+        &format!("{IT}?labelSelector=y%3Dg"),
+        "",
+        TABLE,
+        Value::Null,
+    )
+    .await;
+    note("list as a Table", seen(&table, &["kind", "columns"]));
+    let one_table = call_accept(c, Method::GET, &one(&a), "", TABLE, Value::Null).await;
+    note(
+        "get one as a Table",
+        seen(&one_table, &["kind", "columns", "rows"]),
+    );
+
+    let watched = call(
+        c,
+        Method::GET,
+        &format!(
+            "{IT}?watch=true&resourceVersion={}&timeoutSeconds=1",
+            rv(&created)
+        ),
+        "",
+        Value::Null,
+    )
+    .await;
+    note(
+        "watch from the create's resourceVersion",
+        json!({"code": watched.code, "events": events(&watched, token)}),
+    );
+
+    for path in [one(&a), format!("{NODES}/{node}")] {
+        call(c, Method::DELETE, &path, "", Value::Null).await;
+    }
+    steps
+}
+
+#[test]
+fn the_twin_answers_as_the_real_apiserver_does() {
+    let Some(dir) = kube_local() else {
+        println!(
+            "skipped: VERIFY_KUBE_LOCAL does not name a running local cluster \
+             (scripts/kube build && scripts/kube start DIR, then VERIFY_KUBE_LOCAL=DIR)"
+        );
+        return;
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => panic!("no runtime: {e}"),
+    };
+    // the twin validates as the real server does: the real CRDs where ../shared has them,
+    // the project's own elsewhere (scripts/kube installs the same)
+    let mut store = Store::default();
+    live::crd::install_validators(&mut store);
+    match live::crd::install_shared_validators(&mut store) {
+        Ok(n) if n > 0 => {}
+        Ok(_) => {
+            println!(
+                "skipped: no real CRDs under {}",
+                live::crd::shared_crds_dir().display()
+            );
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    }
+    let twin: TwinHandle = match spawn_with_store(None, store) {
+        Ok(t) => t,
+        Err(e) => panic!("the twin did not start: {e}"),
+    };
+    let token = format!("{:x}", std::process::id());
+    let (real, twinned) = runtime.block_on(async {
+        let real_config = match Kubeconfig::read_from(dir.join("kubeconfig")) {
+            Ok(k) => k,
+            Err(e) => panic!("{}: {e}", dir.display()),
+        };
+        let twin_config = match Kubeconfig::from_yaml(&kubeconfig_yaml(twin.url(), "verify-twin")) {
+            Ok(k) => k,
+            Err(e) => panic!("twin kubeconfig: {e}"),
+        };
+        let real = sequence(&client(real_config, "kube-local").await, &token).await;
+        let twinned = sequence(&client(twin_config, "verify-twin").await, &token).await;
+        (real, twinned)
+    });
+    let mut differences = Vec::new();
+    for ((step, want), (_, got)) in real.iter().zip(&twinned) {
+        if want != got {
+            differences.push(format!(
+                "{step}:\n  real kube-apiserver: {want}\n  twin:                {got}"
+            ));
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "{} of {} steps differ:\n{}",
+        differences.len(),
+        real.len(),
+        differences.join("\n")
+    );
+}
