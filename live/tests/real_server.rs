@@ -488,6 +488,149 @@ async fn sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     steps
 }
 
+/// Namespaced objects, Kueue's kinds (its webhooks default and validate them on the real
+/// cluster), paging, field selectors and a namespace's deletion.
+async fn namespaced_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
+    let mut steps: Vec<(String, Value)> = Vec::new();
+    let mut note = |name: &str, v: Value| steps.push((name.to_string(), v));
+    let ns = format!("verify-diff-{token}-ns");
+    let namespace = call(
+        c,
+        Method::POST,
+        "/api/v1/namespaces",
+        "application/json",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+    )
+    .await;
+    note(
+        "create a namespace",
+        seen(&namespace, &["labels", "ownership", "status", "spec"]),
+    );
+    let flavor = format!("verify-diff-{token}-rf");
+    let rf = call(
+        c,
+        Method::POST,
+        "/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
+        "application/json",
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+               "metadata": {"name": flavor}, "spec": {"nodeLabels": {"pool": "a"}}}),
+    )
+    .await;
+    note("create a ResourceFlavor", seen(&rf, &["spec"]));
+    let cq = format!("verify-diff-{token}-cq");
+    let queue = call(
+        c,
+        Method::POST,
+        "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
+        "application/json",
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+               "metadata": {"name": cq},
+               "spec": {"namespaceSelector": {}, "resourceGroups": [{
+                   "coveredResources": ["cpu"],
+                   "flavors": [{"name": flavor, "resources": [
+                       {"name": "cpu", "nominalQuota": "6400k"}]}]}]}}),
+    )
+    .await;
+    note("create a ClusterQueue", seen(&queue, &["spec"]));
+    let lq_path = format!("/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/localqueues");
+    for i in 0..3 {
+        let lq = call(
+            c,
+            Method::POST,
+            &lq_path,
+            "application/json",
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                   "metadata": {"name": format!("lq-{i}"), "namespace": ns},
+                   "spec": {"clusterQueue": cq}}),
+        )
+        .await;
+        note(&format!("create LocalQueue {i}"), seen(&lq, &["spec"]));
+    }
+    let wrong_ns = call(
+        c,
+        Method::POST,
+        &lq_path,
+        "application/json",
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+               "metadata": {"name": "lq-x", "namespace": "elsewhere"},
+               "spec": {"clusterQueue": cq}}),
+    )
+    .await;
+    note(
+        "create with another namespace in the body",
+        seen(&wrong_ns, &[]),
+    );
+    let page = call(
+        c,
+        Method::GET,
+        &format!("{lq_path}?limit=2"),
+        "",
+        Value::Null,
+    )
+    .await;
+    let cont = page.body["metadata"]["continue"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    note(
+        "list a page of two",
+        json!({"code": page.code, "names": seen(&page, &["names"])["names"],
+               "more": !cont.is_empty(),
+               "remaining": page.body["metadata"].get("remainingItemCount")}),
+    );
+    let rest = call(
+        c,
+        Method::GET,
+        &format!("{lq_path}?limit=2&continue={cont}"),
+        "",
+        Value::Null,
+    )
+    .await;
+    note(
+        "list the next page",
+        json!({"code": rest.code, "names": seen(&rest, &["names"])["names"],
+               "more": rest.body["metadata"].get("continue").is_some_and(|c| c != "")}),
+    );
+    let by_field = call(
+        c,
+        Method::GET,
+        &format!("{lq_path}?fieldSelector=metadata.name%3Dlq-1"),
+        "",
+        Value::Null,
+    )
+    .await;
+    note("list by field selector", seen(&by_field, &["names"]));
+    let bad_field = call(
+        c,
+        Method::GET,
+        &format!("{lq_path}?fieldSelector=spec.clusterQueue%3D{cq}"),
+        "",
+        Value::Null,
+    )
+    .await;
+    note("list by an unsupported field", seen(&bad_field, &[]));
+    let deleted = call(
+        c,
+        Method::DELETE,
+        &format!("/api/v1/namespaces/{ns}"),
+        "",
+        Value::Null,
+    )
+    .await;
+    note(
+        "delete the namespace",
+        json!({"code": deleted.code, "phase": deleted.body["status"]["phase"],
+               "deleting": seen(&deleted, &["deleting"])["deleting"]}),
+    );
+    for path in [
+        format!("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/{cq}"),
+        format!("/apis/kueue.x-k8s.io/v1beta2/resourceflavors/{flavor}"),
+    ] {
+        call(c, Method::DELETE, &path, "", Value::Null).await;
+    }
+    steps
+}
+
 #[test]
 fn the_twin_answers_as_the_real_apiserver_does() {
     let Some(dir) = kube_local() else {
@@ -530,8 +673,14 @@ fn the_twin_answers_as_the_real_apiserver_does() {
             Ok(k) => k,
             Err(e) => panic!("twin kubeconfig: {e}"),
         };
-        let real = sequence(&client(real_config, "kube-local").await, &token).await;
-        let twinned = sequence(&client(twin_config, "verify-twin").await, &token).await;
+        let (real_client, twin_client) = (
+            client(real_config, "kube-local").await,
+            client(twin_config, "verify-twin").await,
+        );
+        let mut real = sequence(&real_client, &token).await;
+        let mut twinned = sequence(&twin_client, &token).await;
+        real.extend(namespaced_sequence(&real_client, &token).await);
+        twinned.extend(namespaced_sequence(&twin_client, &token).await);
         (real, twinned)
     });
     let mut differences = Vec::new();

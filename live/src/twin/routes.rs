@@ -347,6 +347,63 @@ fn resource(store: &mut Store, r: &ResourcePath, req: &ApiRequest) -> Result<Rep
     resource_now(store, r, req, &query)
 }
 
+/// A list cut to `?limit=` items from `?continue=` on (apiserver chunking): `continue` names
+/// where the next page starts, `remainingItemCount` how many follow when no selector
+/// narrowed the list. Items are in key order (namespace, name) as etcd keeps them. A
+/// continuation reads the store as it is now, not as it was at the first page.
+fn page(list: &mut Value, query: &Query) -> Result<(), Status> {
+    let limit = match query.get("limit").filter(|l| !l.is_empty()) {
+        None => 0,
+        Some(l) => l
+            .parse::<usize>()
+            .map_err(|_| Status::bad_request(format!("invalid limit: {l:?}")))?,
+    };
+    let start = match query.get("continue").filter(|c| !c.is_empty()) {
+        None => None,
+        Some(token) => Some(continue_start(token).ok_or_else(|| {
+            Status::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+        })?),
+    };
+    let key = |o: &Value| {
+        let text = |k: &str| o["metadata"][k].as_str().unwrap_or("").to_string();
+        format!("{}/{}", text("namespace"), text("name"))
+    };
+    let Some(items) = list.get_mut("items").and_then(Value::as_array_mut) else {
+        return Ok(());
+    };
+    items.sort_by_key(key);
+    if let Some(start) = &start {
+        items.retain(|o| key(o).as_str() > start.as_str());
+    }
+    if limit == 0 || items.len() <= limit {
+        return Ok(());
+    }
+    let rest = items.split_off(limit);
+    let next = items.last().map(key).unwrap_or_default();
+    let narrowed = ["labelSelector", "fieldSelector"]
+        .iter()
+        .any(|k| query.get(k).is_some_and(|v| !v.is_empty()));
+    let meta = &mut list["metadata"];
+    meta["continue"] = Value::String(continue_token(&next));
+    if !narrowed {
+        meta["remainingItemCount"] = Value::from(rest.len());
+    }
+    Ok(())
+}
+
+/// An opaque continue token: the last key served, hex-encoded.
+fn continue_token(last_key: &str) -> String {
+    last_key.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn continue_start(token: &str) -> Option<String> {
+    let bytes: Option<Vec<u8>> = (0..token.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(token.get(i..i + 2)?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
 /// `objects` as the Table kubectl asks for (the kind's columns, `?includeObject=`).
 fn as_table(store: &Store, kind: &Kind, objects: &[Value], rv: &str, query: &Query) -> Value {
     let columns = table::columns(kind, store.printer_columns(kind));
@@ -402,7 +459,8 @@ fn resource_now(
         ("GET", None) => {
             let selector = selector_of(&query)?;
             let list = store.list(kind, ns, &selector)?;
-            let value = list.to_value(kind);
+            let mut value = list.to_value(kind);
+            page(&mut value, &query)?;
             if table::wants_table(req.accept) {
                 let items = value["items"].as_array().cloned().unwrap_or_default();
                 let rv = value["metadata"]["resourceVersion"].as_str().unwrap_or("");

@@ -692,6 +692,9 @@ impl Store {
                 ));
             }
         }
+        if *kind == super::kinds::NAMESPACE && meta.get("deletionTimestamp").is_none() {
+            return Ok(self.terminate_namespace(&key, current));
+        }
         if finalizers(&current).is_empty() {
             let gone = self.commit(kind, &key, None, Some(current));
             let orphan = options.propagation_policy.as_deref() == Some("Orphan");
@@ -710,6 +713,39 @@ impl Store {
         marked.insert("metadata".into(), Value::Object(m));
         let stored = self.commit(kind, &key, Some(marked), Some(current));
         Ok(Deleted::Finalizing(stored))
+    }
+
+    /// A Namespace's deletion: the apiserver marks it Terminating (deletionTimestamp,
+    /// `status.phase`), the answer the client gets; the namespace controller then deletes
+    /// everything in it and finalizes it. The twin's controller is instant: the contents and
+    /// the Namespace are gone when the answer is sent.
+    fn terminate_namespace(&mut self, key: &Key, current: Object) -> Deleted {
+        let mut terminating = current.clone();
+        let mut m = take_meta(&mut terminating);
+        m.insert("deletionTimestamp".into(), Value::String((self.clock)()));
+        terminating.insert("metadata".into(), Value::Object(m));
+        terminating.insert("status".into(), serde_json::json!({"phase": "Terminating"}));
+        let contents: Vec<Key> = self
+            .objects
+            .keys()
+            .filter(|k| k.namespace == key.name && !k.namespace.is_empty())
+            .cloned()
+            .collect();
+        for k in contents {
+            let Some(kind) = self
+                .kinds
+                .iter()
+                .find(|c| c.group == k.group && c.kind == k.kind)
+                .copied()
+            else {
+                continue;
+            };
+            if let Some(o) = self.objects.get(&k).cloned() {
+                self.commit(&kind, &k, None, Some(o));
+            }
+        }
+        self.commit(&super::kinds::NAMESPACE, key, None, Some(current));
+        Deleted::Finalizing(Value::Object(terminating))
     }
 
     /// The events of `kind` (in `namespace`, or all) after `resource_version`, as a watch
@@ -909,6 +945,7 @@ impl Store {
         }
         set_type_meta(kind, &mut object);
         object.insert("metadata".into(), Value::Object(meta));
+        prepare_namespace(kind, &mut object);
         let mut object = self.validated(kind, &name, object)?;
         // what the creation set is owned as it was stored (after pruning)
         let managers = match ownership {
@@ -930,6 +967,9 @@ impl Store {
             }
         };
         let entries = entries_of(managers, &now);
+        if *kind == super::kinds::NAMESPACE {
+            namespace_finalizer(&mut object);
+        }
         let mut meta = take_meta(&mut object);
         if !entries.is_empty() {
             meta.insert("managedFields".into(), Value::Array(entries));
@@ -990,6 +1030,9 @@ impl Store {
             }
         };
         set_type_meta(kind, &mut candidate);
+        if subresource == Subresource::Main {
+            prepare_namespace(kind, &mut candidate);
+        }
         check_finalizers_while_deleting(kind, name, &old, &candidate)?;
         let mut candidate = self.validated(kind, name, candidate)?;
         let mut meta = take_meta(&mut candidate);
@@ -1365,6 +1408,45 @@ fn check_finalizers_while_deleting(
 
 /// Everything whose change bumps `generation`: all but metadata (and status when it is a
 /// subresource).
+/// The `kubernetes.io/metadata.name` label the apiserver sets on every write of a Namespace
+/// (owned by the writer, as kube-apiserver 1.37 records it).
+fn prepare_namespace(kind: &Kind, object: &mut Object) {
+    if *kind != super::kinds::NAMESPACE {
+        return;
+    }
+    let name = name_of(object);
+    if let Some(Value::Object(meta)) = object.get_mut("metadata") {
+        let labels = meta
+            .entry("labels")
+            .or_insert_with(|| Value::Object(Object::new()));
+        if let Some(l) = labels.as_object_mut() {
+            l.insert(NAMESPACE_NAME_LABEL.into(), Value::String(name));
+        }
+    }
+}
+
+/// The `kubernetes` finalizer a created Namespace gets in `spec.finalizers` when it lacks it
+/// (namespace strategy PrepareForCreate; owned by nobody).
+fn namespace_finalizer(object: &mut Object) {
+    let spec = object
+        .entry("spec")
+        .or_insert_with(|| Value::Object(Object::new()));
+    let Some(spec) = spec.as_object_mut() else {
+        return;
+    };
+    let finalizers = spec
+        .entry("finalizers")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Some(list) = finalizers.as_array_mut() {
+        if !list.iter().any(|f| f == "kubernetes") {
+            list.push(Value::String("kubernetes".into()));
+        }
+    }
+}
+
+/// The label every Namespace carries with its own name (corev1 `LabelMetadataName`).
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
 fn spec_part(kind: &Kind, object: &Object) -> Object {
     object
         .iter()

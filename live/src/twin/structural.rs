@@ -8,7 +8,7 @@
 //! `items`, `enum`, `maxLength`, `maxItems`, `maxProperties`, and pruning of unknown fields.
 //! Not covered (accepted without checking): `pattern`, `format`, `minimum`/`maximum`,
 //! `minLength`/`minItems`, `anyOf`/`allOf`/`oneOf`/`not`, list-type/list-map-keys uniqueness,
-//! CEL `x-kubernetes-validations` and defaults.
+//! CEL `x-kubernetes-validations`. `default`s fill absent properties.
 //!
 //! At the root (and in embedded resources) `apiVersion`, `kind` and `metadata` are never
 //! pruned: the store owns metadata.
@@ -117,6 +117,20 @@ fn check_object(
                 out.insert(key.clone(), child.clone());
             }
             None => {} // unknown field: pruned
+        }
+    }
+    // defaults fill what is absent (a pruned null included), then are pruned and defaulted
+    // in turn (apiextensions-apiserver structural defaulting, applied before validation)
+    for (key, child_schema) in properties.into_iter().flatten() {
+        if let Some(default) = child_schema
+            .get("default")
+            .filter(|_| !out.contains_key(key))
+        {
+            let child_path = child_path(path, key, true);
+            out.insert(
+                key.clone(),
+                check(child_schema, default, &child_path, causes),
+            );
         }
     }
     for key in schema
@@ -348,6 +362,22 @@ mod tests {
         assert_eq!(
             msg.as_deref(),
             Some("Invalid value: \"integer\": spec.os in body must be of type string: \"integer\"")
+        );
+    }
+
+    #[test]
+    fn absent_properties_take_their_defaults_recursively() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {
+                "strategy": {"type": "string", "default": "BestEffortFIFO"},
+                "fungibility": {"type": "object", "default": {}, "properties": {
+                    "whenCanBorrow": {"type": "string", "default": "MayStopSearch"}}},
+                "set": {"type": "string", "default": "x"}}}}});
+        let got = validate(&schema, &json!({"spec": {"set": "mine", "strategy": null}}));
+        assert_eq!(
+            got,
+            Ok(json!({"spec": {"set": "mine", "strategy": "BestEffortFIFO",
+                               "fungibility": {"whenCanBorrow": "MayStopSearch"}}}))
         );
     }
 
