@@ -288,6 +288,8 @@ fn ensure(
             next["status"] = s.clone();
         }
     }
+    // compared as the server would store it: a CRD's defaults are not a change to make
+    let next = store.as_stored(kind, &next);
     if differs(&current, &next) {
         current = store
             .update_by(kind, ns, next, OPERATOR_FIELD_MANAGER)
@@ -296,6 +298,14 @@ fn ensure(
     }
     if kind.has_status {
         if let Some(status) = desired.get("status") {
+            let mut wanted = current.clone();
+            wanted["status"] = status.clone();
+            let status = store
+                .as_stored(kind, &wanted)
+                .get("status")
+                .cloned()
+                .unwrap_or_else(|| status.clone());
+            let status = &status;
             if current.get("status") != Some(status) {
                 let mut next = current;
                 next["status"] = status.clone();

@@ -330,6 +330,15 @@ impl Store {
         (self.clock)()
     }
 
+    /// `object` as a write would store it: pruned and defaulted by `kind`'s validator (itself
+    /// when there is none or it does not validate: the write then reports why).
+    pub fn as_stored(&self, kind: &Kind, object: &Value) -> Value {
+        self.validators
+            .get(&(kind.group, kind.kind))
+            .and_then(|v| v(object).ok())
+            .unwrap_or_else(|| object.clone())
+    }
+
     /// The printer columns of `kind`'s CRD (see `table::columns`).
     pub fn set_printer_columns(&mut self, kind: &Kind, columns: Vec<Value>) {
         self.printer_columns
@@ -692,7 +701,7 @@ impl Store {
                 ));
             }
         }
-        if *kind == super::kinds::NAMESPACE && meta.get("deletionTimestamp").is_none() {
+        if *kind == super::kinds::NAMESPACE && finalizers(&current).is_empty() {
             return Ok(self.terminate_namespace(&key, current));
         }
         if finalizers(&current).is_empty() {
@@ -711,14 +720,19 @@ impl Store {
         let generation = m.get("generation").and_then(Value::as_i64).unwrap_or(0);
         m.insert("generation".into(), Value::from(generation + 1));
         marked.insert("metadata".into(), Value::Object(m));
+        if *kind == super::kinds::NAMESPACE {
+            // held by a finalizer of its own: Terminating until it is removed (the twin's
+            // namespace controller leaves its contents to the clients then)
+            marked.insert("status".into(), serde_json::json!({"phase": "Terminating"}));
+        }
         let stored = self.commit(kind, &key, Some(marked), Some(current));
         Ok(Deleted::Finalizing(stored))
     }
 
-    /// A Namespace's deletion: the apiserver marks it Terminating (deletionTimestamp,
-    /// `status.phase`), the answer the client gets; the namespace controller then deletes
-    /// everything in it and finalizes it. The twin's controller is instant: the contents and
-    /// the Namespace are gone when the answer is sent.
+    /// A Namespace's deletion (none of its own finalizers left): the apiserver marks it
+    /// Terminating (deletionTimestamp, `status.phase`), the answer the client gets; the
+    /// namespace controller then deletes everything in it and finalizes it. The twin's
+    /// controller is instant: the contents and the Namespace are gone when the answer is sent.
     fn terminate_namespace(&mut self, key: &Key, current: Object) -> Deleted {
         let mut terminating = current.clone();
         let mut m = take_meta(&mut terminating);
