@@ -164,3 +164,37 @@ fn the_walk_catches_a_missing_field_a_wrong_type_and_an_unwritten_required_field
     assert!(problems.iter().any(|p| p.starts_with("c:")));
     assert!(problems.iter().any(|p| p.starts_with(".a:")));
 }
+
+/// kubectl's Table of the twin shows a real cluster's columns: each own CRD declares the
+/// real CRD's printer columns (name, type, JSONPath, priority), in order.
+#[test]
+fn own_printer_columns_are_the_real_ones() {
+    let columns = |crd: &Value| -> Vec<Value> {
+        live::twin::table::crd_printer_columns(crd)
+            .iter()
+            .map(|c| {
+                serde_json::json!([
+                    c["name"],
+                    c["type"],
+                    c["jsonPath"],
+                    c.get("priority").and_then(Value::as_i64).unwrap_or(0)
+                ])
+            })
+            .collect()
+    };
+    let mut compared = 0;
+    for (kind, crd) in own_crds() {
+        let real = match shared_crd(&kind) {
+            Ok(r) => r,
+            Err(SharedCrdError::Unreadable { path, .. }) => {
+                println!("skipped {}: {path} is absent", kind.kind);
+                continue;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let own = serde_json::to_value(&crd).unwrap_or_default();
+        assert_eq!(columns(&own), columns(&real), "{}", kind.kind);
+        compared += 1;
+    }
+    println!("{compared} kinds compared");
+}

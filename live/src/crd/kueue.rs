@@ -42,7 +42,13 @@ pub struct Toleration {
     group = "kueue.x-k8s.io",
     version = "v1beta2",
     kind = "ClusterQueue",
-    status = "QueueStatus"
+    status = "QueueStatus",
+    // the real CRD's printer columns (kueue config/components/crd/bases, v1beta2), so
+    // kubectl's Table of the twin shows what a real cluster's shows
+    printcolumn = r#"{"name":"Cohort","type":"string","description":"Cohort that this ClusterQueue belongs to","jsonPath":".spec.cohortName"}"#,
+    printcolumn = r#"{"name":"Strategy","type":"string","description":"The queueing strategy used to prioritize workloads","jsonPath":".spec.queueingStrategy","priority":1}"#,
+    printcolumn = r#"{"name":"Pending Workloads","type":"integer","description":"Number of pending workloads","jsonPath":".status.pendingWorkloads"}"#,
+    printcolumn = r#"{"name":"Admitted Workloads","type":"integer","description":"Number of admitted workloads that haven't finished yet","jsonPath":".status.admittedWorkloads","priority":1}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterQueueSpec {
@@ -155,7 +161,10 @@ pub struct Condition {
     version = "v1beta2",
     kind = "LocalQueue",
     namespaced,
-    status = "QueueStatus"
+    status = "QueueStatus",
+    printcolumn = r#"{"name":"ClusterQueue","type":"string","description":"Backing ClusterQueue","jsonPath":".spec.clusterQueue"}"#,
+    printcolumn = r#"{"name":"Pending Workloads","type":"integer","description":"Number of pending workloads","jsonPath":".status.pendingWorkloads"}"#,
+    printcolumn = r#"{"name":"Admitted Workloads","type":"integer","description":"Number of admitted workloads that haven't finished yet.","jsonPath":".status.admittedWorkloads"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct LocalQueueSpec {
@@ -183,7 +192,12 @@ pub struct AdmissionCheckSpec {
     version = "v1beta2",
     kind = "Workload",
     namespaced,
-    status = "WorkloadStatus"
+    status = "WorkloadStatus",
+    printcolumn = r#"{"name":"Queue","type":"string","description":"Name of the queue this workload was submitted to","jsonPath":".spec.queueName"}"#,
+    printcolumn = r#"{"name":"Reserved in","type":"string","description":"Name of the ClusterQueue where the workload is reserving quota","jsonPath":".status.admission.clusterQueue"}"#,
+    printcolumn = r#"{"name":"Admitted","type":"string","description":"Admission status","jsonPath":".status.conditions[?(@.type=='Admitted')].status"}"#,
+    printcolumn = r#"{"name":"Finished","type":"string","description":"Workload finished","jsonPath":".status.conditions[?(@.type=='Finished')].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","description":"Time this workload was created","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct WorkloadSpec {

@@ -103,6 +103,9 @@ pub fn install_validators(store: &mut Store) {
         if let Some(schema) = own_schema(&crd) {
             store.set_validator(&kind, structural::validator(schema));
         }
+        if let Ok(value) = serde_json::to_value(&crd) {
+            store.set_printer_columns(&kind, crate::twin::table::crd_printer_columns(&value));
+        }
     }
     // Pods (core, no CRD): the apiserver's checks on what a charging Pod carries
     crate::twin::pod::install_validator(store);
