@@ -497,10 +497,12 @@ fn server_side_apply_conflicts_until_forced() {
             .unwrap_or_default();
         assert_eq!(managers, ["alice", "bob"]);
 
+        // an apply naming no manager is an invalid PatchOptions (422, as kube-apiserver 1.37
+        // answers; it used to be a 400 here)
         assert_status(
             &apply_yaml(addr, &base, &yaml("linux")).await,
-            400,
-            "BadRequest",
+            422,
+            "Invalid",
         );
         assert_status(
             &apply_yaml(addr, &format!("{base}?fieldManager=x"), "spec: [unclosed").await,

@@ -166,6 +166,7 @@ fn seen(a: &Answer, parts: &[&str]) -> Value {
                 .collect(),
             "rows" => json!(a.body["rows"].as_array().map_or(0, Vec::len)),
             "kind" => a.body["kind"].clone(),
+            "message" => a.body["message"].clone(),
             "conflict" => json!(a.body["message"]
                 .as_str()
                 .is_some_and(|m| m.contains("\"alpha\""))),
@@ -370,6 +371,45 @@ async fn sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     )
     .await;
     note("update by gamma", seen(&gamma, &["labels", "ownership"]));
+
+    let no_manager = call(
+        c,
+        Method::PATCH,
+        &one(&a),
+        APPLY,
+        applied(json!({"z": "1"})),
+    )
+    .await;
+    note(
+        "apply without a fieldManager",
+        seen(&no_manager, &["message"]),
+    );
+    let status_applied = call(
+        c,
+        Method::PATCH,
+        &format!("{}/status?fieldManager=delta&force=true", one(&a)),
+        APPLY,
+        json!({"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "InstanceType",
+               "metadata": {"name": a}, "status": {"phase": "Inactive"}}),
+    )
+    .await;
+    note(
+        "apply to the status subresource",
+        seen(&status_applied, &["generation", "ownership", "status"]),
+    );
+    let wrong_type = call(
+        c,
+        Method::PATCH,
+        &format!("{}?fieldManager=epsilon", one(&a)),
+        APPLY,
+        json!({"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "InstanceType",
+               "metadata": {"name": a}, "spec": {"acceleratable": "yes"}}),
+    )
+    .await;
+    note(
+        "apply a wrongly typed field",
+        seen(&wrong_type, &["message"]),
+    );
 
     let node = format!("verify-diff-{token}-node");
     let node_applied = call(

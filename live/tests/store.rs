@@ -990,7 +990,7 @@ fn server_side_apply_on_status_and_errors() {
             "",
             false
         )),
-        400
+        422
     );
     assert_eq!(
         code(s.apply(

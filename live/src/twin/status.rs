@@ -76,7 +76,8 @@ struct WireStatus {
     status: String,
     #[serde(default)]
     message: String,
-    #[serde(default)]
+    /// Left out when empty, as Go's `omitempty` leaves it (an InternalError has none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     reason: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     details: Option<StatusDetails>,

@@ -339,6 +339,65 @@ impl Store {
             .unwrap_or_else(|| object.clone())
     }
 
+    /// An apply configuration must convert to the kind's typed object before anything else is
+    /// judged (conflicts included): a wrongly typed field is a 500, as the apiserver answers
+    /// when structured-merge-diff cannot build the typed patch. Missing required fields are
+    /// no error here (a configuration is partial).
+    fn check_typed_patch(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        name: &str,
+        config: &Object,
+    ) -> Result<(), Status> {
+        let Some(validator) = self.validators.get(&(kind.group, kind.kind)) else {
+            return Ok(());
+        };
+        let Err(causes) = validator(&Value::Object(config.clone())) else {
+            return Ok(());
+        };
+        let Some(bad) = causes.iter().find(|c| c.reason == "FieldValueTypeInvalid") else {
+            return Ok(());
+        };
+        let at = bad
+            .field
+            .split('.')
+            .try_fold(&Value::Object(config.clone()), |v, part| {
+                let (key, index) = match part.split_once('[') {
+                    Some((k, i)) => (k, i.trim_end_matches(']').parse::<usize>().ok()),
+                    None => (part, None),
+                };
+                let v = v.get(key)?;
+                match index {
+                    Some(i) => v.get(i),
+                    None => Some(v),
+                }
+            })
+            .cloned();
+        let shown = match at {
+            Some(Value::String(s)) => s,
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        let expected = bad
+            .message
+            .rsplit_once("must be of type ")
+            .map(|(_, t)| t.split(':').next().unwrap_or(t).trim().to_string())
+            .unwrap_or_default();
+        Err(Status::failure(
+            500,
+            "",
+            format!(
+                "failed to create typed patch object ({}/{name}; {}, Kind={}): .{}: expected {expected}, got &{{{shown}}}",
+                namespace.unwrap_or(""),
+                kind.api_version(),
+                kind.kind,
+                bad.field
+            ),
+            None,
+        ))
+    }
+
     /// The printer columns of `kind`'s CRD (see `table::columns`).
     pub fn set_printer_columns(&mut self, kind: &Kind, columns: Vec<Value>) {
         self.printer_columns
@@ -554,12 +613,27 @@ impl Store {
             Subresource::Status => self.status_served(kind)?,
         }
         if field_manager.is_empty() {
-            return Err(Status::bad_request(
-                "PATCH, fieldManager is required for apply requests",
+            // PatchOptions validation (apimachinery ValidatePatchOptions)
+            let cause = Cause::new(
+                "fieldManager",
+                "FieldValueRequired",
+                "Required value: is required for apply patch",
+            );
+            return Err(Status::failure(
+                422,
+                "Invalid",
+                "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+                Some(super::status::StatusDetails {
+                    group: "meta.k8s.io".into(),
+                    kind: "PatchOptions".into(),
+                    causes: vec![cause],
+                    ..Default::default()
+                }),
             ));
         }
         let mut config = into_object(config)?;
         check_type_meta(kind, &config)?;
+        self.check_typed_patch(kind, namespace, name, &config)?;
         let given_name = name_of(&config);
         if !given_name.is_empty() && given_name != name {
             return Err(Status::bad_request(
