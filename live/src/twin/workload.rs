@@ -308,6 +308,11 @@ pub fn read_check(o: &Value) -> Option<Verdict> {
     Some(Verdict { state, message })
 }
 
+/// Whether the Workload may be admitted: `spec.active` absent or true (Kueue's `IsActive`).
+pub fn is_active(o: &Value) -> bool {
+    o.pointer("/spec/active").and_then(Value::as_bool) != Some(false)
+}
+
 /// The `gpustack-model-deployment-joint` entry of `status.admissionChecks[]`, if any.
 pub fn read_joint_check(o: &Value) -> Option<Verdict> {
     let entry = o
