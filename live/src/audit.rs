@@ -344,7 +344,11 @@ pub async fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, Au
     let (store, namespaces) = load(snapshot)?;
     let settings = snapshot.settings_with_checks(settings);
     let derived = predict(&store, &settings, &snapshot.source)?;
-    let observed = read_back(store).await?;
+    let mut observed = read_back(store).await?;
+    // an administrator's own Topologies (for queues of their own) are not the operator's
+    if let Some(topologies) = observed.objects.get_mut(&oracle::ObjectKind::Topology) {
+        topologies.retain(|_, o| operator_topology(o));
+    }
     let mut expected = client::expected(&derived);
     for kind in &snapshot.unlisted {
         if let Some(k) = observed_kind(kind) {
@@ -369,6 +373,15 @@ pub async fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, Au
         differences,
         findings,
     })
+}
+
+/// Whether a Topology (in its observed form) is one the operator generates: labelled
+/// `resource.gpustack.ai/type=topology` (node_topology.go marks every `gpustack-<profile>`).
+fn operator_topology(o: &Value) -> bool {
+    o.pointer("/labels")
+        .and_then(|l| l.get(model::labels::RESOURCE_TYPE))
+        .and_then(Value::as_str)
+        == Some(model::labels::RESOURCE_TYPE_TOPOLOGY)
 }
 
 /// The diff's kind for one of [`LATER_KINDS`].

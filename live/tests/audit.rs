@@ -458,3 +458,33 @@ fn a_dump_without_topologies_says_so_and_judges_the_rest() {
     let report = run(&parse(&doc)).expect("the audit runs");
     assert_eq!(report.differences.len(), 1, "{}", report.render());
 }
+
+/// An administrator's own Topology (not labelled as the operator's) is not judged; an
+/// operator Topology that lost its label reads as the operator's missing one.
+#[test]
+fn only_the_operators_topologies_are_judged() {
+    let mut doc = dump(&reconciled(), &kubectl_kinds(), true);
+    doc["items"].as_array_mut().expect("items").push(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+        "metadata": {"name": "admins-own"},
+        "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]},
+    }));
+    let report = run(&parse(&doc)).expect("the audit runs");
+    assert_eq!(report.differences, [], "{}", report.render());
+    let mut topologies = items_of(&mut doc, "Topology");
+    let ours = topologies
+        .iter_mut()
+        .find(|t| t["metadata"]["name"] != "admins-own")
+        .expect("an operator Topology");
+    ours["metadata"]["labels"] = json!({});
+    let report = run(&parse(&doc)).expect("the audit runs");
+    assert!(!report.differences.is_empty(), "{}", report.render());
+    assert!(
+        report
+            .differences
+            .iter()
+            .all(|d| d.kind == ObjectKind::Topology),
+        "{}",
+        report.render()
+    );
+}
