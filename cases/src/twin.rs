@@ -179,7 +179,7 @@ impl TwinTier {
             return Vec::new();
         }
         let reads: Vec<(usize, String)> = asks.iter().map(|a| (a.1, a.2.to_string())).collect();
-        let found = match self.runner.workloads_at_steps(s, &reads) {
+        let found = match self.runner.workloads_at_steps(s, self.mutant, &reads) {
             Ok(found) => found,
             Err(e) => {
                 return vec![Row {

@@ -490,10 +490,12 @@ impl TwinRunner {
     /// the operator has reconciled it, the Workloads named in `reads` for that step (`step`
     /// as the scenario's expectations count them: 0 before any event, k after k events) are
     /// read back. Returns each read's object (`None`: no such Workload, or a step after an
-    /// awareness flip, which the operator's fixed flags cannot follow). Embedded twin only.
+    /// awareness flip, which the operator's fixed flags cannot follow). The twin's operator
+    /// runs `mutant`, if any. Embedded twin only.
     pub fn workloads_at_steps(
         &self,
         s: &Scenario,
+        mutant: Option<Mutant>,
         reads: &[(usize, String)],
     ) -> Result<Vec<Option<serde_json::Value>>, TwinError> {
         let twin = self.twin()?;
@@ -501,8 +503,10 @@ impl TwinRunner {
             .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
         let store = twin.store();
         store.write(|st| *st = empty_store());
-        let operator: OperatorHandle = run_operator(store, s.cluster.settings.clone())
-            .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+        let mut settings = s.cluster.settings.clone();
+        settings.mutant = mutant;
+        let operator: OperatorHandle =
+            run_operator(store, settings).map_err(|e| TwinError::Infrastructure(e.to_string()))?;
         self.follow(Some(operator.reconciled()));
         let outcome = self.runtime.block_on(self.keep_workloads(s, &run, reads));
         self.follow(None);
