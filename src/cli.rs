@@ -481,7 +481,9 @@ pub enum Format {
 /// `verify audit` arguments.
 #[derive(Debug, clap::Args)]
 pub struct AuditArgs {
-    /// A `kubectl get … -A -o json` dump (see README); audited offline.
+    /// A dump of `kubectl get nodes,devices,instancetypes,resourceflavors,clusterqueues,
+    /// localqueues,admissionchecks,topologies -A -o json --show-managed-fields` (see README);
+    /// audited offline. A dump without topologies (the older command) leaves them unjudged.
     #[arg(long, conflicts_with_all = ["context", "kubeconfig"])]
     pub snapshot: Option<PathBuf>,
     /// Kubeconfig context to audit (default: the kubeconfig's current context).

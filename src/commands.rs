@@ -702,7 +702,7 @@ fn tier_banner(tier: Tier) -> &'static str {
             "tier: twin (embedded Kubernetes-API twin on 127.0.0.1, one per job; no cluster contacted)"
         }
         Tier::Live => {
-            "tier: live (a cluster running the operator, fed run-unique mocks; only the run's pools are compared)"
+            "tier: live (a cluster running the operator, fed run-unique mocks; only the run's pools are compared; a seed is checked up to its first awareness flip or joint timeout, neither of which a cluster lets verify step)"
         }
     }
 }

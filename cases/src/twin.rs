@@ -6,8 +6,9 @@
 //! matches the model at every step hold on the twin.
 
 use fuzz::twin::{TwinConfig, TwinRunner};
+use model::events::Event;
 use model::mutants::Mutant;
-use model::scenario::LiveGate;
+use model::scenario::{Expectation, LiveGate, Scenario};
 
 use crate::hardware::{MigNode, HARDWARE_CHECK};
 use crate::library::LockedCase;
@@ -96,6 +97,128 @@ impl TwinTier {
     }
 }
 
+/// What a `joint` expectation asks: (its index, step, `namespace/name`, phase, words the
+/// message must carry, words it must not, the check's label).
+type JointAsk<'s> = (
+    usize,
+    usize,
+    &'s str,
+    &'s str,
+    &'s [String],
+    &'s [String],
+    String,
+);
+
+fn joint_asks(s: &Scenario) -> Vec<JointAsk<'_>> {
+    s.expect
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            Expectation::Joint {
+                step,
+                workload,
+                phase,
+                contains,
+                lacks,
+                check,
+            } => Some((
+                i,
+                *step,
+                workload.as_str(),
+                phase.as_str(),
+                contains.as_slice(),
+                lacks.as_slice(),
+                if check.is_empty() {
+                    format!("joint check on {workload}: {phase}")
+                } else {
+                    check.clone()
+                },
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a phase and message read back answer a `joint` expectation: the same phase, every
+/// `contains` word in the message and no `lacks` word (as the model's row judges it).
+pub fn joint_answered(
+    phase: &str,
+    contains: &[String],
+    lacks: &[String],
+    got: &str,
+    message: &str,
+) -> bool {
+    got == phase
+        && contains.iter().all(|w| message.contains(w.as_str()))
+        && !lacks.iter().any(|w| message.contains(w.as_str()))
+}
+
+/// On the live tier, where the rows stop: a cluster's clock cannot be moved, so a scenario
+/// with a joint timeout is checked up to it (`TwinRunner::steppable`).
+fn live_stop_note(s: &Scenario) -> String {
+    match s
+        .events
+        .iter()
+        .position(|e| matches!(e, Event::JointTimeout { .. }))
+    {
+        Some(k) => format!(
+            "; checked up to event {k}: a joint timeout (30 min of the cluster's own clock) cannot be stepped on a cluster"
+        ),
+        None => String::new(),
+    }
+}
+
+impl TwinTier {
+    /// The scenario's `joint` expectations judged on the twin: its Workloads kept and read
+    /// back at each expectation's step (`TwinRunner::workloads_at_steps`), the
+    /// `gpustack-model-deployment-joint` entry's state and message and `spec.active` read as a
+    /// phase (`live::twin::workload::joint_phase_on_wire`).
+    fn joint_rows(&self, s: &Scenario) -> Vec<Row> {
+        let asks = joint_asks(s);
+        if asks.is_empty() {
+            return Vec::new();
+        }
+        let reads: Vec<(usize, String)> = asks.iter().map(|a| (a.1, a.2.to_string())).collect();
+        let found = match self.runner.workloads_at_steps(s, self.mutant, &reads) {
+            Ok(found) => found,
+            Err(e) => {
+                return vec![Row {
+                    status: Status::Fail,
+                    check: format!("{JOINT_TWIN_CHECK}: the joint check's entries"),
+                    object: format!("inconclusive: {e}"),
+                    expectation: None,
+                }]
+            }
+        };
+        asks.iter()
+            .zip(found)
+            .map(
+                |((index, step, workload, phase, contains, lacks, check), o)| {
+                    let (got, message) = live::twin::workload::joint_phase_on_wire(o.as_ref());
+                    let active = o.as_ref().map_or("no Workload".to_string(), |o| {
+                        format!("spec.active={}", live::twin::workload::is_active(o))
+                    });
+                    let held = joint_answered(phase, contains, lacks, got, &message);
+                    let read = if message.is_empty() {
+                        format!("step {step}: {workload} {got} ({active})")
+                    } else {
+                        format!("step {step}: {workload} {got} ({active}): {message}")
+                    };
+                    Row {
+                        status: if held { Status::Pass } else { Status::Fail },
+                        check: format!("{JOINT_TWIN_CHECK}: {check}"),
+                        object: read,
+                        expectation: Some(*index),
+                    }
+                },
+            )
+            .collect()
+    }
+}
+
+/// How the rows read back from the twin's Workloads begin.
+pub const JOINT_TWIN_CHECK: &str = "on the twin";
+
 impl TierRunner for TwinTier {
     fn tier(&self) -> Tier {
         self.tier
@@ -123,12 +246,19 @@ impl TierRunner for TwinTier {
             Tier::Live => LIVE_CHECK,
             _ => TWIN_CHECK,
         };
+        let object = match self.tier {
+            Tier::Live => format!("{object}{}", live_stop_note(&case.scenario)),
+            _ => object,
+        };
         run.rows.push(Row {
             status,
             check: check.into(),
             object,
             expectation: None,
         });
+        if self.tier == Tier::Twin {
+            run.rows.extend(self.joint_rows(&case.scenario));
+        }
         if self.tier == Tier::Live && case.header.gate.is_some() {
             run.rows.push(self.hardware_row(case));
         }

@@ -46,3 +46,73 @@ fn a_guarding_case_fails_on_a_mutated_twin() {
     assert!(row.object.contains("nominalQuota"), "{}", row.object);
     assert_eq!(run.verdict.exit_code(), 1);
 }
+
+/// The joint check's cases read their Workloads back from the twin: one row per `joint`
+/// expectation, each passing (the held, waiting, admitted and parked replicas as the model
+/// has them, `spec.active` included).
+#[test]
+fn the_joint_cases_read_their_entries_back_from_the_twin() {
+    use cases::twin::JOINT_TWIN_CHECK;
+    use model::scenario::Expectation;
+    let tier = TwinTier::start(None).expect("an embedded twin");
+    for n in [50, 68, 87, 106] {
+        let case = cases::library::case(n).expect("in the library").unwrap();
+        let asked = case
+            .scenario
+            .expect
+            .iter()
+            .filter(|e| matches!(e, Expectation::Joint { .. }))
+            .count();
+        let run = tier.run(&case);
+        let rows: Vec<_> = run
+            .rows
+            .iter()
+            .filter(|r| r.check.starts_with(JOINT_TWIN_CHECK))
+            .collect();
+        assert_eq!(rows.len(), asked, "case {n}: {run:#?}");
+        assert!(
+            rows.iter().all(|r| r.status == Status::Pass),
+            "case {n}: {rows:#?}"
+        );
+        assert_eq!(run.verdict.exit_code(), 0, "case {n}: {run:#?}");
+    }
+    let parked = tier.run(&cases::library::case(68).unwrap().unwrap());
+    assert!(
+        parked
+            .rows
+            .iter()
+            .any(|r| r.check.starts_with(JOINT_TWIN_CHECK)
+                && r.object.contains("parked (spec.active=false)")),
+        "{parked:#?}"
+    );
+}
+
+/// Without the bound passing (case 68's joint timeout replaced by an unrelated event), the
+/// twin does not park: its row for the park reads the replica still held, and fails.
+#[test]
+fn without_the_clock_advance_the_twin_does_not_park() {
+    use cases::twin::JOINT_TWIN_CHECK;
+    use model::events::Event;
+    let mut case = cases::library::case(68).expect("case 68").unwrap();
+    let at = case
+        .scenario
+        .events
+        .iter()
+        .position(|e| matches!(e, Event::JointTimeout { .. }))
+        .expect("case 68 steps the bound");
+    case.scenario.events[at] = Event::NamespaceCreate {
+        name: "elsewhere".into(),
+    };
+    let run = TwinTier::start(None).expect("an embedded twin").run(&case);
+    let row = run
+        .rows
+        .iter()
+        .find(|r| r.check.starts_with(JOINT_TWIN_CHECK) && r.check.contains("C: past the bound"))
+        .expect("the park row");
+    assert_eq!(row.status, Status::Fail, "{row:#?}");
+    assert!(
+        row.object.contains("held (spec.active=true)"),
+        "{}",
+        row.object
+    );
+}

@@ -209,6 +209,10 @@ pub struct TwinRunner {
     verdicts: AtomicU64,
 }
 
+/// How far a `JointTimeout` moves the twin's clock: one second past the joint check's bound
+/// (`heldPast` parks only past it, model::admission::joint::held_past).
+pub const JOINT_BOUND_PASSED: u64 = model::admission::joint::INFEASIBLE_AFTER_SECONDS + 1;
+
 /// The fewest requests reading one gate-3 verdict back takes: the Workload's create, one
 /// watch, its delete ([`Client::gate3_verdict`]).
 pub const READBACK_REQUESTS: u64 = 3;
@@ -385,7 +389,9 @@ impl TwinRunner {
 
     /// Runs `s` through the twin (its operator mutated by `mutant`) and diffs every step
     /// against the unmutated model. Steps after an `AwarenessFlip` are not checked: the
-    /// operator's flags are fixed when it starts. On a cluster, `s` is localized first and a
+    /// operator's flags are fixed when it starts. A `JointTimeout` moves the twin's clock past
+    /// the joint check's bound; on a cluster it and the steps after it are not checked
+    /// ([`TwinRunner::steppable`]). On a cluster, `s` is localized first and a
     /// divergence counts only if a re-run from a clean state diverges again
     /// ([`TwinError::Flaky`] otherwise).
     pub fn judge(
@@ -476,6 +482,95 @@ impl TwinRunner {
         }
     }
 
+    /// Replays `s` on a fresh embedded twin with its Workloads kept, as a cluster keeps them
+    /// (the gate-3 read-back of [`TwinRunner::judge`] withdraws each one): every Submit is
+    /// created on its LocalQueue (one already there stands: Kueue requeues it itself), every
+    /// Finish deletes it, a `JointTimeout` moves the twin's clock past the joint check's bound,
+    /// the shape's own events are synced as the model's shape moves; after each event, once
+    /// the operator has reconciled it, the Workloads named in `reads` for that step (`step`
+    /// as the scenario's expectations count them: 0 before any event, k after k events) are
+    /// read back. Returns each read's object (`None`: no such Workload, or a step after an
+    /// awareness flip, which the operator's fixed flags cannot follow). The twin's operator
+    /// runs `mutant`, if any. Embedded twin only.
+    pub fn workloads_at_steps(
+        &self,
+        s: &Scenario,
+        mutant: Option<Mutant>,
+        reads: &[(usize, String)],
+    ) -> Result<Vec<Option<serde_json::Value>>, TwinError> {
+        let twin = self.twin()?;
+        let run = RunId::new("verify-case-joint")
+            .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+        let store = twin.store();
+        store.write(|st| *st = empty_store());
+        let mut settings = s.cluster.settings.clone();
+        settings.mutant = mutant;
+        let operator: OperatorHandle =
+            run_operator(store, settings).map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+        self.follow(Some(operator.reconciled()));
+        let outcome = self.runtime.block_on(self.keep_workloads(s, &run, reads));
+        self.follow(None);
+        operator.stop();
+        outcome
+    }
+
+    async fn keep_workloads(
+        &self,
+        s: &Scenario,
+        run: &RunId,
+        reads: &[(usize, String)],
+    ) -> Result<Vec<Option<serde_json::Value>>, TwinError> {
+        use live::crd::Workload as WireWorkload;
+        let api = |e: client::ClientError| TwinError::Infrastructure(e.to_string());
+        let client = &self.client;
+        let cluster = client::mocked_cluster_keeping(&s.cluster, run, client.kept_nodes());
+        // the shape alone: Workloads live on the twin, so no charge is mirrored into a ledger
+        let mut shape = World::new(cluster.clone());
+        client.mock(&cluster, run).await.map_err(api)?;
+        let mut found = vec![None; reads.len()];
+        for step in 0..=s.events.len() {
+            if step > 0 {
+                let before = shape.cluster().clone();
+                match &s.events[step - 1] {
+                    Event::AwarenessFlip => break,
+                    Event::Submit { workload } => {
+                        let mut object = live::twin::workload::workload_object(workload);
+                        object["metadata"]["labels"] =
+                            serde_json::json!({ client::RUN_LABEL: run.as_str() });
+                        let ns = Some(workload.namespace.as_str());
+                        match client.create::<WireWorkload>(ns, object).await {
+                            Err(e) if !client::retry::already_exists(&e) => return Err(api(e)),
+                            _ => {}
+                        }
+                    }
+                    Event::Finish { namespace, name } => client
+                        .delete::<WireWorkload>(Some(namespace), name)
+                        .await
+                        .map_err(api)?,
+                    timeout @ Event::JointTimeout { .. } => {
+                        self.pass_time(timeout).await?;
+                    }
+                    other => {
+                        shape.apply(other);
+                        client
+                            .sync(Some(&before), shape.cluster(), run)
+                            .await
+                            .map_err(api)?;
+                    }
+                }
+            }
+            self.operator_caught_up(self.config.budget).await;
+            for (i, (at, key)) in reads.iter().enumerate() {
+                if *at != step {
+                    continue;
+                }
+                let (ns, name) = key.split_once('/').unwrap_or(("default", key.as_str()));
+                found[i] = client.workload(ns, name).await.map_err(api)?;
+            }
+        }
+        Ok(found)
+    }
+
     /// Whether this runner writes to a cluster (the live tier).
     pub fn on_cluster(&self) -> bool {
         matches!(self.backend, Backend::Cluster(_))
@@ -508,7 +603,7 @@ impl TwinRunner {
         let client = &self.client;
         let api = |e: client::ClientError| TwinError::Infrastructure(e.to_string());
         let cluster = client::mocked_cluster_keeping(&s.cluster, run, self.client.kept_nodes());
-        let (bare, steps) = write_steps(&cluster, &s.events, run);
+        let (bare, steps) = write_steps(&cluster, self.steppable(&s.events), run);
         let mut world = World::new(bare.clone());
         let mut quiescer = match scope {
             Some(token) => Quiescer::scoped(client, run, token),
@@ -534,6 +629,7 @@ impl TwinRunner {
             self.interrupted()?;
             let before = world.cluster().clone();
             for event in events {
+                writes += self.pass_time(event).await?;
                 let (requests, verdict) = self.read_back(event, &world, run, label).await?;
                 writes += requests;
                 if verdict.is_some() {
@@ -553,6 +649,42 @@ impl TwinRunner {
             }
         }
         Ok(None)
+    }
+
+    /// The events this runner can step: all of them on the embedded twin; on a cluster those
+    /// before the first `JointTimeout`, as the bound passing is 30 minutes of a clock only
+    /// the twin lets a client move (the live tier stops checking there, never fakes it).
+    pub fn steppable<'e>(&self, events: &'e [Event]) -> &'e [Event] {
+        match &self.backend {
+            Backend::Embedded(_) => events,
+            Backend::Cluster(_) => {
+                let end = events
+                    .iter()
+                    .position(|e| matches!(e, Event::JointTimeout { .. }))
+                    .unwrap_or(events.len());
+                &events[..end]
+            }
+        }
+    }
+
+    /// For a `JointTimeout`, moves the embedded twin's clock past the joint check's bound
+    /// (`POST /verify/v1/clock`), so its operator parks what the model's event parks; the
+    /// requests it took (0 for any other event).
+    async fn pass_time(&self, event: &Event) -> Result<u64, TwinError> {
+        if !matches!(event, Event::JointTimeout { .. }) {
+            return Ok(0);
+        }
+        if self.on_cluster() {
+            return Err(TwinError::Cluster(
+                "a joint timeout cannot be stepped on a cluster: its clock is not the client's"
+                    .into(),
+            ));
+        }
+        self.client
+            .advance_twin_clock(JOINT_BOUND_PASSED)
+            .await
+            .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+        Ok(1)
     }
 
     /// Starts a step-by-step run (a soak): writes `start`'s cluster (nodes before their
@@ -720,6 +852,10 @@ impl TwinRunner {
         let before = session.world.cluster().clone();
         let mut read = Ok(None);
         for event in events {
+            if let Err(e) = self.runtime.block_on(self.pass_time(event)) {
+                read = Err(e);
+                break;
+            }
             read = self
                 .runtime
                 .block_on(self.read_back(event, &session.world, &session.run, label))

@@ -265,3 +265,30 @@ proptest! {
         prop_assert_eq!(a.local_queues.len(), b.local_queues.len());
     }
 }
+
+/// A cluster's clock is not the client's: on the live tier a seed is stepped only up to its
+/// first joint timeout; the embedded twin steps every event (its clock moves past the bound).
+#[test]
+fn the_live_tier_stops_at_a_joint_timeout_and_the_twin_does_not() {
+    use model::events::Event;
+    let (_twin, _operator, kubeconfig) = cluster(None);
+    let live = TwinRunner::connect(
+        kubeconfig,
+        CONTEXT,
+        TwinConfig::default(),
+        lane("live-joint"),
+        "gpustack-system",
+    )
+    .expect("connects");
+    let events = vec![
+        Event::NamespaceCreate { name: "a".into() },
+        Event::JointTimeout {
+            namespace: "a".into(),
+            deployment: "md-0".into(),
+        },
+        Event::NamespaceCreate { name: "b".into() },
+    ];
+    assert_eq!(live.steppable(&events), &events[..1]);
+    let twin = TwinRunner::start(TwinConfig::default()).expect("a twin");
+    assert_eq!(twin.steppable(&events), &events[..]);
+}

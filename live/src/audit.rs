@@ -29,8 +29,10 @@ use crate::twin::read::{self, name_of, worker_owned_labels, FIELD_MANAGER};
 use crate::twin::store::{Status, Store, Subresource};
 
 /// What `verify audit --context` lists: the kinds of the README's kubectl command, plus
-/// Namespaces (which decide where LocalQueues must exist).
-pub const AUDITED_KINDS: [Kind; 8] = [
+/// Namespaces (which decide where LocalQueues must exist). Kueue's Topology objects
+/// (`gpustack-<profile>`, kueue.x-k8s.io/v1beta2 as the twin serves them) are the model's
+/// `Derived.topologies`.
+pub const AUDITED_KINDS: [Kind; 9] = [
     kinds::NAMESPACE,
     kinds::NODE,
     kinds::DEVICES,
@@ -39,7 +41,17 @@ pub const AUDITED_KINDS: [Kind; 8] = [
     kinds::CLUSTER_QUEUE,
     kinds::LOCAL_QUEUE,
     kinds::ADMISSION_CHECK,
+    kinds::TOPOLOGY,
 ];
+
+/// Audited kinds an older dump command did not list: a dump holding no object of one of them
+/// most likely never asked for it (a cluster the operator manages has at least the
+/// hostname-only Topology once it has a pool), so the kind is reported as not in the dump and
+/// not judged, rather than as every expected object missing.
+pub const LATER_KINDS: [Kind; 1] = [kinds::TOPOLOGY];
+
+/// The command the README documents for a dump (`verify audit --snapshot`).
+pub const DUMP_COMMAND: &str = "kubectl get nodes,devices,instancetypes,resourceflavors,clusterqueues,localqueues,admissionchecks,topologies -A -o json --show-managed-fields";
 
 /// The context name of the private loopback server an audit reads its store back through.
 const AUDIT_CONTEXT: &str = "verify-audit";
@@ -94,6 +106,8 @@ pub struct Snapshot {
     pub items: Vec<(usize, Kind, Value)>,
     /// `Kind` of each item of a kind the audit does not read (e.g. Pods), left out.
     pub ignored: Vec<String>,
+    /// Kinds of [`LATER_KINDS`] the source did not list (a dump with none of them).
+    pub unlisted: Vec<Kind>,
 }
 
 impl Snapshot {
@@ -142,6 +156,10 @@ impl Snapshot {
                 None => out.ignored.push(format!("{api_version}/{kind}")),
             }
         }
+        out.unlisted = LATER_KINDS
+            .into_iter()
+            .filter(|k| out.count(k) == 0)
+            .collect();
         Ok(out)
     }
 
@@ -257,6 +275,8 @@ pub struct Audit {
     pub ignored: usize,
     /// Each of [`AUDITED_CHECKS`] as listed, which decided the queues' predicted checks.
     pub checks: Vec<(&'static str, CheckState)>,
+    /// Kinds the dump did not list, not judged (plural names; [`Snapshot::unlisted`]).
+    pub not_in_dump: Vec<&'static str>,
     pub differences: Vec<Difference>,
     pub findings: Vec<Finding>,
 }
@@ -299,6 +319,13 @@ impl Audit {
             .map(|(name, state)| format!("{name} {}", state.describe()))
             .collect();
         let _ = writeln!(out, "admission checks: {}", checks.join(", "));
+        if !self.not_in_dump.is_empty() {
+            let _ = writeln!(
+                out,
+                "not in the dump: {} (not judged; `{DUMP_COMMAND}` lists them)",
+                self.not_in_dump.join(", ")
+            );
+        }
         out.push_str(&render_findings(&self.findings));
         let _ = writeln!(
             out,
@@ -317,10 +344,17 @@ pub async fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, Au
     let (store, namespaces) = load(snapshot)?;
     let settings = snapshot.settings_with_checks(settings);
     let derived = predict(&store, &settings, &snapshot.source)?;
-    let observed = read_back(store).await?;
-    // Topology objects are not audited yet: the dump's kinds (AUDITED_KINDS) do not list them
+    let mut observed = read_back(store).await?;
+    // an administrator's own Topologies (for queues of their own) are not the operator's
+    if let Some(topologies) = observed.objects.get_mut(&oracle::ObjectKind::Topology) {
+        topologies.retain(|_, o| operator_topology(o));
+    }
     let mut expected = client::expected(&derived);
-    expected.objects.remove(&oracle::ObjectKind::Topology);
+    for kind in &snapshot.unlisted {
+        if let Some(k) = observed_kind(kind) {
+            expected.objects.remove(&k);
+        }
+    }
     let differences = client::diff(&expected, &observed);
     let findings = fold(&differences, &DerivationGraph::from_derived(&derived));
     Ok(Audit {
@@ -335,9 +369,24 @@ pub async fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, Au
             .iter()
             .map(|c| (*c, snapshot.check_state(c)))
             .collect(),
+        not_in_dump: snapshot.unlisted.iter().map(|k| k.plural).collect(),
         differences,
         findings,
     })
+}
+
+/// Whether a Topology (in its observed form) is one the operator generates: labelled
+/// `resource.gpustack.ai/type=topology` (node_topology.go marks every `gpustack-<profile>`).
+fn operator_topology(o: &Value) -> bool {
+    o.pointer("/labels")
+        .and_then(|l| l.get(model::labels::RESOURCE_TYPE))
+        .and_then(Value::as_str)
+        == Some(model::labels::RESOURCE_TYPE_TOPOLOGY)
+}
+
+/// The diff's kind for one of [`LATER_KINDS`].
+fn observed_kind(kind: &Kind) -> Option<oracle::ObjectKind> {
+    (*kind == kinds::TOPOLOGY).then_some(oracle::ObjectKind::Topology)
 }
 
 /// The model cluster a snapshot describes (its Nodes, Devices, Namespaces and InstanceTypes;

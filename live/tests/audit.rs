@@ -385,3 +385,106 @@ fn queues_carrying_a_check_that_is_not_active_diverge() {
     }
     assert!(report.render().contains("absent (not Active)"));
 }
+
+/// The reconciled walkthrough's dump lists its Topologies (the hostname-only one at least)
+/// and they audit clean, judged.
+#[test]
+fn the_topologies_in_the_dump_audit_clean() {
+    let doc = dump(&reconciled(), &kubectl_kinds(), true);
+    let listed = doc["items"]
+        .as_array()
+        .map_or(0, |i| i.iter().filter(|o| o["kind"] == "Topology").count());
+    assert!(listed >= 1, "{doc}");
+    let report = run(&parse(&doc)).expect("the audit runs");
+    assert_eq!(report.differences, [], "{}", report.render());
+    assert!(report.not_in_dump.is_empty());
+    assert!(
+        report.counts.contains(&("topologies", listed)),
+        "{:?}",
+        report.counts
+    );
+    assert!(!report.render().contains("not in the dump"));
+}
+
+/// One Topology's level changed: one divergence, on `spec.levels[…]` of that Topology.
+#[test]
+fn a_changed_topology_level_is_one_divergence() {
+    let mut doc = dump(&reconciled(), &kubectl_kinds(), true);
+    let mut topologies = items_of(&mut doc, "Topology");
+    let t = topologies.first_mut().expect("a Topology");
+    let name = t["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    t["spec"]["levels"][0]["nodeLabel"] = json!("topology.kubernetes.io/zone");
+    let report = run(&parse(&doc)).expect("the audit runs");
+    assert_eq!(report.differences.len(), 1, "{}", report.render());
+    let d = &report.differences[0];
+    assert_eq!(d.kind, ObjectKind::Topology, "{d:?}");
+    assert_eq!(d.name, name);
+    assert!(d.field.starts_with("spec.levels["), "{d:?}");
+    assert_eq!(
+        d.observed.as_deref(),
+        Some("topology.kubernetes.io/zone"),
+        "{d:?}"
+    );
+    assert_eq!(report.exit_code(), 1);
+}
+
+/// A dump from the older command (no `topologies`): the kind is not in the dump and is not
+/// judged; everything else audits as before (exit 0).
+#[test]
+fn a_dump_without_topologies_says_so_and_judges_the_rest() {
+    let older: Vec<Kind> = kubectl_kinds()
+        .into_iter()
+        .filter(|k| *k != kinds::TOPOLOGY)
+        .collect();
+    let doc = dump(&reconciled(), &older, true);
+    let report = run(&parse(&doc)).expect("the audit runs");
+    assert_eq!(report.differences, [], "{}", report.render());
+    assert_eq!(report.exit_code(), 0);
+    assert_eq!(report.not_in_dump, ["topologies"]);
+    assert!(
+        report
+            .render()
+            .contains("not in the dump: topologies (not judged"),
+        "{}",
+        report.render()
+    );
+    // the rest is still judged: an edited flavor is still found
+    let mut doc = doc;
+    let mut flavors = items_of(&mut doc, "ResourceFlavor");
+    flavors[0]["spec"]["nodeLabels"]["verify.gpustack.ai/edited"] = json!("yes");
+    let report = run(&parse(&doc)).expect("the audit runs");
+    assert_eq!(report.differences.len(), 1, "{}", report.render());
+}
+
+/// An administrator's own Topology (not labelled as the operator's) is not judged; an
+/// operator Topology that lost its label reads as the operator's missing one.
+#[test]
+fn only_the_operators_topologies_are_judged() {
+    let mut doc = dump(&reconciled(), &kubectl_kinds(), true);
+    doc["items"].as_array_mut().expect("items").push(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+        "metadata": {"name": "admins-own"},
+        "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]},
+    }));
+    let report = run(&parse(&doc)).expect("the audit runs");
+    assert_eq!(report.differences, [], "{}", report.render());
+    let mut topologies = items_of(&mut doc, "Topology");
+    let ours = topologies
+        .iter_mut()
+        .find(|t| t["metadata"]["name"] != "admins-own")
+        .expect("an operator Topology");
+    ours["metadata"]["labels"] = json!({});
+    let report = run(&parse(&doc)).expect("the audit runs");
+    assert!(!report.differences.is_empty(), "{}", report.render());
+    assert!(
+        report
+            .differences
+            .iter()
+            .all(|d| d.kind == ObjectKind::Topology),
+        "{}",
+        report.render()
+    );
+}

@@ -1244,3 +1244,38 @@ fn kubectl_works_against_the_twin_when_installed() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `POST /verify/v1/clock` moves the twin's virtual clock (later stamps read later, the
+/// resourceVersion moves so the operator reconciles); a bad body is a 400 Status; the
+/// endpoint is not counted.
+#[test]
+fn the_clock_endpoint_advances_the_virtual_clock() {
+    use live::twin::clock::CLOCK_PATH;
+    let twin = twin();
+    let addr = twin.addr();
+    let rv = twin
+        .store()
+        .read(live::twin::store::Store::resource_version);
+    let (code, body) = runtime().block_on(post(addr, CLOCK_PATH, json!({"advance": "30m"})));
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["advancedSeconds"], json!(1800));
+    assert_eq!(
+        twin.store()
+            .read(live::twin::store::Store::resource_version),
+        rv + 1
+    );
+    let (code, created) = runtime().block_on(post(addr, NODES, node("late", "east")));
+    assert_eq!(code, 201, "{created}");
+    let stamp = created
+        .pointer("/metadata/creationTimestamp")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    assert!(stamp.as_str() >= "2025-01-01T00:30:00Z", "{stamp}");
+    let got = runtime().block_on(post(addr, CLOCK_PATH, json!({"advance": "later"})));
+    assert_status(&got, 400, "BadRequest");
+    let (code, body) = runtime().block_on(get(addr, CLOCK_PATH));
+    assert_eq!(code, 200);
+    assert_eq!(body["advancedSeconds"], json!(1800));
+    assert_eq!(twin.counters().requests("create", "nodes"), 1);
+}

@@ -171,3 +171,149 @@ fn the_twin_writes_the_models_joint_states() {
         );
     }
 }
+
+fn active(o: &Value) -> bool {
+    live::twin::workload::is_active(o)
+}
+
+fn delete(store: &mut Store, world: &mut World, name: &str) {
+    assert!(store
+        .delete(
+            &kinds::WORKLOAD,
+            Some("default"),
+            name,
+            &DeleteOptions::default()
+        )
+        .is_ok());
+    world.apply(&Event::Finish {
+        namespace: "default".into(),
+        name: name.into(),
+    });
+}
+
+fn submit(store: &mut Store, world: &mut World, w: &Workload) {
+    assert!(store
+        .create(&kinds::WORKLOAD, Some("default"), workload_object(w))
+        .is_ok());
+    world.apply(&Event::Submit {
+        workload: w.clone(),
+    });
+}
+
+/// A held set is parked once the twin's clock has passed the bound since its entry turned
+/// Pending, not when it has only reached it: the held replica gets the model's park message
+/// and `spec.active=false`, its quota is released (a later Workload is admitted on it), and
+/// the model's `Event::JointTimeout` agrees.
+#[test]
+fn a_held_set_is_parked_after_the_clock_passes_the_bound_and_not_before() {
+    use model::admission::joint::{is_parked_message, INFEASIBLE_AFTER_SECONDS};
+    let c = cluster();
+    let mut store = Store::default();
+    assert_eq!(write_mock(&mut store, &c), Ok(()));
+    let mut world = World::new(c.clone());
+    for i in 0..3 {
+        submit(&mut store, &mut world, &filler(i));
+    }
+    submit(&mut store, &mut world, &replica("prefill"));
+    submit(&mut store, &mut world, &replica("decode"));
+    let mut previous = reconcile(&mut store, &c.settings, None).expect("reconcile");
+    let held = read_joint_check(&object(&store, "pd-prefill-0"));
+    assert_eq!(held.as_ref().map(|v| v.state), Some(CheckState::Pending));
+    // Many passes and writes tick the store's stamps, but no time passes on the twin.
+    for _ in 0..3 {
+        previous = reconcile(&mut store, &c.settings, Some(&previous)).expect("reconcile");
+    }
+    store.advance_clock(INFEASIBLE_AFTER_SECONDS);
+    previous = reconcile(&mut store, &c.settings, Some(&previous)).expect("reconcile");
+    let prefill = object(&store, "pd-prefill-0");
+    assert!(
+        active(&prefill),
+        "parked at the bound, not past it: {prefill}"
+    );
+    assert_eq!(read_joint_check(&prefill), held);
+    store.advance_clock(1);
+    previous = reconcile(&mut store, &c.settings, Some(&previous)).expect("reconcile");
+    let prefill = object(&store, "pd-prefill-0");
+    assert!(!active(&prefill), "not parked past the bound: {prefill}");
+    let entry = read_joint_check(&prefill).expect("the park keeps the entry");
+    assert_eq!(entry.state, CheckState::Pending);
+    assert!(is_parked_message(&entry.message), "{}", entry.message);
+    let parked = world.apply(&Event::JointTimeout {
+        namespace: "default".into(),
+        deployment: "pd".into(),
+    });
+    assert_eq!(
+        parked,
+        model::events::Effect::Parked {
+            workloads: vec!["default/pd-prefill-0".into()]
+        }
+    );
+    let member = world
+        .admission
+        .joint_member("default", "pd-prefill-0")
+        .expect("tracked");
+    assert_eq!(entry.message, member.message);
+    // The waiting role was never reserved: it is not deactivated.
+    assert!(active(&object(&store, "pd-decode-0")));
+    // The parked replica's core is free again: with the waiting role gone (Kueue would
+    // requeue it first), a new Workload is admitted on it.
+    delete(&mut store, &mut world, "pd-decode-0");
+    submit(&mut store, &mut world, &filler(3));
+    reconcile(&mut store, &c.settings, Some(&previous)).expect("reconcile");
+    let f3 = object(&store, "filler-3");
+    assert_eq!(
+        read_check(&f3).map(|v| v.state),
+        Some(CheckState::Ready),
+        "{f3}"
+    );
+    assert_eq!(read_joint_check(&f3), model_entry(&world, &filler(3)));
+    // Still parked, the message as the park wrote it.
+    let prefill = object(&store, "pd-prefill-0");
+    assert!(!active(&prefill));
+    assert_eq!(read_joint_check(&prefill), Some(entry));
+    if let Some(s) = schema(&kinds::WORKLOAD) {
+        assert_eq!(validate(&s, &prefill).as_ref(), Ok(&prefill));
+    }
+    delete(&mut store, &mut world, "filler-3");
+}
+
+/// A set that opened is Ready and is never parked, however far the clock moves.
+#[test]
+fn a_ready_set_is_never_parked() {
+    let c = cluster();
+    let mut store = Store::default();
+    assert_eq!(write_mock(&mut store, &c), Ok(()));
+    let mut world = World::new(c.clone());
+    submit(&mut store, &mut world, &replica("prefill"));
+    submit(&mut store, &mut world, &replica("decode"));
+    let mut previous = reconcile(&mut store, &c.settings, None).expect("reconcile");
+    for _ in 0..3 {
+        store.advance_clock(3 * 3600);
+        previous = reconcile(&mut store, &c.settings, Some(&previous)).expect("reconcile");
+    }
+    for role in ["prefill", "decode"] {
+        let o = object(&store, &format!("pd-{role}-0"));
+        assert!(active(&o), "{role}: {o}");
+        let entry = read_joint_check(&o);
+        assert_eq!(entry.as_ref().map(|v| v.state), Some(CheckState::Ready));
+        assert_eq!(entry, model_entry(&world, &replica(role)), "{role}");
+    }
+}
+
+/// An assembling set (a declared replica has no Workload yet) is Pending but never parked.
+#[test]
+fn an_assembling_set_is_not_parked() {
+    let c = cluster();
+    let mut store = Store::default();
+    assert_eq!(write_mock(&mut store, &c), Ok(()));
+    let mut world = World::new(c.clone());
+    submit(&mut store, &mut world, &replica("prefill"));
+    let previous = reconcile(&mut store, &c.settings, None).expect("reconcile");
+    store.advance_clock(2 * 3600);
+    reconcile(&mut store, &c.settings, Some(&previous)).expect("reconcile");
+    let o = object(&store, "pd-prefill-0");
+    assert!(active(&o), "{o}");
+    let entry = read_joint_check(&o);
+    assert_eq!(entry.as_ref().map(|v| v.state), Some(CheckState::Pending));
+    assert_eq!(entry, model_entry(&world, &replica("prefill")));
+}

@@ -450,6 +450,21 @@ impl AdmissionState {
         held
     }
 
+    /// Records `w` as a replica the joint check parked earlier (deactivated, holding nothing),
+    /// with the message its check carries: what a reader rebuilding the state from the
+    /// cluster's Workloads (the twin's operator) knows of a Workload with `spec.active=false`.
+    /// It counts as waiting in its deployment's verdict, as after [`Self::joint_timeout`].
+    pub fn restore_parked(&mut self, w: &Workload, message: String) {
+        self.joint.insert(
+            workload_key(w),
+            JointMember {
+                workload: w.clone(),
+                phase: JointPhase::Parked,
+                message,
+            },
+        );
+    }
+
     /// The joint check's state on a Workload it tracks: `None` outside the barrier (Ready at
     /// once there: [`NOT_A_GROUP_MESSAGE`]).
     pub fn joint_member(&self, namespace: &str, name: &str) -> Option<&JointMember> {

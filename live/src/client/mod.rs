@@ -10,6 +10,7 @@
 //! Every request retries 409 Conflict, 429 and 5xx with backoff, honouring `Retry-After`.
 
 pub mod cleanup;
+pub mod clock;
 pub mod derived;
 pub mod localize;
 pub mod mock;

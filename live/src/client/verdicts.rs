@@ -139,6 +139,22 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Workload `namespace/name` as it is now, in its wire form (`None`: there is none).
+    pub async fn workload(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, ClientError> {
+        let api: Api<Workload> = Api::namespaced(self.kube().clone(), namespace);
+        let what = describe("Workload", Some(namespace), name);
+        let got = self
+            .retrying(&format!("reading {what}"), || api.get_opt(name))
+            .await?;
+        Ok(got.and_then(|w| serde_json::to_value(w).ok()))
+    }
+}
+
 /// One event of a single object's watch.
 enum Seen<'a> {
     Object(&'a Value),

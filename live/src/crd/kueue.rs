@@ -204,6 +204,10 @@ pub struct WorkloadSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_name: Option<String>,
     pub pod_sets: Vec<PodSet>,
+    /// Whether the Workload may be admitted (absent: true); the joint check sets it false to
+    /// park a deployment (kueue.x-k8s.io_workloads.yaml `spec.active`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

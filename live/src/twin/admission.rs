@@ -16,15 +16,25 @@
 //! as the model decides it (`AdmissionState::joint_entry`: Ready at once outside a multi-role
 //! ModelDeployment, Pending naming the waiting roles while held, Ready once the set opened).
 //! A ModelDeployment replica left waiting (a Pending entry) is requeued on every pass, as
-//! Kueue requeues it, so its siblings see it and the set opens once quota frees. The twin has
-//! no clock: the park after the bound is not served (`Event::JointTimeout` is model-only).
+//! Kueue requeues it, so its siblings see it and the set opens once quota frees.
+//!
+//! The park after the bound is measured on the twin's virtual clock (`twin::clock`: only an
+//! admin request moves it): a held replica whose joint entry has been Pending longer than 30
+//! minutes of advances since its `lastTransitionTime` (`heldPast`) parks its deployment as
+//! the model's `Event::JointTimeout` does (`AdmissionState::joint_timeout`: only a settled,
+//! Pending set): each held replica gets the park message on its entry (still Pending) and
+//! `spec.active=false` (`park`), and a deactivated Workload holds nothing on later passes.
+//! The operator parks each Workload on its own reconcile; the twin parks the held set in one
+//! pass, as the model does (their entries turned Pending in the same pass, so they pass the
+//! bound together).
 
+use model::admission::joint::held_past;
 use model::admission::verdict::{admission_check_conditions, Condition, CONTROLLER_NAME};
 use model::admission::{CheckState, Verdict};
 use model::cluster::{Cluster, Settings};
 use model::derive::Derived;
 use model::labels::NODE_DEVICES_CHECK;
-use model::lifecycle::AdmissionState;
+use model::lifecycle::{AdmissionState, JointPhase};
 use serde_json::{json, Value};
 
 use super::kinds;
@@ -33,7 +43,8 @@ use super::read::name_of;
 use super::selector::Selector;
 use super::store::Store;
 use super::workload::{
-    read_check, read_joint_check, read_workload, verdict_of, with_check, with_joint_check,
+    is_active, read_check, read_joint_check, read_workload, verdict_of, with_check,
+    with_joint_check,
 };
 
 /// The AdmissionCheck object as the Worker's `Prepare()` applies it (status is written by its
@@ -201,6 +212,15 @@ pub fn judge_workloads(
         .filter(|o| o.pointer("/metadata/deletionTimestamp").is_none())
     {
         let read = read_workload(o);
+        if !is_active(o) {
+            // deactivated (parked): Kueue considers it no more and it holds nothing; a parked
+            // replica still counts as waiting in its deployment's verdict
+            if let Some(w) = read.as_ref().ok().filter(|w| w.deployment.is_some()) {
+                let message = read_joint_check(o).map(|v| v.message).unwrap_or_default();
+                state.restore_parked(w, message);
+            }
+            continue;
+        }
         match read_check(o).map(|v| v.state) {
             Some(CheckState::Ready) => {
                 if let Ok(w) = &read {
@@ -241,8 +261,96 @@ pub fn judge_workloads(
             }
         }
     }
+    park_held_past_bound(store, &listed, &mut state, writes)?;
     write_joint_entries(store, &listed, &state, writes)?;
     Ok(Some(state))
+}
+
+/// The deployments (namespace, name) with a held replica whose joint entry has been Pending
+/// past the bound on the twin's clock (`heldPast`, `admission::joint::held_past`).
+fn deployments_held_past(
+    store: &Store,
+    listed: &[Value],
+    state: &AdmissionState,
+) -> Vec<(String, String)> {
+    let mut past: Vec<(String, String)> = Vec::new();
+    for o in listed
+        .iter()
+        .filter(|o| o.pointer("/metadata/deletionTimestamp").is_none() && is_active(o))
+    {
+        let Ok(w) = read_workload(o) else {
+            continue;
+        };
+        let Some(d) = &w.deployment else {
+            continue;
+        };
+        let held = state
+            .joint_member(&w.namespace, &w.name)
+            .is_some_and(|m| m.phase == JointPhase::Held);
+        let since = joint_pending_since(o);
+        let over = since.is_some_and(|t| held_past(store.advanced_since(&t)));
+        let key = (w.namespace.clone(), d.deployment.clone());
+        if held && over && !past.contains(&key) {
+            past.push(key);
+        }
+    }
+    past
+}
+
+/// The `lastTransitionTime` of a Pending joint entry (`None`: no entry, another state, or
+/// never stamped: nothing has elapsed).
+fn joint_pending_since(o: &Value) -> Option<String> {
+    o.pointer("/status/admissionChecks")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some(model::labels::JOINT_CHECK))
+        .filter(|c| c.get("state").and_then(Value::as_str) == Some("Pending"))?
+        .get("lastTransitionTime")?
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+}
+
+/// Parks every deployment held past the bound (`Reconcile`'s park branch, `park`): the model
+/// decides which replicas (`AdmissionState::joint_timeout`: the held ones of a settled,
+/// Pending set) and the message; each gets the message on its joint entry, Pending, and then
+/// `spec.active=false`.
+fn park_held_past_bound(
+    store: &mut Store,
+    listed: &[Value],
+    state: &mut AdmissionState,
+    writes: &mut Writes,
+) -> Result<(), OperatorError> {
+    let kind = kinds::WORKLOAD;
+    for (namespace, deployment) in deployments_held_past(store, listed, state) {
+        for key in state.joint_timeout(&namespace, &deployment) {
+            let Some(m) = state.joint.get(&key) else {
+                continue;
+            };
+            let (name, message) = (m.workload.name.clone(), m.message.clone());
+            let current = store
+                .get(&kind, Some(&namespace), &name)
+                .map_err(write_err("get", &kind, &name))?;
+            let entry = Verdict {
+                state: CheckState::Pending,
+                message,
+            };
+            let now = store.now();
+            let next = with_joint_check(&current, &entry, &now);
+            write_status(store, &current, next, writes)?;
+            let mut current = store
+                .get(&kind, Some(&namespace), &name)
+                .map_err(write_err("get", &kind, &name))?;
+            current["spec"]["active"] = json!(false);
+            store
+                .update(&kind, Some(&namespace), current)
+                .map_err(write_err("update", &kind, &name))?;
+            writes
+                .done
+                .push(("update", kind.kind, format!("{namespace}/{name}")));
+        }
+    }
+    Ok(())
 }
 
 /// Writes the `gpustack-model-deployment-joint` entry the model decides on every live

@@ -3,9 +3,11 @@
 //! ([`store`]), the kind registry ([`kinds`]), selectors ([`selector`]), `metav1.Status`
 //! errors ([`status`]) and structural-schema validation ([`structural`]); and the HTTP API server
 //! on loopback over it ([`server`], [`routes`], [`discovery`], [`kubeconfig`]), with seeded
-//! fault injection ([`faults`]) and request counters ([`counters`]).
+//! fault injection ([`faults`]), request counters ([`counters`]) and a virtual clock moved only
+//! by an admin request ([`clock`]).
 
 pub mod admission;
+pub mod clock;
 pub mod counters;
 pub mod discovery;
 pub mod faults;

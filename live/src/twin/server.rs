@@ -28,6 +28,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
+use super::clock::CLOCK_PATH;
 use super::counters::{Counters, Counts, COUNTERS_PATH};
 use super::faults::{fault_status, Decision, Eligible, FaultConfig, Faults};
 use super::routes::{self, ApiRequest, Query, Reply, Target, WatchRequest};
@@ -303,6 +304,13 @@ async fn respond(served: Served, req: Request<Incoming>) -> Result<Response<Body
     if path == COUNTERS_PATH {
         let counts = serde_json::to_value(served.counters.snapshot()).unwrap_or(Value::Null);
         return Ok(json_response(200, &counts));
+    }
+    if path == CLOCK_PATH {
+        let method = parts.method.as_str();
+        let (code, reply) = served
+            .store
+            .write(|s| super::clock::clock_request(s, method, &body));
+        return Ok(json_response(code, &reply));
     }
     let decision = count_and_decide(
         &served,

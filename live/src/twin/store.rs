@@ -109,6 +109,51 @@ pub fn rfc3339(unix_seconds: u64) -> String {
     )
 }
 
+/// `YYYY-MM-DDTHH:MM:SSZ` (what [`rfc3339`] writes, fractional seconds ignored) as Unix
+/// seconds; `None` when it is not one.
+pub fn unix_seconds_of(text: &str) -> Option<u64> {
+    let b = text.as_bytes();
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<u64>().ok();
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, m, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
+        return None;
+    }
+    // days-from-civil (Howard Hinnant's algorithm), the inverse of `rfc3339`'s.
+    let y = if month <= 2 {
+        year.checked_sub(1)?
+    } else {
+        year
+    };
+    let era = y / 400;
+    let yoe = y % 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    Some(days * 86_400 + h * 3600 + m * 60 + sec)
+}
+
+/// A clock reading `t` moved `advanced` seconds on (unreadable readings are kept as they are).
+fn offset_stamp(t: String, advanced: u64) -> String {
+    if advanced == 0 {
+        return t;
+    }
+    match unix_seconds_of(&t) {
+        Some(u) => rfc3339(u.saturating_add(advanced)),
+        None => t,
+    }
+}
+
 /// Which part of a resource a write addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subresource {
@@ -242,6 +287,10 @@ pub struct Store {
     uid: UidSource,
     clock: Clock,
     require_namespace: bool,
+    /// The twin's virtual clock: seconds added to every stamp by [`Store::advance_clock`].
+    advanced: u64,
+    /// Every advance: (the stamp it was taken at, in Unix seconds, before the jump; seconds).
+    advances: Vec<(u64, u64)>,
 }
 
 impl Default for Store {
@@ -266,6 +315,8 @@ impl Store {
             uid: config.uid,
             clock: config.clock,
             require_namespace: config.require_namespace,
+            advanced: 0,
+            advances: Vec::new(),
         }
     }
 
@@ -327,7 +378,45 @@ impl Store {
     /// The store's clock now, RFC 3339 (what it stamps creations with), for writers that set
     /// a timestamp field themselves (`lastTransitionTime`).
     pub fn now(&mut self) -> String {
-        (self.clock)()
+        self.stamp()
+    }
+
+    /// The clock's reading plus what [`Store::advance_clock`] added.
+    fn stamp(&mut self) -> String {
+        offset_stamp((self.clock)(), self.advanced)
+    }
+
+    /// Moves the twin's virtual clock `seconds` forward (the twin-only admin request
+    /// `POST /verify/v1/clock`): later stamps read that much later, and
+    /// [`Store::advanced_since`] counts it. It is a write, so the resourceVersion moves and
+    /// the reference operator reconciles (nothing else changes: no watch event is sent).
+    pub fn advance_clock(&mut self, seconds: u64) {
+        let at = self.stamp();
+        let at = unix_seconds_of(&at).unwrap_or(0);
+        self.advanced = self.advanced.saturating_add(seconds);
+        self.advances.push((at, seconds));
+        self.resource_version += 1;
+    }
+
+    /// The seconds [`Store::advance_clock`] added in all.
+    pub fn advanced(&self) -> u64 {
+        self.advanced
+    }
+
+    /// The seconds the virtual clock was advanced since `stamp` (an RFC 3339 time this store
+    /// wrote): what a bound measured from a `lastTransitionTime` counts on the twin. The
+    /// second a stamp ticks per write is bookkeeping, not time passing, so only advances
+    /// count: nothing on the twin times out unless a client moves its clock. An unreadable
+    /// stamp has seen no advance.
+    pub fn advanced_since(&self, stamp: &str) -> u64 {
+        let Some(since) = unix_seconds_of(stamp) else {
+            return 0;
+        };
+        self.advances
+            .iter()
+            .filter(|(at, _)| *at >= since)
+            .map(|(_, s)| s)
+            .sum()
     }
 
     /// `object` as a write would store it: pruned and defaulted by `kind`'s validator (itself
@@ -704,12 +793,12 @@ impl Store {
             Some(m) if m.paths == paths && changes.is_empty() => {}
             Some(m) => {
                 m.paths = paths;
-                m.time = Some((self.clock)());
+                m.time = Some(self.stamp());
             }
             None => {
                 let mut fresh =
                     Managed::new(field_manager, Operation::Apply, subresource, kind, paths);
-                fresh.time = Some((self.clock)());
+                fresh.time = Some(self.stamp());
                 managers.push(fresh);
             }
         }
@@ -789,7 +878,7 @@ impl Store {
         }
         let mut marked = current.clone();
         let mut m = take_meta(&mut marked);
-        m.insert("deletionTimestamp".into(), Value::String((self.clock)()));
+        m.insert("deletionTimestamp".into(), Value::String(self.stamp()));
         m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
         let generation = m.get("generation").and_then(Value::as_i64).unwrap_or(0);
         m.insert("generation".into(), Value::from(generation + 1));
@@ -1018,7 +1107,7 @@ impl Store {
             meta.remove("namespace");
         }
         self.created += 1;
-        let now = (self.clock)();
+        let now = self.stamp();
         meta.insert("uid".into(), Value::String((self.uid)(self.created)));
         meta.insert("creationTimestamp".into(), Value::String(now.clone()));
         meta.insert("generation".into(), Value::from(1));
@@ -1138,7 +1227,7 @@ impl Store {
                 // nothing changed: the entries stay exactly as stored
                 (!changes.is_empty()).then(|| {
                     let mut managers = read_managed(&old);
-                    let clock = &mut self.clock;
+                    let (clock, advanced) = (&mut self.clock, self.advanced);
                     record_update(
                         &mut managers,
                         &changes,
@@ -1146,7 +1235,7 @@ impl Store {
                         manager,
                         subresource,
                         kind,
-                        clock,
+                        move || offset_stamp(clock(), advanced),
                     );
                     managers
                 })
@@ -2095,6 +2184,32 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(EPOCH_2025), "2025-01-01T00:00:00Z");
         assert_eq!(rfc3339(951_782_400 + 3661), "2000-02-29T01:01:01Z");
+        for t in [0, EPOCH_2025, 951_782_400 + 3661, 4_102_444_799] {
+            assert_eq!(unix_seconds_of(&rfc3339(t)), Some(t), "{t}");
+        }
+        assert_eq!(unix_seconds_of("2025-13-01T00:00:00Z"), None);
+        assert_eq!(unix_seconds_of("yesterday"), None);
+    }
+
+    /// Only an advance moves the virtual clock's count; stamps after it read later.
+    #[test]
+    fn the_virtual_clock_counts_only_advances() {
+        let mut store = Store::default();
+        let before = store.now();
+        for _ in 0..5000 {
+            store.now();
+        }
+        assert_eq!(store.advanced_since(&before), 0);
+        let rv = store.resource_version();
+        store.advance_clock(1800);
+        assert_eq!(store.resource_version(), rv + 1);
+        assert_eq!(store.advanced_since(&before), 1800);
+        let after = store.now();
+        assert!(
+            unix_seconds_of(&after) >= unix_seconds_of(&before).map(|b| b + 1800 + 5000),
+            "{before} → {after}"
+        );
+        assert_eq!(store.advanced_since(&after), 0);
     }
 
     #[test]

@@ -308,6 +308,42 @@ pub fn read_check(o: &Value) -> Option<Verdict> {
     Some(Verdict { state, message })
 }
 
+/// Whether the Workload may be admitted: `spec.active` absent or true (Kueue's `IsActive`).
+pub fn is_active(o: &Value) -> bool {
+    o.pointer("/spec/active").and_then(Value::as_bool) != Some(false)
+}
+
+/// Where the joint check stands on a Workload read back from the wire, named as a `joint`
+/// expectation names a `lifecycle::JointPhase`, with its entry's message: `parked` when it is
+/// deactivated (`spec.active=false`); `admitted` for a Ready entry, `held` for a Pending one;
+/// `waiting` for a ModelDeployment replica (on a queue that references the check) with no
+/// entry yet, as it holds no reservation; `untracked` for no Workload, one outside the
+/// barrier (Ready with `NOT_A_GROUP_MESSAGE`) or one that is no replica.
+pub fn joint_phase_on_wire(o: Option<&Value>) -> (&'static str, String) {
+    use model::admission::joint::NOT_A_GROUP_MESSAGE;
+    let Some(o) = o else {
+        return ("untracked", String::new());
+    };
+    let entry = read_joint_check(o);
+    let message = entry
+        .as_ref()
+        .map(|v| v.message.clone())
+        .unwrap_or_default();
+    let replica = o
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(DEPLOYMENT_REPLICA_ANNOTATION))
+        .is_some();
+    let phase = match entry.map(|v| v.state) {
+        _ if !is_active(o) => "parked",
+        Some(CheckState::Ready) if message == NOT_A_GROUP_MESSAGE => "untracked",
+        Some(CheckState::Ready) => "admitted",
+        Some(_) => "held",
+        None if replica => "waiting",
+        None => "untracked",
+    };
+    (phase, message)
+}
+
 /// The `gpustack-model-deployment-joint` entry of `status.admissionChecks[]`, if any.
 pub fn read_joint_check(o: &Value) -> Option<Verdict> {
     let entry = o

@@ -29,6 +29,15 @@ pub const PARKED_MARKER: &str = "parked rather than held";
 /// (`_JointAdmissionInfeasibleAfter`, 30 minutes, printed as Go prints a duration).
 pub const INFEASIBLE_AFTER: &str = "30m0s";
 
+/// The same bound in seconds, for a reader with a clock (the twin's virtual one).
+pub const INFEASIBLE_AFTER_SECONDS: u64 = 30 * 60;
+
+/// Whether a check Pending for `held_seconds` (since its own `lastTransitionTime`) is held
+/// past the bound (`heldPast`: strictly longer than the bound; reaching it is not enough).
+pub fn held_past(held_seconds: u64) -> bool {
+    held_seconds > INFEASIBLE_AFTER_SECONDS
+}
+
 /// Ready for a Workload outside the barrier (`Reconcile`, the not-multi-role branch).
 pub const NOT_A_GROUP_MESSAGE: &str =
     "nothing to wait for: this workload is not one replica of a multi-role model deployment";
@@ -336,6 +345,13 @@ mod tests {
             "{}",
             v.message
         );
+    }
+
+    #[test]
+    fn the_bound_must_be_passed_not_reached() {
+        assert!(!held_past(0));
+        assert!(!held_past(INFEASIBLE_AFTER_SECONDS));
+        assert!(held_past(INFEASIBLE_AFTER_SECONDS + 1));
     }
 
     #[test]

@@ -1,0 +1,36 @@
+//! Moving the embedded twin's virtual clock (`twin::clock`, `POST /verify/v1/clock`): how the
+//! twin tier steps what the model steps as an event with no clock (`Event::JointTimeout`). A
+//! cluster has no such endpoint and no clock a client may move: callers ask only a twin.
+
+use super::{Client, ClientError};
+use crate::twin::clock::{advance_body, CLOCK_PATH};
+
+impl Client {
+    /// Advances the twin's clock `seconds` (one request; not retried: the endpoint is never
+    /// faulted). Returns the seconds advanced so far in all.
+    pub async fn advance_twin_clock(&self, seconds: u64) -> Result<u64, ClientError> {
+        let what = format!("POST {CLOCK_PATH}");
+        let request = http::Request::post(CLOCK_PATH)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(advance_body(seconds).to_string().into_bytes())
+            .map_err(|e| ClientError::Object {
+                object: what.clone(),
+                message: e.to_string(),
+            })?;
+        let answer: serde_json::Value =
+            self.kube()
+                .request(request)
+                .await
+                .map_err(|e| ClientError::Api {
+                    what: what.clone(),
+                    source: Box::new(e),
+                })?;
+        answer
+            .get("advancedSeconds")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| ClientError::Object {
+                object: what,
+                message: format!("expected advancedSeconds in the answer, got {answer}"),
+            })
+    }
+}
