@@ -303,11 +303,15 @@ fn the_committed_ledger_names_the_generic_cpu_key_collision_by_its_scenarios_sig
         .find(|f| f.title.starts_with("generic CPU key collides"))
         .expect("the collision is the ledger's first entry");
     let s = scenario::load(&root.join(&entry.scenario)).unwrap();
-    let Some(model::scenario::Expectation::Violation { property, message }) = s.expect.first()
-    else {
+    let Some(model::scenario::Expectation::Violation { property, .. }) = s.expect.first() else {
         panic!("the entry's scenario records its violation");
     };
-    let cx = reports::Counterexample::violation(18137, property, message, s.clone(), 0);
+    // the signature comes from the oracle's structured violation, not the recorded words
+    let v = oracle::check_all(&s)
+        .into_iter()
+        .find(|v| v.property == property)
+        .expect("the scenario still violates its recorded property");
+    let cx = reports::Counterexample::of_violation(18137, &v, s.clone(), 0);
     assert_eq!(cx.signature(), entry.signature);
     // its upstream issue's cluster: the Nodes, their NodeFeatures and Devices, as YAML
     let yaml = reports::findings::manifests_yaml(&fuzz::cluster_manifests(&s).unwrap()).unwrap();
