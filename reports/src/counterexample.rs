@@ -433,6 +433,9 @@ pub fn counterexample_markdown(
             out.push_str("```\n\n");
         }
     }
+    if let Some(why) = crate::why::why_of(cx) {
+        crate::why::why_markdown(&mut out, &why);
+    }
     if let Some(plot) = plot {
         let names: Vec<&str> = cx.views.iter().map(|v| v.instance_type.as_str()).collect();
         let _ = writeln!(

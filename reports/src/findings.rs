@@ -553,6 +553,8 @@ pub struct IssueInput<'a> {
     pub rows: Vec<crate::counterexample::DivergenceRow>,
     /// The minimal cluster's objects (Nodes, NodeFeatures, Devices, …) to `kubectl apply`.
     pub manifests: &'a [serde_json::Value],
+    /// The model's chain behind the first differing field ([`crate::why::why_of_rows`]).
+    pub why: Option<crate::why::Why>,
 }
 
 /// Kubernetes objects as one YAML stream (`---` between documents).
@@ -611,6 +613,9 @@ pub fn issue_markdown(input: &IssueInput<'_>) -> Result<String, String> {
         let _ = writeln!(out, "{line}");
     }
     out.push_str("```\n\n");
+    if let Some(why) = &input.why {
+        crate::why::why_markdown(&mut out, why);
+    }
     out.push_str("## Operator rule concerned\n\n");
     let _ = writeln!(out, "- {}", operator_source(kind));
     if let Some(k) = input.known {
