@@ -399,9 +399,14 @@ pub fn judge_seed_folding(
     Ok(Some(f))
 }
 
-/// The mutant a counterexample's scenario says it diverges under (its description opens with
-/// [`MUTANT_NOTE`], as [`failure`] writes it): what `verify replay` replays the twin with.
+/// The mutant a counterexample's scenario was found under: its `mutant:` field, as
+/// [`failure`] writes it on the model and the twin tier; for a file written before that field
+/// existed, the description's opening [`MUTANT_NOTE`]`NAME:` (still read, so old counterexamples
+/// keep replaying under their mutant). What `verify replay` replays the twin with.
 pub fn recorded_mutant(s: &Scenario) -> Option<Mutant> {
+    if let Some(name) = &s.mutant {
+        return name.trim().parse().ok();
+    }
     s.description
         .strip_prefix(MUTANT_NOTE)?
         .split(':')
@@ -426,6 +431,7 @@ fn failure(
     scenario.seed = Some(seed);
     scenario.name = format!("seed-{seed}-{property}");
     if let Some(m) = config.mutant {
+        scenario.mutant = Some(m.to_string());
         scenario.description = format!("{MUTANT_NOTE}{m}: {}", m.describe());
     }
     scenario.expect = vec![Expectation::Violation {
