@@ -765,7 +765,7 @@ fn issue_report(run_dir: &Path, sig: &str, known: &Path, output: Option<&Path>) 
         .find(|c| c.seed == finding.smallest.seed)
         .map(|c| c.message.clone())
         .unwrap_or_default();
-    let rows = run
+    let rows: Vec<reports::counterexample::DivergenceRow> = run
         .rows
         .iter()
         .filter(|r| r.seed == finding.smallest.seed)
@@ -777,6 +777,7 @@ fn issue_report(run_dir: &Path, sig: &str, known: &Path, output: Option<&Path>) 
         scenario_path: scenario_file.display().to_string(),
         run_dir: run_dir.display().to_string(),
         message,
+        why: reports::why::why_of_rows(&scenario, &rows, &signature),
         rows,
         manifests: &manifests,
     })

@@ -144,6 +144,24 @@ fn a_mutant_run_folds_its_seeds_leaves_the_regressions_alone_and_replays_under_t
         !table.iter().any(|l| l.contains("nominal_quota")),
         "{report}"
     );
+    // and says why: the model's chain behind the first field, each decision with the model
+    // function and the operator source it follows
+    let why: Vec<&str> = report
+        .lines()
+        .skip_while(|l| !l.starts_with("## Why the model expects this"))
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert!(!why.is_empty(), "{report}");
+    assert!(
+        why.iter()
+            .all(|l| l.contains("— `model::") && l.contains(", following `")),
+        "{report}"
+    );
+    assert!(
+        why.iter()
+            .any(|l| l.contains("`model::queue::settle_pool_queue`")),
+        "{report}"
+    );
     // the upstream issue: manifests a kubectl can apply, and the replay command
     let issue = dir.join("issue.md");
     let out = verify(&[
@@ -165,6 +183,8 @@ fn a_mutant_run_folds_its_seeds_leaves_the_regressions_alone_and_replays_under_t
     assert!(md.contains("verify replay "), "{md}");
     assert!(md.contains("kubectl apply -f"), "{md}");
     assert!(md.contains("pkg/worker/controllers/worker/"), "{md}");
+    assert!(md.contains("## Why the model expects this"), "{md}");
+    assert!(md.contains("`model::pool::pool_flavor_selector`"), "{md}");
     // an unknown finding is a usage error
     let out = verify(&["report", s(&run), "--finding", "nope", "--format", "issue"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -303,11 +323,15 @@ fn the_committed_ledger_names_the_generic_cpu_key_collision_by_its_scenarios_sig
         .find(|f| f.title.starts_with("generic CPU key collides"))
         .expect("the collision is the ledger's first entry");
     let s = scenario::load(&root.join(&entry.scenario)).unwrap();
-    let Some(model::scenario::Expectation::Violation { property, message }) = s.expect.first()
-    else {
+    let Some(model::scenario::Expectation::Violation { property, .. }) = s.expect.first() else {
         panic!("the entry's scenario records its violation");
     };
-    let cx = reports::Counterexample::violation(18137, property, message, s.clone(), 0);
+    // the signature comes from the oracle's structured violation, not the recorded words
+    let v = oracle::check_all(&s)
+        .into_iter()
+        .find(|v| v.property == property)
+        .expect("the scenario still violates its recorded property");
+    let cx = reports::Counterexample::of_violation(18137, &v, s.clone(), 0);
     assert_eq!(cx.signature(), entry.signature);
     // its upstream issue's cluster: the Nodes, their NodeFeatures and Devices, as YAML
     let yaml = reports::findings::manifests_yaml(&fuzz::cluster_manifests(&s).unwrap()).unwrap();

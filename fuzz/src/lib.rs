@@ -99,9 +99,12 @@ pub struct Failure {
     pub scenario: Scenario,
     /// Shrink steps that kept the failure.
     pub shrinks: u32,
-    /// What the twin read back that differs from the model (Kubernetes field paths); empty
-    /// for a model-tier failure.
+    /// Expected versus observed per field: the oracle's violation's differences on the model
+    /// tier, what the twin read back that differs from the model (Kubernetes field paths) on
+    /// the twin tier.
     pub fields: Vec<oracle::Difference>,
+    /// The oracle check that decided the expected value (a model-tier property violation).
+    pub rule: Option<&'static str>,
 }
 
 impl Failure {
@@ -182,25 +185,49 @@ pub fn scenario_for(seed: u64, shape: &ShapeConfig) -> Result<Scenario, String> 
     Ok(s)
 }
 
+/// What a judge found: the message, the differing fields and, for a property violation, the
+/// oracle check that decided (all from the oracle's or the twin's structured result).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub message: String,
+    pub fields: Vec<oracle::Difference>,
+    pub rule: Option<&'static str>,
+}
+
+impl From<oracle::Violation> for Found {
+    fn from(v: oracle::Violation) -> Found {
+        Found {
+            message: v.message,
+            fields: v.differences,
+            rule: Some(v.check),
+        }
+    }
+}
+
 /// The first property a scenario breaks: a violated property, or with a mutant the first
 /// divergence between the model and the mutated model.
-pub fn first_violation(s: &Scenario, mutant: Option<Mutant>) -> Option<(String, String)> {
+pub fn first_violation(s: &Scenario, mutant: Option<Mutant>) -> Option<(String, Found)> {
     match mutant {
         None => oracle::check_all(s)
             .into_iter()
             .next()
-            .map(|v| (v.property.to_string(), v.message)),
+            .map(|v| (v.property.to_string(), Found::from(v))),
         Some(m) => {
             let mut mutated = s.clone();
             mutated.cluster.settings.mutant = Some(m);
             oracle::compare_runs(s, &mutated).map(|d| {
+                let message = format!(
+                    "diverges at step {}: {}",
+                    d.step,
+                    oracle::render_table(&d.differences)
+                );
                 (
                     format!("mutant-{m}"),
-                    format!(
-                        "diverges at step {}: {}",
-                        d.step,
-                        oracle::render_table(&d.differences)
-                    ),
+                    Found {
+                        message,
+                        fields: d.differences,
+                        rule: None,
+                    },
                 )
             })
         }
@@ -270,11 +297,12 @@ pub fn judge_seed_on(
 /// The signatures a run has already shrunk a counterexample of.
 pub type Shrunk = Mutex<BTreeSet<reports::Signature>>;
 
-/// What a judge found: the message and, from the twin, the differing fields.
-type Found = (String, Vec<oracle::Difference>);
-
 fn twin_found(d: twin::TwinDivergence) -> Found {
-    (d.message(), d.differences)
+    Found {
+        message: d.message(),
+        fields: d.differences,
+        rule: None,
+    }
 }
 
 /// [`judge_seed_on`], sharing `shrunk` across a run: a failure whose signature (issue [M11])
@@ -296,7 +324,7 @@ pub fn judge_seed_folding(
     let model_mutant = if twin.is_some() { None } else { config.mutant };
     let by_model = |s: &Scenario| first_violation(s, model_mutant);
     let found = match by_model(&tree.current()) {
-        Some((p, m)) => Some(((p, (m, Vec::new())), false)),
+        Some((p, f)) => Some(((p, f), false)),
         None => match twin {
             None => None,
             Some(t) => t
@@ -321,10 +349,9 @@ pub fn judge_seed_folding(
                 .is_some_and(|m| first_violation(&tree.current(), Some(m)).is_some()) =>
         {
             let m = config.mutant;
-            let (small, _, shrinks) =
-                shrink(&mut tree, found.0.clone(), config.shrink_steps, |s| {
-                    first_violation(s, m).map(|(_, msg)| msg)
-                });
+            let (small, _, shrinks) = shrink(&mut tree, found.clone(), config.shrink_steps, |s| {
+                first_violation(s, m).map(|(_, f)| f)
+            });
             match t.judge(&small, config.mutant) {
                 Ok(Some(d)) => (small, twin_found(d), shrinks),
                 _ => (first_scenario(seed, config)?, found, 0),
@@ -358,9 +385,7 @@ pub fn judge_seed_folding(
             t.judge(s, config.mutant).ok().flatten().map(twin_found)
         }),
         _ => shrink(&mut tree, found, config.shrink_steps, |s| {
-            by_model(s)
-                .filter(|(p, _)| *p == property)
-                .map(|(_, msg)| (msg, Vec::new()))
+            by_model(s).filter(|(p, _)| *p == property).map(|(_, f)| f)
         }),
     };
     let f = failure(seed, config, &property, scenario, found, shrinks);
@@ -374,9 +399,14 @@ pub fn judge_seed_folding(
     Ok(Some(f))
 }
 
-/// The mutant a counterexample's scenario says it diverges under (its description opens with
-/// [`MUTANT_NOTE`], as [`failure`] writes it): what `verify replay` replays the twin with.
+/// The mutant a counterexample's scenario was found under: its `mutant:` field, as
+/// [`failure`] writes it on the model and the twin tier; for a file written before that field
+/// existed, the description's opening [`MUTANT_NOTE`]`NAME:` (still read, so old counterexamples
+/// keep replaying under their mutant). What `verify replay` replays the twin with.
 pub fn recorded_mutant(s: &Scenario) -> Option<Mutant> {
+    if let Some(name) = &s.mutant {
+        return name.trim().parse().ok();
+    }
     s.description
         .strip_prefix(MUTANT_NOTE)?
         .split(':')
@@ -395,25 +425,27 @@ fn failure(
     config: &FuzzConfig,
     property: &str,
     mut scenario: Scenario,
-    (message, fields): Found,
+    found: Found,
     shrinks: u32,
 ) -> Failure {
     scenario.seed = Some(seed);
     scenario.name = format!("seed-{seed}-{property}");
     if let Some(m) = config.mutant {
+        scenario.mutant = Some(m.to_string());
         scenario.description = format!("{MUTANT_NOTE}{m}: {}", m.describe());
     }
     scenario.expect = vec![Expectation::Violation {
         property: property.to_string(),
-        message: message.clone(),
+        message: found.message.clone(),
     }];
     Failure {
         seed,
         property: property.to_string(),
-        message,
+        message: found.message,
         scenario,
         shrinks,
-        fields,
+        fields: found.fields,
+        rule: found.rule,
     }
 }
 
@@ -617,7 +649,8 @@ pub fn counterexample(f: &Failure, mutant: Option<Mutant>) -> reports::Counterex
         &f.message,
         f.scenario.clone(),
         f.shrinks,
-    );
+    )
+    .with_rule(f.rule);
     match mutant {
         // A twin divergence is what the twin published; its message carries that table, and
         // the model-against-mutated-model comparison would show something else.

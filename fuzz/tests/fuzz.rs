@@ -83,8 +83,10 @@ fn every_mutant_is_found_within_500_seeds_and_shrinks_to_at_most_3_nodes() {
             .unwrap_or_else(|| panic!("mutant {m} survived 500 seeds"));
         assert!(f.nodes() <= 3, "{m}: shrunk to {} nodes", f.nodes());
         assert_eq!(f.property, format!("mutant-{m}"));
-        // The shrunk scenario still shows the divergence.
+        // The shrunk scenario still shows the divergence, and names its mutant.
         assert!(fuzz::first_violation(&f.scenario, Some(m)).is_some(), "{m}");
+        assert_eq!(f.scenario.mutant.as_deref(), Some(m.name()));
+        assert_eq!(fuzz::recorded_mutant(&f.scenario), Some(m));
         sizes.push((f.nodes(), f.events()));
     }
     sizes.sort();
@@ -132,4 +134,18 @@ fn every_generated_scenario_is_counted_once_in_the_coverage() {
     assert!(coverage.count("nodes", &nodes) >= 1, "{coverage:?}");
     let per_count: u64 = coverage.classes["nodes"].values().sum();
     assert_eq!(per_count, 24, "one node count per scenario");
+}
+
+#[test]
+fn the_recorded_mutant_is_the_field_else_the_old_description_prefix() {
+    let mut s = model::scenario::Scenario::default();
+    assert_eq!(fuzz::recorded_mutant(&s), None);
+    // written before the field existed: the description's opening still names it
+    s.description = format!("{}cohort-set: every queue in one cohort", fuzz::MUTANT_NOTE);
+    assert_eq!(fuzz::recorded_mutant(&s), Some(Mutant::CohortSet));
+    // the field wins
+    s.mutant = Some("quota-off-by-one".into());
+    assert_eq!(fuzz::recorded_mutant(&s), Some(Mutant::QuotaOffByOne));
+    s.mutant = Some("no-such-mutant".into());
+    assert_eq!(fuzz::recorded_mutant(&s), None);
 }

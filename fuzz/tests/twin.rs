@@ -173,3 +173,29 @@ fn a_verdict_is_predicted_in_the_state_the_wire_is_in() {
     }
     assert!(runner.verdicts_read() > 0);
 }
+
+/// A twin-tier counterexample of a mutant records it in the scenario's `mutant:` field, and
+/// the file, read back, replays on a fresh twin under that mutant and still diverges.
+#[test]
+fn a_twin_tier_mutant_counterexample_records_its_mutant_and_replays_under_it() {
+    let m = Mutant::CohortSet;
+    let seed = object_divergence_seed(m).expect("cohort-set changes an object");
+    let mut config = FuzzConfig {
+        mutant: Some(m),
+        shrink_steps: 32,
+        ..twin_config()
+    };
+    config.twin.shrink_steps = 4;
+    let twin = TwinRunner::start(config.twin.clone()).expect("the twin starts");
+    let f = fuzz::judge_seed_on(seed, &config, Some(&twin), &|_| {})
+        .expect("judged")
+        .expect("the mutated twin diverges");
+    assert_eq!(f.scenario.mutant.as_deref(), Some(m.name()));
+    let back = scenario::from_yaml(&scenario::to_yaml(&f.scenario), "cx.yaml").expect("parses");
+    assert_eq!(fuzz::recorded_mutant(&back), Some(m));
+    assert_eq!(f.property, fuzz::twin::TWIN_PROPERTY);
+    assert!(
+        fuzz::replay_on_twin(&back).expect("replays").is_some(),
+        "the divergence reproduces under {m}"
+    );
+}

@@ -15,10 +15,11 @@ use crate::objects::{
     ClusterQueue, InstanceType, InstanceTypeSpec, InstanceTypeStatus, LocalQueue, NodeFlavor,
     ResourceFlavor, Topology,
 };
+use crate::provenance::{NoRecord, Provenance, Record};
 use crate::queue::{FlavorPlacement, PoolFlavor, PoolNode, QueueWorld, Settled};
 use crate::steps::{self, step_key, StepStore};
 use crate::units::UNITS_PER_CARD;
-use crate::{detail, flavor, nodefeature, pool, queue, views, webhook};
+use crate::{detail, explain, flavor, nodefeature, pool, queue, views, webhook};
 
 /// One node after the Worker and Device Manager have labelled it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -241,22 +242,44 @@ pub fn derive(cluster: &Cluster) -> Derived {
 /// LocalQueue for a queue that already existed in a namespace that did not is created by the
 /// namespace path (chain.md §11, §17 rule 16).
 pub fn derive_after(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
+    derive_recorded(cluster, previous, &mut NoRecord)
+}
+
+/// [`derive`], with every rule decision it takes recorded, in order, as it takes it: the
+/// same code path, with a recorder instead of the no-op one (issue [M11] item 4).
+pub fn derive_explained(cluster: &Cluster) -> (Derived, Provenance) {
+    let mut provenance = Provenance::default();
+    let derived = derive_recorded(cluster, None, &mut provenance);
+    (derived, provenance)
+}
+
+/// [`derive_after`] telling `rec` each decision. A recording derivation reads no step store:
+/// a step served from the store was decided by an earlier derivation, so its decisions would
+/// be missing (the store is a cache of these same steps, so the objects are the same).
+pub fn derive_recorded<R: Record>(
+    cluster: &Cluster,
+    previous: Option<&Derived>,
+    rec: &mut R,
+) -> Derived {
     let settings = &cluster.settings;
     let mut general_keys = GeneralKeys::default();
-    let store = steps::installed();
+    let store = if R::ON { None } else { steps::installed() };
     let settings_key = store.as_deref().map_or(0, |s| step_key(s, settings));
     let (nodes, node_keys): (Vec<DerivedNode>, Vec<u64>) = cluster
         .nodes
         .iter()
         .map(|n| {
-            stored_node(
+            let g_key = general_keys.of(n);
+            let (derived, key) = stored_node(
                 store.as_deref(),
                 n,
-                general_keys.of(n),
+                g_key,
                 &cluster.topology_sources,
                 settings,
                 settings_key,
-            )
+            );
+            explain::node(rec, n, g_key, &derived);
+            (derived, key)
         })
         .unzip();
     let contributions: Vec<Contribution<'_>> = cluster
@@ -273,6 +296,7 @@ pub fn derive_after(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
         .collect();
     let resource_flavors =
         flavor::resource_flavors(&contributions, settings.aware_cpu_manufacturer);
+    explain::flavors(rec, &resource_flavors);
     let topologies = derived_topologies(&nodes, &resource_flavors, previous, settings);
     let topology_names: BTreeSet<&str> = topologies.iter().map(|t| t.name.as_str()).collect();
     let specs = instance_type_specs(cluster, &resource_flavors);
@@ -291,10 +315,12 @@ pub fn derive_after(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
                 &topology_names,
                 &table,
                 settings,
+                rec,
             )
         })
         .unzip();
     let local_queues = local_queues(cluster, &cluster_queues, previous);
+    explain::local_queues(rec, cluster, &local_queues);
     Derived {
         nodes,
         resource_flavors,
@@ -441,7 +467,7 @@ fn instance_type_specs(
 /// those flavors' nodes and the Devices its devices selector matches; with a store installed
 /// (and the settings' key), those are its key.
 #[allow(clippy::too_many_arguments)]
-fn derive_pool<'a>(
+fn derive_pool<'a, R: Record>(
     store: Option<(&dyn StepStore, u64)>,
     name: &'a str,
     spec: InstanceTypeSpec,
@@ -451,6 +477,7 @@ fn derive_pool<'a>(
     topologies: &BTreeSet<&str>,
     nodes: &'a NodeTable<'a>,
     settings: &Settings,
+    rec: &mut R,
 ) -> (InstanceType, ClusterQueue) {
     let schedule = pool::spec_schedule_labels(&spec, settings.aware_cpu_manufacturer);
     let created = queue::new_cluster_queue(name, &schedule, settings.era);
@@ -463,6 +490,7 @@ fn derive_pool<'a>(
         None => created,
     };
     let selected = pool_flavors(&created, flavors, settings);
+    explain::pool_flavors(rec, &created, &selected, flavors.len());
     // The Topologies the selected flavors name that exist (NodeQueue's TAS validation).
     let topologies = selected
         .iter()
@@ -481,6 +509,13 @@ fn derive_pool<'a>(
     } else {
         Vec::new()
     };
+    if R::ON {
+        let names: Vec<&str> = devices
+            .iter()
+            .map(|&i| nodes.rows[i].1.name.as_str())
+            .collect();
+        explain::pool_devices(rec, &created, &names, spec.acceleratable);
+    }
     let pool = PoolInputs {
         name,
         spec,
@@ -495,9 +530,9 @@ fn derive_pool<'a>(
     match store {
         Some((store, settings_key)) => {
             let key = step_key(store, &(&pool, settings_key));
-            store.pool(key, &mut || settle_pool(&pool, settings))
+            store.pool(key, &mut || settle_pool(&pool, settings, &mut NoRecord))
         }
-        None => settle_pool(&pool, settings),
+        None => settle_pool(&pool, settings, rec),
     }
 }
 
@@ -534,7 +569,11 @@ impl std::hash::Hash for PoolInputs<'_> {
 }
 
 /// Settles one pool's queue (rules 14–16) and writes its InstanceType (rules 12, 19–23).
-fn settle_pool(pool: &PoolInputs<'_>, settings: &Settings) -> (InstanceType, ClusterQueue) {
+fn settle_pool<R: Record>(
+    pool: &PoolInputs<'_>,
+    settings: &Settings,
+    rec: &mut R,
+) -> (InstanceType, ClusterQueue) {
     let mut spec = pool.spec.clone();
     let aware = settings.aware_cpu_manufacturer;
     let entrance = match settings.mutant {
@@ -553,7 +592,9 @@ fn settle_pool(pool: &PoolInputs<'_>, settings: &Settings) -> (InstanceType, Clu
     let mut settled =
         queue::settle_pool_queue(&pool.created, spec.inactive, &inputs, &world, settings);
     spec.inactive = settled.inactive;
+    explain::settled_queue(rec, &settled);
     mutate_queue(&mut settled.queue, settings);
+    explain::mutated_queue(rec, &settled.queue, settings.mutant);
     let status = instance_type_status(
         &spec,
         &settled,
@@ -562,6 +603,25 @@ fn settle_pool(pool: &PoolInputs<'_>, settings: &Settings) -> (InstanceType, Clu
         settings,
         entrance,
     );
+    if R::ON {
+        let named: Vec<(&str, &Devices)> = pool
+            .devices
+            .iter()
+            .filter_map(|&i| {
+                let (node, derived) = pool.nodes.rows[i];
+                Some((derived.name.as_str(), node.devices.as_ref()?))
+            })
+            .collect();
+        explain::views(
+            rec,
+            pool.name,
+            &spec,
+            &settled.queue,
+            &named,
+            settings.shared_once_max,
+            &status,
+        );
+    }
     let it = InstanceType {
         name: pool.name.to_string(),
         labels: it_labels,

@@ -89,6 +89,10 @@ pub struct Scenario {
     /// The fuzz seed it came from, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// The mutant (`model::mutants::Mutant` name) a counterexample was found under: what
+    /// `verify replay` runs the twin's operator with. Absent for every other scenario.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutant: Option<String>,
     pub cluster: Cluster,
     pub events: Vec<Event>,
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -22,6 +22,9 @@ pub enum ObjectKind {
     LocalQueue,
     /// A node's effective labels and the labels of its Devices object.
     NodeLabels,
+    /// A node's Devices object (worker.gpustack.ai; only property violations name it: the
+    /// chain reads it, it does not publish it).
+    Devices,
     /// A generated Kueue Topology (`gpustack-<profile>`), compared in its Kubernetes shape.
     Topology,
     /// What an event did (only [`crate::replay::compare_runs`] reports it).
@@ -37,6 +40,7 @@ impl ObjectKind {
             ObjectKind::LocalQueue => "LocalQueue",
             ObjectKind::NodeLabels => "NodeLabels",
             ObjectKind::Topology => "Topology",
+            ObjectKind::Devices => "Devices",
             ObjectKind::Effect => "Effect",
         }
     }

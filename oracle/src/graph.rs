@@ -45,7 +45,7 @@ impl std::fmt::Display for ObjectId {
 /// Position along the chain, upstream first: findings are listed in this order.
 pub fn chain_rank(kind: ObjectKind) -> u8 {
     match kind {
-        ObjectKind::NodeLabels => 0,
+        ObjectKind::Devices | ObjectKind::NodeLabels => 0,
         ObjectKind::Topology => 1,
         ObjectKind::ResourceFlavor => 2,
         ObjectKind::InstanceType => 3,

@@ -18,14 +18,22 @@ use model::views::PERCENT_PER_CARD;
 use model::views::{card_family, CardFamily};
 use serde::Serialize;
 
-use crate::diff::{diff, diff_restricted, Difference};
+use crate::diff::{diff, diff_restricted, Difference, ObjectKind};
 
-/// A property that does not hold, saying what was expected and what was got.
+/// A property that does not hold, saying what was expected and what was got: in words
+/// (`message`, for people), and as a record (`check`, `differences`, for reports and
+/// signatures), so nothing downstream reads the words back.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
 #[error("{property}: {message}")]
 pub struct Violation {
     pub property: &'static str,
+    /// The oracle function that decided (`capacities_count_cards`, `same_objects`, …).
+    pub check: &'static str,
     pub message: String,
+    /// Expected versus observed per field: the object (kind, name), its field path as the
+    /// objects spell it, both values. Empty only where no field is concerned (a derivation
+    /// that could not be mapped back).
+    pub differences: Vec<Difference>,
 }
 
 /// A chain implementation: the objects for a cluster after an optional previous quiescence
@@ -67,10 +75,50 @@ pub fn check_all(s: &Scenario) -> Vec<Violation> {
     .collect()
 }
 
-fn violation(property: &'static str, message: impl Into<String>) -> Violation {
+fn violation(
+    property: &'static str,
+    check: &'static str,
+    message: impl Into<String>,
+    differences: Vec<Difference>,
+) -> Violation {
     Violation {
         property,
+        check,
         message: message.into(),
+        differences,
+    }
+}
+
+/// One expected-versus-observed row.
+fn row(
+    kind: ObjectKind,
+    name: &str,
+    field: impl Into<String>,
+    expected: Option<String>,
+    observed: Option<String>,
+) -> Difference {
+    Difference {
+        kind,
+        name: name.to_string(),
+        field: field.into(),
+        expected,
+        observed,
+    }
+}
+
+/// `metadata.labels["key"]`, as the objects' label fields are named in differences.
+fn label_field(key: &str) -> String {
+    format!("metadata.labels[\"{key}\"]")
+}
+
+/// An InstanceType view's field under `status` (shared/crds/worker.gpustack.ai_instancetypes.yaml).
+pub fn view_field(view: &str) -> &'static str {
+    match view {
+        "exclusive" => "accelerator",
+        "shared" => "acceleratorShared",
+        "sliced" => "acceleratorSliced",
+        "partitioned" => "acceleratorPartitioned",
+        _ => "cpu",
     }
 }
 
@@ -104,7 +152,8 @@ pub fn same_objects(
     if d.is_empty() {
         Ok(())
     } else {
-        Err(violation(property, differences_message(what, &d)))
+        let message = differences_message(what, &d);
+        Err(violation(property, "same_objects", message, d))
     }
 }
 
@@ -147,7 +196,9 @@ fn invariance_from(s: &Scenario, base: &Derived, chain: Chain<'_>) -> Result<(),
     let mapped = map_names(&renamed, &back).map_err(|e| {
         violation(
             INVARIANCE,
+            "map_names",
             format!("renamed derivation could not be mapped back: {e}"),
+            Vec::new(),
         )
     })?;
     same_objects(INVARIANCE, "nodes renamed and mapped back", base, &mapped)?;
@@ -271,13 +322,11 @@ fn pool_isolation_from(s: &Scenario, base: &Derived) -> Result<(), Violation> {
     if d.is_empty() {
         Ok(())
     } else {
-        Err(violation(
-            POOL_ISOLATION,
-            differences_message(
-                &format!("adding a node of accelerator key `{key}` to the existing pools"),
-                &d,
-            ),
-        ))
+        let message = differences_message(
+            &format!("adding a node of accelerator key `{key}` to the existing pools"),
+            &d,
+        );
+        Err(violation(POOL_ISOLATION, "pool_isolation", message, d))
     }
 }
 
@@ -301,10 +350,18 @@ pub fn os_arch_unmixed(d: &Derived) -> Result<(), Violation> {
                 if got != want {
                     return Err(violation(
                         POOL_ISOLATION,
+                        "os_arch_unmixed",
                         format!(
                             "queue {} ({key}={want}) lists flavor {}: expected {key}={want}, got {key}={got}",
                             q.name, f.flavor
                         ),
+                        vec![row(
+                            ObjectKind::ResourceFlavor,
+                            &f.flavor,
+                            label_field(key),
+                            Some(want.clone()),
+                            rf.labels.get(key).cloned(),
+                        )],
                     ));
                 }
             }
@@ -343,12 +400,20 @@ pub fn cpu_groups_unmixed(d: &Derived) -> Result<(), Violation> {
             if rf.labels.get(&key).map(String::as_str) != Some("true") {
                 return Err(violation(
                     POOL_ISOLATION,
+                    "cpu_groups_unmixed",
                     format!(
                         "aware queue {} (CPU group {group}) lists flavor {}: expected {key}=true, got {}",
                         q.name,
                         f.flavor,
                         rf.labels.get(&key).map_or("<unset>", String::as_str)
                     ),
+                    vec![row(
+                        ObjectKind::ResourceFlavor,
+                        &f.flavor,
+                        label_field(&key),
+                        Some("true".into()),
+                        rf.labels.get(&key).cloned(),
+                    )],
                 ));
             }
         }
@@ -470,7 +535,14 @@ pub fn eligible_namespaces(cluster: &Cluster) -> BTreeSet<&str> {
 
 /// The structure checks on one derivation of `cluster`.
 pub fn structure_of(when: &str, d: &Derived, cluster: &Cluster) -> Result<(), Violation> {
-    let fail = |m: String| Err(violation(STRUCTURE, format!("{when}: {m}")));
+    let fail = |(m, rows): (String, Vec<Difference>)| {
+        Err(violation(
+            STRUCTURE,
+            "structure_of",
+            format!("{when}: {m}"),
+            rows,
+        ))
+    };
     let its = count(d.instance_types.iter().map(|i| i.name.as_str()));
     let cqs = count(d.cluster_queues.iter().map(|q| q.name.as_str()));
     for name in its.keys().chain(cqs.keys()) {
@@ -479,15 +551,30 @@ pub fn structure_of(when: &str, d: &Derived, cluster: &Cluster) -> Result<(), Vi
             cqs.get(name).copied().unwrap_or(0),
         );
         if (i, q) != (1, 1) {
-            return fail(format!(
-                "{name}: expected one InstanceType and one ClusterQueue, got {i} and {q}"
+            let rows = [(ObjectKind::InstanceType, i), (ObjectKind::ClusterQueue, q)]
+                .into_iter()
+                .filter(|(_, n)| *n != 1)
+                .map(|(kind, n)| row(kind, name, "", Some("1".into()), Some(n.to_string())))
+                .collect();
+            return fail((
+                format!("{name}: expected one InstanceType and one ClusterQueue, got {i} and {q}"),
+                rows,
             ));
         }
     }
     if let Some(q) = d.cluster_queues.iter().find(|q| !q.cohort.is_empty()) {
-        return fail(format!(
-            "ClusterQueue {}: expected no cohort, got `{}`",
-            q.name, q.cohort
+        return fail((
+            format!(
+                "ClusterQueue {}: expected no cohort, got `{}`",
+                q.name, q.cohort
+            ),
+            vec![row(
+                ObjectKind::ClusterQueue,
+                &q.name,
+                "spec.cohort",
+                None,
+                Some(q.cohort.clone()),
+            )],
         ));
     }
     let namespaces = eligible_namespaces(cluster);
@@ -506,8 +593,17 @@ pub fn structure_of(when: &str, d: &Derived, cluster: &Cluster) -> Result<(), Vi
         for ns in &namespaces {
             let got = lqs.get(&(*ns, *q)).copied().unwrap_or(0);
             if got != 1 {
-                return fail(format!(
-                    "ClusterQueue {q} in namespace {ns}: expected one LocalQueue, got {got}"
+                return fail((
+                    format!(
+                        "ClusterQueue {q} in namespace {ns}: expected one LocalQueue, got {got}"
+                    ),
+                    vec![row(
+                        ObjectKind::LocalQueue,
+                        &format!("{ns}/*"),
+                        "spec.clusterQueue",
+                        Some(format!("{q} (one LocalQueue)")),
+                        Some(format!("{q} ({got} LocalQueues)")),
+                    )],
                 ));
             }
         }
@@ -516,9 +612,18 @@ pub fn structure_of(when: &str, d: &Derived, cluster: &Cluster) -> Result<(), Vi
         !namespaces.contains(l.namespace.as_str())
             || !entrances.contains_key(l.cluster_queue.as_str())
     }) {
-        return fail(format!(
-            "LocalQueue {}/{} for {}: expected none (namespace not eligible or queue unknown)",
-            l.namespace, l.name, l.cluster_queue
+        return fail((
+            format!(
+                "LocalQueue {}/{} for {}: expected none (namespace not eligible or queue unknown)",
+                l.namespace, l.name, l.cluster_queue
+            ),
+            vec![row(
+                ObjectKind::LocalQueue,
+                &format!("{}/{}", l.namespace, l.name),
+                "",
+                None,
+                Some(l.cluster_queue.clone()),
+            )],
         ));
     }
     for it in &d.instance_types {
@@ -542,16 +647,25 @@ fn entrance_is_served(
     it: &InstanceType,
     d: &Derived,
     namespaces: &BTreeSet<&str>,
-) -> Result<(), String> {
+) -> Result<(), (String, Vec<Difference>)> {
     let entrance = &it.status.entrance;
     let label = it
         .labels
         .get(QUEUE_ENTRANCE)
         .map_or("<unset>", String::as_str);
     if label != entrance {
-        return Err(format!(
-            "InstanceType {}: expected label {QUEUE_ENTRANCE} = status.entrance `{entrance}`, got `{label}`",
-            it.name
+        return Err((
+            format!(
+                "InstanceType {}: expected label {QUEUE_ENTRANCE} = status.entrance `{entrance}`, got `{label}`",
+                it.name
+            ),
+            vec![row(
+                ObjectKind::InstanceType,
+                &it.name,
+                label_field(QUEUE_ENTRANCE),
+                Some(entrance.clone()),
+                it.labels.get(QUEUE_ENTRANCE).cloned(),
+            )],
         ));
     }
     for ns in namespaces {
@@ -560,9 +674,18 @@ fn entrance_is_served(
             .iter()
             .any(|l| l.namespace == *ns && l.name == *entrance && l.cluster_queue == it.name);
         if !served {
-            return Err(format!(
-                "InstanceType {}: expected entrance `{entrance}` to name its LocalQueue in namespace {ns}, got none",
-                it.name
+            return Err((
+                format!(
+                    "InstanceType {}: expected entrance `{entrance}` to name its LocalQueue in namespace {ns}, got none",
+                    it.name
+                ),
+                vec![row(
+                    ObjectKind::LocalQueue,
+                    &format!("{ns}/{entrance}"),
+                    "spec.clusterQueue",
+                    Some(it.name.clone()),
+                    None,
+                )],
             ));
         }
     }
@@ -598,8 +721,8 @@ fn accounting_from(s: &Scenario, d: &Derived) -> Result<(), Violation> {
 /// cards feed PT only, the rest EX/SH (and SL when logically sliceable) (§14 item 6).
 pub fn cards_in_one_family(cluster: &Cluster) -> Result<(), Violation> {
     for node in &cluster.nodes {
-        for g in node.devices.iter().flat_map(|d| &d.groups) {
-            for c in &g.cards {
+        for (gi, g) in node.devices.iter().flat_map(|d| &d.groups).enumerate() {
+            for (ci, c) in g.cards.iter().enumerate() {
                 let cap = c.capability_or_default();
                 let family = card_family(&cap);
                 let partitioned = family == CardFamily::Partitioned;
@@ -610,6 +733,7 @@ pub fn cards_in_one_family(cluster: &Cluster) -> Result<(), Violation> {
                 {
                     return Err(violation(
                         ACCOUNTING,
+                        "cards_in_one_family",
                         format!(
                             "card {} on {}: expected exactly one family, got {family:?} for partitioned={} sliceable={}",
                             c.id,
@@ -617,6 +741,17 @@ pub fn cards_in_one_family(cluster: &Cluster) -> Result<(), Violation> {
                             cap.is_partitioned(),
                             cap.is_logically_sliceable()
                         ),
+                        vec![row(
+                            ObjectKind::Devices,
+                            &node.name,
+                            format!("spec.groups[{gi}].accelerators[{ci}]"),
+                            Some(format!(
+                                "one family (partitioned={}, sliceable={})",
+                                cap.is_partitioned(),
+                                cap.is_logically_sliceable()
+                            )),
+                            Some(format!("{family:?}")),
+                        )],
                     ));
                 }
             }
@@ -628,32 +763,54 @@ pub fn cards_in_one_family(cluster: &Cluster) -> Result<(), Violation> {
 /// Each queue flavor's nominal quota is its ResourceFlavor's capacity in the group's unit.
 pub fn quota_matches_capacity(d: &Derived) -> Result<(), Violation> {
     for q in &d.cluster_queues {
-        for g in &q.resource_groups {
+        for (gi, g) in q.resource_groups.iter().enumerate() {
             let per = if g.covered_resources.iter().any(|r| r == "cpu") {
                 1
             } else {
                 CREDITS_PER_CARD
             };
-            for f in &g.flavors {
+            for (fi, f) in g.flavors.iter().enumerate() {
                 let Some(rf) = d.resource_flavors.iter().find(|rf| rf.name == f.flavor) else {
                     return Err(violation(
                         ACCOUNTING,
+                        "quota_matches_capacity",
                         format!(
                             "queue {} lists flavor {}: expected a live ResourceFlavor, got none",
                             q.name, f.flavor
                         ),
+                        vec![row(
+                            ObjectKind::ResourceFlavor,
+                            &f.flavor,
+                            "",
+                            Some(format!("listed by ClusterQueue {}", q.name)),
+                            None,
+                        )],
                     ));
                 };
                 let want = i64::try_from(rf.capacity)
                     .unwrap_or(i64::MAX)
                     .saturating_mul(per);
                 if f.nominal_quota != want {
+                    // every covered resource of the flavor carries the same quota
+                    let rows = (0..g.covered_resources.len().max(1))
+                        .map(|ri| {
+                            row(
+                                ObjectKind::ClusterQueue,
+                                &q.name,
+                                format!("spec.resourceGroups[{gi}].flavors[{fi}].resources[{ri}].nominalQuota"),
+                                Some(want.to_string()),
+                                Some(f.nominal_quota.to_string()),
+                            )
+                        })
+                        .collect();
                     return Err(violation(
                         ACCOUNTING,
+                        "quota_matches_capacity",
                         format!(
                             "queue {} flavor {}: expected nominal quota {} × {per} = {want}, got {}",
                             q.name, f.flavor, rf.capacity, f.nominal_quota
                         ),
+                        rows,
                     ));
                 }
             }
@@ -667,11 +824,22 @@ pub fn quota_matches_capacity(d: &Derived) -> Result<(), Violation> {
 /// (corrections.md 1) SH once-max counts cards, so it never exceeds the EX capacity.
 pub fn views_bounded(it: &InstanceType, rule: SharedOnceMax) -> Result<(), Violation> {
     let v = &it.status.views;
-    let fail = |m: String| {
+    let fail = |m: String, rows: Vec<Difference>| {
         Err(violation(
             ACCOUNTING,
+            "views_bounded",
             format!("InstanceType {}: {m}", it.name),
+            rows,
         ))
+    };
+    let once_max = |view: &str, want: String, got: i64| {
+        vec![row(
+            ObjectKind::InstanceType,
+            &it.name,
+            format!("status.{}.onceMaxRequest", view_field(view)),
+            Some(want),
+            Some(got.to_string()),
+        )]
     };
     for (name, view) in [
         ("exclusive", v.exclusive),
@@ -681,31 +849,58 @@ pub fn views_bounded(it: &InstanceType, rule: SharedOnceMax) -> Result<(), Viola
         ("cpu", it.status.cpu),
     ] {
         if !ordered(view) {
-            return fail(format!(
-                "{name} view: expected 0 ≤ onceMax ≤ remaining ≤ capacity, got {}/{}/{}",
+            let got = format!(
+                "{}/{}/{}",
                 view.once_max_request, view.remaining, view.capacity
-            ));
+            );
+            return fail(
+                format!("{name} view: expected 0 ≤ onceMax ≤ remaining ≤ capacity, got {got}"),
+                vec![row(
+                    ObjectKind::InstanceType,
+                    &it.name,
+                    format!("status.{}", view_field(name)),
+                    Some("0 ≤ onceMaxRequest ≤ remaining ≤ capacity".into()),
+                    Some(format!("onceMaxRequest/remaining/capacity = {got}")),
+                )],
+            );
         }
     }
     let pt = v.partitioned.view;
     let want = i64::from(pt.remaining > 0);
     if pt.once_max_request != want {
-        return fail(format!(
-            "partitioned onceMax: expected {want} (remaining {}), got {}",
-            pt.remaining, pt.once_max_request
-        ));
+        return fail(
+            format!(
+                "partitioned onceMax: expected {want} (remaining {}), got {}",
+                pt.remaining, pt.once_max_request
+            ),
+            once_max("partitioned", want.to_string(), pt.once_max_request),
+        );
     }
     if v.sliced.once_max_request > PERCENT_PER_CARD {
-        return fail(format!(
-            "sliced onceMax: expected ≤ {PERCENT_PER_CARD}, got {}",
-            v.sliced.once_max_request
-        ));
+        return fail(
+            format!(
+                "sliced onceMax: expected ≤ {PERCENT_PER_CARD}, got {}",
+                v.sliced.once_max_request
+            ),
+            once_max(
+                "sliced",
+                format!("≤ {PERCENT_PER_CARD}"),
+                v.sliced.once_max_request,
+            ),
+        );
     }
     if rule == SharedOnceMax::Cards && v.shared.once_max_request > v.exclusive.capacity {
-        return fail(format!(
-            "shared onceMax (cards with a free share): expected ≤ {} cards, got {}",
-            v.exclusive.capacity, v.shared.once_max_request
-        ));
+        return fail(
+            format!(
+                "shared onceMax (cards with a free share): expected ≤ {} cards, got {}",
+                v.exclusive.capacity, v.shared.once_max_request
+            ),
+            once_max(
+                "shared",
+                format!("≤ {}", v.exclusive.capacity),
+                v.shared.once_max_request,
+            ),
+        );
     }
     Ok(())
 }
@@ -773,10 +968,18 @@ pub fn capacities_count_cards(it: &InstanceType, cards: &[&Card]) -> Result<(), 
         if want != got {
             return Err(violation(
                 ACCOUNTING,
+                "capacities_count_cards",
                 format!(
                     "InstanceType {} {name} capacity: expected {want} ({whole} unpartitioned, {sliceable} sliceable cards, Σ ceilings {ceilings}), got {got}",
                     it.name
                 ),
+                vec![row(
+                    ObjectKind::InstanceType,
+                    &it.name,
+                    format!("status.{}.capacity", view_field(name)),
+                    Some(want.to_string()),
+                    Some(got.to_string()),
+                )],
             ));
         }
     }
@@ -814,7 +1017,15 @@ pub fn release_restores(s: &Scenario) -> Result<(), Violation> {
             if e != Effect::Released {
                 return Err(violation(
                     ACCOUNTING,
+                    "release_restores",
                     format!("finishing admitted {key}: expected Released, got {e:?}"),
+                    vec![row(
+                        ObjectKind::Effect,
+                        &format!("finish {key}"),
+                        "effect",
+                        Some("Released".into()),
+                        Some(format!("{e:?}")),
+                    )],
                 ));
             }
         }
@@ -823,13 +1034,11 @@ pub fn release_restores(s: &Scenario) -> Result<(), Violation> {
     if d.is_empty() {
         Ok(())
     } else {
-        Err(violation(
-            ACCOUNTING,
-            differences_message(
-                &format!("after admitting and finishing {} workloads", held.len()),
-                &d,
-            ),
-        ))
+        let message = differences_message(
+            &format!("after admitting and finishing {} workloads", held.len()),
+            &d,
+        );
+        Err(violation(ACCOUNTING, "release_restores", message, d))
     }
 }
 
@@ -936,7 +1145,15 @@ pub fn placeable(k: usize, effect: &Effect) -> Result<(), Violation> {
             outcome: Outcome::Unplaceable { reason },
         } => Err(violation(
             ADMISSION,
+            "placeable",
             format!("event {k}: gate 3 said Ready, expected the cards to take it, got Unplaceable: {reason}"),
+            vec![row(
+                ObjectKind::Effect,
+                &format!("event[{k}]"),
+                "effect",
+                Some("placed on the cards gate 3 budgeted".into()),
+                Some(format!("Unplaceable: {reason}")),
+            )],
         )),
         _ => Ok(()),
     }
@@ -966,7 +1183,15 @@ pub fn monotone_verdict(
     }
     Err(violation(
         ADMISSION,
+        "monotone_verdict",
         format!("event {k}: admitted as submitted; after finishing {freed} first, expected Admitted, got {again:?}"),
+        vec![row(
+            ObjectKind::Effect,
+            &format!("event[{k}]"),
+            "effect",
+            Some(format!("Admitted (after finishing {freed} first)")),
+            Some(format!("{again:?}")),
+        )],
     ))
 }
 

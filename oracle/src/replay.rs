@@ -272,7 +272,9 @@ pub fn replay(s: &Scenario) -> ReplayCheck {
                 };
                 broken.push(Violation {
                     property,
+                    check: "at_quiescence",
                     message: format!("{when}: {why}"),
+                    differences: Vec::new(),
                 });
             }
         }

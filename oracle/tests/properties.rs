@@ -74,6 +74,15 @@ fn fails(r: Result<(), Violation>, property: &str) -> String {
         Err(v) => {
             assert_eq!(v.property, property, "{v}");
             assert!(v.message.contains("expected"), "{v}");
+            // the record beside the words: the deciding check and a row per differing field
+            assert!(!v.check.is_empty(), "{v}");
+            assert!(!v.differences.is_empty(), "{}: no differences", v.check);
+            assert!(
+                v.differences
+                    .iter()
+                    .all(|d| d.expected.is_some() || d.observed.is_some()),
+                "{v:?}"
+            );
             v.message
         }
         Ok(()) => panic!("{property} should fail"),

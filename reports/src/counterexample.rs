@@ -37,7 +37,9 @@ pub struct Counterexample {
 }
 
 impl Counterexample {
-    /// A property the scenario violates on its own (no second run to compare with).
+    /// A failure the scenario shows on its own, known by its property and message only (a
+    /// mutant's or the twin's divergence: [`Counterexample::against`] or
+    /// [`Counterexample::with_fields`] add its rows).
     pub fn violation(
         seed: u64,
         property: &str,
@@ -45,7 +47,6 @@ impl Counterexample {
         scenario: Scenario,
         shrinks: u32,
     ) -> Counterexample {
-        let classified = crate::findings::classify(property, message);
         Counterexample {
             seed,
             property: property.to_string(),
@@ -55,13 +56,28 @@ impl Counterexample {
             shrinks,
             divergence: None,
             views: Vec::new(),
-            fields: classified
-                .as_ref()
-                .and_then(|c| c.row.clone())
-                .into_iter()
-                .collect(),
-            rule: classified.and_then(|c| c.rule.map(str::to_string)),
+            fields: Vec::new(),
+            rule: None,
         }
+    }
+
+    /// A property the scenario violates on its own, from the oracle's structured violation:
+    /// its differences are the table's rows, its check the signature's rule.
+    pub fn of_violation(
+        seed: u64,
+        v: &oracle::Violation,
+        scenario: Scenario,
+        shrinks: u32,
+    ) -> Counterexample {
+        Counterexample::violation(seed, v.property, &v.message, scenario, shrinks)
+            .with_fields(v.differences.clone())
+            .with_rule(Some(v.check))
+    }
+
+    /// Sets the oracle check that decided the expected value (the signature's rule).
+    pub fn with_rule(mut self, rule: Option<&str>) -> Counterexample {
+        self.rule = rule.map(str::to_string);
+        self
     }
 
     /// Replaces the expected-versus-observed rows (e.g. with Kubernetes field paths).
@@ -416,6 +432,9 @@ pub fn counterexample_markdown(
             }
             out.push_str("```\n\n");
         }
+    }
+    if let Some(why) = crate::why::why_of(cx) {
+        crate::why::why_markdown(&mut out, &why);
     }
     if let Some(plot) = plot {
         let names: Vec<&str> = cx.views.iter().map(|v| v.instance_type.as_str()).collect();

@@ -81,141 +81,11 @@ pub fn property_sentence(property: &str) -> String {
     s.to_string()
 }
 
-/// What a property violation's message says about where it diverged: the Kubernetes kind and
-/// field, the oracle check that decided the expected value, and (when the message names both
-/// values) one row for the expected-versus-observed table.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Classified {
-    pub kind: &'static str,
-    pub field: String,
-    pub rule: Option<&'static str>,
-    pub row: Option<Difference>,
-}
-
-/// An InstanceType view as the model's messages name it, and its CRD field
-/// (shared/crds/worker.gpustack.ai_instancetypes.yaml `status.accelerator…`).
-fn view_field(view: &str) -> Option<&'static str> {
-    Some(match view {
-        "exclusive" => "accelerator",
-        "shared" => "acceleratorShared",
-        "sliced" => "acceleratorSliced",
-        "partitioned" => "acceleratorPartitioned",
-        "cpu" => "cpu",
-        _ => return None,
-    })
-}
-
-/// The value after `expected ` up to the next space or comma, and after the last `got `.
-fn expected_got(text: &str) -> (Option<String>, Option<String>) {
-    let word = |s: &str| {
-        s.split([' ', ','])
-            .next()
-            .filter(|w| !w.is_empty())
-            .map(str::to_string)
-    };
-    let expected = text.split_once("expected ").and_then(|(_, r)| word(r));
-    let got = text.rsplit_once("got ").map(|(_, r)| r.trim().to_string());
-    (expected, got)
-}
-
-fn row(kind: ObjectKind, name: &str, field: &str, text: &str) -> Option<Difference> {
-    let (expected, observed) = expected_got(text);
-    Some(Difference {
-        kind,
-        name: name.to_string(),
-        field: field.to_string(),
-        expected,
-        observed,
-    })
-}
-
-/// Reads a model-tier violation by the message templates of `oracle/src/properties.rs`
-/// (`capacities_count_cards`, `views_bounded`, `quota_matches_capacity`,
-/// `cards_in_one_family`): the oracle returns a property and a sentence only, so the sentence
-/// is the record. `None` for any other message (the signature then falls back to
-/// [`message_template`]). The tests pin every template against the oracle's real output.
-pub fn classify(property: &str, message: &str) -> Option<Classified> {
-    let first = message.lines().next().unwrap_or("");
-    if property != "accounting" {
-        return None;
-    }
-    if let Some(rest) = first.strip_prefix("InstanceType ") {
-        let (name, after) = rest.split_once(' ')?;
-        // `InstanceType N: <view> view: …` / `InstanceType N: <view> onceMax…` (views_bounded)
-        if let Some(name) = name.strip_suffix(':') {
-            let view = after.split(' ').next().unwrap_or("");
-            let field = view_field(view)?;
-            let leaf = if after.contains("onceMax") && !after.contains(" view:") {
-                ".onceMaxRequest"
-            } else {
-                ""
-            };
-            let path = format!("status.{field}{leaf}");
-            return Some(Classified {
-                kind: "InstanceType",
-                row: (!leaf.is_empty())
-                    .then(|| row(ObjectKind::InstanceType, name, &path, after))
-                    .flatten(),
-                field: path,
-                rule: Some("views_bounded"),
-            });
-        }
-        // `InstanceType N <view> capacity: expected …, got G` (capacities_count_cards)
-        let (view, tail) = after.split_once(" capacity: ")?;
-        let path = format!("status.{}.capacity", view_field(view)?);
-        return Some(Classified {
-            kind: "InstanceType",
-            row: row(ObjectKind::InstanceType, name, &path, tail),
-            field: path,
-            rule: Some("capacities_count_cards"),
-        });
-    }
-    if let Some(rest) = first.strip_prefix("queue ") {
-        let (queue, tail) = rest.split_once(' ')?;
-        if tail.starts_with("lists flavor ") {
-            let path = "spec.resourceGroups[].flavors[].name".to_string();
-            return Some(Classified {
-                kind: "ClusterQueue",
-                row: None,
-                field: path,
-                rule: Some("quota_matches_capacity"),
-            });
-        }
-        if tail.starts_with("flavor ") && tail.contains("nominal quota") {
-            let path = "spec.resourceGroups[].flavors[].resources[].nominalQuota".to_string();
-            let (_, values) = tail.split_once(": ")?;
-            let (_, want) = values.rsplit_once("= ")?;
-            let want = want.split(',').next().unwrap_or("").trim().to_string();
-            let got = values
-                .rsplit_once("got ")
-                .map(|(_, g)| g.trim().to_string());
-            return Some(Classified {
-                kind: "ClusterQueue",
-                row: Some(Difference {
-                    kind: ObjectKind::ClusterQueue,
-                    name: queue.to_string(),
-                    field: path.clone(),
-                    expected: Some(want),
-                    observed: got,
-                }),
-                field: path,
-                rule: Some("quota_matches_capacity"),
-            });
-        }
-    }
-    if first.starts_with("card ") && first.contains("expected exactly one family") {
-        return Some(Classified {
-            kind: "Devices",
-            field: "status.groups[].accelerators[]".into(),
-            rule: Some("cards_in_one_family"),
-            row: None,
-        });
-    }
-    None
-}
-
 /// A message's first line with what varies per seed taken out: every word holding a digit
-/// becomes `N`, and the observed value after the last `got` is dropped.
+/// becomes `N`, and the observed value after the last `got` is dropped. The signature's
+/// fallback for a counterexample that names no field: a violation without differences (a
+/// renamed derivation that could not be mapped back, a quiescence invariant of `verify
+/// replay`/`soak`), or a divergence whose table came back empty.
 pub fn message_template(message: &str) -> String {
     let first = message.lines().next().unwrap_or("");
     let first = match first.rsplit_once(" got ") {
@@ -282,8 +152,8 @@ pub fn first_field(fields: &[Difference]) -> Option<&Difference> {
         .min_by_key(|d| (oracle::graph::chain_rank(d.kind), normalise_field(&d.field)))
 }
 
-/// A counterexample's signature: from its Kubernetes-path differences when it has them, else
-/// from its classified message, else from its message's template.
+/// A counterexample's signature: from its Kubernetes-path differences when it has them (the
+/// oracle's structured violation or the divergence), else from its message's template.
 pub fn signature(cx: &Counterexample) -> Signature {
     let fields = match (&cx.fields, &cx.divergence) {
         (f, Some(d)) if f.is_empty() => &d.differences,
@@ -296,9 +166,6 @@ pub fn signature(cx: &Counterexample) -> Signature {
             &normalise_field(&d.field),
             cx.rule.as_deref(),
         );
-    }
-    if let Some(c) = classify(&cx.property, &cx.message) {
-        return Signature::new(&cx.property, c.kind, &c.field, c.rule);
     }
     Signature::new(&cx.property, "-", &message_template(&cx.message), None)
 }
@@ -686,6 +553,8 @@ pub struct IssueInput<'a> {
     pub rows: Vec<crate::counterexample::DivergenceRow>,
     /// The minimal cluster's objects (Nodes, NodeFeatures, Devices, …) to `kubectl apply`.
     pub manifests: &'a [serde_json::Value],
+    /// The model's chain behind the first differing field ([`crate::why::why_of_rows`]).
+    pub why: Option<crate::why::Why>,
 }
 
 /// Kubernetes objects as one YAML stream (`---` between documents).
@@ -744,6 +613,9 @@ pub fn issue_markdown(input: &IssueInput<'_>) -> Result<String, String> {
         let _ = writeln!(out, "{line}");
     }
     out.push_str("```\n\n");
+    if let Some(why) = &input.why {
+        crate::why::why_markdown(&mut out, why);
+    }
     out.push_str("## Operator rule concerned\n\n");
     let _ = writeln!(out, "- {}", operator_source(kind));
     if let Some(k) = input.known {
@@ -824,41 +696,66 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_capacity_message_names_the_crd_field_and_both_values() {
-        let c = classify(
-            "accounting",
-            "InstanceType gpustack--nvidia-h200-linux-arm64 exclusive capacity: expected 0 (0 unpartitioned, 0 sliceable cards, Σ ceilings 0), got 4",
-        )
-        .unwrap();
-        assert_eq!(c.kind, "InstanceType");
-        assert_eq!(c.field, "status.accelerator.capacity");
-        assert_eq!(c.rule, Some("capacities_count_cards"));
-        let row = c.row.unwrap();
-        assert_eq!(row.name, "gpustack--nvidia-h200-linux-arm64");
-        assert_eq!(row.expected.as_deref(), Some("0"));
-        assert_eq!(row.observed.as_deref(), Some("4"));
-        assert!(classify(
-            "structure",
-            "InstanceType x exclusive capacity: expected 0, got 4"
-        )
-        .is_none());
+    /// An InstanceType named `name` whose exclusive view claims `capacity` cards.
+    fn claiming(name: &str, capacity: i64) -> model::objects::InstanceType {
+        let mut it = model::objects::InstanceType {
+            name: name.into(),
+            ..Default::default()
+        };
+        it.spec.acceleratable = true;
+        it.status.views.exclusive.capacity = capacity;
+        it.status.views.exclusive.remaining = capacity;
+        it
     }
 
     #[test]
-    fn a_quota_message_names_the_queue_field() {
-        let c = classify(
-            "accounting",
-            "queue q flavor f: expected nominal quota 2 × 1600000 = 3200000, got 1600000",
-        )
-        .unwrap();
+    fn a_capacity_violation_is_signed_by_its_crd_field_and_check() {
+        let it = claiming("gpustack--nvidia-h200-linux-arm64", 4);
+        let v = oracle::properties::capacities_count_cards(&it, &[]).unwrap_err();
+        let cx = Counterexample::of_violation(1, &v, Default::default(), 0);
         assert_eq!(
-            c.field,
-            "spec.resourceGroups[].flavors[].resources[].nominalQuota"
+            cx.signature().as_str(),
+            "accounting:InstanceType:status.accelerator.capacity:capacities_count_cards"
         );
-        let row = c.row.unwrap();
-        assert_eq!(row.expected.as_deref(), Some("3200000"));
-        assert_eq!(row.observed.as_deref(), Some("1600000"));
+        let row = &cx.fields[0];
+        assert_eq!(row.name, "gpustack--nvidia-h200-linux-arm64");
+        assert_eq!(row.expected.as_deref(), Some("0"));
+        assert_eq!(row.observed.as_deref(), Some("4"));
+        assert!(title(&cx).contains("status.accelerator.capacity is 4, expected 0"));
+    }
+
+    #[test]
+    fn a_quota_violation_names_the_queue_field_by_position() {
+        let mut d = model::derive::Derived::default();
+        d.resource_flavors.push(model::objects::ResourceFlavor {
+            name: "f".into(),
+            capacity: 2,
+            ..Default::default()
+        });
+        d.cluster_queues.push(model::objects::ClusterQueue {
+            name: "q".into(),
+            resource_groups: vec![model::objects::ResourceGroup {
+                covered_resources: vec!["nvidia.com/gpu".into()],
+                flavors: vec![model::objects::FlavorQuota {
+                    flavor: "f".into(),
+                    nominal_quota: 1_600_000,
+                }],
+            }],
+            ..Default::default()
+        });
+        let v = oracle::properties::quota_matches_capacity(&d).unwrap_err();
+        let cx = Counterexample::of_violation(1, &v, Default::default(), 0);
+        assert_eq!(
+            cx.signature().as_str(),
+            "accounting:ClusterQueue:spec.resourceGroups[0].flavors[0].resources[0].nominalQuota:quota_matches_capacity"
+        );
+        assert_eq!(cx.fields[0].expected.as_deref(), Some("3200000"));
+        assert_eq!(cx.fields[0].observed.as_deref(), Some("1600000"));
+        // the words stay as people read them
+        assert_eq!(
+            v.message,
+            "queue q flavor f: expected nominal quota 2 × 1600000 = 3200000, got 1600000"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod record;
 pub mod render;
 pub mod summary;
 pub mod terminal;
+pub mod why;
 
 pub use counterexample::{counterexample_markdown, view_pairs, Counterexample, ViewPair};
 pub use coverage::{check_floors, parse_floors, Coverage, Floor, FloorCheck};

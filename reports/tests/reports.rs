@@ -396,3 +396,80 @@ fn open_in_chromium(page: &Path, summary: &RunSummary) {
     );
     assert!(dom.contains("<td class=\"failed\">failed</td>"), "{dom}");
 }
+
+/// The known collision's committed scenario, signed by the oracle's own violation.
+fn known_collision_counterexample() -> Option<Counterexample> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.verify/known/18137-accounting.yaml");
+    let s = scenario::load(&path).unwrap();
+    let v = oracle::check_all(&s)
+        .into_iter()
+        .find(|v| v.property == "accounting")?;
+    Some(Counterexample::of_violation(18137, &v, s, 0))
+}
+
+#[test]
+fn a_report_says_why_the_model_expects_its_value_in_markdown_and_html() {
+    let Some(cx) = known_collision_counterexample() else {
+        println!("skipped: the collision no longer reproduces (the ledger entry is stale)");
+        return;
+    };
+    let md = reports::counterexample_markdown(&cx, "counterexamples/18137.yaml", None);
+    let why: Vec<&str> = md
+        .lines()
+        .skip_while(|l| *l != "## Why the model expects this")
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert!(why.len() >= 3, "{md}");
+    assert!(why[0].starts_with("1. "), "{md}");
+    // the general-feature label behind the collision, the queue's refusal, each with its
+    // model function and operator source
+    assert!(
+        why.iter()
+            .any(|l| l.contains("general.feature.gpustack.ai/generic=true")
+                && l.contains("`model::nodefeature::worker_node_labels_with_key`")
+                && l.contains("ConstructNodeCapacityLabels")),
+        "{md}"
+    );
+    assert!(
+        why.iter()
+            .any(|l| l.contains("OverlappingSelectors") && l.contains("node_queue.go")),
+        "{md}"
+    );
+    // the same section on the HTML page: a list, and the table still a table
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = start(tmp.path());
+    rec.record(&cx).unwrap();
+    let summary = rec
+        .finish(
+            Figures {
+                ran: 1,
+                failing: 0,
+                elapsed_seconds: 0.1,
+                scenarios_per_second: 10.0,
+                jobs: 1,
+            },
+            coverage(),
+            Vec::new(),
+        )
+        .unwrap();
+    let loaded = load_run(rec.path()).unwrap();
+    let html = render_run(&loaded, ReportFormat::Html).unwrap();
+    assert!(
+        html.contains("<h2>Why the model expects this</h2>"),
+        "{html}"
+    );
+    assert!(html.contains("<ol>\n<li>"), "{html}");
+    assert!(
+        html.contains("<td>status.accelerator.capacity</td>"),
+        "{html}"
+    );
+    // divergences.csv: the violation's row per field, not its message
+    let csv = render_run(&loaded, ReportFormat::Csv).unwrap();
+    assert!(
+        csv.contains("18137,accounting,,InstanceType,gpustack--mthreads-mtt-s4000-linux-arm64,status.accelerator.capacity,0,4"),
+        "{csv}"
+    );
+    let page = rec.path().join("report.html");
+    fs::write(&page, &html).unwrap();
+    open_in_chromium(&page, &summary);
+}

@@ -111,6 +111,7 @@ fn everything() -> Scenario {
         name: "everything".into(),
         description: "Every event and expectation kind.\nTwo lines, a colon: and a # hash.".into(),
         seed: Some(u64::MAX),
+        mutant: Some("quota-off-by-one".into()),
         cluster: Cluster {
             nodes: vec![node],
             namespaces: vec![
@@ -257,7 +258,8 @@ fn rendering_keeps_declaration_order_and_sorted_labels() {
     let pos = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("no {needle}"));
     assert!(pos("name: everything") < pos("description:"));
     assert!(pos("description:") < pos("seed:"));
-    assert!(pos("seed:") < pos("cluster:"));
+    assert!(pos("seed:") < pos("mutant: quota-off-by-one"));
+    assert!(pos("mutant: quota-off-by-one") < pos("cluster:"));
     assert!(pos("cluster:") < pos("\nevents:"));
     assert!(pos("\nevents:") < pos("\nexpect:"));
     assert!(pos("feature.node.kubernetes.io/cpu-model.vendor_id") < pos("kubernetes.io/arch"));
@@ -397,4 +399,32 @@ fn the_readme_example_is_the_example_file() {
         from_readme,
         load(&dir.join("examples/minimal.yaml")).unwrap()
     );
+}
+
+/// `mutant:` is written only when set, and a file written before the field existed (none) or
+/// without it still parses, to `None`.
+#[test]
+fn the_mutant_is_written_only_when_set_and_old_files_still_parse() {
+    let plain = Scenario {
+        name: "plain".into(),
+        seed: Some(3),
+        ..Scenario::default()
+    };
+    let text = to_yaml(&plain);
+    assert!(!text.contains("mutant"), "{text}");
+    assert_eq!(
+        scenario::from_yaml(&text, "plain.yaml").unwrap().mutant,
+        None
+    );
+    let old = "name: seed-7-mutant-cohort-set\ndescription: 'diverges under mutant cohort-set: x'\nseed: 7\n";
+    let back = scenario::from_yaml(old, "old.yaml").unwrap();
+    assert_eq!(back.mutant, None);
+    assert_eq!(back.seed, Some(7));
+    let marked = Scenario {
+        mutant: Some("cohort-set".into()),
+        ..plain
+    };
+    let text = to_yaml(&marked);
+    assert!(text.contains("\nmutant: cohort-set\n"), "{text}");
+    assert_eq!(scenario::from_yaml(&text, "marked.yaml").unwrap(), marked);
 }

@@ -94,6 +94,7 @@ pub fn localize_onto(
         name: scenario.name.clone(),
         description: scenario.description.clone(),
         seed: scenario.seed,
+        mutant: scenario.mutant.clone(),
         cluster: localizer.cluster.clone(),
         events,
         expect: Vec::new(),
