@@ -49,12 +49,24 @@ pub enum Event {
     },
     /// `instance-type-aware-cpu-manufacturer` flips.
     AwarenessFlip,
+    /// `instance-type-mixed-on-node` flips: CPU flavors are recreated or retired, and a
+    /// queue losing a flavor it holds quota on drains by migration ([`World::flip_mixing`]).
+    MixingFlip,
     /// The joint check's bound (30 min of Pending) passes for a ModelDeployment's held
     /// replicas; the model has no clock (model_deployment_joint_admission.go `heldPast`).
     JointTimeout {
         namespace: String,
         deployment: String,
     },
+}
+
+impl Event {
+    /// Whether the event flips one of the operator's settings (`instance-type-aware-cpu-
+    /// manufacturer`, `instance-type-mixed-on-node`): an operator reads its flags when it
+    /// starts, so a tier driving a running operator cannot write it.
+    pub fn flips_setting(&self) -> bool {
+        matches!(self, Event::AwarenessFlip | Event::MixingFlip)
+    }
 }
 
 /// What an event did.
@@ -133,6 +145,7 @@ impl World {
                 s.aware_cpu_manufacturer = !s.aware_cpu_manufacturer;
                 self.reshape()
             }
+            Event::MixingFlip => self.flip_mixing().0,
             Event::JointTimeout {
                 namespace,
                 deployment,

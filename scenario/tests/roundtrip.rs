@@ -180,6 +180,7 @@ fn everything() -> Scenario {
                 name: "infer".into(),
             },
             Event::AwarenessFlip,
+            Event::MixingFlip,
             Event::NamespaceDelete { name: "old".into() },
             Event::NodeLeave {
                 name: "gpu-0".into(),
