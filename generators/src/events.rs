@@ -60,29 +60,30 @@ struct Shape {
     deployments: Vec<(String, String)>,
     /// Deployments still missing a role's replica: `(namespace, name, roles submitted)`.
     open: Vec<(String, String, Vec<String>)>,
-    /// Settings-flip seeds resolved so far, and a hash of the initial nodes' names: together
-    /// they decide which flips are mixing flips ([`mixing_flip_at`]).
-    flips: u64,
+    /// Seeds resolved so far (the position of the next one), and a hash of the initial nodes:
+    /// together they decide which settings flips are mixing flips ([`mixing_flip_at`]).
+    position: u64,
     salt: u64,
 }
 
-/// Whether the settings-flip seed number `flip` of a scenario whose initial nodes hash to
+/// Whether the settings-flip seed at `position` of a scenario whose initial nodes hash to
 /// `salt` flips `instance-type-mixed-on-node` rather than the CPU-manufacturer awareness: one
 /// in two, decided by a hash of the scenario position and not by the proptest stream, so the
 /// draws every locked seed made before mixing flips existed are unchanged (an awareness flip
 /// may now be a mixing flip at the same position, which the twin tier cuts at alike).
-fn mixing_flip_at(salt: u64, flip: u64) -> bool {
+fn mixing_flip_at(salt: u64, position: u64) -> bool {
     // splitmix64 finaliser over the pair: stable across toolchains, unlike `DefaultHasher`
-    let mut z = salt ^ flip.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut z = salt ^ position.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     (z ^ (z >> 31)) % 2 == 1
 }
 
-/// FNV-1a 64 over the initial nodes' names.
-fn names_hash(cluster: &Cluster) -> u64 {
+/// FNV-1a 64 over the initial nodes' JSON (ordered maps: deterministic).
+fn nodes_hash(cluster: &Cluster) -> u64 {
+    let text = serde_json::to_string(&cluster.nodes).unwrap_or_default();
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in cluster.nodes.iter().flat_map(|n| n.name.bytes().chain([0])) {
+    for b in text.bytes() {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
@@ -117,17 +118,18 @@ impl Shape {
             nodes: cluster.nodes.iter().map(|n| n.name.clone()).collect(),
             cards: cluster.nodes.iter().flat_map(flippable_cards).collect(),
             namespaces: cluster.namespaces.iter().map(|n| n.name.clone()).collect(),
-            salt: names_hash(cluster),
+            salt: nodes_hash(cluster),
             ..Shape::default()
         }
     }
 
     /// The event a seed becomes at this point, updating the shape; `None` = nothing to act on.
     fn resolve(&mut self, seed: Seed) -> Option<Event> {
+        let position = self.position;
+        self.position += 1;
         match seed {
             Seed::AwarenessFlip => {
-                let mixing = mixing_flip_at(self.salt, self.flips);
-                self.flips += 1;
+                let mixing = mixing_flip_at(self.salt, position);
                 Some(if mixing {
                     Event::MixingFlip
                 } else {

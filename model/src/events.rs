@@ -87,6 +87,37 @@ pub enum Effect {
     Parked { workloads: Vec<String> },
 }
 
+/// The flavors a queue loses through `transitions`: deleted for a recreation, retired, or a
+/// retired sibling (a postponed deletion keeps the flavor for now). A queue holding quota on
+/// one of them migrates (node_queue.go migration; chain.md §10.3(b)).
+pub fn dropped_flavors(transitions: &[FlavorTransition]) -> Vec<String> {
+    transitions
+        .iter()
+        .filter_map(|t| match t {
+            FlavorTransition::Recreated { flavor }
+            | FlavorTransition::Retired { flavor, .. }
+            | FlavorTransition::SiblingRetired { flavor, .. } => Some(flavor.clone()),
+            FlavorTransition::Postponed { .. } => None,
+        })
+        .collect()
+}
+
+/// The flavor reconciler's transitions from the quiescence `before` to `after`
+/// ([`flavor_transitions`] over the nodes of `after`).
+pub fn transitions_between(before: &Derived, after: &Derived) -> Vec<FlavorTransition> {
+    flavor_transitions(
+        &before.resource_flavors,
+        &before.cluster_queues,
+        &after.resource_flavors,
+        after.nodes.iter().map(|n| (n.name.as_str(), &n.labels)),
+    )
+}
+
+/// The flavors a mixing flip from the quiescence `before` to `after` drops.
+pub fn flip_dropped_flavors(before: &Derived, after: &Derived) -> Vec<String> {
+    dropped_flavors(&transitions_between(before, after))
+}
+
 /// A cluster moving through events, at quiescence after each.
 #[derive(Clone, Debug)]
 pub struct World {
@@ -280,13 +311,7 @@ impl World {
     /// The flavor reconciler's transitions from the current quiescence to `next`
     /// ([`flavor_transitions`] over the nodes of `next`).
     pub fn transitions_to(&self, next: &Derived) -> Vec<FlavorTransition> {
-        let before = &self.admission.derived;
-        flavor_transitions(
-            &before.resource_flavors,
-            &before.cluster_queues,
-            &next.resource_flavors,
-            next.nodes.iter().map(|n| (n.name.as_str(), &n.labels)),
-        )
+        transitions_between(&self.admission.derived, next)
     }
 
     /// `instance-type-mixed-on-node` flips (chain.md §6.3, §6.4, §10.3): CPU flavors whose
@@ -300,15 +325,8 @@ impl World {
         s.mixed_on_node = !s.mixed_on_node;
         let next = derive_after(self.cluster(), Some(&self.admission.derived));
         let transitions = self.transitions_to(&next);
-        let dropped: Vec<&str> = transitions
-            .iter()
-            .filter_map(|t| match t {
-                FlavorTransition::Recreated { flavor }
-                | FlavorTransition::Retired { flavor, .. }
-                | FlavorTransition::SiblingRetired { flavor, .. } => Some(flavor.as_str()),
-                FlavorTransition::Postponed { .. } => None,
-            })
-            .collect();
+        let dropped = dropped_flavors(&transitions);
+        let dropped: Vec<&str> = dropped.iter().map(String::as_str).collect();
         let victims = self.drained_by_migration(&dropped);
         for key in &victims {
             if let Some((ns, name)) = key.split_once('/') {
