@@ -230,6 +230,7 @@ fn every_event_and_expectation_kind_round_trips() {
         "event: namespace-create",
         "event: namespace-delete",
         "event: awareness-flip",
+        "event: mixing-flip",
         "expect: outcome",
         "expect: violation",
     ] {
