@@ -9,7 +9,8 @@
 //! states `link-ok|unverified|failed|absent`, `capable`), `fabric` (`agreed`, `disagreed`,
 //! `none` over nodes with cards), `nodes` (initial node count), `foreign-queues` (ClusterQueues
 //! the operator does not own, live or terminating), `events` (event kinds), `topology`
-//! (TopologySources and how they profile the initial nodes, [`topology_shapes`]) and
+//! (TopologySources and how they profile the initial nodes, [`topology_shapes`]),
+//! `mixing-flip` (what a drawn `instance-type-mixed-on-node` flip did, [`mixing_flips`]) and
 //! `properties` (the properties that had something to check, below).
 
 use model::scenario::Scenario;
@@ -165,6 +166,45 @@ fn topology_shapes(s: &Scenario) -> Shown {
     out
 }
 
+/// The `mixing-flip` values of a scenario with a `MixingFlip`: `drawn`, and what its flips did
+/// when replayed through the model (`World::flip_mixing`): `flavor-recreated` (a CPU flavor
+/// deleted and recreated for its mixing selector), `flavor-retired` (a flavor left without
+/// contributors), `postponed` (a deletion waiting 10 s for a node's profile) and
+/// `migration-drain` (a queue's HoldAndDrain migration evicted Workloads). Replays only up to
+/// the last flip.
+fn mixing_flips(s: &Scenario) -> Shown {
+    use model::events::{Effect, Event};
+    use model::flavor::FlavorTransition;
+    let Some(last) = s.events.iter().rposition(|e| *e == Event::MixingFlip) else {
+        return Vec::new();
+    };
+    let mut out: Shown = vec![("mixing-flip", "drawn".to_string())];
+    let mut world = s.start();
+    for e in &s.events[..=last] {
+        if *e != Event::MixingFlip {
+            world.apply(e);
+            continue;
+        }
+        let (effect, transitions) = world.flip_mixing();
+        if matches!(effect, Effect::Evicted { .. }) {
+            out.push(("mixing-flip", "migration-drain".to_string()));
+        }
+        for t in transitions {
+            let value = match t {
+                FlavorTransition::Recreated { .. } => "flavor-recreated",
+                FlavorTransition::Retired { .. } | FlavorTransition::SiblingRetired { .. } => {
+                    "flavor-retired"
+                }
+                FlavorTransition::Postponed { .. } => "postponed",
+            };
+            out.push(("mixing-flip", value.to_string()));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Every (class, value) a generated scenario shows; `mutant` names the property a mutant
 /// run checks (`mutant-<name>`), which every scenario exercises.
 pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
@@ -180,6 +220,7 @@ pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
     }
     out.extend(partition_shapes(s));
     out.extend(topology_shapes(s));
+    out.extend(mixing_flips(s));
     out.push(("nodes", s.cluster.nodes.len().to_string()));
     out.extend(s.cluster.foreign_queues.iter().map(|q| {
         let state = if q.terminating { "terminating" } else { "live" };
@@ -276,6 +317,43 @@ mod tests {
             !values.iter().any(|(c, _)| c.starts_with("partition")),
             "{values:?}"
         );
+    }
+
+    #[test]
+    fn a_mixing_flip_shows_what_it_did_to_the_flavors_and_queues() {
+        use model::events::Event;
+        let cluster = model::examples::walkthrough();
+        let cpu_pool = model::derive::derive(&cluster)
+            .instance_types
+            .iter()
+            .find(|it| !it.spec.acceleratable)
+            .map(|it| it.name.clone())
+            .expect("the walkthrough has a CPU pool");
+        let busy = model::examples::workload("busy", &cpu_pool, 1, &[("cpu", "1")]);
+        let s = Scenario {
+            cluster,
+            events: vec![Event::Submit { workload: busy }, Event::MixingFlip],
+            ..Scenario::default()
+        };
+        let values = shown(&s, None);
+        let has = |value: &str| {
+            values
+                .iter()
+                .any(|(c, v)| *c == "mixing-flip" && v == value)
+        };
+        assert!(has("drawn") && has("flavor-recreated"), "{values:?}");
+        assert!(
+            has("flavor-retired") && has("migration-drain"),
+            "{values:?}"
+        );
+        assert!(values
+            .iter()
+            .any(|(c, v)| *c == "events" && v == "mixing-flip"));
+        let quiet = Scenario {
+            events: vec![Event::AwarenessFlip],
+            ..s.clone()
+        };
+        assert!(!shown(&quiet, None).iter().any(|(c, _)| *c == "mixing-flip"));
     }
 
     #[test]

@@ -95,8 +95,8 @@ pub struct Lane {
 /// between (a node without Devices is a CPU node, and what it authors is create-only); so
 /// every node (initial or joining) is written first without its Devices, then with them, and
 /// the model sees the same two states. Returns the initial cluster without Devices and the
-/// labelled steps after it; events after an `AwarenessFlip` are left out (the operator's flags
-/// are fixed when it starts).
+/// labelled steps after it; events from the first settings flip on (`AwarenessFlip`,
+/// `MixingFlip`) are left out (the operator's flags are fixed when it starts).
 pub fn write_steps(
     cluster: &model::Cluster,
     events: &[Event],
@@ -116,7 +116,7 @@ pub fn write_steps(
     }
     for (k, event) in events.iter().enumerate() {
         match event {
-            Event::AwarenessFlip => break,
+            e if e.flips_setting() => break,
             Event::NodeJoin { node } => {
                 let mut node = node.clone();
                 node.labels
@@ -388,10 +388,11 @@ impl TwinRunner {
     }
 
     /// Runs `s` through the twin (its operator mutated by `mutant`) and diffs every step
-    /// against the unmutated model. Steps after an `AwarenessFlip` are not checked: the
-    /// operator's flags are fixed when it starts. A `JointTimeout` moves the twin's clock past
-    /// the joint check's bound; on a cluster it and the steps after it are not checked
-    /// ([`TwinRunner::steppable`]). On a cluster, `s` is localized first and a
+    /// against the unmutated model. Steps from a settings flip (`AwarenessFlip`,
+    /// `MixingFlip`) on are not checked: the operator's flags are fixed when it starts. A
+    /// `JointTimeout` moves the twin's clock past the joint check's bound; on a cluster it and
+    /// the steps after it are not checked ([`TwinRunner::steppable`]). On a cluster, `s` is
+    /// localized first and a
     /// divergence counts only if a re-run from a clean state diverges again
     /// ([`TwinError::Flaky`] otherwise).
     pub fn judge(
@@ -754,12 +755,12 @@ impl TwinRunner {
     }
 
     /// Writes one event of a step-by-step run (a joining node before and after its Devices)
-    /// and converges. An awareness flip is refused: the operator's flags are fixed at start.
+    /// and converges. A settings flip (awareness, mixing) is refused: the operator's flags are
+    /// fixed at start.
     pub fn step(&mut self, event: &Event) -> Result<Option<TwinDivergence>, TwinError> {
-        if matches!(event, Event::AwarenessFlip) {
+        if event.flips_setting() {
             return Err(TwinError::Infrastructure(
-                "an awareness flip cannot be written: the operator's flags are fixed at start"
-                    .into(),
+                "a settings flip cannot be written: the operator's flags are fixed at start".into(),
             ));
         }
         self.interrupted()?;

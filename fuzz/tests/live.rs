@@ -129,7 +129,7 @@ fn seed_changing_an_object(m: Mutant) -> u64 {
             let checked = s
                 .events
                 .iter()
-                .position(|e| *e == model::events::Event::AwarenessFlip)
+                .position(model::events::Event::flips_setting)
                 .unwrap_or(s.events.len());
             oracle::compare_runs(&s, &mutated).is_some_and(|d| {
                 d.step <= checked

@@ -55,7 +55,7 @@ fn object_divergence_seed(m: Mutant) -> Option<u64> {
         let checked = s
             .events
             .iter()
-            .position(|e| *e == Event::AwarenessFlip)
+            .position(Event::flips_setting)
             .unwrap_or(s.events.len());
         oracle::compare_runs(&s, &mutated).is_some_and(|d| {
             d.step <= checked && d.differences.iter().any(|x| x.kind != ObjectKind::Effect)

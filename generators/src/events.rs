@@ -60,6 +60,34 @@ struct Shape {
     deployments: Vec<(String, String)>,
     /// Deployments still missing a role's replica: `(namespace, name, roles submitted)`.
     open: Vec<(String, String, Vec<String>)>,
+    /// Seeds resolved so far (the position of the next one), and a hash of the initial nodes:
+    /// together they decide which settings flips are mixing flips ([`mixing_flip_at`]).
+    position: u64,
+    salt: u64,
+}
+
+/// Whether the settings-flip seed at `position` of a scenario whose initial nodes hash to
+/// `salt` flips `instance-type-mixed-on-node` rather than the CPU-manufacturer awareness: one
+/// in two, decided by a hash of the scenario position and not by the proptest stream, so the
+/// draws every locked seed made before mixing flips existed are unchanged (an awareness flip
+/// may now be a mixing flip at the same position, which the twin tier cuts at alike).
+fn mixing_flip_at(salt: u64, position: u64) -> bool {
+    // splitmix64 finaliser over the pair: stable across toolchains, unlike `DefaultHasher`
+    let mut z = salt ^ position.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) % 2 == 1
+}
+
+/// FNV-1a 64 over the initial nodes' JSON (ordered maps: deterministic).
+fn nodes_hash(cluster: &Cluster) -> u64 {
+    let text = serde_json::to_string(&cluster.nodes).unwrap_or_default();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
 }
 
 /// The cards of `node` that can change family alone.
@@ -90,14 +118,24 @@ impl Shape {
             nodes: cluster.nodes.iter().map(|n| n.name.clone()).collect(),
             cards: cluster.nodes.iter().flat_map(flippable_cards).collect(),
             namespaces: cluster.namespaces.iter().map(|n| n.name.clone()).collect(),
+            salt: nodes_hash(cluster),
             ..Shape::default()
         }
     }
 
     /// The event a seed becomes at this point, updating the shape; `None` = nothing to act on.
     fn resolve(&mut self, seed: Seed) -> Option<Event> {
+        let position = self.position;
+        self.position += 1;
         match seed {
-            Seed::AwarenessFlip => Some(Event::AwarenessFlip),
+            Seed::AwarenessFlip => {
+                let mixing = mixing_flip_at(self.salt, position);
+                Some(if mixing {
+                    Event::MixingFlip
+                } else {
+                    Event::AwarenessFlip
+                })
+            }
             Seed::Submit(mut workload) => {
                 workload.name = format!("wl-{}", self.submitted);
                 self.submitted += 1;
@@ -357,6 +395,23 @@ mod tests {
             }
             other => panic!("expected two card-family events, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn settings_flips_are_split_between_awareness_and_mixing_by_position() {
+        let c = a100_cluster();
+        let events = resolve_all(&c, vec![Seed::AwarenessFlip; 64]);
+        assert_eq!(events.len(), 64);
+        let mixing = events.iter().filter(|e| **e == Event::MixingFlip).count();
+        assert!(
+            (16..=48).contains(&mixing),
+            "{mixing} of 64 are mixing flips"
+        );
+        assert!(events
+            .iter()
+            .all(|e| matches!(e, Event::MixingFlip | Event::AwarenessFlip)));
+        // the same position over the same cluster decides the same way
+        assert_eq!(events, resolve_all(&c, vec![Seed::AwarenessFlip; 64]));
     }
 
     #[test]

@@ -300,3 +300,66 @@ fn verdicts_are_never_shared_between_models() {
     assert_eq!(first, second, "the test needs equal states");
     assert_eq!(mutated.verdicts(&second) & structure, 0);
 }
+
+#[test]
+fn gate3_retries_a_whole_card_on_a_node_whose_cards_hold_shares() {
+    // Scope 1 × 2 × 3: wl-2 takes one share on each of node-0's two cards; wl-0 then asks for
+    // a whole card. Kueue's TAS counts node-0's `nvidia.com/gpu` allocatable, which shares do
+    // not hold, so gate 2 places it there; gate 3 finds no whole card: Retry.
+    let r = check(CheckConfig {
+        threads: 1,
+        ..scope(1, 2, 3)
+    });
+    assert!(r.complete && !r.violated(), "{}", r.render());
+    let retry = r
+        .properties
+        .iter()
+        .find(|p| p.name == "a Retry happens")
+        .expect("the property is checked");
+    let Verdict::Reached(steps) = &retry.verdict else {
+        panic!("a Retry is reachable here: {}", r.render());
+    };
+    let text = steps.join("\n");
+    assert!(text.contains("wl-2 (Shared(2))"), "{text}");
+    assert!(text.contains("judge wl-0 (Exclusive(1))"), "{text}");
+}
+
+#[test]
+fn a_mixing_flip_is_a_step_that_changes_the_structure_and_flips_back() {
+    // Scope 1 × 1 × 0: node-0 is accelerated, so with mixing off it leaves the CPU flavor
+    // (retired); flipping back brings it in again.
+    use generators::check::Action;
+    use stateright::Model;
+    let m = ChainModel::new(1, 1, 0, None, true).expect("in range");
+    let start = m.initial_state();
+    assert!(start.mixed, "instance-type-mixed-on-node defaults to true");
+    let mut actions = Vec::new();
+    m.actions(&start, &mut actions);
+    assert!(actions.contains(&Action::MixingFlip));
+    let off = m
+        .next_state(&start, Action::MixingFlip)
+        .expect("a flip always applies");
+    assert!(!off.mixed);
+    assert_ne!(off.structure, start.structure);
+    let cpu_flavors = |s: &State| {
+        m.structure(s.structure)
+            .derived
+            .resource_flavors
+            .iter()
+            .filter(|rf| !rf.flavor.acceleratable)
+            .count()
+    };
+    assert!(cpu_flavors(&start) > 0);
+    assert_eq!(cpu_flavors(&off), 0);
+    let on = m
+        .next_state(&off, Action::MixingFlip)
+        .expect("a flip always applies");
+    assert!(on.mixed);
+    assert_eq!(cpu_flavors(&on), cpu_flavors(&start));
+    let step = m.describe(&Action::MixingFlip);
+    assert!(step.contains("instance-type-mixed-on-node"), "{step}");
+    assert_eq!(
+        m.event_of(&Action::MixingFlip),
+        Some(model::events::Event::MixingFlip)
+    );
+}

@@ -49,12 +49,24 @@ pub enum Event {
     },
     /// `instance-type-aware-cpu-manufacturer` flips.
     AwarenessFlip,
+    /// `instance-type-mixed-on-node` flips: CPU flavors are recreated or retired, and a
+    /// queue losing a flavor it holds quota on drains by migration ([`World::flip_mixing`]).
+    MixingFlip,
     /// The joint check's bound (30 min of Pending) passes for a ModelDeployment's held
     /// replicas; the model has no clock (model_deployment_joint_admission.go `heldPast`).
     JointTimeout {
         namespace: String,
         deployment: String,
     },
+}
+
+impl Event {
+    /// Whether the event flips one of the operator's settings (`instance-type-aware-cpu-
+    /// manufacturer`, `instance-type-mixed-on-node`): an operator reads its flags when it
+    /// starts, so a tier driving a running operator cannot write it.
+    pub fn flips_setting(&self) -> bool {
+        matches!(self, Event::AwarenessFlip | Event::MixingFlip)
+    }
 }
 
 /// What an event did.
@@ -73,6 +85,37 @@ pub enum Effect {
     Ignored { why: String },
     /// Workloads the joint check parked (deactivated, their quota released).
     Parked { workloads: Vec<String> },
+}
+
+/// The flavors a queue loses through `transitions`: deleted for a recreation, retired, or a
+/// retired sibling (a postponed deletion keeps the flavor for now). A queue holding quota on
+/// one of them migrates (node_queue.go migration; chain.md §10.3(b)).
+pub fn dropped_flavors(transitions: &[FlavorTransition]) -> Vec<String> {
+    transitions
+        .iter()
+        .filter_map(|t| match t {
+            FlavorTransition::Recreated { flavor }
+            | FlavorTransition::Retired { flavor, .. }
+            | FlavorTransition::SiblingRetired { flavor, .. } => Some(flavor.clone()),
+            FlavorTransition::Postponed { .. } => None,
+        })
+        .collect()
+}
+
+/// The flavor reconciler's transitions from the quiescence `before` to `after`
+/// ([`flavor_transitions`] over the nodes of `after`).
+pub fn transitions_between(before: &Derived, after: &Derived) -> Vec<FlavorTransition> {
+    flavor_transitions(
+        &before.resource_flavors,
+        &before.cluster_queues,
+        &after.resource_flavors,
+        after.nodes.iter().map(|n| (n.name.as_str(), &n.labels)),
+    )
+}
+
+/// The flavors a mixing flip from the quiescence `before` to `after` drops.
+pub fn flip_dropped_flavors(before: &Derived, after: &Derived) -> Vec<String> {
+    dropped_flavors(&transitions_between(before, after))
 }
 
 /// A cluster moving through events, at quiescence after each.
@@ -133,6 +176,7 @@ impl World {
                 s.aware_cpu_manufacturer = !s.aware_cpu_manufacturer;
                 self.reshape()
             }
+            Event::MixingFlip => self.flip_mixing().0,
             Event::JointTimeout {
                 namespace,
                 deployment,
@@ -267,13 +311,7 @@ impl World {
     /// The flavor reconciler's transitions from the current quiescence to `next`
     /// ([`flavor_transitions`] over the nodes of `next`).
     pub fn transitions_to(&self, next: &Derived) -> Vec<FlavorTransition> {
-        let before = &self.admission.derived;
-        flavor_transitions(
-            &before.resource_flavors,
-            &before.cluster_queues,
-            &next.resource_flavors,
-            next.nodes.iter().map(|n| (n.name.as_str(), &n.labels)),
-        )
+        transitions_between(&self.admission.derived, next)
     }
 
     /// `instance-type-mixed-on-node` flips (chain.md §6.3, §6.4, §10.3): CPU flavors whose
@@ -287,15 +325,8 @@ impl World {
         s.mixed_on_node = !s.mixed_on_node;
         let next = derive_after(self.cluster(), Some(&self.admission.derived));
         let transitions = self.transitions_to(&next);
-        let dropped: Vec<&str> = transitions
-            .iter()
-            .filter_map(|t| match t {
-                FlavorTransition::Recreated { flavor }
-                | FlavorTransition::Retired { flavor, .. }
-                | FlavorTransition::SiblingRetired { flavor, .. } => Some(flavor.as_str()),
-                FlavorTransition::Postponed { .. } => None,
-            })
-            .collect();
+        let dropped = dropped_flavors(&transitions);
+        let dropped: Vec<&str> = dropped.iter().map(String::as_str).collect();
         let victims = self.drained_by_migration(&dropped);
         for key in &victims {
             if let Some((ns, name)) = key.split_once('/') {

@@ -20,6 +20,31 @@ fn awareness_flip_authors_new_types_beside_the_old_ones() {
 }
 
 #[test]
+fn a_mixing_flip_event_pins_cpu_flavors_and_flips_back() {
+    // `instance-type-mixed-on-node` off: the accelerated nodes leave the CPU flavors, which
+    // are recreated pinned to CPU-only nodes; on again: the flavors of the start (chain.md
+    // §6.3, §12). Nothing is admitted, so nothing drains.
+    let mut w = World::new(examples::walkthrough());
+    let before = w.observe();
+    assert_eq!(w.apply(&Event::MixingFlip), Effect::Reshaped);
+    assert!(!w.cluster().settings.mixed_on_node);
+    let off = w.observe();
+    assert!(off.resource_flavors.len() < before.resource_flavors.len());
+    assert!(off
+        .resource_flavors
+        .iter()
+        .filter(|rf| !rf.flavor.acceleratable)
+        .all(|rf| rf
+            .node_labels
+            .get(model::labels::CPU_ONLY)
+            .map(String::as_str)
+            == Some("true")));
+    assert_eq!(w.apply(&Event::MixingFlip), Effect::Reshaped);
+    assert!(w.cluster().settings.mixed_on_node);
+    assert_eq!(w.observe().resource_flavors, before.resource_flavors);
+}
+
+#[test]
 fn unmanaging_the_only_a10g_node_keeps_its_type_with_an_empty_held_queue() {
     let mut w = World::new(examples::walkthrough());
     let mut node = w

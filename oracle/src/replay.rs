@@ -109,6 +109,40 @@ mod tests {
     }
 
     #[test]
+    fn a_mixing_flip_replays_its_drain_and_every_property_holds() {
+        // A CPU Workload on the walkthrough's CPU pool, then `instance-type-mixed-on-node`
+        // off: the pool's flavors are recreated or retired, its queue migrates and evicts the
+        // Workload (chain.md §10.3(b)); on again, nothing is left to drain.
+        let cluster = examples::walkthrough();
+        let pool = model::derive::derive(&cluster)
+            .instance_types
+            .iter()
+            .find(|it| !it.spec.acceleratable)
+            .map(|it| it.name.clone())
+            .expect("a CPU pool");
+        let s = scenario(vec![
+            Event::Submit {
+                workload: examples::workload("busy", &pool, 1, &[("cpu", "1")]),
+            },
+            Event::MixingFlip,
+            Event::MixingFlip,
+        ]);
+        let r = replay(&s);
+        assert_eq!(
+            r.effects[1],
+            Effect::Evicted {
+                workloads: vec!["default/busy".into()]
+            },
+            "{}",
+            r.render()
+        );
+        assert_eq!(r.effects[2], Effect::Reshaped);
+        assert!(r.held(), "{}", r.render());
+        assert!(r.render().contains("event 1: evicted default/busy"));
+        assert_eq!(compare_runs(&s, &s), None);
+    }
+
+    #[test]
     fn an_extra_event_is_a_divergence_at_its_step() {
         let a = scenario(vec![]);
         let b = scenario(vec![Event::AwarenessFlip]);

@@ -189,6 +189,7 @@ pub fn event_kind(e: &Event) -> &'static str {
         Event::NamespaceCreate { .. } => "namespace-create",
         Event::NamespaceDelete { .. } => "namespace-delete",
         Event::AwarenessFlip => "awareness-flip",
+        Event::MixingFlip => "mixing-flip",
         Event::JointTimeout { .. } => "joint-timeout",
     }
 }
@@ -232,7 +233,7 @@ fn event_detail(e: &Event) -> String {
         }
         Event::Finish { namespace, name } => format!("{namespace}/{name}"),
         Event::NamespaceCreate { name } | Event::NamespaceDelete { name } => name.clone(),
-        Event::AwarenessFlip => String::new(),
+        Event::AwarenessFlip | Event::MixingFlip => String::new(),
         Event::JointTimeout {
             namespace,
             deployment,

@@ -181,6 +181,7 @@ fn everything() -> Scenario {
                 name: "infer".into(),
             },
             Event::AwarenessFlip,
+            Event::MixingFlip,
             Event::NamespaceDelete { name: "old".into() },
             Event::NodeLeave {
                 name: "gpu-0".into(),
@@ -230,6 +231,7 @@ fn every_event_and_expectation_kind_round_trips() {
         "event: namespace-create",
         "event: namespace-delete",
         "event: awareness-flip",
+        "event: mixing-flip",
         "expect: outcome",
         "expect: violation",
     ] {

@@ -1,10 +1,10 @@
 //! `verify soak`: a time-bounded stream of churn events (nodes joining and leaving, cards
-//! changing family, Workloads of every family arriving and finishing, namespaces, awareness)
-//! applied to a target at a steady rate; at every quiescent point the model's invariants are
-//! checked and the target's objects diffed against the model. A time series is written as the
-//! run goes, the last good point is kept as a checkpoint scenario, and the first finding ends
-//! the run with its stretch (checkpoint + events since) shrunk into a replayable
-//! counterexample.
+//! changing family, Workloads of every family arriving and finishing, namespaces, awareness
+//! and mixing flips) applied to a target at a steady rate; at every quiescent point the
+//! model's invariants are checked and the target's objects diffed against the model. A time
+//! series is written as the run goes, the last good point is kept as a checkpoint scenario,
+//! and the first finding ends the run with its stretch (checkpoint + events since) shrunk
+//! into a replayable counterexample.
 
 pub mod invariants;
 pub mod series;
@@ -49,7 +49,8 @@ pub struct SoakConfig {
     pub shrink_budget: usize,
     /// Set by Ctrl-C: the run stops at the next quiescent point and tears down.
     pub stop: Arc<AtomicBool>,
-    /// Whether the stream may flip awareness (not on the twin: its operator's flags are fixed).
+    /// Whether the stream may flip the settings, awareness and mixing (not on the twin: its
+    /// operator's flags are fixed).
     pub awareness_flips: bool,
 }
 

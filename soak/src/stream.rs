@@ -12,7 +12,7 @@ use generators::{arb_event, ShapeConfig};
 /// come and go instead of only piling up.
 const FINISH_ODDS: u64 = 4;
 
-/// Draws before an awareness flip is accepted (see [`EventStream::next`]).
+/// Draws before a settings flip (awareness or mixing) is accepted (see [`EventStream::next`]).
 const FLIP_REDRAWS: usize = 4;
 
 /// Draws the next event for a world.
@@ -20,7 +20,8 @@ pub struct EventStream {
     runner: TestRunner,
     shape: ShapeConfig,
     drawn: u64,
-    /// Whether awareness may flip (a twin's operator has its flags fixed at start).
+    /// Whether the settings may flip (awareness, mixing; a twin's operator has its flags fixed
+    /// at start).
     flips: bool,
 }
 
@@ -37,8 +38,9 @@ impl EventStream {
         }
     }
 
-    /// The same stream with no awareness flips: where one would be drawn, a fresh namespace
-    /// is created instead (still churn, and one the twin's operator can follow).
+    /// The same stream with no settings flips (awareness, mixing): where one would be drawn, a
+    /// fresh namespace is created instead (still churn, and one the twin's operator can
+    /// follow).
     pub fn without_awareness_flips(mut self) -> Self {
         self.flips = false;
         self
@@ -46,7 +48,8 @@ impl EventStream {
 
     /// The next event that can apply to `world`: a finish of a held Workload, a node leaving
     /// when the cluster has grown past twice the shape's node bound, else any generated event
-    /// (nodes joining and leaving, cards changing family, submissions, namespaces, awareness).
+    /// (nodes joining and leaving, cards changing family, submissions, namespaces, awareness and
+    /// mixing flips).
     pub fn next(&mut self, world: &World) -> Result<Event, String> {
         self.drawn += 1;
         let roll = self.runner.rng().next_u64();
@@ -67,7 +70,8 @@ impl EventStream {
             });
         }
         // The generator falls back to an awareness flip whenever its draw does not apply;
-        // redraw a few times so flips stay a small share of the churn.
+        // redraw a few times so settings flips (awareness or mixing) stay a small share of the
+        // churn.
         let strategy = arb_event(world.cluster());
         let mut event = Event::AwarenessFlip;
         for _ in 0..FLIP_REDRAWS {
@@ -78,11 +82,11 @@ impl EventStream {
             // Keep at least one node: a soak of an empty cluster only judges Pending.
             let lone_leave =
                 matches!(event, Event::NodeLeave { .. }) && world.cluster().nodes.len() <= 1;
-            if event != Event::AwarenessFlip && !lone_leave {
+            if !event.flips_setting() && !lone_leave {
                 break;
             }
         }
-        if event == Event::AwarenessFlip && !self.flips {
+        if event.flips_setting() && !self.flips {
             event = Event::NamespaceCreate {
                 name: format!("soak-ns-{}", self.drawn),
             };

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use model::cluster::{Cluster, Namespace};
 use model::derive::Derived;
-use model::events::{Effect, Event, World};
+use model::events::{flip_dropped_flavors, Effect, Event, World};
 use model::ledger::{charge, CardLedger};
 use model::lifecycle::{workload_key, AdmissionState, CardCharge, Outcome};
 use model::mutants::Mutant;
@@ -43,6 +43,9 @@ pub enum Action {
     NamespaceCreate,
     NamespaceDelete,
     AwarenessFlip,
+    /// `instance-type-mixed-on-node` flips (`World::apply(MixingFlip)`): CPU flavors are
+    /// recreated or retired; a queue losing a flavor it holds quota on drains by migration.
+    MixingFlip,
     /// Gates 1–3 judge Workload template `k` (quota reserved and check Ready, or a refusal);
     /// a Ready Workload is NOT charged yet (the in-flight window).
     Judge(usize),
@@ -190,6 +193,7 @@ impl ChainModel {
             });
         }
         cluster.settings.aware_cpu_manufacturer = s.aware;
+        cluster.settings.mixed_on_node = s.mixed;
         cluster.settings.mutant = self.mutant;
         let mut instances = BTreeMap::new();
         for i in (0..self.nodes).filter(|i| s.is_present(*i)) {
@@ -348,7 +352,7 @@ impl ChainModel {
         // The [M3] shape checks read the cluster only: shape and authored InstanceTypes.
         let authored = self.tables.authored_fingerprint(s.structure);
         let shape = self.tables.shape_ok.get_or(
-            fingerprint(&(s.present, s.mig, s.extra_ns, s.aware, authored)),
+            fingerprint(&(s.present, s.mig, s.extra_ns, s.aware, s.mixed, authored)),
             || {
                 self.tables.deriving(|| {
                     let w = self.world_of(&self.free_cards(s));
@@ -377,6 +381,7 @@ impl ChainModel {
             cards,
             extra_ns: false,
             aware: w.cluster().settings.aware_cpu_manufacturer,
+            mixed: w.cluster().settings.mixed_on_node,
             structure,
             workloads: [Status::Idle; MAX_WORKLOADS],
             fault: Fault::None,
@@ -403,7 +408,15 @@ impl ChainModel {
     /// `observe` re-derives the views from the ledgers. Deriving on free cards keeps those
     /// unread views from splitting equal states, and makes shape and structure the whole key.
     fn structure_after(&self, s: &State, action: &Action) -> u32 {
-        let key = fingerprint(&(s.present, s.mig, s.extra_ns, s.aware, s.structure, action));
+        let key = fingerprint(&(
+            s.present,
+            s.mig,
+            s.extra_ns,
+            s.aware,
+            s.mixed,
+            s.structure,
+            action,
+        ));
         self.tables.structure_after.get_or(key, || {
             self.tables
                 .deriving(|| self.derive_structure_after(s, action))
@@ -421,8 +434,8 @@ impl ChainModel {
         ))
     }
 
-    /// A shape action (node join/leave, card family, namespace, awareness): the new shape and
-    /// card rows, the Workloads it evicts, the re-derived structure.
+    /// A shape action (node join/leave, card family, namespace, a settings flip): the new shape
+    /// and card rows, the Workloads it evicts, the re-derived structure.
     fn shape_step(&self, s: &State, action: &Action) -> Option<State> {
         let mut next = *s;
         match *action {
@@ -483,10 +496,74 @@ impl ChainModel {
             Action::NamespaceCreate if !s.extra_ns => next.extra_ns = true,
             Action::NamespaceDelete if s.extra_ns => next.extra_ns = false,
             Action::AwarenessFlip => next.aware = !s.aware,
+            Action::MixingFlip => next.mixed = !s.mixed,
             _ => return None,
         }
         next.structure = self.structure_after(s, action);
+        if *action == Action::MixingFlip {
+            self.drain_migrating(s, &mut next);
+        }
         Some(next)
+    }
+
+    /// A mixing flip's HoldAndDrain migrations (`World::flip_mixing`; node_queue.go migration,
+    /// chain.md §10.3(b)): a queue that drops a flavor one of its Workloads holds quota on
+    /// evicts every Workload holding quota on it, in flight or charged; the charged ones'
+    /// cards are released by the model (`AdmissionState::finish`). Which flavors the flip
+    /// drops is the model's answer on the two structures (`events::flip_dropped_flavors`),
+    /// memoised by them.
+    fn drain_migrating(&self, s: &State, next: &mut State) {
+        let dropped =
+            self.tables
+                .flip_dropped
+                .get_or(fingerprint(&(s.structure, next.structure)), || {
+                    let (before, after) =
+                        (self.structure(s.structure), self.structure(next.structure));
+                    flip_dropped_flavors(&before.derived, &after.derived)
+                });
+        if dropped.is_empty() {
+            return;
+        }
+        let holds: Vec<(usize, u32)> = s
+            .workloads
+            .iter()
+            .enumerate()
+            .filter_map(|(k, st)| Some((k, st.hold()?)))
+            .collect();
+        let migrating: Vec<String> = holds
+            .iter()
+            .map(|(_, h)| self.tables.hold(*h))
+            .filter(|e| e.hold.quota.iter().any(|(f, _, _)| dropped.contains(f)))
+            .map(|e| e.hold.queue.clone())
+            .collect();
+        let victims: Vec<usize> = holds
+            .iter()
+            .filter(|(_, h)| migrating.contains(&self.tables.hold(*h).hold.queue))
+            .map(|(k, _)| *k)
+            .collect();
+        if victims.is_empty() {
+            return;
+        }
+        let charged = victims
+            .iter()
+            .any(|k| matches!(s.workloads[*k], Status::Admitted(_)));
+        if charged {
+            // Released against the card rows the holds were charged on, as the model does.
+            next.cards = self.tables.deriving(|| {
+                let mut w = self.world_of(s);
+                for k in &victims {
+                    if let (Status::Admitted(_), Some(t)) =
+                        (s.workloads[*k], self.templates.get(*k))
+                    {
+                        let _ = w.admission.finish(&t.namespace, &t.name);
+                    }
+                }
+                self.cards_of(&w).0
+            });
+        }
+        for k in victims {
+            next.workloads[k] = Status::Idle;
+        }
     }
 
     /// Gates 1–3 for template `k` on a scratch world in which every in-flight Workload's
@@ -596,6 +673,7 @@ impl ChainModel {
             cards,
             extra_ns: false,
             aware: false,
+            mixed: true,
             structure: 0,
             workloads: [Status::Idle; MAX_WORKLOADS],
             fault: Fault::None,
@@ -665,6 +743,7 @@ impl ChainModel {
                 name: palette::EXTRA_NAMESPACE.into(),
             },
             Action::AwarenessFlip => Event::AwarenessFlip,
+            Action::MixingFlip => Event::MixingFlip,
             Action::Judge(k) => Event::Submit {
                 workload: self.templates.get(*k)?.clone(),
             },
@@ -698,6 +777,9 @@ impl ChainModel {
             Action::NamespaceCreate => format!("namespace {} created", palette::EXTRA_NAMESPACE),
             Action::NamespaceDelete => format!("namespace {} deleted", palette::EXTRA_NAMESPACE),
             Action::AwarenessFlip => "instance-type-aware-cpu-manufacturer flips".into(),
+            Action::MixingFlip => {
+                "instance-type-mixed-on-node flips (CPU flavors recreated or retired)".into()
+            }
             Action::Judge(k) => format!("gates 1–3 judge {} (Ready is not charged yet)", wl(k)),
             Action::Charge(k) => format!("{}'s Pods land: its cards are charged", wl(k)),
             Action::Finish(k) => format!("{} finishes and releases", wl(k)),
@@ -772,6 +854,7 @@ impl Model for ChainModel {
             Action::NamespaceCreate
         });
         actions.push(Action::AwarenessFlip);
+        actions.push(Action::MixingFlip);
         for (k, st) in s.workloads.iter().take(self.templates.len()).enumerate() {
             match st {
                 Status::Idle | Status::Pending | Status::Retry => actions.push(Action::Judge(k)),

@@ -129,10 +129,17 @@ pub enum Ask {
 
 /// The per-scope template list, cycled: whole card, a MIG partition, shares, a slice, two
 /// whole cards, the whole-card partition, then the same again in the other namespace.
+///
+/// The shares are two, on two distinct cards of one node (admission.md §2.2; one share per
+/// card): a palette node has two cards, so the pod fits a free node, and a whole card asked
+/// after it on that node passes gate 2 (Kueue's TAS counts the node's `nvidia.com/gpu`
+/// allocatable less what that key holds, and shares hold `.shared` tokens only) while no card
+/// is whole any more: gate 3's Retry (placement.rs `node_free_accelerators`). Six shares, the
+/// earlier entry, need six cards on one node and never passed gate 2's fit label here.
 const ASKS: [Ask; 6] = [
     Ask::Exclusive(1),
     Ask::Partition("3g.20gb"),
-    Ask::Shared(6),
+    Ask::Shared(2),
     Ask::SlicedPercent(60),
     Ask::Exclusive(2),
     Ask::Partition("7g.40gb"),

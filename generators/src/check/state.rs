@@ -86,6 +86,8 @@ pub struct State {
     pub extra_ns: bool,
     /// `instance-type-aware-cpu-manufacturer`.
     pub aware: bool,
+    /// `instance-type-mixed-on-node`.
+    pub mixed: bool,
     /// Interned structure at the last quiescence (derived objects + authored InstanceTypes).
     pub structure: u32,
     /// One status per Workload template; unused slots stay Idle.
@@ -99,13 +101,14 @@ impl State {
     }
 
     /// The fingerprint of what the model's `World` sees of the cluster: shape, card rows,
-    /// namespaces, awareness and structure (not the Workloads).
-    pub fn world_key(&self) -> (u8, [u16; MAX_CARD_SLOTS], bool, bool, u32) {
+    /// namespaces, the two settings and structure (not the Workloads).
+    pub fn world_key(&self) -> (u8, [u16; MAX_CARD_SLOTS], bool, bool, bool, u32) {
         (
             self.present,
             self.cards,
             self.extra_ns,
             self.aware,
+            self.mixed,
             self.structure,
         )
     }

@@ -138,6 +138,9 @@ pub struct Tables {
     pub released: Memo<Option<[u16; MAX_CARD_SLOTS]>>,
     /// Structure and reserved quota → whether reserved quota is within the nominal quota.
     pub quota_ok: Memo<bool>,
+    /// Structures before and after a mixing flip → the flavors it drops (deleted, retired or
+    /// recreated; a queue holding quota on one migrates).
+    pub flip_dropped: Memo<Vec<String>>,
     /// Node renamings that map every slot to one of the same kind (identity first).
     pub perms: Vec<Perm>,
     /// (structure, renaming) → renamed structure (`u32::MAX`: could not rename).
@@ -176,6 +179,7 @@ impl Tables {
             landed: Memo::default(),
             released: Memo::default(),
             quota_ok: Memo::default(),
+            flip_dropped: Memo::default(),
             perms: kind_preserving_perms(nodes),
             renamed_structure: Memo::default(),
             renamed_hold: Memo::default(),
@@ -312,6 +316,11 @@ impl Tables {
             stat("landings", self.landed.len(), self.landed.busy()),
             stat("releases", self.released.len(), self.released.busy()),
             stat("quota checks", self.quota_ok.len(), self.quota_ok.busy()),
+            stat(
+                "mixing-flip drops",
+                self.flip_dropped.len(),
+                self.flip_dropped.busy(),
+            ),
             stat(
                 "node steps",
                 self.steps.nodes.len(),

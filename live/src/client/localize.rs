@@ -255,6 +255,7 @@ impl Localizer {
                 name: self.namespace(name),
             }),
             Event::AwarenessFlip => Some(Event::AwarenessFlip),
+            Event::MixingFlip => Some(Event::MixingFlip),
             Event::JointTimeout {
                 namespace,
                 deployment,
