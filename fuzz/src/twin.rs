@@ -425,17 +425,33 @@ impl TwinRunner {
     ) -> Result<Option<TwinDivergence>, TwinError> {
         let run =
             RunId::new("verify-fuzz").map_err(|e| TwinError::Infrastructure(e.to_string()))?;
+        let operator = self.fresh_operator(s, mutant)?;
+        let outcome = self.runtime.block_on(self.steps(s, &run, None));
+        self.end_operator(operator);
+        outcome
+    }
+
+    /// Empties the embedded twin and starts its reference operator on `s`'s settings (run
+    /// under `mutant`), quiescence following the operator's reconciles.
+    fn fresh_operator(
+        &self,
+        s: &Scenario,
+        mutant: Option<Mutant>,
+    ) -> Result<OperatorHandle, TwinError> {
         let store = self.twin()?.store();
         store.write(|st| *st = empty_store());
         let mut settings = s.cluster.settings.clone();
         settings.mutant = mutant;
-        let operator: OperatorHandle =
+        let operator =
             run_operator(store, settings).map_err(|e| TwinError::Infrastructure(e.to_string()))?;
         self.follow(Some(operator.reconciled()));
-        let outcome = self.runtime.block_on(self.steps(s, &run, None));
+        Ok(operator)
+    }
+
+    /// Stops what [`Self::fresh_operator`] started.
+    fn end_operator(&self, operator: OperatorHandle) {
         self.follow(None);
         operator.stop();
-        outcome
     }
 
     /// One attempt on the cluster: localize with a fresh token, write and diff step by step,
@@ -499,19 +515,11 @@ impl TwinRunner {
         mutant: Option<Mutant>,
         reads: &[(usize, String)],
     ) -> Result<Vec<Option<serde_json::Value>>, TwinError> {
-        let twin = self.twin()?;
         let run = RunId::new("verify-case-joint")
             .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
-        let store = twin.store();
-        store.write(|st| *st = empty_store());
-        let mut settings = s.cluster.settings.clone();
-        settings.mutant = mutant;
-        let operator: OperatorHandle =
-            run_operator(store, settings).map_err(|e| TwinError::Infrastructure(e.to_string()))?;
-        self.follow(Some(operator.reconciled()));
+        let operator = self.fresh_operator(s, mutant)?;
         let outcome = self.runtime.block_on(self.keep_workloads(s, &run, reads));
-        self.follow(None);
-        operator.stop();
+        self.end_operator(operator);
         outcome
     }
 

@@ -9,7 +9,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::{apply_yaml, call, get, patch, post, put, runtime, send};
+use common::{apply_yaml, call, get, instance_type, patch, post, put, runtime, send};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use live::twin::counters::{Counts, COUNTERS_PATH};
@@ -32,15 +32,6 @@ fn twin() -> TwinHandle {
         Ok(t) => t,
         Err(e) => panic!("the twin did not start: {e}"),
     }
-}
-
-fn instance_type(name: &str) -> Value {
-    json!({
-        "apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "InstanceType",
-        "metadata": {"name": name, "labels": {"pool": "a"}},
-        "spec": {"acceleratable": true, "os": "linux", "arch": "amd64",
-                 "unitResources": {"cpu": "4", "ram": "16Gi"}, "localStorage": "100Gi"},
-    })
 }
 
 fn node(name: &str, zone: &str) -> Value {

@@ -10,8 +10,11 @@
 //! deleted afterwards; no assertion depends on timing (watches are bounded by the server's own
 //! `timeoutSeconds`, and only events already recorded are compared).
 
+mod common;
+
 use std::path::PathBuf;
 
+use common::instance_type;
 use http::{Method, Request};
 use http_body_util::BodyExt;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -102,15 +105,6 @@ async fn call_accept(
         )
     });
     Answer { code, body }
-}
-
-fn instance_type(name: &str) -> Value {
-    json!({
-        "apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "InstanceType",
-        "metadata": {"name": name, "labels": {"pool": "a"}},
-        "spec": {"acceleratable": true, "os": "linux", "arch": "amd64",
-                 "unitResources": {"cpu": "4", "ram": "16Gi"}, "localStorage": "100Gi"},
-    })
 }
 
 fn rv(a: &Answer) -> u64 {

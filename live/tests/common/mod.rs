@@ -122,3 +122,13 @@ pub async fn apply_yaml(addr: SocketAddr, path: &str, yaml: &str) -> (u16, Value
     };
     (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
+
+/// An InstanceType every field of whose spec the real CRD requires, labelled `pool=a`.
+pub fn instance_type(name: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "InstanceType",
+        "metadata": {"name": name, "labels": {"pool": "a"}},
+        "spec": {"acceleratable": true, "os": "linux", "arch": "amd64",
+                 "unitResources": {"cpu": "4", "ram": "16Gi"}, "localStorage": "100Gi"},
+    })
+}
