@@ -13,6 +13,7 @@
 use serde_json::{json, Value};
 
 use super::kinds::{self, Kind};
+use super::store::unix_seconds_of;
 
 /// Whether the Accept header asks for a Table first (before plain JSON).
 pub fn wants_table(accept: &str) -> bool {
@@ -311,25 +312,10 @@ fn core_cell(which: &str, o: &Value) -> String {
 /// The age since an RFC 3339 time, as `duration.HumanDuration` prints it; `<unknown>`
 /// without one.
 fn age(created: Option<&str>, now: i64) -> String {
-    match created.and_then(unix_seconds) {
-        Some(t) => human_duration(now - t),
+    match created.and_then(unix_seconds_of) {
+        Some(t) => human_duration(now - i64::try_from(t).unwrap_or(i64::MAX)),
         None => "<unknown>".into(),
     }
-}
-
-/// `YYYY-MM-DDTHH:MM:SSZ` (UTC, as the twin and the apiserver write them) in Unix seconds.
-fn unix_seconds(t: &str) -> Option<i64> {
-    let num = |r: std::ops::Range<usize>| t.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    // days from the civil date (Howard Hinnant's algorithm)
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((mo + 9) % 12) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + mi * 60 + s)
 }
 
 /// apimachinery `duration.HumanDuration`, in whole seconds.
@@ -423,8 +409,8 @@ mod tests {
         ] {
             assert_eq!(human_duration(s), want, "{s} s");
         }
-        assert_eq!(unix_seconds("1970-01-02T00:00:10Z"), Some(86_410));
-        assert_eq!(unix_seconds("2026-12-02T03:08:19Z"), Some(1_796_180_899));
+        assert_eq!(unix_seconds_of("1970-01-02T00:00:10Z"), Some(86_410));
+        assert_eq!(unix_seconds_of("2026-12-02T03:08:19Z"), Some(1_796_180_899));
     }
 
     #[test]
