@@ -117,6 +117,12 @@ pub enum Command {
     /// divergences folded along the derivation graph. Writes nothing. Exit 0 none, 1
     /// divergences, 2 bad input, 3 cluster unreachable or preflight failed.
     Audit(AuditArgs),
+    /// Run the reference operator (the model-driven reconcilers and the gpustack-node-devices
+    /// AdmissionCheck controller) against a cluster through watches, until Ctrl-C: with a
+    /// real apiserver and Kueue (`scripts/kube start`) it makes a cluster the live tier runs
+    /// on. It writes the operator's objects: `--context` is required, and `--yes` or a
+    /// confirmation. Exit 0 when stopped, 2 refused, 3 unreachable or not serving the chain.
+    Operator(OperatorArgs),
     /// Remove what an interrupted run left behind (objects labelled `verify.gpustack.ai/run`),
     /// then check that nothing with the label remains. Exit 1 if something remains.
     Cleanup(CleanupArgs),
@@ -492,6 +498,35 @@ pub struct AuditArgs {
     /// Kubeconfig file (default: KUBECONFIG, else ~/.kube/config).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+}
+
+/// `verify operator` arguments.
+#[derive(Debug, clap::Args)]
+pub struct OperatorArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Who decides gates 1–2 (quota and flavor assignment): a real Kueue on the cluster, or
+    /// the model (a server without Kueue).
+    #[arg(long, value_enum, default_value_t = QuotaBy::Kueue)]
+    pub quota_by: QuotaBy,
+    /// The cluster runs NFD's master: do not apply NodeFeature labels onto Nodes.
+    #[arg(long)]
+    pub no_nfd_master: bool,
+    /// The operator's settings as JSON (model `Settings` fields), when they differ from the
+    /// defaults.
+    #[arg(long)]
+    pub operator_settings: Option<PathBuf>,
+    /// Advertise each mocked node's cards as credits in its allocatable: Kueue 0.17's TAS
+    /// books a reservation in credits and admits nothing no node advertises (docs/kube-local.md).
+    #[arg(long)]
+    pub credits_capacity: bool,
+}
+
+/// Who decides gates 1–2 for `verify operator`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum QuotaBy {
+    Kueue,
+    Model,
 }
 
 /// `verify cleanup` arguments.

@@ -56,11 +56,12 @@ impl Default for TwinConfig {
     }
 }
 
-/// Why the twin (or a cluster) could not judge a seed: exit 3 (inconclusive, not a failure),
+/// Why the twin (or a cluster) could not judge a seed (`Infrastructure`: a request to either
+/// server failed): exit 3 (inconclusive, not a failure),
 /// or for [`TwinError::Flaky`] exit 5.
 #[derive(Debug, thiserror::Error)]
 pub enum TwinError {
-    #[error("the embedded twin: {0}")]
+    #[error("the API server: {0}")]
     Infrastructure(String),
     #[error("the cluster: {0}")]
     Cluster(String),
@@ -926,9 +927,14 @@ impl TwinRunner {
             return Ok((0, None));
         };
         self.operator_caught_up(self.config.budget).await;
+        // submitted as Kueue builds it from a Pod the webhook mutated: its folds done
+        let submitted = world
+            .admission
+            .as_gate_one_leaves(workload)
+            .unwrap_or_else(|_| workload.clone());
         let readback = self
             .client
-            .gate3_verdict(workload, run, self.config.budget)
+            .gate3_verdict(&submitted, run, self.config.budget)
             .await
             .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
         self.verdicts.fetch_add(1, Ordering::Relaxed);

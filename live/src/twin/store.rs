@@ -530,6 +530,27 @@ impl Store {
         self.create_object(kind, namespace, object, Ownership::Update(manager))
     }
 
+    /// Puts `object` in as another server listed it: its uid, creationTimestamp, generation,
+    /// managedFields, finalizers and deletionTimestamp are kept, and nothing is validated,
+    /// defaulted or admitted (that server did it). Only the resourceVersion becomes this
+    /// store's. What a mirror of a real cluster is built from (`crate::controller`).
+    pub fn restore(&mut self, kind: &Kind, object: Value) -> Result<Value, Status> {
+        self.served(kind)?;
+        let object = into_object(object)?;
+        let text = |k: &str| {
+            object
+                .get("metadata")
+                .and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (namespace, name) = (text("namespace"), text("name"));
+        let key = self.key(kind, Some(&namespace), &name)?;
+        let previous = self.objects.get(&key).cloned();
+        Ok(self.commit(kind, &key, Some(object), previous))
+    }
+
     /// Reads one object: 404 NotFound.
     pub fn get(&self, kind: &Kind, namespace: Option<&str>, name: &str) -> Result<Value, Status> {
         self.served(kind)?;
