@@ -75,6 +75,21 @@ pub enum TwinError {
     Interrupted,
 }
 
+/// The divergence of a readback's differences (`None` without any): a verdict or an
+/// assignment is no derived object, so it folds as a finding of its own.
+fn divergence(step: &str, differences: Vec<oracle::Difference>) -> Option<TwinDivergence> {
+    if differences.is_empty() {
+        return None;
+    }
+    let graph = oracle::DerivationGraph::default();
+    Some(TwinDivergence {
+        step: step.to_string(),
+        table: oracle::render_table(&differences),
+        findings: oracle::render_findings(&oracle::fold(&differences, &graph)),
+        differences,
+    })
+}
+
 /// A live run's share for one worker ([`TwinRunner::connect`]): every attempt gets its own
 /// [`Token`] and run label `<run>.<token>`, so seeds side by side never share a pool.
 #[derive(Clone, Debug)]
@@ -940,10 +955,15 @@ impl TwinRunner {
         self.verdicts.fetch_add(1, Ordering::Relaxed);
         let object = format!("Workload {}/{}", workload.namespace, workload.name);
         let observed = match readback {
-            Readback::Verdict(v) if client::verdict_agrees(&expected, &v) => {
-                return Ok((READBACK_REQUESTS, None))
+            Readback::Verdict(v, reserved) if client::verdict_agrees(&expected, &v) => {
+                // gate 2 where a real Kueue decided it: its flavors against the model's
+                let predicted = world.admission.alone().quota_assignment(workload);
+                let differences = reserved
+                    .map(|r| client::assignment_differences(&object, predicted, &r))
+                    .unwrap_or_default();
+                return Ok((READBACK_REQUESTS, divergence(step, differences)));
             }
-            Readback::Verdict(v) => v,
+            Readback::Verdict(v, _) => v,
             Readback::Undecided { last } => {
                 return Err(TwinError::NoQuiescence {
                     step: step.to_string(),
@@ -966,17 +986,7 @@ impl TwinRunner {
             expected: Some(client::verdict_text(&expected)),
             observed: Some(client::verdict_text(&observed)),
         }];
-        // a verdict is no derived object: it folds as a finding of its own
-        let graph = oracle::DerivationGraph::default();
-        Ok((
-            READBACK_REQUESTS,
-            Some(TwinDivergence {
-                step: step.to_string(),
-                table: oracle::render_table(&differences),
-                findings: oracle::render_findings(&oracle::fold(&differences, &graph)),
-                differences: differences.to_vec(),
-            }),
-        ))
+        Ok((READBACK_REQUESTS, divergence(step, differences.to_vec())))
     }
 
     /// Waits for quiescence and diffs; a difference is confirmed after a longer quiet window.

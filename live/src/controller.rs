@@ -166,13 +166,13 @@ async fn server_schemas(
     let mut out = Vec::new();
     for kind in kinds.iter().filter(|k| k.is_custom()) {
         let name = format!("{}.{}", kind.plural, kind.group);
-        let crd = crds
-            .get(&name)
-            .await
-            .map_err(|source| ControllerError::Crd {
-                name: name.clone(),
-                source,
-            })?;
+        // a server that serves the kind but lists no CRD object for it (the embedded twin)
+        // validates on its own; the mirror then takes what it lists as it is
+        let crd = match crds.get_opt(&name).await {
+            Ok(Some(crd)) => crd,
+            Ok(None) | Err(kube::Error::Api(_)) => continue,
+            Err(source) => return Err(ControllerError::Crd { name, source }),
+        };
         let value = serde_json::to_value(&crd).unwrap_or(Value::Null);
         if let Some(schema) = structural::crd_schema(&value, Some(kind.version)) {
             out.push((*kind, schema.clone()));
@@ -370,11 +370,35 @@ fn stale(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if [404, 409, 410].contains(&s.code))
 }
 
-/// Replays `writes` from `mirror` onto the server, in order; stops at the first write the
-/// server refuses as stale.
+/// The final state in the mirror of every object the journal names (absent: deleted), taken
+/// before any request so the mirror is not held across them.
+fn final_states(mirror: &Store, writes: &Writes) -> HashMap<Place, Value> {
+    let mut out = HashMap::new();
+    for (_, kind_name, key) in &writes.done {
+        let Some(kind) = kinds::ALL.iter().find(|k| k.kind == *kind_name) else {
+            continue;
+        };
+        let (ns, name) = split_key(kind, key);
+        if let Ok(o) = mirror.get(kind, ns.as_deref(), &name) {
+            out.insert((kind.kind, ns.unwrap_or_default(), name), o);
+        }
+    }
+    out
+}
+
+/// `namespace/name` or `name`, as the journal writes a key.
+fn split_key(kind: &Kind, key: &str) -> (Option<String>, String) {
+    match key.split_once('/') {
+        Some((ns, name)) if kind.namespaced => (Some(ns.to_string()), name.to_string()),
+        _ => (None, key.to_string()),
+    }
+}
+
+/// Replays `writes` onto the server in order, each object as the mirror left it (`finals`);
+/// stops at the first write the server refuses as stale.
 async fn replay(
     client: &kube::Client,
-    mirror: &Store,
+    finals: &HashMap<Place, Value>,
     writes: &Writes,
     known: &mut Known,
     nfd_master: bool,
@@ -386,10 +410,7 @@ async fn replay(
         let Some(kind) = kinds::ALL.iter().find(|k| k.kind == *kind_name) else {
             continue;
         };
-        let (ns, name) = match key.split_once('/') {
-            Some((ns, name)) if kind.namespaced => (Some(ns.to_string()), name.to_string()),
-            _ => (None, key.clone()),
-        };
+        let (ns, name) = split_key(kind, key);
         if *verb == "apply" {
             let Some(apply) = applies.next() else {
                 continue;
@@ -416,7 +437,7 @@ async fn replay(
             continue;
         }
         let at = (kind.kind, ns.clone().unwrap_or_default(), name.clone());
-        let current = mirror.get(kind, ns.as_deref(), &name).ok();
+        let current = finals.get(&at).cloned();
         let outcome = match (*verb, current) {
             ("create", Some(o)) => {
                 let mirror_uid = Some(meta_text(&o, "uid"));
@@ -562,20 +583,24 @@ async fn pass(
     schemas: &[(Kind, Value)],
     previous: &mut Option<Derived>,
 ) -> Result<Pass, ControllerError> {
-    let mut store = mirror(snapshot, schemas);
-    let reconciled = reconcile_with(
-        &mut store,
-        &config.settings,
-        previous.as_ref(),
-        config.quota_by,
-    );
-    let (derived, writes) = match reconciled {
-        Ok(r) => r,
-        Err(e) => return Ok(refused(e)),
+    let (writes, finals) = {
+        let mut store = mirror(snapshot, schemas);
+        let reconciled = reconcile_with(
+            &mut store,
+            &config.settings,
+            previous.as_ref(),
+            config.quota_by,
+        );
+        let (derived, writes) = match reconciled {
+            Ok(r) => r,
+            Err(e) => return Ok(refused(e)),
+        };
+        *previous = Some(derived);
+        let finals = final_states(&store, &writes);
+        (writes, finals)
     };
-    *previous = Some(derived);
     let mut known = Known::of(snapshot);
-    let mut done = replay(client, &store, &writes, &mut known, config.nfd_master).await?;
+    let mut done = replay(client, &finals, &writes, &mut known, config.nfd_master).await?;
     if config.credits_capacity && done.stopped.is_none() {
         done.written
             .extend(credits_capacity(client, snapshot, &config.settings).await?);
@@ -596,8 +621,8 @@ async fn credits_capacity(
     snapshot: &[(Kind, Vec<Value>)],
     settings: &Settings,
 ) -> Result<Vec<String>, ControllerError> {
-    let store = mirror(snapshot, &[]);
-    let Ok(cluster) = crate::twin::read::read_cluster(&store, settings) else {
+    let read = crate::twin::read::read_cluster(&mirror(snapshot, &[]), settings);
+    let Ok(cluster) = read else {
         return Ok(Vec::new());
     };
     let nodes = snapshot

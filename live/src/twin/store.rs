@@ -1095,6 +1095,9 @@ impl Store {
                 )],
             ));
         }
+        if let Some(cause) = invalid_name(kind, &name) {
+            return Err(Status::invalid(kind, &name, vec![cause]));
+        }
         let key = self.key(kind, namespace.as_deref(), &name)?;
         if kind.namespaced && self.require_namespace {
             let ns_key = Key {
@@ -1395,6 +1398,24 @@ impl Store {
         }
         object
     }
+}
+
+/// Why the apiserver refuses `name` for a new object of `kind`: a Namespace's must be a
+/// lowercase RFC 1123 label, every other kind's a lowercase RFC 1123 subdomain
+/// (apimachinery `ValidateObjectMeta` with the kind's name validation; messages as its).
+fn invalid_name(kind: &Kind, name: &str) -> Option<Cause> {
+    let message = if *kind == super::kinds::NAMESPACE {
+        if super::pod::is_dns_label(name) {
+            return None;
+        }
+        format!("Invalid value: \"{name}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+    } else {
+        if model::resources::is_dns1123_subdomain(name) {
+            return None;
+        }
+        format!("Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+    };
+    Some(Cause::new("metadata.name", "FieldValueInvalid", message))
 }
 
 /// The owners' uids an object names in `metadata.ownerReferences`.

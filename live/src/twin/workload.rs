@@ -553,6 +553,47 @@ mod tests {
     }
 
     #[test]
+    fn kueues_reservation_reads_flavors_and_the_hostname_level() {
+        let o = json!({"status": {
+            "conditions": [{"type": "QuotaReserved", "status": "True"}],
+            "admission": {"podSetAssignments": [{
+                "name": "main",
+                "flavors": {"credits.gpustack.ai/nvidia": "f1"},
+                "topologyAssignment": {
+                    "levels": ["kubernetes.io/hostname"],
+                    "slices": [
+                        {"domainCount": 2, "podCounts": {"individual": [1, 2]},
+                         "valuesPerLevel": [{"individual": {"prefix": "node-", "roots": ["a", "b"]}}]},
+                        {"domainCount": 1, "podCounts": {"universal": 3},
+                         "valuesPerLevel": [{"universal": "node-c"}]},
+                    ],
+                },
+            }]},
+        }});
+        let got = kueue_assignments(&o).expect("reserved");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].pod_set, "main");
+        assert_eq!(got[0].flavors["credits.gpustack.ai/nvidia"], "f1");
+        let hosts: Vec<(String, u32)> = got[0]
+            .hosts
+            .iter()
+            .map(|h| (h.hostname.clone(), h.pods))
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                ("node-a".into(), 1),
+                ("node-b".into(), 2),
+                ("node-c".into(), 3)
+            ]
+        );
+        // no reservation while QuotaReserved is not True
+        let mut pending = o.clone();
+        pending["status"]["conditions"][0]["status"] = json!("False");
+        assert_eq!(kueue_assignments(&pending), None);
+    }
+
+    #[test]
     fn a_workload_round_trips_through_its_object() {
         let w = workload();
         assert_eq!(read_workload(&workload_object(&w)), Ok(w));
