@@ -278,7 +278,9 @@ pub async fn take(client: &kube::Client, server: &str) -> Result<Inventory, Char
         what: what.to_string(),
         reason: reason_of(&e),
     };
-    let core = get(client, "/api").await.map_err(|e| discovery("/api", e))?;
+    let core = get(client, "/api")
+        .await
+        .map_err(|e| discovery("/api", e))?;
     let groups = get(client, "/apis")
         .await
         .map_err(|e| discovery("/apis", e))?;
@@ -327,7 +329,10 @@ pub async fn take(client: &kube::Client, server: &str) -> Result<Inventory, Char
 }
 
 /// Every object of one resource, page by page.
-async fn list_all(client: &kube::Client, served: &Served) -> Result<Vec<ObjectRecord>, kube::Error> {
+async fn list_all(
+    client: &kube::Client,
+    served: &Served,
+) -> Result<Vec<ObjectRecord>, kube::Error> {
     let mut out = Vec::new();
     let mut token: Option<String> = None;
     loop {
@@ -441,8 +446,11 @@ mod tests {
         let names: Vec<&str> = got.iter().map(|s| s.resource.as_str()).collect();
         assert_eq!(names, ["pods", "nodes"]);
         assert_eq!(got[0].list_path(), "/api/v1/pods");
-        let apps = listable("apps/v1", &json!({"resources": [
-            {"name": "deployments", "kind": "Deployment", "namespaced": true, "verbs": ["list"]}]}));
+        let apps = listable(
+            "apps/v1",
+            &json!({"resources": [
+            {"name": "deployments", "kind": "Deployment", "namespaced": true, "verbs": ["list"]}]}),
+        );
         assert_eq!(apps[0].list_path(), "/apis/apps/v1/deployments");
     }
 
@@ -454,7 +462,10 @@ mod tests {
             "versions": [{"groupVersion": "x.io/v1beta1"}, {"groupVersion": "x.io/v1"}],
             "preferredVersion": {"groupVersion": "x.io/v1"},
         }]});
-        assert_eq!(group_versions(&core, &groups), ["v1", "x.io/v1", "x.io/v1beta1"]);
+        assert_eq!(
+            group_versions(&core, &groups),
+            ["v1", "x.io/v1", "x.io/v1beta1"]
+        );
     }
 
     #[test]
@@ -489,7 +500,10 @@ mod tests {
             }
             other => panic!("expected a bad file, got {other:?}"),
         }
-        match Inventory::parse(r#"{"format": "other", "listed": [], "unlisted": [], "objects": []}"#, "b.json") {
+        match Inventory::parse(
+            r#"{"format": "other", "listed": [], "unlisted": [], "objects": []}"#,
+            "b.json",
+        ) {
             Err(ChartError::BadFile { field, .. }) => assert_eq!(field, "format"),
             other => panic!("expected a bad format, got {other:?}"),
         }

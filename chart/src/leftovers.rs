@@ -99,7 +99,10 @@ impl Leftover {
         }
         let stuck = self.stuck_finalizers();
         if !stuck.is_empty() {
-            out.push_str(&format!(" (deleting, held by finalizers: {})", stuck.join(", ")));
+            out.push_str(&format!(
+                " (deleting, held by finalizers: {})",
+                stuck.join(", ")
+            ));
         }
         out
     }
@@ -191,7 +194,10 @@ pub fn compare(before: &Inventory, after: &Inventory) -> Comparison {
             });
     }
     let unlisted = |i: &Inventory| -> BTreeSet<String> {
-        i.unlisted.iter().map(|u| format!("{} ({})", u.resource, u.reason)).collect()
+        i.unlisted
+            .iter()
+            .map(|u| format!("{} ({})", u.resource, u.reason))
+            .collect()
     };
     let listed_before: BTreeSet<&str> = before.listed.iter().map(String::as_str).collect();
     out.unchecked = unlisted(after).into_iter().collect();
@@ -206,6 +212,29 @@ pub fn compare(before: &Inventory, after: &Inventory) -> Comparison {
     out.unchecked.sort();
     out.unchecked.dedup();
     out
+}
+
+/// Kinds whose objects their controllers replace on their own: a user's Pod gone after the run
+/// is its controller's churn, not the run's doing.
+pub const REPLACED_BY_CONTROLLERS: [&str; 1] = ["Pod"];
+
+/// Objects `before` held that `after` does not (by uid): the user's objects an install and
+/// uninstall must never touch (case 2's title). Allowed churn, controller-replaced kinds and
+/// objects already being deleted before are left out; so are resources `after` could not list.
+pub fn removed(before: &Inventory, after: &Inventory) -> Vec<ObjectRecord> {
+    let uids: BTreeSet<&str> = after.objects.iter().map(|o| o.uid.as_str()).collect();
+    let listed: BTreeSet<&str> = after.listed.iter().map(String::as_str).collect();
+    let resource_of = |o: &ObjectRecord| format!("{}/{}", o.api_version, o.resource);
+    before
+        .objects
+        .iter()
+        .filter(|o| !uids.contains(o.uid.as_str()))
+        .filter(|o| after.listed.is_empty() || listed.contains(resource_of(o).as_str()))
+        .filter(|o| o.deletion_timestamp.is_none())
+        .filter(|o| allowed_by(o).is_none())
+        .filter(|o| !REPLACED_BY_CONTROLLERS.contains(&o.kind.as_str()))
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -300,7 +329,13 @@ mod tests {
 
     #[test]
     fn churn_the_cluster_makes_is_allowed_by_a_named_rule() {
-        let mut auto = object("APIService", "apiregistration.k8s.io/v1", None, "v1.x.io", "u6");
+        let mut auto = object(
+            "APIService",
+            "apiregistration.k8s.io/v1",
+            None,
+            "v1.x.io",
+            "u6",
+        );
         auto.labels.insert(
             "kube-aggregator.kubernetes.io/automanaged".into(),
             "true".into(),
@@ -308,11 +343,23 @@ mod tests {
         let after = inventory(vec![
             object("Namespace", "v1", None, KEPT_NAMESPACE, "u1"),
             object("Event", "v1", Some("a"), "e.1", "u2"),
-            object("Lease", "coordination.k8s.io/v1", Some("kube-system"), "l", "u3"),
+            object(
+                "Lease",
+                "coordination.k8s.io/v1",
+                Some("kube-system"),
+                "l",
+                "u3",
+            ),
             object("ConfigMap", "v1", Some("a"), "kube-root-ca.crt", "u4"),
             object("ServiceAccount", "v1", Some("a"), "default", "u5"),
             auto,
-            object("EndpointSlice", "discovery.k8s.io/v1", Some("a"), "s-x", "u7"),
+            object(
+                "EndpointSlice",
+                "discovery.k8s.io/v1",
+                Some("a"),
+                "s-x",
+                "u7",
+            ),
         ]);
         let c = compare(&inventory(vec![]), &after);
         assert_eq!(c.count(), 0, "{}", c.render());
@@ -320,9 +367,28 @@ mod tests {
         // a ConfigMap of another name, or a hand-made APIService, is not churn
         let after = inventory(vec![
             object("ConfigMap", "v1", Some("a"), "mine", "u8"),
-            object("APIService", "apiregistration.k8s.io/v1", None, "v1.y.io", "u9"),
+            object(
+                "APIService",
+                "apiregistration.k8s.io/v1",
+                None,
+                "v1.y.io",
+                "u9",
+            ),
         ]);
         assert_eq!(compare(&inventory(vec![]), &after).count(), 2);
+    }
+
+    #[test]
+    fn a_user_object_gone_after_the_run_is_reported() {
+        let before = inventory(vec![
+            object("ConfigMap", "v1", Some("a"), "mine", "u1"),
+            object("Pod", "v1", Some("a"), "p", "u2"),
+            object("Event", "v1", Some("a"), "e", "u3"),
+        ]);
+        let gone = removed(&before, &inventory(vec![]));
+        let names: Vec<String> = gone.iter().map(ObjectRecord::display).collect();
+        assert_eq!(names, ["ConfigMap a/mine"]);
+        assert!(removed(&before, &before).is_empty());
     }
 
     #[test]
@@ -340,6 +406,8 @@ mod tests {
             reason: "403 Forbidden".into(),
         });
         let c = compare(&inventory(vec![]), &after);
-        assert!(c.render().contains("NOT COMPARED x.io/v1/secrets (403 Forbidden)"));
+        assert!(c
+            .render()
+            .contains("NOT COMPARED x.io/v1/secrets (403 Forbidden)"));
     }
 }

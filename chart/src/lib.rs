@@ -7,13 +7,19 @@
 //! - [`leftovers`]: what an after-inventory holds that a before-inventory did not, by release,
 //!   minus the churn a cluster makes by itself (a table of rules with reasons).
 //! - [`release`]: Helm release records read through the API (Secret and ConfigMap drivers).
+//! - [`case`]: the chart suite's cases 1–8 as `STATUS | CHECK | OBJECT` rows (rendered by
+//!   `cases::render`), each behind its environment gate; [`checks`]: their read-only checks;
+//!   [`tools`]: the user's helm and docker.
 //!
 //! Everything that talks to a cluster takes a `kube::Client` built by the live tier's
 //! connection set-up (`live::client::connect`).
 
+pub mod case;
+pub mod checks;
 pub mod inventory;
 pub mod leftovers;
 pub mod release;
+pub mod tools;
 
 pub use inventory::{Inventory, ObjectRecord};
 pub use leftovers::{compare, Comparison, Leftover};

@@ -126,11 +126,7 @@ pub fn encode_payload(release: &Value) -> String {
 }
 
 /// The release a record's JSON describes (the revision from the JSON's `version`).
-pub fn release_from_json(
-    json: &Value,
-    driver: Driver,
-    record: &str,
-) -> Result<Release, String> {
+pub fn release_from_json(json: &Value, driver: Driver, record: &str) -> Result<Release, String> {
     let text = |v: &Value, what: &str| -> Result<String, String> {
         v.as_str()
             .map(str::to_string)
@@ -166,8 +162,11 @@ pub fn decode_record(
         record: record.clone(),
         message,
     };
-    let (release, revision) = parse_record_name(name)
-        .ok_or_else(|| bad(format!("the name is not {NAME_PREFIX}<release>.v<revision>")))?;
+    let (release, revision) = parse_record_name(name).ok_or_else(|| {
+        bad(format!(
+            "the name is not {NAME_PREFIX}<release>.v<revision>"
+        ))
+    })?;
     let payload = payload.ok_or_else(|| bad("it has no data.release".into()))?;
     let json = decode_payload(payload).map_err(bad)?;
     let r = release_from_json(&json, driver, &record).map_err(bad)?;
@@ -209,7 +208,11 @@ pub async fn records(
         }
         let ns = s.metadata.namespace.clone().unwrap_or_default();
         let name = s.metadata.name.clone().unwrap_or_default();
-        let payload = s.data.as_ref().and_then(|d| d.get("release")).map(|b| b.0.as_slice());
+        let payload = s
+            .data
+            .as_ref()
+            .and_then(|d| d.get("release"))
+            .map(|b| b.0.as_slice());
         out.push(decode_record(Driver::Secret, &ns, &name, payload)?);
     }
     let maps: Api<ConfigMap> = match namespace {
@@ -226,7 +229,11 @@ pub async fn records(
         if !name.starts_with(NAME_PREFIX) {
             continue;
         }
-        let payload = c.data.as_ref().and_then(|d| d.get("release")).map(String::as_bytes);
+        let payload = c
+            .data
+            .as_ref()
+            .and_then(|d| d.get("release"))
+            .map(String::as_bytes);
         out.push(decode_record(Driver::ConfigMap, &ns, &name, payload)?);
     }
     Ok(out)
@@ -297,7 +304,11 @@ mod tests {
             "data": {"release": base64::engine::general_purpose::STANDARD.encode(payload.as_bytes())},
         }))
         .unwrap_or_default();
-        let bytes = secret.data.as_ref().and_then(|d| d.get("release")).map(|b| b.0.as_slice());
+        let bytes = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get("release"))
+            .map(|b| b.0.as_slice());
         let r = decode_record(
             Driver::Secret,
             "gpustack-system",
@@ -320,7 +331,10 @@ mod tests {
     #[test]
     fn our_encoder_round_trips_and_plain_json_is_read_too() {
         let json = release_json("r", 1, "1.0.0");
-        assert_eq!(decode_payload(encode_payload(&json).as_bytes()), Ok(json.clone()));
+        assert_eq!(
+            decode_payload(encode_payload(&json).as_bytes()),
+            Ok(json.clone())
+        );
         let plain = base64::engine::general_purpose::STANDARD.encode(json.to_string());
         assert_eq!(decode_payload(plain.as_bytes()), Ok(json));
     }
@@ -348,7 +362,10 @@ mod tests {
             Ok(r) => panic!("decoded {r:?}"),
         }
         match decode_record(Driver::ConfigMap, "ns", "sh.helm.release.v1.r", Some(b"")) {
-            Err(e) => assert!(e.to_string().contains("ConfigMap ns/sh.helm.release.v1.r"), "{e}"),
+            Err(e) => assert!(
+                e.to_string().contains("ConfigMap ns/sh.helm.release.v1.r"),
+                "{e}"
+            ),
             Ok(r) => panic!("decoded {r:?}"),
         }
     }
@@ -367,7 +384,11 @@ mod tests {
     fn the_latest_revision_wins() {
         let at = |rev: u64, version: &str| {
             let json = release_json("r", rev, version);
-            release_from_json(&json, Driver::Secret, &format!("ns/sh.helm.release.v1.r.v{rev}"))
+            release_from_json(
+                &json,
+                Driver::Secret,
+                &format!("ns/sh.helm.release.v1.r.v{rev}"),
+            )
         };
         let all: Vec<Release> = [at(1, "1.0.0"), at(3, "3.0.0"), at(2, "2.0.0")]
             .into_iter()
