@@ -71,6 +71,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
         } => findings(action, &known, &regressions),
         Command::Audit(args) => audit(args),
         Command::Cleanup(args) => cleanup(args),
+        Command::Chart(c) => crate::chart_cmd::dispatch(c),
     }
 }
 

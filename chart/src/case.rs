@@ -137,10 +137,26 @@ fn skipped(n: u32, why: impl Into<String>) -> CaseRun {
     }
 }
 
-/// Whether case `n` changes the cluster (or the local docker images): it then needs `--yes` or
-/// a confirmation. Cases 4–7 only read here (their changing legs are SKIP rows).
+/// The gate of a case that needs no cluster to decide (case 3's docker builder): its skip,
+/// printed before any connection or confirmation.
+pub fn local_gate(n: u32) -> Option<CaseRun> {
+    match n {
+        3 => tools::docker_builder()
+            .err()
+            .map(|why| skipped(3, format!("needs a local docker builder: {why}"))),
+        _ => None,
+    }
+}
+
+/// Whether case `n` changes the cluster (or, case 3, the local docker images): it then needs
+/// `--yes` or a confirmation. Cases 4–7 only read here (their changing legs are SKIP rows).
 pub fn mutates(n: u32) -> bool {
     matches!(n, 2 | 3)
+}
+
+/// Whether case `n` changes the cluster itself, so `--context` must name it.
+pub fn changes_cluster(n: u32) -> bool {
+    n == 2
 }
 
 /// Runs chart case `n`. Errors: a case number the suite lacks, a missing input or tool (exit 2),

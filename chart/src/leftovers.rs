@@ -178,7 +178,10 @@ pub fn compare(before: &Inventory, after: &Inventory) -> Comparison {
     let names: BTreeSet<_> = before.objects.iter().map(ObjectRecord::identity).collect();
     let mut out = Comparison::default();
     for o in &after.objects {
-        if uids.contains(o.uid.as_str()) {
+        // an object without a uid (ComponentStatus) is matched by its name alone
+        if (uids.contains(o.uid.as_str()) && !o.uid.is_empty())
+            || (o.uid.is_empty() && names.contains(&o.identity()))
+        {
             continue;
         }
         if let Some(a) = allowed_by(o) {
@@ -223,12 +226,19 @@ pub const REPLACED_BY_CONTROLLERS: [&str; 1] = ["Pod"];
 /// objects already being deleted before are left out; so are resources `after` could not list.
 pub fn removed(before: &Inventory, after: &Inventory) -> Vec<ObjectRecord> {
     let uids: BTreeSet<&str> = after.objects.iter().map(|o| o.uid.as_str()).collect();
+    let names: BTreeSet<_> = after.objects.iter().map(ObjectRecord::identity).collect();
     let listed: BTreeSet<&str> = after.listed.iter().map(String::as_str).collect();
     let resource_of = |o: &ObjectRecord| format!("{}/{}", o.api_version, o.resource);
     before
         .objects
         .iter()
-        .filter(|o| !uids.contains(o.uid.as_str()))
+        .filter(|o| {
+            if o.uid.is_empty() {
+                !names.contains(&o.identity())
+            } else {
+                !uids.contains(o.uid.as_str())
+            }
+        })
         .filter(|o| after.listed.is_empty() || listed.contains(resource_of(o).as_str()))
         .filter(|o| o.deletion_timestamp.is_none())
         .filter(|o| allowed_by(o).is_none())
@@ -304,6 +314,20 @@ mod tests {
             1
         );
         assert_eq!(c.by_release["no release"].len(), 2);
+    }
+
+    #[test]
+    fn objects_without_a_uid_match_by_name() {
+        let a = inventory(vec![object("ComponentStatus", "v1", None, "etcd-0", "")]);
+        let b = inventory(vec![
+            object("ComponentStatus", "v1", None, "etcd-0", ""),
+            object("ComponentStatus", "v1", None, "etcd-1", ""),
+        ]);
+        let c = compare(&a, &b);
+        let lines: Vec<String> = c.leftovers().map(Leftover::line).collect();
+        assert_eq!(lines, ["ComponentStatus etcd-1"]);
+        assert!(removed(&a, &b).is_empty());
+        assert_eq!(removed(&b, &a).len(), 1);
     }
 
     #[test]

@@ -26,8 +26,6 @@ use crate::ChartError;
 pub const SECRET_TYPE: &str = "helm.sh/release.v1";
 /// The record name's prefix.
 pub const NAME_PREFIX: &str = "sh.helm.release.v1.";
-/// The label selector of Helm's records.
-pub const OWNER_SELECTOR: &str = "owner=helm";
 /// gzip's magic bytes (and deflate method), as Helm's decoder tests them.
 const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
 
@@ -185,7 +183,10 @@ pub async fn records(
     client: &kube::Client,
     namespace: Option<&str>,
 ) -> Result<Vec<Release>, ChartError> {
-    let lp = ListParams::default().labels(OWNER_SELECTOR);
+    // every Secret and ConfigMap, filtered here: helm itself selects `owner=helm`, but a
+    // record written by hand (`kubectl create secret generic … --type=helm.sh/release.v1`)
+    // carries no labels and is still the release's record
+    let lp = ListParams::default();
     let api_error = |what: &str, e: kube::Error| ChartError::Api {
         what: what.to_string(),
         message: match e {
@@ -201,7 +202,7 @@ pub async fn records(
     let list = secrets
         .list(&lp)
         .await
-        .map_err(|e| api_error("listing Secrets labelled owner=helm", e))?;
+        .map_err(|e| api_error("listing Secrets", e))?;
     for s in list.items {
         if s.type_.as_deref() != Some(SECRET_TYPE) {
             continue;
@@ -222,7 +223,7 @@ pub async fn records(
     let list = maps
         .list(&lp)
         .await
-        .map_err(|e| api_error("listing ConfigMaps labelled owner=helm", e))?;
+        .map_err(|e| api_error("listing ConfigMaps", e))?;
     for c in list.items {
         let ns = c.metadata.namespace.clone().unwrap_or_default();
         let name = c.metadata.name.clone().unwrap_or_default();
