@@ -274,6 +274,15 @@ async fn get(client: &kube::Client, path: &str) -> Result<Value, kube::Error> {
 /// Takes the inventory of the cluster `client` reaches. Only discovery itself failing is an
 /// error; a resource that cannot be listed is recorded in [`Inventory::unlisted`].
 pub async fn take(client: &kube::Client, server: &str) -> Result<Inventory, ChartError> {
+    take_paged(client, server, PAGE).await
+}
+
+/// [`take`] with `page` objects per list request.
+pub async fn take_paged(
+    client: &kube::Client,
+    server: &str,
+    page: u32,
+) -> Result<Inventory, ChartError> {
     let discovery = |what: &str, e: kube::Error| ChartError::Discovery {
         what: what.to_string(),
         reason: reason_of(&e),
@@ -312,7 +321,7 @@ pub async fn take(client: &kube::Client, server: &str) -> Result<Inventory, Char
             if !seen.insert((group.clone(), served.resource.clone())) {
                 continue;
             }
-            match list_all(client, &served).await {
+            match list_all(client, &served, page.max(1)).await {
                 Ok(mut objects) => {
                     inventory.listed.push(served.key());
                     inventory.objects.append(&mut objects);
@@ -332,11 +341,12 @@ pub async fn take(client: &kube::Client, server: &str) -> Result<Inventory, Char
 async fn list_all(
     client: &kube::Client,
     served: &Served,
+    page: u32,
 ) -> Result<Vec<ObjectRecord>, kube::Error> {
     let mut out = Vec::new();
     let mut token: Option<String> = None;
     loop {
-        let mut path = format!("{}?limit={PAGE}", served.list_path());
+        let mut path = format!("{}?limit={page}", served.list_path());
         if let Some(t) = &token {
             path.push_str("&continue=");
             path.push_str(&form_escape(t));
