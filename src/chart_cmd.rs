@@ -54,26 +54,31 @@ pub fn dispatch(command: ChartCommand) -> Result<i32> {
             namespace,
             release,
             run_dir,
-        } => on_cluster(&cluster.clone(), true, |c| async move {
-            let mut cfg = config_for(&c, &cluster, &namespace);
-            cfg.release = release;
-            cfg.run_dir = Some(run_dir.clone());
-            let (summary, ran) = chart::case::install(c.kube(), &cfg, &chart, &values).await?;
-            outln!(
-                "before-install inventory: {summary}, in {}",
-                run_dir.join(chart::case::BEFORE_INSTALL).display()
-            );
-            if !ran.output.is_empty() {
-                outln!("{}", ran.output);
+        } => {
+            if let Some(code) = helm_or_exit() {
+                return Ok(code);
             }
-            if ran.success {
-                outln!("helm install {} done", cfg.release);
-                Ok(0)
-            } else {
-                outln!("helm install failed (exit {:?})", ran.code);
-                Ok(1)
-            }
-        }),
+            on_cluster(&cluster.clone(), true, |c| async move {
+                let mut cfg = config_for(&c, &cluster, &namespace);
+                cfg.release = release;
+                cfg.run_dir = Some(run_dir.clone());
+                let (summary, ran) = chart::case::install(c.kube(), &cfg, &chart, &values).await?;
+                outln!(
+                    "before-install inventory: {summary}, in {}",
+                    run_dir.join(chart::case::BEFORE_INSTALL).display()
+                );
+                if !ran.output.is_empty() {
+                    outln!("{}", ran.output);
+                }
+                if ran.success {
+                    outln!("helm install {} done", cfg.release);
+                    Ok(0)
+                } else {
+                    outln!("helm install failed (exit {:?})", ran.code);
+                    Ok(1)
+                }
+            })
+        }
         ChartCommand::Case(args) => case(args),
     }
 }
@@ -84,13 +89,26 @@ fn config_for(
     cluster: &ChartCluster,
     namespace: &str,
 ) -> chart::case::CaseConfig {
-    chart::case::CaseConfig::new(
+    let mut cfg = chart::case::CaseConfig::new(
         namespace,
         chart::tools::Pin {
             kubeconfig: cluster.kubeconfig.clone(),
             context: c.target().context.clone(),
         },
-    )
+    );
+    cfg.server = c.target().server.clone();
+    cfg
+}
+
+/// helm on PATH, asked before any connection or confirmation: its absence is exit 2.
+fn helm_or_exit() -> Option<i32> {
+    match chart::tools::helm() {
+        Ok(_) => None,
+        Err(e) => {
+            eprintln!("verify: {e}");
+            Some(e.exit_code())
+        }
+    }
 }
 
 /// Connects (mutating commands need `--context` and a confirmation), prints the banner, runs
@@ -183,6 +201,11 @@ fn case(args: ChartCaseArgs) -> Result<i32> {
         }
         Ok(())
     };
+    if chart::case::needs_helm(n) {
+        if let Some(code) = helm_or_exit() {
+            return Ok(code);
+        }
+    }
     if let Some(run) = chart::case::local_gate(n) {
         print(&run).map_err(|e| UsageError(e.to_string()))?;
         return Ok(run.verdict.exit_code());

@@ -72,6 +72,8 @@ pub const OUTBOUND_PROBE: &str = "ghcr.io:443";
 /// Everything a chart case may read.
 #[derive(Clone, Debug)]
 pub struct CaseConfig {
+    /// The API server's address (recorded in the inventories taken).
+    pub server: String,
     pub namespace: String,
     pub release: String,
     /// The tag the run built (case 1's optional EXPECTED_TAG).
@@ -94,6 +96,7 @@ pub struct CaseConfig {
 impl CaseConfig {
     pub fn new(namespace: &str, pin: Pin) -> Self {
         CaseConfig {
+            server: String::new(),
             namespace: namespace.to_string(),
             release: RELEASE.to_string(),
             tag: None,
@@ -152,6 +155,11 @@ pub fn local_gate(n: u32) -> Option<CaseRun> {
 /// `--yes` or a confirmation. Cases 4–7 only read here (their changing legs are SKIP rows).
 pub fn mutates(n: u32) -> bool {
     matches!(n, 2 | 3)
+}
+
+/// Whether case `n` cannot run at all without helm (its absence is exit 2, not a skip).
+pub fn needs_helm(n: u32) -> bool {
+    n == 2
 }
 
 /// Whether case `n` changes the cluster itself, so `--context` must name it.
@@ -321,7 +329,7 @@ pub async fn case2(client: &kube::Client, cfg: &CaseConfig) -> Result<CaseRun, C
     let before = Inventory::load(&before_path)?;
     let ns = &cfg.namespace;
     let mut rows = Vec::new();
-    let pre = inventory::take(client, &cfg.pin.context).await?;
+    let pre = inventory::take(client, &cfg.server).await?;
     pre.save(&dir.join(BEFORE_UNINSTALL))?;
     let ran = tools::run(
         &helm,
@@ -377,7 +385,7 @@ async fn drain(
 ) -> Result<(Inventory, Result<Duration, usize>), ChartError> {
     let start = Instant::now();
     loop {
-        let now = inventory::take(client, &cfg.pin.context).await?;
+        let now = inventory::take(client, &cfg.server).await?;
         let remaining = draining(&now, before, &cfg.release, &cfg.namespace);
         if remaining == 0 {
             return Ok((now, Ok(start.elapsed())));
@@ -496,7 +504,7 @@ pub async fn install(
         path: dir.display().to_string(),
         message: e.to_string(),
     })?;
-    let before = inventory::take(client, &cfg.pin.context).await?;
+    let before = inventory::take(client, &cfg.server).await?;
     before.save(&dir.join(BEFORE_INSTALL))?;
     let args = tools::install_args(&cfg.pin, &cfg.release, chart, &cfg.namespace, values);
     let ran = tools::run(&helm, &args, &[])?;
