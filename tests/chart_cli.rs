@@ -238,6 +238,58 @@ fn chart_contract(s: &Server) {
         text(&o)
     );
 
+    // an object held by a finalizer: deleted, still there, and shown with what holds it
+    let held = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  namespace: {x}\n  finalizers: [chart.verify.io/hold]\n"
+    );
+    let held_file = work.join("held.yaml");
+    std::fs::write(&held_file, held).expect("write");
+    kubectl(s, &["apply", "-f", &held_file.display().to_string()]);
+    kubectl(
+        s,
+        &["-n", &x, "delete", "configmap", "held", "--wait=false"],
+    );
+    let o = verify(
+        s,
+        &no_helm,
+        &["chart", "inventory", "--output", &inv("c.json")],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = verify(
+        s,
+        &no_helm,
+        &[
+            "chart",
+            "leftovers",
+            "--before",
+            &inv("b.json"),
+            "--after",
+            &inv("c.json"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(
+        leftover_lines(&o),
+        [format!(
+            "ConfigMap {x}/held (deleting, held by finalizers: chart.verify.io/hold)"
+        )],
+        "{}",
+        text(&o)
+    );
+    kubectl(
+        s,
+        &[
+            "-n",
+            &x,
+            "patch",
+            "configmap",
+            "held",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ],
+    );
+
     // --- release: a record written with kubectl as Helm's secret driver encodes it
     let release = format!(
         r#"{{"name":"gpustack-operator","namespace":"{x}","version":1,"info":{{"status":"deployed"}},"chart":{{"metadata":{{"name":"gpustack-operator","version":"0.6.1","appVersion":"0.6.1"}}}},"config":{{}}}}"#
