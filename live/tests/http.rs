@@ -109,6 +109,13 @@ fn discovery_documents_have_the_apiserver_shapes() {
         assert_eq!(
             served,
             [
+                "apiregistration.k8s.io/v1",
+                "apps/v1",
+                "policy/v1",
+                "rbac.authorization.k8s.io/v1",
+                "admissionregistration.k8s.io/v1",
+                "apiextensions.k8s.io/v1",
+                "coordination.k8s.io/v1",
                 "nfd.k8s-sigs.io/v1alpha1",
                 "worker.gpustack.ai/v1alpha1",
                 "kueue.x-k8s.io/v1beta2"
@@ -147,7 +154,7 @@ fn discovery_documents_have_the_apiserver_shapes() {
             .is_some_and(|v| v.starts_with("v1.")));
 
         assert_status(&get(addr, "/openapi/v2").await, 404, "NotFound");
-        assert_status(&get(addr, "/apis/apps/v1").await, 404, "NotFound");
+        assert_status(&get(addr, "/apis/batch/v1").await, 404, "NotFound");
         assert_status(
             &call(addr, "POST", "/apis", "application/json", &json!({})).await,
             405,

@@ -623,20 +623,7 @@ fn unsupported_patch(kind: &Kind, content_type: &str) -> Status {
     )
 }
 
-/// Drops the directives of a strategic merge patch (`$patch`, `$setElementOrder/…`,
-/// `$retainKeys`, `$deleteFromPrimitiveList/…`): the twin applies the rest as a merge patch.
-fn strip_directives(v: &mut Value) {
-    match v {
-        Value::Object(o) => {
-            o.retain(|k, _| !k.starts_with('$'));
-            o.values_mut().for_each(strip_directives);
-        }
-        Value::Array(a) => a.iter_mut().for_each(strip_directives),
-        _ => {}
-    }
-}
-
-/// PATCH by Content-Type: merge, JSON, apply (SSA), strategic (core kinds only, as merge).
+/// PATCH by Content-Type: merge, JSON, apply (SSA), strategic (built-in kinds only).
 fn patch(
     store: &mut Store,
     kind: &Kind,
@@ -667,11 +654,14 @@ fn patch(
         "application/json-patch+json" => {
             store.patch_by(kind, ns, name, sub, &Patch::Json(json_body()?), &manager)?
         }
-        "application/strategic-merge-patch+json" if !kind.is_custom() => {
-            let mut body = json_body()?;
-            strip_directives(&mut body);
-            store.patch_by(kind, ns, name, sub, &Patch::Merge(body), &manager)?
-        }
+        "application/strategic-merge-patch+json" if !kind.is_custom() => store.patch_by(
+            kind,
+            ns,
+            name,
+            sub,
+            &Patch::Strategic(json_body()?),
+            &manager,
+        )?,
         "application/apply-patch+yaml" => {
             let config = decode_yaml(req.body)?;
             let manager = query.get("fieldManager").unwrap_or("");
@@ -685,10 +675,11 @@ fn patch(
 }
 
 /// Kinds whose immediate delete answers a `Status` `Success` rather than the object: the
-/// generic registry's default (`ReturnDeletedObject` false); pods, namespaces and custom
-/// resources return the object.
+/// generic registry's default (`ReturnDeletedObject` false); pods, namespaces,
+/// ServiceAccounts and custom resources return the object (their registries set it).
 fn returns_status_on_delete(kind: &Kind) -> bool {
-    !kind.is_custom() && kind.kind == "Node"
+    !kind.is_custom()
+        && !(kind.group.is_empty() && matches!(kind.kind, "Pod" | "Namespace" | "ServiceAccount"))
 }
 
 /// The `Status` `Success` of an immediate delete (registry/store.go Delete).
