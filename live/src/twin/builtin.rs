@@ -74,6 +74,32 @@ fn invalid_unless_empty(kind: &Kind, name: &str, causes: Vec<Cause>) -> Result<(
     }
 }
 
+/// Whether `path` of a built-in `kind` is a Go value struct (a non-pointer struct field):
+/// structured-merge-diff lists a map or an optional (pointer) struct as a member of its own
+/// (`.` in `fieldsV1`) when a manager sets it, never a value struct, which always exists.
+/// Custom resources have none (every object of a schema is optional).
+pub fn is_value_struct(kind: &Kind, path: &[String]) -> bool {
+    let path: Vec<&str> = path.iter().map(String::as_str).collect();
+    match (kind.group, kind.kind) {
+        ("apps", "Deployment") => matches!(
+            path.as_slice(),
+            ["spec"]
+                | ["spec", "template"]
+                | ["spec", "template", "metadata"]
+                | ["spec", "template", "spec"]
+                | ["spec", "strategy"]
+                | ["status"]
+        ),
+        ("policy", "PodDisruptionBudget") => matches!(path.as_slice(), ["spec"] | ["status"]),
+        ("coordination.k8s.io", "Lease") => path.as_slice() == ["spec"],
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => matches!(
+            path.as_slice(),
+            ["spec"] | ["spec", "names"] | ["status"] | ["status", "acceptedNames"]
+        ),
+        _ => false,
+    }
+}
+
 // ---- Secrets and ConfigMaps ----
 
 /// A byte field that is not base64 fails the decoding of the whole object: 400, as the
@@ -390,20 +416,12 @@ fn deployment_causes(object: &Object) -> Vec<Cause> {
             .iter()
             .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
         if !selected {
-            // the labels as Go's `%#v` shows a map[string]string (keys sorted)
-            let mut shown: Vec<String> = labels
-                .into_iter()
-                .flatten()
-                .map(|(k, v)| format!("{}:{}", json!(k), json!(v.as_str().unwrap_or(""))))
-                .collect();
-            shown.sort();
+            // the labels shown as JSON (keys sorted), as field.Invalid renders a map
+            let shown = Value::Object(labels.cloned().unwrap_or_default());
             causes.push(Cause::new(
                 "spec.template.metadata.labels",
                 "FieldValueInvalid",
-                format!(
-                    "Invalid value: map[string]string{{{}}}: `selector` does not match template `labels`",
-                    shown.join(", ")
-                ),
+                format!("Invalid value: {shown}: `selector` does not match template `labels`"),
             ));
         }
     }

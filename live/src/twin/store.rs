@@ -782,7 +782,7 @@ impl Store {
         let mut candidate = into_object(candidate)?;
         let before = managed_view(kind, subresource, &current);
         let after = managed_view(kind, subresource, &candidate);
-        let changes = compare(&before, &after);
+        let changes = compare(kind, &before, &after);
         let mut conflicts: Vec<(String, String)> = managers
             .iter()
             .filter(|m| !mine(m))
@@ -1318,7 +1318,7 @@ impl Store {
             Ownership::Update(manager) => {
                 let mut managers = Vec::new();
                 let view = managed_view(kind, Subresource::Main, &object);
-                let changes = compare(&Value::Object(Object::new()), &view);
+                let changes = compare(kind, &Value::Object(Object::new()), &view);
                 record_update(
                     &mut managers,
                     &changes,
@@ -1413,7 +1413,7 @@ impl Store {
             Ownership::Update(manager) => {
                 let before = managed_view(kind, subresource, &old);
                 let after = managed_view(kind, subresource, &candidate);
-                let changes = compare(&before, &after);
+                let changes = compare(kind, &before, &after);
                 // nothing changed: the entries stay exactly as stored
                 (!changes.is_empty()).then(|| {
                     let mut managers = read_managed(&old);
@@ -2081,13 +2081,13 @@ impl Comparison {
     }
 }
 
-fn compare(before: &Value, after: &Value) -> Comparison {
+fn compare(kind: &Kind, before: &Value, after: &Value) -> Comparison {
     let leaves = |v: &Value| v.as_object().map(leaf_paths).unwrap_or_default();
     let (old, new) = (leaves(before), leaves(after));
     let mut c = Comparison::default();
     // object nodes appear and vanish as members of their own (typed.Comparison over
     // fieldpath sets; the root and `metadata` are stripped like the server-set fields)
-    let (old_nodes, new_nodes) = (object_nodes(before), object_nodes(after));
+    let (old_nodes, new_nodes) = (object_nodes(kind, before), object_nodes(kind, after));
     c.added.extend(new_nodes.difference(&old_nodes).cloned());
     c.removed.extend(old_nodes.difference(&new_nodes).cloned());
     for p in new.iter().filter(|p| value_at(before, p).is_none()) {
@@ -2116,26 +2116,31 @@ fn is_leaf(view: &Value, p: &FieldPath) -> bool {
 }
 
 /// The non-empty objects below the root of `view`, as [`NODE`] paths (`metadata` left out:
-/// it is stripped with the fields the server sets).
-fn object_nodes(view: &Value) -> BTreeSet<FieldPath> {
-    fn walk(value: &Value, prefix: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
+/// it is stripped with the fields the server sets; so are a built-in kind's value structs,
+/// which structured-merge-diff never lists as members of their own, see
+/// `builtin::is_value_struct`).
+fn object_nodes(kind: &Kind, view: &Value) -> BTreeSet<FieldPath> {
+    fn walk(kind: &Kind, value: &Value, prefix: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
         let Value::Object(m) = value else { return };
         if m.is_empty() {
             return;
         }
-        if !prefix.is_empty() && prefix.as_slice() != ["metadata"] {
+        if !prefix.is_empty()
+            && prefix.as_slice() != ["metadata"]
+            && !super::builtin::is_value_struct(kind, prefix)
+        {
             let mut node = prefix.clone();
             node.push(NODE.to_string());
             out.insert(node);
         }
         for (k, v) in m {
             prefix.push(k.clone());
-            walk(v, prefix, out);
+            walk(kind, v, prefix, out);
             prefix.pop();
         }
     }
     let mut out = BTreeSet::new();
-    walk(view, &mut Vec::new(), &mut out);
+    walk(kind, view, &mut Vec::new(), &mut out);
     out
 }
 
