@@ -936,6 +936,22 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     .await;
     note("delete a Deployment", seen(&d_deleted, &["kind"]));
 
+    let installed = call(
+        c,
+        Method::GET,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/instancetypes.worker.gpustack.ai",
+        "",
+        Value::Null,
+    )
+    .await;
+    note(
+        "an installed CRD is listed as an object",
+        json!({"code": installed.code, "names": installed.body["spec"]["names"],
+               "scope": installed.body["spec"]["scope"],
+               "conditions": conditions(&installed),
+               "stored": installed.body["status"]["storedVersions"]}),
+    );
+
     let group = format!("t{token}.verify.example.com");
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
     let crd_name = format!("widgets.{group}");
@@ -962,9 +978,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     );
     let crd_path = format!("{crds}/{crd_name}");
     let established = settled(c, &crd_path, |a| {
-        a.body["status"]["conditions"]
-            .as_array()
-            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Established"))
+        a.body["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        })
     })
     .await;
     note(
@@ -1200,6 +1217,10 @@ fn the_twin_answers_as_the_real_apiserver_does() {
             return;
         }
         Err(e) => panic!("{e}"),
+    }
+    // the CRDs a real cluster lists, the same files
+    if let Err(e) = live::crd::install_crd_objects(&mut store, true) {
+        panic!("the CRD objects: {e}");
     }
     let twin: TwinHandle = match spawn_with_store(None, store) {
         Ok(t) => t,

@@ -139,7 +139,10 @@ pub fn crd_causes(name: &str, object: &Object) -> Vec<Cause> {
 }
 
 /// The kinds an established CRD serves: one per served version (objects are shared: the
-/// twin converts with strategy `None`, rewriting only `apiVersion`).
+/// twin converts with strategy `None`, rewriting only `apiVersion`). A CRD converting by
+/// `Webhook`, or whose served versions' schemas differ, is served at its storage version
+/// only: the twin calls no conversion webhook, and serving another schema's objects
+/// unconverted would be a shortcut no real server takes (Kueue's v1beta1 is not served).
 pub fn served_kinds(crd: &Value) -> Vec<Kind> {
     let text = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or("");
     let (group, plural, kind) = (
@@ -151,11 +154,21 @@ pub fn served_kinds(crd: &Value) -> Vec<Kind> {
         return Vec::new();
     }
     let namespaced = text("/spec/scope") == "Namespaced";
-    crd.pointer("/spec/versions")
+    let schemas: Vec<&Value> = crd
+        .pointer("/spec/versions")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter(|v| v["served"] == true)
+        .map(|v| &v["schema"])
+        .collect();
+    let storage_only =
+        text("/spec/conversion/strategy") == "Webhook" || schemas.windows(2).any(|w| w[0] != w[1]);
+    crd.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| v["served"] == true && (!storage_only || v["storage"] == true))
         .filter_map(|v| {
             let version = v["name"].as_str()?;
             let has_status = v.pointer("/subresources/status").is_some();
@@ -176,8 +189,9 @@ pub fn has_condition(crd: &Value, kind: &str) -> bool {
 }
 
 /// The status step the apiserver's controllers take next on a live CRD, as the new status:
-/// the naming controller accepts the names (NamesAccepted, `acceptedNames`), then the
-/// establishing controller marks it Established; None once both are there.
+/// the naming controller accepts the names (NamesAccepted, `acceptedNames`) and marks it
+/// Established False (Installing), then the establishing controller marks it Established;
+/// None once it is.
 pub fn next_status(crd: &Value, now: &str) -> Option<Value> {
     let mut status = crd.get("status").cloned().unwrap_or_else(|| json!({}));
     let mut conditions: Vec<Value> = status["conditions"].as_array().cloned().unwrap_or_default();
@@ -186,10 +200,18 @@ pub fn next_status(crd: &Value, now: &str) -> Option<Value> {
         conditions.push(json!({"type": "NamesAccepted", "status": "True",
             "lastTransitionTime": now, "reason": "NoConflicts",
             "message": "no conflicts found"}));
-    } else if !has_condition(crd, "Established") {
-        conditions.push(json!({"type": "Established", "status": "True",
-            "lastTransitionTime": now, "reason": "InitialNamesAccepted",
+    } else if !conditions.iter().any(|c| c["type"] == "Established") {
+        // the naming controller's second step: Established False while the handler for the
+        // new names installs
+        conditions.push(json!({"type": "Established", "status": "False",
+            "lastTransitionTime": now, "reason": "Installing",
             "message": "the initial names have been accepted"}));
+    } else if !has_condition(crd, "Established") {
+        for c in conditions.iter_mut().filter(|c| c["type"] == "Established") {
+            *c = json!({"type": "Established", "status": "True",
+                "lastTransitionTime": now, "reason": "InitialNamesAccepted",
+                "message": "the initial names have been accepted"});
+        }
     } else {
         return None;
     }
@@ -240,6 +262,9 @@ mod tests {
         crd["status"] = first.unwrap_or_default();
         assert!(has_condition(&crd, "NamesAccepted") && !has_condition(&crd, "Established"));
         assert_eq!(crd["status"]["acceptedNames"]["kind"], "Widget");
+        crd["status"] = next_status(&crd, "t").unwrap_or_default();
+        assert_eq!(crd["status"]["conditions"][1]["reason"], "Installing");
+        assert!(!has_condition(&crd, "Established"));
         crd["status"] = next_status(&crd, "t").unwrap_or_default();
         assert!(has_condition(&crd, "Established"));
         assert_eq!(next_status(&crd, "t"), None);
