@@ -1,20 +1,35 @@
-//! `verify chart` end to end against a real API server (issue 18 "Done when"): the local
-//! control plane `scripts/kube start DIR` brings up (`VERIFY_KUBE_LOCAL=DIR`; without it the
-//! test prints why and passes). Objects are planted with kubectl, as a user would; helm is a
+//! `verify chart` end to end (issue 18 "Done when") against the embedded twin and a real API
+//! server: the local control plane `scripts/kube start DIR` brings up (`VERIFY_KUBE_LOCAL=DIR`;
+//! without it that test prints why and passes). Objects are planted with kubectl, as a user would; helm is a
 //! fake on PATH that records its arguments and plays install/uninstall with kubectl.
 //!
-//! The whole contract is one function over a kubeconfig and context ([`chart_contract`]), so a
-//! second server (`verify twin serve`, once it serves Secrets, ConfigMaps, Deployments and
-//! CRDs) is one more `#[test]`. Nothing depends on timing: every assertion reads what the
+//! The whole contract is one function over a kubeconfig and context ([`chart_contract`]), run
+//! on both servers: the real one and `verify twin serve` (which serves Secrets, ConfigMaps,
+//! Deployments and CRDs as the real one does). Nothing depends on timing: every assertion reads what the
 //! server answered after the writes that precede it returned.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// A server to run the contract on.
 struct Server {
     kubeconfig: PathBuf,
     context: String,
+    /// Extra `kubectl apply` flags: the twin serves no OpenAPI document, so kubectl's
+    /// client-side validation cannot download one there (`--validate=false`).
+    apply_flags: Vec<&'static str>,
+    /// The served twin, ended when the server is dropped.
+    twin: Option<Child>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.twin {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// The local control plane, when one is up.
@@ -24,7 +39,51 @@ fn kube_local() -> Option<Server> {
     kubeconfig.is_file().then(|| Server {
         kubeconfig,
         context: "kube-local".into(),
+        apply_flags: vec![],
+        twin: None,
     })
+}
+
+/// `verify twin serve` under a context name that is not the twin's, so verify treats it as a
+/// real cluster (`--context` required to change it).
+fn twin() -> Server {
+    let dir = std::env::temp_dir().join(format!("verify-chart-twin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a dir");
+    let kubeconfig = dir.join("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args([
+            "twin",
+            "serve",
+            "--context-name",
+            "kind-chart",
+            "--kubeconfig-out",
+        ])
+        .arg(&kubeconfig)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the twin");
+    let out = child.stdout.take().expect("its stdout");
+    // the kubeconfig is written once the line naming it is printed
+    for line in BufReader::new(out).lines() {
+        if line.expect("a line").starts_with("kubeconfig:") {
+            break;
+        }
+    }
+    Server {
+        kubeconfig,
+        context: "kind-chart".into(),
+        apply_flags: vec!["--validate=false"],
+        twin: Some(child),
+    }
+}
+
+/// `kubectl apply -f FILE` with the server's extra flags.
+fn apply(s: &Server, file: &Path) {
+    let file = file.display().to_string();
+    let mut args = vec!["apply"];
+    args.extend(s.apply_flags.iter().copied());
+    args.extend(["-f", file.as_str()]);
+    kubectl(s, &args);
 }
 
 fn text(o: &Output) -> String {
@@ -167,7 +226,7 @@ fn chart_contract(s: &Server) {
         ),
     )
     .expect("write the CRD");
-    kubectl(s, &["apply", "-f", &crd.display().to_string()]);
+    apply(s, &crd);
     let o = verify(
         s,
         &no_helm,
@@ -244,7 +303,7 @@ fn chart_contract(s: &Server) {
     );
     let held_file = work.join("held.yaml");
     std::fs::write(&held_file, held).expect("write");
-    kubectl(s, &["apply", "-f", &held_file.display().to_string()]);
+    apply(s, &held_file);
     kubectl(
         s,
         &["-n", &x, "delete", "configmap", "held", "--wait=false"],
@@ -547,6 +606,11 @@ fn chart_contract(s: &Server) {
     }
     kubectl(s, &["delete", "crd", &crd_name, "--wait=false"]);
     let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn the_chart_contract_on_the_twin() {
+    chart_contract(&twin());
 }
 
 #[test]
