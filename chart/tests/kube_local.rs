@@ -11,6 +11,12 @@ use cases::Status;
 struct Server {
     kubeconfig: PathBuf,
     context: String,
+    /// `kubectl apply` flags (the twin serves no OpenAPI document to validate against).
+    apply_flags: Vec<&'static str>,
+    /// A built-in API's APIService, Available on a real server (the aggregator's local ones).
+    local_apiservice: Option<&'static str>,
+    /// The in-process twin, served while the server lives.
+    _twin: Option<live::twin::server::TwinHandle>,
 }
 
 fn kube_local() -> Option<Server> {
@@ -19,7 +25,28 @@ fn kube_local() -> Option<Server> {
     kubeconfig.is_file().then(|| Server {
         kubeconfig,
         context: "kube-local".into(),
+        apply_flags: vec![],
+        local_apiservice: Some("v1.apps"),
+        _twin: None,
     })
+}
+
+/// An embedded twin on loopback, its kubeconfig in a file for kubectl.
+fn twin() -> Server {
+    let handle = live::twin::server::spawn_with_store(None, live::twin::store::Store::default())
+        .expect("serve a twin");
+    let dir = std::env::temp_dir().join(format!("verify-chart-checks-{}", token()));
+    std::fs::create_dir_all(&dir).expect("a dir");
+    let kubeconfig = dir.join("kubeconfig");
+    let text = live::twin::kubeconfig::kubeconfig_yaml(handle.url(), live::client::TWIN_CONTEXT);
+    std::fs::write(&kubeconfig, text).expect("write the kubeconfig");
+    Server {
+        kubeconfig,
+        context: live::client::TWIN_CONTEXT.into(),
+        apply_flags: vec!["--validate=false"],
+        local_apiservice: None,
+        _twin: Some(handle),
+    }
 }
 
 fn token() -> String {
@@ -64,18 +91,30 @@ fn on<F: std::future::Future<Output = ()>>(s: &Server, f: impl FnOnce(kube::Clie
 
 #[test]
 fn read_only_checks_answer_on_a_real_server() {
-    let Some(s) = kube_local() else {
-        eprintln!("skipped: VERIFY_KUBE_LOCAL is not set (scripts/kube start DIR)");
-        return;
-    };
+    match kube_local() {
+        Some(s) => read_only_checks(&s),
+        None => eprintln!("skipped: VERIFY_KUBE_LOCAL is not set (scripts/kube start DIR)"),
+    }
+}
+
+#[test]
+fn read_only_checks_answer_on_the_twin() {
+    read_only_checks(&twin());
+}
+
+fn read_only_checks(s: &Server) {
     let ns = format!("chart-checks-{}", token());
-    kubectl(&s, &["create", "namespace", &ns], "");
+    kubectl(s, &["create", "namespace", &ns], "");
     let objects = format!(
         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: gpustack-operator-worker, namespace: {ns}}}\nspec:\n  minAvailable: 1\n  selector: {{matchLabels: {{app: w}}}}\n---\napiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {{name: worker.gpustack.ai, namespace: {ns}}}\nspec: {{holderIdentity: gpustack-operator-worker-abc_1234}}\n---\napiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {{name: unheld, namespace: {ns}}}\nspec: {{}}\n"
     );
-    kubectl(&s, &["apply", "-f", "-"], &objects);
+    let mut apply = vec!["apply"];
+    apply.extend(s.apply_flags.iter().copied());
+    apply.extend(["-f", "-"]);
+    kubectl(s, &apply, &objects);
     let read_ns = ns.clone();
-    on(&s, |c| async move {
+    let local = s.local_apiservice;
+    on(s, |c| async move {
         let ns = read_ns;
         let rows =
             chart::checks::pdbs_exist(&c, &ns, &["gpustack-operator-worker", "kueue-manager-pdb"])
@@ -95,13 +134,37 @@ fn read_only_checks_answer_on_a_real_server() {
             .contains("held by gpustack-operator-worker-abc_1234"));
         assert!(rows[1].object.contains("has no holder"));
         assert!(rows[2].object.contains("is missing"));
-        // the built-in APIs are local APIServices, always Available
-        let rows = chart::checks::apiservices_available(&c, &["v1.apps", "v1.nothing.verify.io"])
+        // a real server's built-in APIs are local APIServices, always Available
+        let mut names: Vec<&str> = local.into_iter().collect();
+        names.push("v1.nothing.verify.io");
+        let rows = chart::checks::apiservices_available(&c, &names)
             .await
             .expect("APIServices read");
         let st: Vec<Status> = rows.iter().map(|r| r.status).collect();
-        assert_eq!(st, [Status::Pass, Status::Fail], "{rows:?}");
-        // kube-local has no Nodes (no kubelet): nothing is schedulable
+        let mut want: Vec<Status> = local.iter().map(|_| Status::Pass).collect();
+        want.push(Status::Fail);
+        assert_eq!(st, want, "{rows:?}");
+        assert!(
+            rows[rows.len() - 1].object.ends_with("is missing"),
+            "{rows:?}"
+        );
+        // one object per page: the namespace's objects (two Leases listed together) the same
+        let mine = |i: &chart::Inventory| -> Vec<String> {
+            i.objects
+                .iter()
+                // the planted kinds only: the server's own churn may land between the two
+                .filter(|o| o.namespace.as_deref() == Some(ns.as_str()))
+                .filter(|o| matches!(o.kind.as_str(), "PodDisruptionBudget" | "Lease"))
+                .map(|o| o.display())
+                .collect()
+        };
+        let whole = chart::inventory::take(&c, "s").await.expect("inventory");
+        let paged = chart::inventory::take_paged(&c, "s", 1)
+            .await
+            .expect("paged");
+        assert_eq!(mine(&whole).len(), 3, "{:?}", mine(&whole));
+        assert_eq!(mine(&whole), mine(&paged));
+        // neither server has Nodes (no kubelet): nothing is schedulable
         assert_eq!(
             chart::checks::schedulable_nodes(&c).await.expect("Nodes"),
             0
@@ -111,7 +174,7 @@ fn read_only_checks_answer_on_a_real_server() {
             .expect("records")
             .is_empty());
     });
-    kubectl(&s, &["delete", "namespace", &ns, "--wait=false"], "");
+    kubectl(s, &["delete", "namespace", &ns, "--wait=false"], "");
 }
 
 #[test]
