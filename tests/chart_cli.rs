@@ -579,6 +579,63 @@ fn chart_contract(s: &Server) {
         assert!(run_dir.join(f).is_file(), "{f}");
     }
 
+    // --- case 3 with a fake docker daemon and build script: two builds, then the stamp read
+    let docker = bin.join("docker");
+    std::fs::write(
+        &docker,
+        "#!/bin/sh\ncase \"$1\" in\n  version) echo 27.0.0 ;;\n  run) echo \"$*\" >> \"$(dirname \"$0\")/docker.log\"; cat \"$(dirname \"$0\")/stamp\" ;;\nesac\n",
+    )
+    .expect("write the fake docker");
+    let build = bin.join("build.sh");
+    std::fs::write(
+        &build,
+        "#!/bin/sh\necho \"$VERSION $PACKAGE_TAG\" >> \"$(dirname \"$0\")/build.log\"\n",
+    )
+    .expect("write the build script");
+    for f in [&docker, &build] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    std::fs::write(
+        bin.join("stamp"),
+        "gpustack-operator version v9.9.9 (commit abc)\n",
+    )
+    .expect("write");
+    let script = build.display().to_string();
+    let o = verify(s, &with_helm, &["chart", "case", "3", "--yes"]);
+    assert_eq!(o.status.code(), Some(2), "no --build-script: {}", text(&o));
+    let o = verify(
+        s,
+        &with_helm,
+        &["chart", "case", "3", "--yes", "--build-script", &script],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        stdout(&o).contains("PASS | stamped version == release version"),
+        "{}",
+        text(&o)
+    );
+    let builds = std::fs::read_to_string(bin.join("build.log")).unwrap_or_default();
+    assert_eq!(builds, "v9.9.9 dev-rel\nv9.9.9 dev-rel\n");
+    let runs = std::fs::read_to_string(bin.join("docker.log")).unwrap_or_default();
+    assert_eq!(
+        runs,
+        "run --rm --entrypoint gpustack-operator gpustack/gpustack-operator:dev-rel --version\n"
+    );
+    // a warm cache that kept the old stamp
+    std::fs::write(bin.join("stamp"), "gpustack-operator version v0.0.1\n").expect("write");
+    let o = verify(
+        s,
+        &with_helm,
+        &["chart", "case", "3", "--yes", "--build-script", &script],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stdout(&o).contains("reports [0.0.1], built [9.9.9]"),
+        "{}",
+        text(&o)
+    );
+
     // --- the gated cases skip with NOTHING WAS VERIFIED where their environment is missing
     let o = verify(s, &no_helm, &["chart", "case", "4", "--namespace", &x]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
