@@ -72,6 +72,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Audit(args) => audit(args),
         Command::Cleanup(args) => cleanup(args),
         Command::Operator(args) => operator(args),
+        Command::Chart(c) => crate::chart_cmd::dispatch(c),
     }
 }
 
@@ -920,6 +921,9 @@ fn twin_serve(
         ..live::twin::store::StoreConfig::default()
     });
     live::crd::install_validators(&mut store);
+    // the chain's CRDs listed as objects, as a real cluster lists those it installed
+    live::crd::install_crd_objects(&mut store, false)
+        .map_err(|e| anyhow::anyhow!("writing the CRD objects: {}", e.message))?;
     // the joint AdmissionCheck the queues reference, as the operator's joint controller keeps
     // it (the twin runs none), so an audit of the twin finds what its queues name
     live::twin::admission::write_joint_check(&mut store, operator.settings.joint_check_active)

@@ -937,6 +937,10 @@ impl TwinRunner {
         let Event::Submit { workload } = event else {
             return Ok((0, None));
         };
+        // only a Workload whose queue references the node-devices check gets its verdict
+        if !world.admission.gate_three_judges(workload) {
+            return Ok((0, None));
+        }
         let alone = world.admission.alone().submit(workload);
         let Some(expected) = client::gate3_expectation(&alone) else {
             return Ok((0, None));

@@ -16,8 +16,12 @@ use model::resources::{resource_name, Key};
 /// Where `scripts/kube` reads the section from, relative to the workspace root.
 pub const KUEUE_RESOURCES_FILE: &str = "kube/kueue/resources.yaml";
 
-/// Core resources no accelerated queue covers (CPU pools cover `cpu` only): excluded by prefix.
-const EXCLUDED_PREFIXES: [&str; 3] = ["memory", "ephemeral-storage", "hugepages-"];
+/// Core resources excluded by prefix: those no derived queue covers, and `cpu`, which only
+/// CPU pools cover. Without `IgnoreUndeclared` an accelerated Workload asking `cpu` would wait
+/// forever on its credits-only queue ("resource cpu unavailable in ClusterQueue"); excluding
+/// it costs the CPU pools their quota on kube-local (a CPU Workload asks nothing Kueue
+/// counts), which the live tier never reads back: gate 3 judges no CPU pool's Workload.
+const EXCLUDED_PREFIXES: [&str; 4] = ["memory", "ephemeral-storage", "hugepages-", "cpu"];
 
 /// The accelerator keys a Pod may carry that no queue covers (drained).
 const DRAINED: [Key; 6] = [

@@ -109,6 +109,13 @@ fn discovery_documents_have_the_apiserver_shapes() {
         assert_eq!(
             served,
             [
+                "apiregistration.k8s.io/v1",
+                "apps/v1",
+                "policy/v1",
+                "rbac.authorization.k8s.io/v1",
+                "admissionregistration.k8s.io/v1",
+                "apiextensions.k8s.io/v1",
+                "coordination.k8s.io/v1",
                 "nfd.k8s-sigs.io/v1alpha1",
                 "worker.gpustack.ai/v1alpha1",
                 "kueue.x-k8s.io/v1beta2"
@@ -147,7 +154,16 @@ fn discovery_documents_have_the_apiserver_shapes() {
             .is_some_and(|v| v.starts_with("v1.")));
 
         assert_status(&get(addr, "/openapi/v2").await, 404, "NotFound");
-        assert_status(&get(addr, "/apis/apps/v1").await, 404, "NotFound");
+        // a served group's unknown resource is a Status; a group nobody serves falls
+        // through to the catch-all's plain 404, as on a real apiserver
+        assert_status(&get(addr, "/api/v1/nonexist").await, 404, "NotFound");
+        let unserved = send(addr, "GET", "/apis/batch/v1", "", Vec::new()).await;
+        assert_eq!(unserved.status().as_u16(), 404);
+        let text = match unserved.into_body().collect().await {
+            Ok(b) => String::from_utf8_lossy(&b.to_bytes()).to_string(),
+            Err(e) => panic!("body: {e}"),
+        };
+        assert_eq!(text, "404 page not found\n");
         assert_status(
             &call(addr, "POST", "/apis", "application/json", &json!({})).await,
             405,

@@ -164,6 +164,9 @@ fn seen(a: &Answer, parts: &[&str]) -> Value {
             "conflict" => json!(a.body["message"]
                 .as_str()
                 .is_some_and(|m| m.contains("\"alpha\""))),
+            pointer if pointer.starts_with('/') => {
+                a.body.pointer(pointer).cloned().unwrap_or(Value::Null)
+            }
             other => panic!("no part {other}"),
         };
     }
@@ -665,6 +668,528 @@ async fn namespaced_sequence(c: &kube::Client, token: &str) -> Vec<(String, Valu
     steps
 }
 
+/// A CRD's conditions without their times: type, status, reason, message.
+fn conditions(a: &Answer) -> Value {
+    a.body["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| json!([c["type"], c["status"], c["reason"], c["message"]]))
+        .collect()
+}
+
+/// The resources of a discovery document: name, kind, scope.
+fn resources(a: &Answer) -> Value {
+    let list: Vec<Value> = a.body["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| json!([r["name"], r["kind"], r["namespaced"]]))
+        .collect();
+    json!({"code": a.code, "resources": list})
+}
+
+/// GETs `path` until `done` holds of the answer (at most ~10 s): a real server's
+/// controllers (the serviceaccount controller, CRD establishing and cleanup) act after the
+/// write returns; the twin's have acted before. Only the final answer is compared.
+async fn settled(c: &kube::Client, path: &str, done: impl Fn(&Answer) -> bool) -> Answer {
+    let mut answer = call(c, Method::GET, path, "", Value::Null).await;
+    for _ in 0..100 {
+        if done(&answer) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        answer = call(c, Method::GET, path, "", Value::Null).await;
+    }
+    answer
+}
+
+/// The built-in kinds a chart installs: Secrets (stringData, base64, keys), ConfigMaps, the
+/// namespace's ServiceAccount, a Deployment and `kubectl set image`, a CRD from creation to
+/// deletion with a custom object of it, webhook configurations, Leases, PodDisruptionBudgets
+/// and ClusterRoles.
+async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
+    let mut steps: Vec<(String, Value)> = Vec::new();
+    let mut note = |name: &str, v: Value| steps.push((name.to_string(), v));
+    let ns = format!("verify-diff-{token}-chart");
+    let created = call(
+        c,
+        Method::POST,
+        "/api/v1/namespaces",
+        "application/json",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+    )
+    .await;
+    note("create the chart's namespace", seen(&created, &[]));
+    let core = format!("/api/v1/namespaces/{ns}");
+    let accounts = settled(c, &format!("{core}/serviceaccounts"), |a| {
+        a.body["items"].as_array().is_some_and(|i| !i.is_empty())
+    })
+    .await;
+    note(
+        "a new namespace's ServiceAccounts",
+        seen(&accounts, &["names"]),
+    );
+    let sa = call(
+        c,
+        Method::GET,
+        &format!("{core}/serviceaccounts/default"),
+        "",
+        Value::Null,
+    )
+    .await;
+    note(
+        "the default ServiceAccount",
+        seen(&sa, &["ownership", "generation", "/secrets"]),
+    );
+    let maps = call(
+        c,
+        Method::GET,
+        &format!("{core}/configmaps"),
+        "",
+        Value::Null,
+    )
+    .await;
+    note("a new namespace's ConfigMaps", seen(&maps, &["names"]));
+
+    let secrets = format!("{core}/secrets");
+    let secret = call(
+        c,
+        Method::POST,
+        &format!("{secrets}?fieldManager=chart"),
+        "application/json",
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+               "stringData": {"a": "hello", "b": "override"}, "data": {"b": "d29ybGQ=", "c": "AAE="}}),
+    )
+    .await;
+    note(
+        "create a Secret with stringData",
+        seen(
+            &secret,
+            &["/data", "/type", "/stringData", "generation", "ownership"],
+        ),
+    );
+    let bad = call(
+        c,
+        Method::POST,
+        &secrets,
+        "application/json",
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bad"},
+               "data": {"b": "not base64!"}}),
+    )
+    .await;
+    note("create a Secret with bad base64", seen(&bad, &["message"]));
+    let bad_key = call(
+        c,
+        Method::POST,
+        &secrets,
+        "application/json",
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bad"},
+               "data": {"bad key!": "AA=="}}),
+    )
+    .await;
+    note(
+        "create a Secret with a bad key",
+        seen(&bad_key, &["message"]),
+    );
+    let patched = call(
+        c,
+        Method::PATCH,
+        &format!("{secrets}/s"),
+        MERGE,
+        json!({"stringData": {"d": "more"}, "type": null}),
+    )
+    .await;
+    note(
+        "merge patch a Secret's stringData",
+        seen(&patched, &["/data", "/type", "/stringData"]),
+    );
+    let listed = call(c, Method::GET, &secrets, "", Value::Null).await;
+    note("list Secrets", seen(&listed, &["names"]));
+    let deleted = call(c, Method::DELETE, &format!("{secrets}/s"), "", Value::Null).await;
+    note("delete a Secret", seen(&deleted, &["kind", "/status"]));
+
+    let configmaps = format!("{core}/configmaps");
+    let cm = call(
+        c,
+        Method::POST,
+        &configmaps,
+        "application/json",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"},
+               "data": {"k": "v"}, "binaryData": {"b": "AAE="}}),
+    )
+    .await;
+    note(
+        "create a ConfigMap",
+        seen(&cm, &["/data", "/binaryData", "generation", "ownership"]),
+    );
+    let cm_patched = call(
+        c,
+        Method::PATCH,
+        &format!("{configmaps}/cm"),
+        STRATEGIC,
+        json!({"data": {"k": null, "l": "w"}}),
+    )
+    .await;
+    note(
+        "strategic merge patch a ConfigMap",
+        seen(&cm_patched, &["/data", "ownership"]),
+    );
+    let cm_bad = call(
+        c,
+        Method::POST,
+        &configmaps,
+        "application/json",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad"},
+               "binaryData": {"b": "abc"}}),
+    )
+    .await;
+    note(
+        "create a ConfigMap with bad base64",
+        seen(&cm_bad, &["message"]),
+    );
+    let cm_deleted = call(
+        c,
+        Method::DELETE,
+        &format!("{configmaps}/cm"),
+        "",
+        Value::Null,
+    )
+    .await;
+    note("delete a ConfigMap", seen(&cm_deleted, &["kind"]));
+
+    let deployments = format!("/apis/apps/v1/namespaces/{ns}/deployments");
+    let deployment = call(
+        c,
+        Method::POST,
+        &format!("{deployments}?fieldManager=chart"),
+        "application/json",
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+               "spec": {"selector": {"matchLabels": {"app": "d"}},
+                        "template": {"metadata": {"labels": {"app": "d"}}, "spec": {
+                            "containers": [
+                                {"name": "c", "image": "nginx:1.0",
+                                 "ports": [{"containerPort": 80}],
+                                 "readinessProbe": {"httpGet": {"port": 80}}},
+                                {"name": "side", "image": "busybox"}],
+                            "volumes": [{"name": "cfg", "configMap": {"name": "cm"}}]}}}}),
+    )
+    .await;
+    note(
+        "create a Deployment",
+        seen(&deployment, &["spec", "status", "generation"]),
+    );
+    // what `kubectl set image deployment/d c=nginx:2.0` sends
+    let set_image = call(
+        c,
+        Method::PATCH,
+        &format!("{deployments}/d?fieldManager=kubectl-set"),
+        STRATEGIC,
+        json!({"spec": {"template": {"spec": {
+            "$setElementOrder/containers": [{"name": "c"}, {"name": "side"}],
+            "containers": [{"image": "nginx:2.0", "name": "c"}]}}}}),
+    )
+    .await;
+    note(
+        "kubectl set image (strategic merge patch)",
+        seen(&set_image, &["spec", "generation"]),
+    );
+    note(
+        "resourceVersion grows on set image",
+        json!(rv(&set_image) > rv(&deployment)),
+    );
+    let removed = call(
+        c,
+        Method::PATCH,
+        &format!("{deployments}/d"),
+        STRATEGIC,
+        json!({"spec": {"template": {"spec": {
+            "containers": [{"name": "side", "$patch": "delete"}]}}}}),
+    )
+    .await;
+    note(
+        "strategic merge patch deletes a container",
+        seen(&removed, &["/spec/template/spec/containers", "generation"]),
+    );
+    let unselected = call(
+        c,
+        Method::POST,
+        &deployments,
+        "application/json",
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "bad"},
+               "spec": {"selector": {"matchLabels": {"app": "x"}},
+                        "template": {"metadata": {"labels": {"app": "d"}}, "spec": {
+                            "containers": [{"name": "c", "image": "nginx"}]}}}}),
+    )
+    .await;
+    note(
+        "create a Deployment whose selector misses its template",
+        seen(&unselected, &["message"]),
+    );
+    let d_deleted = call(
+        c,
+        Method::DELETE,
+        &format!("{deployments}/d"),
+        "",
+        Value::Null,
+    )
+    .await;
+    note("delete a Deployment", seen(&d_deleted, &["kind"]));
+
+    let installed = call(
+        c,
+        Method::GET,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/instancetypes.worker.gpustack.ai",
+        "",
+        Value::Null,
+    )
+    .await;
+    note(
+        "an installed CRD is listed as an object",
+        json!({"code": installed.code, "names": installed.body["spec"]["names"],
+               "scope": installed.body["spec"]["scope"],
+               "conditions": conditions(&installed),
+               "stored": installed.body["status"]["storedVersions"]}),
+    );
+
+    let group = format!("t{token}.verify.example.com");
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let crd_name = format!("widgets.{group}");
+    let crd_body = json!({"apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition", "metadata": {"name": crd_name},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"plural": "widgets", "kind": "Widget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                     "subresources": {"status": {}},
+                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                         "spec": {"type": "object", "properties": {
+                             "size": {"type": "integer"}}}}}}}]}});
+    let crd = call(
+        c,
+        Method::POST,
+        &format!("{crds}?fieldManager=chart"),
+        "application/json",
+        crd_body.clone(),
+    )
+    .await;
+    note(
+        "create a CRD",
+        seen(&crd, &["spec", "status", "generation", "ownership"]),
+    );
+    let crd_path = format!("{crds}/{crd_name}");
+    let established = settled(c, &crd_path, |a| {
+        a.body["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        })
+    })
+    .await;
+    note(
+        "the CRD established",
+        json!({"code": established.code, "conditions": conditions(&established),
+               "accepted": established.body["status"]["acceptedNames"],
+               "stored": established.body["status"]["storedVersions"],
+               "rv grew": rv(&established) > rv(&crd)}),
+    );
+    let gv = format!("/apis/{group}/v1");
+    let discovered = settled(c, &gv, |a| a.code == 200).await;
+    note(
+        "discovery lists the CRD's resources",
+        resources(&discovered),
+    );
+    let group_doc = call(c, Method::GET, &format!("/apis/{group}"), "", Value::Null).await;
+    note(
+        "discovery lists the CRD's group",
+        seen(&group_doc, &["/preferredVersion"]),
+    );
+    let listed_crds = call(
+        c,
+        Method::GET,
+        &format!("{crds}?fieldSelector=metadata.name%3D{crd_name}"),
+        "",
+        Value::Null,
+    )
+    .await;
+    note("list the CRD", seen(&listed_crds, &["names"]));
+    let widgets = format!("{gv}/namespaces/{ns}/widgets");
+    let widget = call(
+        c,
+        Method::POST,
+        &widgets,
+        "application/json",
+        json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+               "metadata": {"name": "w"}, "spec": {"size": 3, "dropped": true}}),
+    )
+    .await;
+    note(
+        "create a custom object of the CRD",
+        seen(&widget, &["spec", "generation", "ownership"]),
+    );
+    let wrong_type = call(
+        c,
+        Method::POST,
+        &widgets,
+        "application/json",
+        json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+               "metadata": {"name": "w2"}, "spec": {"size": "big"}}),
+    )
+    .await;
+    note(
+        "a custom object against the CRD's schema",
+        seen(&wrong_type, &[]),
+    );
+    let listed_widgets = call(c, Method::GET, &widgets, "", Value::Null).await;
+    note("list the custom objects", seen(&listed_widgets, &["names"]));
+    let misnamed = call(c, Method::POST, crds, "application/json", {
+        let mut b = crd_body.clone();
+        b["metadata"]["name"] = json!(format!("gadgets.{group}"));
+        b
+    })
+    .await;
+    note("create a misnamed CRD", seen(&misnamed, &["message"]));
+    let crd_deleted = call(c, Method::DELETE, &crd_path, "", Value::Null).await;
+    note(
+        "delete the CRD",
+        json!({"code": crd_deleted.code, "kind": crd_deleted.body["kind"],
+               "deleting": seen(&crd_deleted, &["deleting"])["deleting"],
+               "finalizers": crd_deleted.body["metadata"]["finalizers"],
+               "conditions": conditions(&crd_deleted),
+               "generation": crd_deleted.body["metadata"]["generation"]}),
+    );
+    let crd_gone = settled(c, &crd_path, |a| a.code == 404).await;
+    note("the CRD is gone", seen(&crd_gone, &[]));
+    let undiscovered = settled(c, &gv, |a| a.code == 404).await;
+    note("discovery no longer lists it", seen(&undiscovered, &[]));
+    let widget_gone = call(c, Method::GET, &format!("{widgets}/w"), "", Value::Null).await;
+    note("its custom object is gone", seen(&widget_gone, &[]));
+
+    for (plural, kind) in [
+        (
+            "validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+        ),
+        (
+            "mutatingwebhookconfigurations",
+            "MutatingWebhookConfiguration",
+        ),
+    ] {
+        let path = format!("/apis/admissionregistration.k8s.io/v1/{plural}");
+        let name = format!("verify-diff-{token}-hook");
+        let hook = call(
+            c,
+            Method::POST,
+            &path,
+            "application/json",
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+                   "metadata": {"name": name},
+                   "webhooks": [{"name": "v.verify.example.com",
+                       "clientConfig": {"service": {"name": "svc", "namespace": ns, "path": "/v"}},
+                       "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                                  "operations": ["CREATE"], "resources": ["deployments"]}],
+                       "namespaceSelector": {"matchLabels": {"verify-diff": token}},
+                       "sideEffects": "None", "admissionReviewVersions": ["v1"]}]}),
+        )
+        .await;
+        note(
+            &format!("create a {kind}"),
+            seen(&hook, &["/webhooks", "generation"]),
+        );
+        let listed = call(
+            c,
+            Method::GET,
+            &format!("{path}?fieldSelector=metadata.name%3D{name}"),
+            "",
+            Value::Null,
+        )
+        .await;
+        note(&format!("list {plural}"), seen(&listed, &["names"]));
+        let gone = call(
+            c,
+            Method::DELETE,
+            &format!("{path}/{name}"),
+            "",
+            Value::Null,
+        )
+        .await;
+        note(&format!("delete a {kind}"), seen(&gone, &["kind"]));
+    }
+
+    let leases = format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases");
+    let lease = call(
+        c,
+        Method::POST,
+        &leases,
+        "application/json",
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+               "metadata": {"name": "l"},
+               "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15}}),
+    )
+    .await;
+    note(
+        "create a Lease",
+        seen(&lease, &["spec", "generation", "ownership"]),
+    );
+    let renewed = call(
+        c,
+        Method::PATCH,
+        &format!("{leases}/l"),
+        MERGE,
+        json!({"spec": {"holderIdentity": "you"}}),
+    )
+    .await;
+    note("patch a Lease", seen(&renewed, &["spec", "ownership"]));
+    let lease_gone = call(c, Method::DELETE, &format!("{leases}/l"), "", Value::Null).await;
+    note("delete a Lease", seen(&lease_gone, &["kind"]));
+
+    let pdbs = format!("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets");
+    let pdb = call(
+        c,
+        Method::POST,
+        &pdbs,
+        "application/json",
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+               "metadata": {"name": "p"},
+               "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "d"}}}}),
+    )
+    .await;
+    note(
+        "create a PodDisruptionBudget",
+        seen(&pdb, &["spec", "status", "generation"]),
+    );
+    let pdb_gone = call(c, Method::DELETE, &format!("{pdbs}/p"), "", Value::Null).await;
+    note("delete a PodDisruptionBudget", seen(&pdb_gone, &["kind"]));
+
+    let roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let role_name = format!("verify-diff-{token}-role");
+    let role = call(
+        c,
+        Method::POST,
+        roles,
+        "application/json",
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": role_name},
+               "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
+    )
+    .await;
+    note(
+        "create a ClusterRole",
+        seen(&role, &["/rules", "generation", "ownership"]),
+    );
+    let role_gone = call(
+        c,
+        Method::DELETE,
+        &format!("{roles}/{role_name}"),
+        "",
+        Value::Null,
+    )
+    .await;
+    note("delete a ClusterRole", seen(&role_gone, &["kind"]));
+
+    let ns_gone = call(c, Method::DELETE, &core, "", Value::Null).await;
+    note("delete the chart's namespace", seen(&ns_gone, &[]));
+    steps
+}
+
 #[test]
 fn the_twin_answers_as_the_real_apiserver_does() {
     let Some(dir) = kube_local() else {
@@ -693,6 +1218,10 @@ fn the_twin_answers_as_the_real_apiserver_does() {
         }
         Err(e) => panic!("{e}"),
     }
+    // the CRDs a real cluster lists, the same files
+    if let Err(e) = live::crd::install_crd_objects(&mut store, true) {
+        panic!("the CRD objects: {e}");
+    }
     let twin: TwinHandle = match spawn_with_store(None, store) {
         Ok(t) => t,
         Err(e) => panic!("the twin did not start: {e}"),
@@ -715,6 +1244,8 @@ fn the_twin_answers_as_the_real_apiserver_does() {
         let mut twinned = sequence(&twin_client, &token).await;
         real.extend(namespaced_sequence(&real_client, &token).await);
         twinned.extend(namespaced_sequence(&twin_client, &token).await);
+        real.extend(chart_sequence(&real_client, &token).await);
+        twinned.extend(chart_sequence(&twin_client, &token).await);
         (real, twinned)
     });
     let mut differences = Vec::new();

@@ -584,6 +584,14 @@ impl AdmissionState {
         Ok(())
     }
 
+    /// Whether gate 3 judges `w` at all: its queue references the `gpustack-node-devices`
+    /// check, the only Workloads that check's controller answers (research/admission.md
+    /// §6.1; a CPU pool's queue carries no such check).
+    pub fn gate_three_judges(&self, w: &Workload) -> bool {
+        self.queue_of(w)
+            .is_some_and(|q| q.admission_checks.iter().any(|c| c == NODE_DEVICES_CHECK))
+    }
+
     /// The ClusterQueue behind the Workload's LocalQueue in its namespace.
     fn queue_of(&self, w: &Workload) -> Option<&ClusterQueue> {
         let lq = self

@@ -96,6 +96,43 @@ pub fn install_shared_validators(store: &mut Store) -> Result<usize, SharedCrdEr
     Ok(installed)
 }
 
+/// Writes the CRD object of every chain kind the twin serves, as a real cluster lists the
+/// CRDs `scripts/kube start` installed: the real one from [`shared_crds_dir`] when
+/// `from_shared` and it is there, else the project's own. Each is established at once and
+/// serves its kind as before (its schema becomes the kind's validator, so pass the same
+/// `from_shared` as the validators were installed with). A CRD already stored is left as it
+/// is. Returns how many it wrote.
+pub fn install_crd_objects(
+    store: &mut Store,
+    from_shared: bool,
+) -> Result<usize, crate::twin::status::Status> {
+    let crd_kind = kinds::CUSTOM_RESOURCE_DEFINITION;
+    let mut written = 0;
+    for (kind, own) in own_crds() {
+        if !store.kinds().contains(&kind) {
+            continue;
+        }
+        let name = kind.qualified_resource();
+        if store.get(&crd_kind, None, &name).is_ok() {
+            continue;
+        }
+        let shared = if from_shared {
+            shared_crd(&kind).ok()
+        } else {
+            None
+        };
+        let object = match shared {
+            Some(crd) => crd,
+            None => serde_json::to_value(&own).map_err(|e| {
+                crate::twin::status::Status::bad_request(format!("the CRD of {name}: {e}"))
+            })?,
+        };
+        store.create_by(&crd_kind, None, object, "verify")?;
+        written += 1;
+    }
+    Ok(written)
+}
+
 /// Installs the project's own schemas as the twin's validators, so whatever verify writes is
 /// checked (and pruned) against the types it reads back with.
 pub fn install_validators(store: &mut Store) {
@@ -109,4 +146,36 @@ pub fn install_validators(store: &mut Store) {
     }
     // Pods (core, no CRD): the apiserver's checks on what a charging Pod carries
     crate::twin::pod::install_validator(store);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::twin::selector::Selector;
+
+    #[test]
+    fn the_chain_crds_are_listed_as_established_objects_and_serve_as_before() {
+        let mut store = Store::default();
+        install_validators(&mut store);
+        let before: Vec<Kind> = store.kinds().to_vec();
+        let written = install_crd_objects(&mut store, false);
+        assert_eq!(written.map_err(|s| s.message), Ok(own_crds().len()));
+        assert_eq!(store.kinds(), before.as_slice());
+        let crd_kind = kinds::CUSTOM_RESOURCE_DEFINITION;
+        let listed = store.list(&crd_kind, None, &Selector::default());
+        let names: Vec<String> = listed
+            .map(|l| l.to_value(&crd_kind))
+            .ok()
+            .and_then(|v| v["items"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
+            .collect();
+        assert!(names.contains(&"instancetypes.worker.gpustack.ai".to_string()));
+        let it = store.get(&crd_kind, None, "instancetypes.worker.gpustack.ai");
+        let it = it.unwrap_or_default();
+        assert!(crate::twin::crds::has_condition(&it, "Established"));
+        // installing again writes nothing
+        assert_eq!(install_crd_objects(&mut store, false).ok(), Some(0));
+    }
 }

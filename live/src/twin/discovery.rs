@@ -31,6 +31,11 @@ pub fn short_names(kind: &Kind) -> &'static [&'static str] {
         ("", "Node") => &["no"],
         ("", "Namespace") => &["ns"],
         ("", "Pod") => &["po"],
+        ("", "ConfigMap") => &["cm"],
+        ("", "ServiceAccount") => &["sa"],
+        ("apps", "Deployment") => &["deploy"],
+        ("policy", "PodDisruptionBudget") => &["pdb"],
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => &["crd", "crds"],
         ("worker.gpustack.ai", "InstanceType") => &["instype"],
         ("kueue.x-k8s.io", "ResourceFlavor") => &["flavor", "flavors", "rf"],
         ("kueue.x-k8s.io", "Topology") => &["topo"],
@@ -45,7 +50,13 @@ pub fn short_names(kind: &Kind) -> &'static [&'static str] {
 /// The `categories` of a kind (../shared/crds `names.categories`; core pods are in `all`).
 pub fn categories(kind: &Kind) -> &'static [&'static str] {
     match (kind.group, kind.kind) {
-        ("", "Pod") => &["all"],
+        ("", "Pod") | ("apps", "Deployment") => &["all"],
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => &["api-extensions"],
+        (
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
+        ) => &["api-extensions"],
+        ("apiregistration.k8s.io", "APIService") => &["api-extensions"],
         ("worker.gpustack.ai", "InstanceType") => &["gpustack"],
         _ => &[],
     }

@@ -1,5 +1,8 @@
 //! The kind registry: group, version, plural and scope of every kind the chain uses
-//! (../shared/crds/README.md "Files" table; core v1 for Node, Namespace, Pod).
+//! (../shared/crds/README.md "Files" table; core v1 for Node, Namespace, Pod), of the
+//! built-in kinds a chart installs (Secrets, ConfigMaps, ServiceAccounts, Deployments, CRDs,
+//! webhook configurations, APIServices, RBAC, Leases, PodDisruptionBudgets), and of the kinds
+//! a CustomResourceDefinition created at run time adds ([`Kind::runtime`]).
 
 /// What the store does with `status` on create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -10,6 +13,9 @@ pub enum StatusOnCreate {
     Clear,
     /// Replace it by `{phase: <value>}` (Pod: `Pending`, Namespace: `Active`).
     Phase(&'static str),
+    /// Replace it by `{}` (Deployment, PodDisruptionBudget: their strategies' PrepareForCreate
+    /// reset the status to its zero value, which serialises as an empty object).
+    Empty,
 }
 
 /// One served resource.
@@ -145,7 +151,140 @@ pub const WORKLOAD: Kind = Kind {
     has_status: true,
 };
 
-/// Every kind the twin serves.
+/// core/v1 Secret (namespaced; `type` defaults to Opaque, `stringData` is folded into `data`).
+pub const SECRET: Kind = builtin("", "v1", "Secret", "secrets", true, false);
+/// core/v1 ConfigMap (namespaced).
+pub const CONFIG_MAP: Kind = builtin("", "v1", "ConfigMap", "configmaps", true, false);
+/// core/v1 ServiceAccount (namespaced; the serviceaccount controller makes `default` in
+/// every new namespace).
+pub const SERVICE_ACCOUNT: Kind =
+    builtin("", "v1", "ServiceAccount", "serviceaccounts", true, false);
+/// apiregistration.k8s.io/v1 APIService (cluster-scoped, status subresource).
+pub const API_SERVICE: Kind = builtin(
+    "apiregistration.k8s.io",
+    "v1",
+    "APIService",
+    "apiservices",
+    false,
+    true,
+);
+/// apps/v1 Deployment (namespaced, status subresource).
+pub const DEPLOYMENT: Kind = builtin("apps", "v1", "Deployment", "deployments", true, true);
+/// policy/v1 PodDisruptionBudget (namespaced, status subresource).
+pub const POD_DISRUPTION_BUDGET: Kind = builtin(
+    "policy",
+    "v1",
+    "PodDisruptionBudget",
+    "poddisruptionbudgets",
+    true,
+    true,
+);
+/// rbac.authorization.k8s.io/v1 ClusterRole (cluster-scoped).
+pub const CLUSTER_ROLE: Kind = builtin(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "ClusterRole",
+    "clusterroles",
+    false,
+    false,
+);
+/// rbac.authorization.k8s.io/v1 ClusterRoleBinding (cluster-scoped).
+pub const CLUSTER_ROLE_BINDING: Kind = builtin(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "ClusterRoleBinding",
+    "clusterrolebindings",
+    false,
+    false,
+);
+/// admissionregistration.k8s.io/v1 MutatingWebhookConfiguration (cluster-scoped).
+pub const MUTATING_WEBHOOK_CONFIGURATION: Kind = builtin(
+    "admissionregistration.k8s.io",
+    "v1",
+    "MutatingWebhookConfiguration",
+    "mutatingwebhookconfigurations",
+    false,
+    false,
+);
+/// admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration (cluster-scoped).
+pub const VALIDATING_WEBHOOK_CONFIGURATION: Kind = builtin(
+    "admissionregistration.k8s.io",
+    "v1",
+    "ValidatingWebhookConfiguration",
+    "validatingwebhookconfigurations",
+    false,
+    false,
+);
+/// apiextensions.k8s.io/v1 CustomResourceDefinition (cluster-scoped, status subresource).
+pub const CUSTOM_RESOURCE_DEFINITION: Kind = builtin(
+    "apiextensions.k8s.io",
+    "v1",
+    "CustomResourceDefinition",
+    "customresourcedefinitions",
+    false,
+    true,
+);
+/// coordination.k8s.io/v1 Lease (namespaced).
+pub const LEASE: Kind = builtin("coordination.k8s.io", "v1", "Lease", "leases", true, false);
+
+const fn builtin(
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+    has_status: bool,
+) -> Kind {
+    Kind {
+        group,
+        version,
+        kind,
+        plural,
+        namespaced,
+        has_status,
+    }
+}
+
+/// The built-in kinds beyond the chain's core three, in the order a real apiserver lists
+/// their groups (`GET /apis`: apiregistration, apps, policy, rbac, admissionregistration,
+/// apiextensions, coordination).
+pub const BUILT_IN: [Kind; 12] = [
+    SECRET,
+    CONFIG_MAP,
+    SERVICE_ACCOUNT,
+    API_SERVICE,
+    DEPLOYMENT,
+    POD_DISRUPTION_BUDGET,
+    CLUSTER_ROLE,
+    CLUSTER_ROLE_BINDING,
+    MUTATING_WEBHOOK_CONFIGURATION,
+    VALIDATING_WEBHOOK_CONFIGURATION,
+    CUSTOM_RESOURCE_DEFINITION,
+    LEASE,
+];
+
+/// The API groups of Kubernetes itself: their kinds are not custom resources.
+const BUILT_IN_GROUPS: [&str; 8] = [
+    "",
+    "apiregistration.k8s.io",
+    "apps",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "coordination.k8s.io",
+];
+
+/// Every kind the twin serves from the start, in the real server's discovery order: the core
+/// kinds (the chain's, then the chart's), the built-in groups, then the chain's CRDs.
+pub fn served() -> Vec<Kind> {
+    let mut out: Vec<Kind> = ALL.iter().filter(|k| k.group.is_empty()).copied().collect();
+    out.extend(BUILT_IN);
+    out.extend(ALL.iter().filter(|k| !k.group.is_empty()));
+    out
+}
+
+/// Every kind of the chain (the core three and the chain's custom resources).
 pub const ALL: [Kind; 13] = [
     NODE,
     NAMESPACE,
@@ -182,15 +321,55 @@ impl Kind {
         qualify(self.kind, self.group)
     }
 
-    /// Core kinds allow an update without `metadata.resourceVersion`; custom resources
+    /// Built-in kinds allow an update without `metadata.resourceVersion`; custom resources
     /// do not (apiserver rest strategies' AllowUnconditionalUpdate).
     pub fn allows_unconditional_update(&self) -> bool {
-        self.group.is_empty()
+        !self.is_custom()
     }
 
-    /// Custom resources are validated against a structural schema.
+    /// Custom resources (a CRD's kinds) are validated against a structural schema; the
+    /// groups of Kubernetes itself are not custom.
     pub fn is_custom(&self) -> bool {
-        !self.group.is_empty()
+        !BUILT_IN_GROUPS.contains(&self.group)
+    }
+
+    /// Whether the server keeps `metadata.generation` for the kind: the strategies of kinds
+    /// with a spec set it; Secrets, ConfigMaps, ServiceAccounts, Leases, RBAC objects and
+    /// APIServices carry none (a real server's answers have no `generation`).
+    pub fn tracks_generation(&self) -> bool {
+        !matches!(
+            (self.group, self.kind),
+            ("", "Secret" | "ConfigMap" | "ServiceAccount")
+                | ("coordination.k8s.io", "Lease")
+                | (
+                    "rbac.authorization.k8s.io",
+                    "ClusterRole" | "ClusterRoleBinding"
+                )
+                | ("apiregistration.k8s.io", "APIService")
+        )
+    }
+
+    /// The kind a CustomResourceDefinition adds at run time. Kinds are `Copy` with
+    /// `&'static str` names so that the store's keys, the router and discovery can pass them
+    /// by value everywhere; a runtime kind's names are interned ([`intern`]): each distinct
+    /// name is leaked once and reused, so creating and deleting the same CRD again and again
+    /// leaks nothing more, and the leak is bounded by the distinct names a run ever serves.
+    pub fn runtime(
+        group: &str,
+        version: &str,
+        kind: &str,
+        plural: &str,
+        namespaced: bool,
+        has_status: bool,
+    ) -> Kind {
+        Kind {
+            group: intern(group),
+            version: intern(version),
+            kind: intern(kind),
+            plural: intern(plural),
+            namespaced,
+            has_status,
+        }
     }
 
     /// What happens to `status` on create (apiserver PrepareForCreate per kind).
@@ -199,10 +378,29 @@ impl Kind {
             ("", "Node") => StatusOnCreate::Keep,
             ("", "Pod") => StatusOnCreate::Phase("Pending"),
             ("", "Namespace") => StatusOnCreate::Phase("Active"),
+            ("apps", "Deployment") | ("policy", "PodDisruptionBudget") => StatusOnCreate::Empty,
             _ if self.has_status => StatusOnCreate::Clear,
             _ => StatusOnCreate::Keep,
         }
     }
+}
+
+/// `text` as a `&'static str`: the one already interned, else a newly leaked copy.
+pub fn intern(text: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| Mutex::new(HashSet::new()));
+    let mut names = match names.lock() {
+        Ok(n) => n,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if let Some(known) = names.get(text) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(text.to_string().into_boxed_str());
+    names.insert(leaked);
+    leaked
 }
 
 /// `name.group`, or `name` when the group is core.
@@ -217,6 +415,7 @@ fn qualify(name: &str, group: &str) -> String {
 /// The kind served at `group`/`version` under `plural`.
 pub fn by_resource(group: &str, version: &str, plural: &str) -> Option<Kind> {
     ALL.iter()
+        .chain(BUILT_IN.iter())
         .find(|k| k.group == group && k.version == version && k.plural == plural)
         .copied()
 }
@@ -224,6 +423,7 @@ pub fn by_resource(group: &str, version: &str, plural: &str) -> Option<Kind> {
 /// The kind named `kind` in `apiVersion` `api_version` (e.g. `worker.gpustack.ai/v1alpha1`).
 pub fn by_kind(api_version: &str, kind: &str) -> Option<Kind> {
     ALL.iter()
+        .chain(BUILT_IN.iter())
         .find(|k| k.kind == kind && k.api_version() == api_version)
         .copied()
 }

@@ -7,8 +7,10 @@
 //! by an admin request ([`clock`]).
 
 pub mod admission;
+pub mod builtin;
 pub mod clock;
 pub mod counters;
+pub mod crds;
 pub mod discovery;
 pub mod faults;
 pub mod kinds;
@@ -22,6 +24,7 @@ pub mod selector;
 pub mod server;
 pub mod status;
 pub mod store;
+pub mod strategic;
 pub mod structural;
 pub mod table;
 pub mod workload;

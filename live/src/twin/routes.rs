@@ -87,6 +87,8 @@ pub enum Reply {
     Json(u16, Value),
     /// A watch stream (HTTP 200, chunked JSON lines).
     Watch(Box<WatchRequest>),
+    /// An HTTP code and a plain-text body (the apiserver's catch-all handler).
+    Text(u16, String),
 }
 
 impl Reply {
@@ -281,6 +283,11 @@ pub fn handle(store: &mut Store, req: &ApiRequest) -> Reply {
     if req.path == ACCESS_REVIEWS {
         return access_review(req);
     }
+    if unserved_group(store.kinds(), req.path).is_some() {
+        // no API group of that name: the request falls through every group's handler to
+        // the apiserver's catch-all, which answers Go's plain 404 (no Status)
+        return Reply::Text(404, "404 page not found\n".to_string());
+    }
     let target = match parse_path(store.kinds(), req.path) {
         Ok(t) => t,
         Err(s) => return s.into(),
@@ -312,6 +319,15 @@ pub fn handle(store: &mut Store, req: &ApiRequest) -> Reply {
             Err(s) => s.into(),
         },
     }
+}
+
+/// The group of an `/apis/{group}…` path when no served kind is in it.
+fn unserved_group<'a>(kinds: &[Kind], path: &'a str) -> Option<&'a str> {
+    let group = path.strip_prefix("/apis/")?.split('/').next()?;
+    if group.is_empty() || kinds.iter().any(|k| k.group == group) {
+        return None;
+    }
+    Some(group)
 }
 
 /// The verb on a resource path.
@@ -623,20 +639,7 @@ fn unsupported_patch(kind: &Kind, content_type: &str) -> Status {
     )
 }
 
-/// Drops the directives of a strategic merge patch (`$patch`, `$setElementOrder/…`,
-/// `$retainKeys`, `$deleteFromPrimitiveList/…`): the twin applies the rest as a merge patch.
-fn strip_directives(v: &mut Value) {
-    match v {
-        Value::Object(o) => {
-            o.retain(|k, _| !k.starts_with('$'));
-            o.values_mut().for_each(strip_directives);
-        }
-        Value::Array(a) => a.iter_mut().for_each(strip_directives),
-        _ => {}
-    }
-}
-
-/// PATCH by Content-Type: merge, JSON, apply (SSA), strategic (core kinds only, as merge).
+/// PATCH by Content-Type: merge, JSON, apply (SSA), strategic (built-in kinds only).
 fn patch(
     store: &mut Store,
     kind: &Kind,
@@ -667,11 +670,14 @@ fn patch(
         "application/json-patch+json" => {
             store.patch_by(kind, ns, name, sub, &Patch::Json(json_body()?), &manager)?
         }
-        "application/strategic-merge-patch+json" if !kind.is_custom() => {
-            let mut body = json_body()?;
-            strip_directives(&mut body);
-            store.patch_by(kind, ns, name, sub, &Patch::Merge(body), &manager)?
-        }
+        "application/strategic-merge-patch+json" if !kind.is_custom() => store.patch_by(
+            kind,
+            ns,
+            name,
+            sub,
+            &Patch::Strategic(json_body()?),
+            &manager,
+        )?,
         "application/apply-patch+yaml" => {
             let config = decode_yaml(req.body)?;
             let manager = query.get("fieldManager").unwrap_or("");
@@ -685,10 +691,12 @@ fn patch(
 }
 
 /// Kinds whose immediate delete answers a `Status` `Success` rather than the object: the
-/// generic registry's default (`ReturnDeletedObject` false); pods, namespaces and custom
-/// resources return the object.
+/// generic registry's default (`ReturnDeletedObject` false); pods, namespaces,
+/// ServiceAccounts and custom resources return the object (their registries set it).
 fn returns_status_on_delete(kind: &Kind) -> bool {
-    !kind.is_custom() && kind.kind == "Node"
+    let returns_object = kind.is_custom()
+        || (kind.group.is_empty() && matches!(kind.kind, "Pod" | "Namespace" | "ServiceAccount"));
+    !returns_object
 }
 
 /// The `Status` `Success` of an immediate delete (registry/store.go Delete).
@@ -879,7 +887,7 @@ mod tests {
                 .as_array()
                 .and_then(|e| e.last())
                 .map(|e| e["manager"].clone()),
-            Reply::Watch(_) => None,
+            Reply::Watch(_) | Reply::Text(..) => None,
         };
         let post = ApiRequest {
             method: "POST",

@@ -246,6 +246,17 @@ fn json_response(code: u16, body: &Value) -> Response<Body> {
     response
 }
 
+fn text_response(code: u16, text: String) -> Response<Body> {
+    let mut response = Response::new(Body::Full(Some(Bytes::from(text))));
+    *response.status_mut() =
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
 /// Counts a request and draws its faults (resource requests only; discovery and the
 /// counters endpoint are never faulted).
 fn count_and_decide(served: &Served, method: &str, path: &str, query: &str) -> Decision {
@@ -345,6 +356,7 @@ async fn respond(served: Served, req: Request<Incoming>) -> Result<Response<Body
     let reply = store.write(|s| routes::handle(s, &api));
     Ok(match reply {
         Reply::Json(code, v) => json_response(code, &v),
+        Reply::Text(code, text) => text_response(code, text),
         Reply::Watch(w) => {
             let (tx, rx) = mpsc::channel(256);
             tokio::spawn(stream_watch(store, *w, tx, decision.cut_watch));

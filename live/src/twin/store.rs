@@ -50,7 +50,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
             history_limit: 1000,
-            kinds: super::kinds::ALL.to_vec(),
+            kinds: super::kinds::served(),
             uid: Box::new(sequential_uid),
             clock: step_clock(EPOCH_2025, 1),
             require_namespace: true,
@@ -170,6 +170,8 @@ pub enum Patch {
     Merge(Value),
     /// `application/json-patch+json` (RFC 6902).
     Json(Value),
+    /// `application/strategic-merge-patch+json` (built-in kinds; see `strategic`).
+    Strategic(Value),
 }
 
 /// Options of a delete.
@@ -291,6 +293,9 @@ pub struct Store {
     advanced: u64,
     /// Every advance: (the stamp it was taken at, in Unix seconds, before the jump; seconds).
     advances: Vec<(u64, u64)>,
+    /// Inside [`Store::dry_run`]: the apiserver's controllers (CRD establishing, the
+    /// namespace's ServiceAccount) do not react to a write that is not persisted.
+    dry: bool,
 }
 
 impl Default for Store {
@@ -317,6 +322,7 @@ impl Store {
             require_namespace: config.require_namespace,
             advanced: 0,
             advances: Vec::new(),
+            dry: false,
         }
     }
 
@@ -340,7 +346,9 @@ impl Store {
             self.history.clone(),
             self.evicted_through,
         );
+        let was_dry = std::mem::replace(&mut self.dry, true);
         let answer = write(self);
+        self.dry = was_dry;
         (
             self.objects,
             self.resource_version,
@@ -687,6 +695,15 @@ impl Store {
                     Status::failure(422, "Invalid", format!("the JSON patch failed: {e}"), None)
                 })?;
             }
+            Patch::Strategic(body) => {
+                use super::strategic::StrategicError;
+                super::strategic::apply(&mut doc, body).map_err(|e| match e {
+                    StrategicError::MissingMergeKey(..) => {
+                        Status::failure(500, "InternalError", e.to_string(), None)
+                    }
+                    _ => Status::bad_request(e.to_string()),
+                })?;
+            }
         }
         let patched = into_object(doc)?;
         if name_of(&patched) != name {
@@ -786,7 +803,7 @@ impl Store {
         let mut candidate = into_object(candidate)?;
         let before = managed_view(kind, subresource, &current);
         let after = managed_view(kind, subresource, &candidate);
-        let changes = compare(&before, &after);
+        let changes = compare(kind, &before, &after);
         let mut conflicts: Vec<(String, String)> = managers
             .iter()
             .filter(|m| !mine(m))
@@ -888,6 +905,11 @@ impl Store {
         if *kind == super::kinds::NAMESPACE && finalizers(&current).is_empty() {
             return Ok(self.terminate_namespace(&key, current));
         }
+        if *kind == super::kinds::CUSTOM_RESOURCE_DEFINITION
+            && meta.get("deletionTimestamp").is_none()
+        {
+            return Ok(self.delete_crd(&key, current));
+        }
         if finalizers(&current).is_empty() {
             let gone = self.commit(kind, &key, None, Some(current));
             let orphan = options.propagation_policy.as_deref() == Some("Orphan");
@@ -901,8 +923,10 @@ impl Store {
         let mut m = take_meta(&mut marked);
         m.insert("deletionTimestamp".into(), Value::String(self.stamp()));
         m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
-        let generation = m.get("generation").and_then(Value::as_i64).unwrap_or(0);
-        m.insert("generation".into(), Value::from(generation + 1));
+        if kind.tracks_generation() {
+            let generation = m.get("generation").and_then(Value::as_i64).unwrap_or(0);
+            m.insert("generation".into(), Value::from(generation + 1));
+        }
         marked.insert("metadata".into(), Value::Object(m));
         if *kind == super::kinds::NAMESPACE {
             // held by a finalizer of its own: Terminating until it is removed (the twin's
@@ -944,6 +968,165 @@ impl Store {
         }
         self.commit(&super::kinds::NAMESPACE, key, None, Some(current));
         Deleted::Finalizing(Value::Object(terminating))
+    }
+
+    /// What the apiserver's and kube-controller-manager's controllers do after a persisted
+    /// write, at once (the twin has no time between the write and their reaction): a new
+    /// Namespace gets its `default` ServiceAccount (the serviceaccount controller; kube-local
+    /// runs no root-ca-cert-publisher, so there is no `kube-root-ca.crt` ConfigMap), a CRD
+    /// is established or cleaned up ([`Store::reconcile_crd`]).
+    fn after_write(&mut self, kind: &Kind, key: &Key) {
+        if self.dry {
+            return;
+        }
+        if *kind == super::kinds::CUSTOM_RESOURCE_DEFINITION {
+            self.reconcile_crd(&key.name);
+        }
+        if *kind == super::kinds::NAMESPACE {
+            self.default_service_account(&key.name);
+        }
+    }
+
+    /// The serviceaccount controller's `default` ServiceAccount in a new namespace: written
+    /// through a typed client that sends no managed fields, so it carries none.
+    fn default_service_account(&mut self, namespace: &str) {
+        let sa = super::kinds::SERVICE_ACCOUNT;
+        if !self.kinds.contains(&sa) || self.get(&sa, Some(namespace), "default").is_ok() {
+            return;
+        }
+        let Ok(live) = self.get(&super::kinds::NAMESPACE, None, namespace) else {
+            return;
+        };
+        if live.pointer("/metadata/deletionTimestamp").is_some() {
+            return;
+        }
+        let object = serde_json::json!({"metadata": {"name": "default", "namespace": namespace}});
+        let Ok(object) = into_object(object) else {
+            return;
+        };
+        // a failure leaves the namespace without one, as a failing controller would
+        let _ = self.create_object(&sa, Some(namespace), object, Ownership::Applied(Vec::new()));
+    }
+
+    /// The apiextensions-apiserver's controllers on CRD `name`: a live CRD has its names
+    /// accepted, then is established, then its kinds are served (each step one status
+    /// write by `kube-apiserver`, as on a real server); a CRD being deleted has its custom
+    /// objects deleted and its kinds unserved, then loses the cleanup finalizer (and goes,
+    /// when it was the last); a CRD gone leaves no kind behind.
+    fn reconcile_crd(&mut self, name: &str) {
+        let crd_kind = super::kinds::CUSTOM_RESOURCE_DEFINITION;
+        let Ok(crd) = self.get(&crd_kind, None, name) else {
+            return;
+        };
+        let deleting = crd.pointer("/metadata/deletionTimestamp").is_some();
+        if deleting {
+            let held = crd
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| f.iter().any(|x| x == super::crds::CLEANUP_FINALIZER));
+            if held {
+                self.unserve_crd(&crd);
+                let mut released = crd.clone();
+                if let Some(f) = released
+                    .pointer_mut("/metadata/finalizers")
+                    .and_then(Value::as_array_mut)
+                {
+                    f.retain(|x| x != super::crds::CLEANUP_FINALIZER);
+                }
+                let _ = self.update_by(&crd_kind, None, released, super::crds::SERVER_MANAGER);
+            }
+            return;
+        }
+        let now = self.stamp();
+        if let Some(status) = super::crds::next_status(&crd, &now) {
+            let mut next = crd.clone();
+            next["status"] = status;
+            // each step re-enters here through `after_write` and takes the next one
+            let _ = self.update_status_by(&crd_kind, None, next, super::crds::SERVER_MANAGER);
+            return;
+        }
+        self.serve_crd(&crd);
+    }
+
+    /// Serves the kinds of an established CRD (replacing what it served before), validated
+    /// by its storage version's schema, listed with its printer columns.
+    fn serve_crd(&mut self, crd: &Value) {
+        let kinds = super::crds::served_kinds(crd);
+        let Some(first) = kinds.first().copied() else {
+            return;
+        };
+        let mut served: Vec<Kind> = self
+            .kinds
+            .iter()
+            .filter(|k| !(k.group == first.group && k.kind == first.kind))
+            .copied()
+            .collect();
+        let at = self
+            .kinds
+            .iter()
+            .position(|k| k.group == first.group && k.kind == first.kind)
+            .unwrap_or(served.len())
+            .min(served.len());
+        for (i, k) in kinds.iter().enumerate() {
+            served.insert(at + i, *k);
+        }
+        self.kinds = served;
+        if let Some(schema) = super::structural::crd_schema(crd, None) {
+            self.set_validator(&first, super::structural::validator(schema.clone()));
+        }
+        self.set_printer_columns(&first, super::table::crd_printer_columns(crd));
+    }
+
+    /// Deletes every object of the CRD's kind (each a DELETED event) and stops serving it.
+    fn unserve_crd(&mut self, crd: &Value) {
+        let kinds = super::crds::served_kinds(crd);
+        let Some(first) = kinds.first().copied() else {
+            return;
+        };
+        let keys: Vec<Key> = self
+            .objects
+            .keys()
+            .filter(|k| k.group == first.group && k.kind == first.kind)
+            .cloned()
+            .collect();
+        for key in keys {
+            if let Some(o) = self.objects.get(&key).cloned() {
+                self.commit(&first, &key, None, Some(o));
+            }
+        }
+        self.kinds
+            .retain(|k| !(k.group == first.group && k.kind == first.kind));
+        self.validators.remove(&(first.group, first.kind));
+        self.printer_columns.remove(&(first.group, first.kind));
+    }
+
+    /// A CRD's delete (apiextensions-apiserver registry/customresourcedefinition/etcd.go
+    /// Delete): the CRD is marked deleting with the cleanup finalizer and a Terminating
+    /// condition, the answer the client gets (generation unchanged); the cleanup then runs at
+    /// once ([`Store::reconcile_crd`]).
+    fn delete_crd(&mut self, key: &Key, current: Object) -> Deleted {
+        let crd_kind = super::kinds::CUSTOM_RESOURCE_DEFINITION;
+        let mut marked = current.clone();
+        let now = self.stamp();
+        let mut m = take_meta(&mut marked);
+        m.insert("deletionTimestamp".into(), Value::String(now.clone()));
+        let mut held = finalizers(&current);
+        if !held.iter().any(|f| f == super::crds::CLEANUP_FINALIZER) {
+            held.push(Value::String(super::crds::CLEANUP_FINALIZER.into()));
+        }
+        m.insert("finalizers".into(), Value::Array(held));
+        marked.insert("metadata".into(), Value::Object(m));
+        if let Some(conditions) = marked
+            .get_mut("status")
+            .and_then(|s| s.get_mut("conditions"))
+        {
+            let mut list = conditions.as_array().cloned().unwrap_or_default();
+            list.push(super::crds::terminating_condition(&now));
+            *conditions = Value::Array(list);
+        }
+        let stored = self.commit(&crd_kind, key, Some(marked), Some(current));
+        self.after_write(&crd_kind, key);
+        Deleted::Finalizing(stored)
     }
 
     /// The events of `kind` (in `namespace`, or all) after `resource_version`, as a watch
@@ -1134,7 +1317,9 @@ impl Store {
         let now = self.stamp();
         meta.insert("uid".into(), Value::String((self.uid)(self.created)));
         meta.insert("creationTimestamp".into(), Value::String(now.clone()));
-        meta.insert("generation".into(), Value::from(1));
+        if kind.tracks_generation() {
+            meta.insert("generation".into(), Value::from(1));
+        }
         match kind.status_on_create() {
             StatusOnCreate::Keep => {}
             StatusOnCreate::Clear => {
@@ -1142,6 +1327,9 @@ impl Store {
             }
             StatusOnCreate::Phase(phase) => {
                 object.insert("status".into(), serde_json::json!({ "phase": phase }));
+            }
+            StatusOnCreate::Empty => {
+                object.insert("status".into(), serde_json::json!({}));
             }
         }
         set_type_meta(kind, &mut object);
@@ -1154,7 +1342,7 @@ impl Store {
             Ownership::Update(manager) => {
                 let mut managers = Vec::new();
                 let view = managed_view(kind, Subresource::Main, &object);
-                let changes = compare(&Value::Object(Object::new()), &view);
+                let changes = compare(kind, &Value::Object(Object::new()), &view);
                 record_update(
                     &mut managers,
                     &changes,
@@ -1176,7 +1364,9 @@ impl Store {
             meta.insert("managedFields".into(), Value::Array(entries));
         }
         object.insert("metadata".into(), Value::Object(meta));
-        Ok(self.commit(kind, &key, Some(object), None))
+        let created = self.commit(kind, &key, Some(object), None);
+        self.after_write(kind, &key);
+        Ok(created)
     }
 
     /// Update of an existing object through `subresource`; `require_rv` enforces a
@@ -1237,7 +1427,7 @@ impl Store {
         check_finalizers_while_deleting(kind, name, &old, &candidate)?;
         let mut candidate = self.validated(kind, name, candidate)?;
         let mut meta = take_meta(&mut candidate);
-        if spec_part(kind, &candidate) != spec_part(kind, &old) {
+        if kind.tracks_generation() && spec_part(kind, &candidate) != spec_part(kind, &old) {
             let generation = meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
             meta.insert("generation".into(), Value::from(generation + 1));
         }
@@ -1247,7 +1437,7 @@ impl Store {
             Ownership::Update(manager) => {
                 let before = managed_view(kind, subresource, &old);
                 let after = managed_view(kind, subresource, &candidate);
-                let changes = compare(&before, &after);
+                let changes = compare(kind, &before, &after);
                 // nothing changed: the entries stay exactly as stored
                 (!changes.is_empty()).then(|| {
                     let mut managers = read_managed(&old);
@@ -1285,9 +1475,12 @@ impl Store {
         if deleting && finalizers(&candidate).is_empty() {
             let gone = self.commit(kind, key, None, Some(candidate));
             self.collect_dependents(&gone, false);
+            self.after_write(kind, key);
             return Ok(gone);
         }
-        Ok(self.commit(kind, key, Some(candidate), Some(old)))
+        let written = self.commit(kind, key, Some(candidate), Some(old));
+        self.after_write(kind, key);
+        Ok(written)
     }
 
     /// The garbage collector's part once `gone` has left the store (kube-controller-manager's
@@ -1314,9 +1507,11 @@ impl Store {
             .filter_map(|o| o.get("metadata")?.get("uid")?.as_str().map(str::to_string))
             .collect();
         for (key, object) in dependents {
-            let Some(kind) = super::kinds::ALL
+            let Some(kind) = self
+                .kinds
                 .iter()
                 .find(|k| k.group == key.group && k.kind == key.kind)
+                .copied()
             else {
                 continue;
             };
@@ -1325,7 +1520,7 @@ impl Store {
                 .any(|u| u != uid && live_uids.contains(&u));
             if !orphan && !remaining {
                 let ns = Some(key.namespace.as_str()).filter(|n| !n.is_empty());
-                let _ = self.delete(kind, ns, &key.name, &DeleteOptions::default());
+                let _ = self.delete(&kind, ns, &key.name, &DeleteOptions::default());
                 continue;
             }
             let mut next = object.clone();
@@ -1337,12 +1532,15 @@ impl Store {
                 }
             }
             next.insert("metadata".into(), Value::Object(meta));
-            self.commit(kind, &key, Some(next), Some(object));
+            self.commit(&kind, &key, Some(next), Some(object));
         }
     }
 
     /// Runs the kind's validator (if any) and keeps server-owned metadata.
     fn validated(&self, kind: &Kind, name: &str, object: Object) -> Result<Object, Status> {
+        // the built-in kinds' decoding, defaults and validation come first, as the
+        // apiserver decodes and defaults before any admission or validation
+        let object = super::builtin::prepare(kind, name, object)?;
         let Some(validator) = self.validators.get(&(kind.group, kind.kind)) else {
             return Ok(object);
         };
@@ -1925,13 +2123,13 @@ impl Comparison {
     }
 }
 
-fn compare(before: &Value, after: &Value) -> Comparison {
+fn compare(kind: &Kind, before: &Value, after: &Value) -> Comparison {
     let leaves = |v: &Value| v.as_object().map(leaf_paths).unwrap_or_default();
     let (old, new) = (leaves(before), leaves(after));
     let mut c = Comparison::default();
     // object nodes appear and vanish as members of their own (typed.Comparison over
     // fieldpath sets; the root and `metadata` are stripped like the server-set fields)
-    let (old_nodes, new_nodes) = (object_nodes(before), object_nodes(after));
+    let (old_nodes, new_nodes) = (object_nodes(kind, before), object_nodes(kind, after));
     c.added.extend(new_nodes.difference(&old_nodes).cloned());
     c.removed.extend(old_nodes.difference(&new_nodes).cloned());
     for p in new.iter().filter(|p| value_at(before, p).is_none()) {
@@ -1960,26 +2158,31 @@ fn is_leaf(view: &Value, p: &FieldPath) -> bool {
 }
 
 /// The non-empty objects below the root of `view`, as [`NODE`] paths (`metadata` left out:
-/// it is stripped with the fields the server sets).
-fn object_nodes(view: &Value) -> BTreeSet<FieldPath> {
-    fn walk(value: &Value, prefix: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
+/// it is stripped with the fields the server sets; so are a built-in kind's value structs,
+/// which structured-merge-diff never lists as members of their own, see
+/// `builtin::is_value_struct`).
+fn object_nodes(kind: &Kind, view: &Value) -> BTreeSet<FieldPath> {
+    fn walk(kind: &Kind, value: &Value, prefix: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
         let Value::Object(m) = value else { return };
         if m.is_empty() {
             return;
         }
-        if !prefix.is_empty() && prefix.as_slice() != ["metadata"] {
+        if !prefix.is_empty()
+            && prefix.as_slice() != ["metadata"]
+            && !super::builtin::is_value_struct(kind, prefix)
+        {
             let mut node = prefix.clone();
             node.push(NODE.to_string());
             out.insert(node);
         }
         for (k, v) in m {
             prefix.push(k.clone());
-            walk(v, prefix, out);
+            walk(kind, v, prefix, out);
             prefix.pop();
         }
     }
     let mut out = BTreeSet::new();
-    walk(view, &mut Vec::new(), &mut out);
+    walk(kind, view, &mut Vec::new(), &mut out);
     out
 }
 
