@@ -2,7 +2,8 @@
 //! --context C`, issue M12): the twin's reconcile ([`reconcile_with`]) run on a mirror of what
 //! kube-rs watches deliver, its writes replayed on the server.
 //!
-//! Each pass copies the watched objects verbatim into a fresh twin [`Store`] (uids, creation
+//! Watches say when to pass; each pass lists every kind afresh and copies the objects verbatim
+//! into a fresh twin [`Store`] (uids, creation
 //! times, managedFields, finalizers kept: [`Store::restore`]), with the server's own CRD schemas
 //! as its validators, so defaults are the server's and a no-op stays a no-op. The reconcile
 //! writes into the mirror; its journal ([`Writes`]) is replayed in order with the same verbs:
@@ -23,9 +24,10 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+    Preconditions,
 };
-use kube::runtime::{reflector, watcher, WatchStreamExt};
+use kube::runtime::{watcher, WatchStreamExt};
 use model::cluster::Settings;
 use model::derive::Derived;
 use serde_json::{json, Value};
@@ -86,8 +88,6 @@ pub enum ControllerError {
     NotServed { missing: Vec<String> },
     #[error("reading the CRD {name}: {source}")]
     Crd { name: String, source: kube::Error },
-    #[error("a watch of {kind} ended before its first list")]
-    WatchEnded { kind: &'static str },
     #[error("writing {what}: {source}")]
     Write { what: String, source: kube::Error },
 }
@@ -100,12 +100,6 @@ pub struct Pass {
     /// Why the pass stopped early: a conflict or a missing object (the mirror was stale), or
     /// a reconcile error (bad input the operator refuses).
     pub stopped: Option<String>,
-}
-
-/// One watched kind and the cache its watch keeps.
-struct Watched {
-    kind: Kind,
-    cache: reflector::Store<DynamicObject>,
 }
 
 /// The kind as kube-rs addresses it dynamically.
@@ -182,51 +176,47 @@ async fn server_schemas(
 }
 
 /// Starts one watch per kind; every event (or watch error, retried with backoff) wakes
-/// `notify`.
-fn watch_all(client: &kube::Client, kinds: &[Kind], notify: &Arc<Notify>) -> Vec<Watched> {
-    kinds
-        .iter()
-        .map(|kind| {
-            let ar = api_resource(kind);
-            let writer = reflector::store::Writer::new(ar.clone());
-            let cache = writer.as_reader();
-            let stream = watcher(
-                Api::all_with(client.clone(), &ar),
-                watcher::Config::default(),
-            )
-            .default_backoff()
-            .reflect(writer);
-            let notify = Arc::clone(notify);
-            tokio::spawn(async move {
-                futures::pin_mut!(stream);
-                while stream.next().await.is_some() {
-                    notify.notify_one();
-                }
-            });
-            Watched { kind: *kind, cache }
-        })
-        .collect()
+/// `notify`. The watches only say when to pass: a pass lists afresh ([`snapshot`]), so it
+/// never works on a cache that has not caught up with a write (its own included).
+fn watch_all(client: &kube::Client, kinds: &[Kind], notify: &Arc<Notify>) {
+    for kind in kinds {
+        let ar = api_resource(kind);
+        let stream = watcher(
+            Api::<DynamicObject>::all_with(client.clone(), &ar),
+            watcher::Config::default(),
+        )
+        .default_backoff();
+        let notify = Arc::clone(notify);
+        tokio::spawn(async move {
+            futures::pin_mut!(stream);
+            while stream.next().await.is_some() {
+                notify.notify_one();
+            }
+        });
+    }
 }
 
-/// The watched objects now, per kind, as the server sent them (type meta filled in).
-fn snapshot(watched: &[Watched]) -> Vec<(Kind, Vec<Value>)> {
-    watched
-        .iter()
-        .map(|w| {
-            let items = w
-                .cache
-                .state()
-                .iter()
-                .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
-                .map(|mut o| {
-                    o["apiVersion"] = json!(w.kind.api_version());
-                    o["kind"] = json!(w.kind.kind);
-                    o
-                })
-                .collect();
-            (w.kind, items)
-        })
-        .collect()
+/// Every object of `kinds` as the server lists it now (a quorum read each), type meta filled in.
+async fn snapshot(
+    client: &kube::Client,
+    kinds: &[Kind],
+) -> Result<Vec<(Kind, Vec<Value>)>, kube::Error> {
+    let mut out = Vec::new();
+    for kind in kinds {
+        let listed = api(client, kind, None).list(&ListParams::default()).await?;
+        let items = listed
+            .items
+            .iter()
+            .filter_map(|o| serde_json::to_value(o).ok())
+            .map(|mut o| {
+                o["apiVersion"] = json!(kind.api_version());
+                o["kind"] = json!(kind.kind);
+                o
+            })
+            .collect();
+        out.push((*kind, items));
+    }
+    Ok(out)
 }
 
 /// `(kind, namespace, name)`: where an object lives.
@@ -706,14 +696,8 @@ pub async fn run(
         ));
     }
     let notify = Arc::new(Notify::new());
-    let watched = watch_all(&client, &kinds, &notify);
-    for w in &watched {
-        w.cache
-            .wait_until_ready()
-            .await
-            .map_err(|_| ControllerError::WatchEnded { kind: w.kind.kind })?;
-    }
-    log(&format!("watching {} kinds; reconciling", watched.len()));
+    watch_all(&client, &kinds, &notify);
+    log(&format!("watching {} kinds; reconciling", kinds.len()));
     tokio::pin!(stop);
     let mut previous = None;
     let mut settled: Option<Vec<(Place, String)>> = None;
@@ -723,7 +707,13 @@ pub async fn run(
             _ = notify.notified() => tokio::time::sleep(config.debounce).await,
             _ = tokio::time::sleep(config.resync) => {}
         }
-        let now = snapshot(&watched);
+        let now = match snapshot(&client, &kinds).await {
+            Ok(now) => now,
+            Err(e) => {
+                log(&format!("listing: {e}"));
+                continue;
+            }
+        };
         let print = fingerprint(&now);
         if settled.as_ref() == Some(&print) {
             continue;
