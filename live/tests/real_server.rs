@@ -952,6 +952,45 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
                "stored": installed.body["status"]["storedVersions"]}),
     );
 
+    let apiservices = "/apis/apiregistration.k8s.io/v1/apiservices";
+    for name in [
+        "v1.",
+        "v1.apps",
+        "v1.apiextensions.k8s.io",
+        "v1alpha1.worker.gpustack.ai",
+    ] {
+        let service = call(
+            c,
+            Method::GET,
+            &format!("{apiservices}/{name}"),
+            "",
+            Value::Null,
+        )
+        .await;
+        note(
+            &format!("the local APIService {name}"),
+            json!({"code": service.code, "spec": service.body["spec"],
+                   "labels": service.body["metadata"]["labels"],
+                   "conditions": conditions(&service),
+                   "ownership": ownership(&service.body)}),
+        );
+    }
+    let listed_services = call(c, Method::GET, apiservices, "", Value::Null).await;
+    let among: Vec<Value> = seen(&listed_services, &["names"])["names"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| {
+            ["v1.", "v1.apps", "v1.policy", "v1beta2.kueue.x-k8s.io"]
+                .contains(&n.as_str().unwrap_or(""))
+        })
+        .cloned()
+        .collect();
+    note(
+        "list APIServices",
+        json!({"code": listed_services.code, "names": among}),
+    );
+
     let group = format!("t{token}.verify.example.com");
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
     let crd_name = format!("widgets.{group}");
@@ -993,6 +1032,14 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     );
     let gv = format!("/apis/{group}/v1");
     let discovered = settled(c, &gv, |a| a.code == 200).await;
+    let own_service = format!("{apiservices}/v1.{group}");
+    let registered = settled(c, &own_service, |a| a.code == 200).await;
+    note(
+        "the CRD's group version gets its APIService",
+        json!({"code": registered.code, "spec": registered.body["spec"],
+               "labels": registered.body["metadata"]["labels"],
+               "conditions": conditions(&registered)}),
+    );
     note(
         "discovery lists the CRD's resources",
         resources(&discovered),
@@ -1060,6 +1107,8 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     note("the CRD is gone", seen(&crd_gone, &[]));
     let undiscovered = settled(c, &gv, |a| a.code == 404).await;
     note("discovery no longer lists it", seen(&undiscovered, &[]));
+    let unregistered = settled(c, &own_service, |a| a.code == 404).await;
+    note("its APIService is gone", seen(&unregistered, &[]));
     let widget_gone = call(c, Method::GET, &format!("{widgets}/w"), "", Value::Null).await;
     note("its custom object is gone", seen(&widget_gone, &[]));
 
@@ -1222,6 +1271,7 @@ fn the_twin_answers_as_the_real_apiserver_does() {
     if let Err(e) = live::crd::install_crd_objects(&mut store, true) {
         panic!("the CRD objects: {e}");
     }
+    store.install_api_services();
     let twin: TwinHandle = match spawn_with_store(None, store) {
         Ok(t) => t,
         Err(e) => panic!("the twin did not start: {e}"),

@@ -92,6 +92,9 @@ pub fn is_value_struct(kind: &Kind, path: &[String]) -> bool {
         ),
         ("policy", "PodDisruptionBudget") => matches!(path.as_slice(), ["spec"] | ["status"]),
         ("coordination.k8s.io", "Lease") => path.as_slice() == ["spec"],
+        ("apiregistration.k8s.io", "APIService") => {
+            matches!(path.as_slice(), ["spec"] | ["status"])
+        }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => matches!(
             path.as_slice(),
             ["spec"] | ["spec", "names"] | ["status"] | ["status", "acceptedNames"]

@@ -7,6 +7,7 @@
 //! by an admin request ([`clock`]).
 
 pub mod admission;
+pub mod apiservices;
 pub mod builtin;
 pub mod clock;
 pub mod counters;

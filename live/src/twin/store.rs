@@ -296,6 +296,8 @@ pub struct Store {
     /// Inside [`Store::dry_run`]: the apiserver's controllers (CRD establishing, the
     /// namespace's ServiceAccount) do not react to a write that is not persisted.
     dry: bool,
+    /// The aggregator's autoregister controller runs ([`Store::install_api_services`]).
+    api_services: bool,
 }
 
 impl Default for Store {
@@ -323,6 +325,7 @@ impl Store {
             advanced: 0,
             advances: Vec::new(),
             dry: false,
+            api_services: false,
         }
     }
 
@@ -1054,6 +1057,7 @@ impl Store {
             self.set_validator(&first, super::structural::validator(schema.clone()));
         }
         self.set_printer_columns(&first, super::table::crd_printer_columns(crd));
+        self.sync_api_services();
     }
 
     /// Deletes every object of the CRD's kind (each a DELETED event) and stops serving it.
@@ -1077,6 +1081,77 @@ impl Store {
             .retain(|k| !(k.group == first.group && k.kind == first.kind));
         self.validators.remove(&(first.group, first.kind));
         self.printer_columns.remove(&(first.group, first.kind));
+        self.sync_api_services();
+    }
+
+    /// Starts the kube-aggregator's autoregister controller: every group version served
+    /// gets its local APIService (`<version>.<group>`, `v1.` for core) at once, and from
+    /// then on one appears when a CRD serves a new group version and goes when none
+    /// serves it any more. Opt-in (`verify twin serve` and the differential test call it):
+    /// a store made for a test holds only the objects the test wrote.
+    pub fn install_api_services(&mut self) {
+        self.api_services = true;
+        self.sync_api_services();
+    }
+
+    /// The autoregister controller's pass (see [`Store::install_api_services`]).
+    fn sync_api_services(&mut self) {
+        let kind = super::kinds::API_SERVICE;
+        if !self.api_services || self.dry || !self.kinds.contains(&kind) {
+            return;
+        }
+        let wanted: Vec<Value> = super::apiservices::wanted(&self.kinds);
+        let names: Vec<String> = wanted
+            .iter()
+            .filter_map(|a| a.pointer("/metadata/name").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        let stale: Vec<Key> = self
+            .objects
+            .iter()
+            .filter(|(k, o)| {
+                k.group == kind.group
+                    && k.kind == kind.kind
+                    && !names.contains(&k.name)
+                    && super::apiservices::is_automanaged(o)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in stale {
+            if let Some(o) = self.objects.get(&key).cloned() {
+                self.commit(&kind, &key, None, Some(o));
+            }
+        }
+        for service in wanted {
+            let Ok(mut object) = into_object(service) else {
+                continue;
+            };
+            let name = name_of(&object);
+            if self.get(&kind, None, &name).is_ok() {
+                continue;
+            }
+            let status = object.remove("status");
+            let owner = Ownership::Update(super::crds::SERVER_MANAGER);
+            if self.create_object(&kind, None, object, owner).is_err() {
+                continue;
+            }
+            // the availability controller's condition: a write with no managed fields
+            let Ok(key) = self.key(&kind, None, &name) else {
+                continue;
+            };
+            if let (Some(mut live), Some(mut status)) = (self.objects.get(&key).cloned(), status) {
+                let now = self.stamp();
+                if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut)
+                {
+                    for c in conditions.iter_mut() {
+                        c["lastTransitionTime"] = Value::String(now.clone());
+                    }
+                }
+                live.insert("status".into(), status);
+                let managers = Ownership::Applied(read_managed(&live));
+                let _ = self.write(&kind, &key, live, Subresource::Status, false, managers);
+            }
+        }
     }
 
     /// A CRD's delete (apiextensions-apiserver registry/customresourcedefinition/etcd.go
