@@ -704,6 +704,34 @@ async fn settled(c: &kube::Client, path: &str, done: impl Fn(&Answer) -> bool) -
     answer
 }
 
+/// What kubectl reads off OpenAPI v3 before it writes a file: the PATCH of `path` in the
+/// document of `group_version` (`apis/apps/v1`), its action and kind, and whether it takes
+/// the parameters kubectl sends.
+async fn openapi_patch(c: &kube::Client, group_version: &str, path: &str) -> Value {
+    // a real server adds a new CRD's document to the index a moment after it serves it
+    let index = settled(c, "/openapi/v3", |a| {
+        a.body["paths"][group_version]["serverRelativeURL"].is_string()
+    })
+    .await;
+    let Some(url) = index.body["paths"][group_version]["serverRelativeURL"].as_str() else {
+        return json!({"index": index.code, "listed": false});
+    };
+    let doc = call(c, Method::GET, url, "", Value::Null).await;
+    let patch = &doc.body["paths"][path]["patch"];
+    let names: Vec<&str> = patch["parameters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    let takes: Vec<bool> = ["dryRun", "fieldManager", "fieldValidation", "force"]
+        .iter()
+        .map(|n| names.contains(n))
+        .collect();
+    json!({"index": index.code, "doc": doc.code, "action": patch["x-kubernetes-action"],
+           "gvk": patch["x-kubernetes-group-version-kind"], "takes": takes})
+}
+
 /// The built-in kinds a chart installs: Secrets (stringData, base64, keys), ConfigMaps, the
 /// namespace's ServiceAccount, a Deployment and `kubectl set image`, a CRD from creation to
 /// deletion with a custom object of it, webhook configurations, Leases, PodDisruptionBudgets
@@ -926,6 +954,15 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
         "create a Deployment whose selector misses its template",
         seen(&unselected, &["message"]),
     );
+    note(
+        "OpenAPI v3 of a Deployment's PATCH",
+        openapi_patch(
+            c,
+            "apis/apps/v1",
+            "/apis/apps/v1/namespaces/{namespace}/deployments/{name}",
+        )
+        .await,
+    );
     let d_deleted = call(
         c,
         Method::DELETE,
@@ -1043,6 +1080,15 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     note(
         "discovery lists the CRD's resources",
         resources(&discovered),
+    );
+    note(
+        "OpenAPI v3 of the CRD's PATCH",
+        openapi_patch(
+            c,
+            &format!("apis/{group}/v1"),
+            &format!("/apis/{group}/v1/namespaces/{{namespace}}/widgets/{{name}}"),
+        )
+        .await,
     );
     let group_doc = call(c, Method::GET, &format!("/apis/{group}"), "", Value::Null).await;
     note(

@@ -16,6 +16,7 @@ pub mod discovery;
 pub mod faults;
 pub mod kinds;
 pub mod kubeconfig;
+pub mod openapi;
 pub mod operator;
 pub mod pod;
 pub mod read;

@@ -283,6 +283,9 @@ pub fn handle(store: &mut Store, req: &ApiRequest) -> Reply {
     if req.path == ACCESS_REVIEWS {
         return access_review(req);
     }
+    if let Some(rest) = req.path.strip_prefix("/openapi/v3") {
+        return openapi(store.kinds(), rest, req.method);
+    }
     if unserved_group(store.kinds(), req.path).is_some() {
         // no API group of that name: the request falls through every group's handler to
         // the apiserver's catch-all, which answers Go's plain 404 (no Status)
@@ -318,6 +321,24 @@ pub fn handle(store: &mut Store, req: &ApiRequest) -> Reply {
             Ok(reply) => reply,
             Err(s) => s.into(),
         },
+    }
+}
+
+/// `GET /openapi/v3[/api/v1|/apis/{group}/{version}]` (see [`super::openapi`]).
+fn openapi(kinds: &[Kind], rest: &str, method: &str) -> Reply {
+    if method != "GET" {
+        return method_not_allowed().into();
+    }
+    let parts: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let doc = match parts.as_slice() {
+        [] => Some(super::openapi::index(kinds)),
+        ["api", version] => super::openapi::document(kinds, "", version),
+        ["apis", group, version] => super::openapi::document(kinds, group, version),
+        _ => None,
+    };
+    match doc {
+        Some(d) => Reply::ok(200, d),
+        None => Reply::Text(404, "404 page not found\n".to_string()),
     }
 }
 
