@@ -732,6 +732,28 @@ async fn openapi_patch(c: &kube::Client, group_version: &str, path: &str) -> Val
            "gvk": patch["x-kubernetes-group-version-kind"], "takes": takes})
 }
 
+/// One object as kubectl asks for it: a Table's columns (name, type) and its row count.
+async fn one_table(c: &kube::Client, path: &str) -> Value {
+    let t = call_accept(c, Method::GET, path, "", TABLE, Value::Null).await;
+    let mut out = seen(&t, &["kind", "columns", "rows"]);
+    // the cells, but those that read the clock or a per-run name
+    let columns: Vec<String> = t.body["columnDefinitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| c["name"].as_str().unwrap_or("").to_string())
+        .collect();
+    out["cells"] = t.body["rows"][0]["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .zip(&columns)
+        .filter(|(_, c)| !matches!(c.as_str(), "Name" | "Age" | "Created At" | "Group"))
+        .map(|(v, _)| v.clone())
+        .collect();
+    out
+}
+
 /// The built-in kinds a chart installs: Secrets (stringData, base64, keys), ConfigMaps, the
 /// namespace's ServiceAccount, a Deployment and `kubectl set image`, a CRD from creation to
 /// deletion with a custom object of it, webhook configurations, Leases, PodDisruptionBudgets
@@ -770,6 +792,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
         "the default ServiceAccount",
         seen(&sa, &["ownership", "generation", "/secrets"]),
     );
+    note(
+        "a ServiceAccount as a Table",
+        one_table(c, &format!("{core}/serviceaccounts/default")).await,
+    );
     let maps = call(
         c,
         Method::GET,
@@ -796,6 +822,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
             &secret,
             &["/data", "/type", "/stringData", "generation", "ownership"],
         ),
+    );
+    note(
+        "a Secret as a Table",
+        one_table(c, &format!("{secrets}/s")).await,
     );
     let bad = call(
         c,
@@ -850,6 +880,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     note(
         "create a ConfigMap",
         seen(&cm, &["/data", "/binaryData", "generation", "ownership"]),
+    );
+    note(
+        "a ConfigMap as a Table",
+        one_table(c, &format!("{configmaps}/cm")).await,
     );
     let cm_patched = call(
         c,
@@ -921,6 +955,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     note(
         "kubectl set image (strategic merge patch)",
         seen(&set_image, &["spec", "generation"]),
+    );
+    note(
+        "a Deployment as a Table",
+        one_table(c, &format!("{deployments}/d")).await,
     );
     note(
         "resourceVersion grows on set image",
@@ -1027,6 +1065,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
         "list APIServices",
         json!({"code": listed_services.code, "names": among}),
     );
+    note(
+        "an APIService as a Table",
+        one_table(c, &format!("{apiservices}/v1.apps")).await,
+    );
 
     let group = format!("t{token}.verify.example.com");
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -1067,6 +1109,7 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
                "stored": established.body["status"]["storedVersions"],
                "rv grew": rv(&established) > rv(&crd)}),
     );
+    note("a CRD as a Table", one_table(c, &crd_path.clone()).await);
     let gv = format!("/apis/{group}/v1");
     let discovered = settled(c, &gv, |a| a.code == 200).await;
     let own_service = format!("{apiservices}/v1.{group}");
@@ -1189,6 +1232,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
             &format!("create a {kind}"),
             seen(&hook, &["/webhooks", "generation"]),
         );
+        note(
+            &format!("a {kind} as a Table"),
+            one_table(c, &format!("{path}/{name}")).await,
+        );
         let listed = call(
             c,
             Method::GET,
@@ -1224,6 +1271,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
         "create a Lease",
         seen(&lease, &["spec", "generation", "ownership"]),
     );
+    note(
+        "a Lease as a Table",
+        one_table(c, &format!("{leases}/l")).await,
+    );
     let renewed = call(
         c,
         Method::PATCH,
@@ -1251,6 +1302,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
         "create a PodDisruptionBudget",
         seen(&pdb, &["spec", "status", "generation"]),
     );
+    note(
+        "a PodDisruptionBudget as a Table",
+        one_table(c, &format!("{pdbs}/p")).await,
+    );
     let pdb_gone = call(c, Method::DELETE, &format!("{pdbs}/p"), "", Value::Null).await;
     note("delete a PodDisruptionBudget", seen(&pdb_gone, &["kind"]));
 
@@ -1269,6 +1324,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     note(
         "create a ClusterRole",
         seen(&role, &["/rules", "generation", "ownership"]),
+    );
+    note(
+        "a ClusterRole as a Table",
+        one_table(c, &format!("{roles}/{role_name}")).await,
     );
     let role_gone = call(
         c,
