@@ -1174,6 +1174,30 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
         "a custom object against the CRD's schema",
         seen(&wrong_type, &[]),
     );
+    let strict = call(
+        c,
+        Method::POST,
+        &format!("{widgets}?fieldValidation=Strict"),
+        "application/json",
+        json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+               "metadata": {"name": "w3"}, "spec": {"size": 3, "dropped": true,
+               "other": {"x": 1}}, "extra": 1}),
+    )
+    .await;
+    note(
+        "a custom object with unknown fields, strictly",
+        seen(&strict, &["message"]),
+    );
+    let bogus = call(
+        c,
+        Method::POST,
+        &format!("{widgets}?fieldValidation=Bogus"),
+        "application/json",
+        json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+               "metadata": {"name": "w4"}}),
+    )
+    .await;
+    note("an unknown fieldValidation", seen(&bogus, &["message"]));
     let listed_widgets = call(c, Method::GET, &widgets, "", Value::Null).await;
     note("list the custom objects", seen(&listed_widgets, &["names"]));
     let misnamed = call(c, Method::POST, crds, "application/json", {

@@ -498,6 +498,23 @@ impl Store {
         ))
     }
 
+    /// The fields of `object` its kind's schema would prune, as `fieldValidation=Strict`
+    /// names them (`spec.dropped`, `spec.items[0].x`), sorted; none for a kind without a
+    /// schema, or when the object does not validate at all (the write then says why).
+    pub fn unknown_fields(&self, kind: &Kind, object: &Value) -> Vec<String> {
+        let Some(validator) = self.validators.get(&(kind.group, kind.kind)) else {
+            return Vec::new();
+        };
+        let Ok(kept) = validator(object) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        pruned_paths(object, &kept, "", &mut out);
+        out.retain(|p| !matches!(p.as_str(), "apiVersion" | "kind" | "metadata"));
+        out.sort();
+        out
+    }
+
     /// The printer columns of `kind`'s CRD (see `table::columns`).
     pub fn set_printer_columns(&mut self, kind: &Kind, columns: Vec<Value>) {
         self.printer_columns
@@ -1646,6 +1663,34 @@ impl Store {
             }
         }
         object
+    }
+}
+
+/// The paths present in `given` and absent from `kept` (what pruning dropped).
+fn pruned_paths(given: &Value, kept: &Value, at: &str, out: &mut Vec<String>) {
+    match (given, kept) {
+        (Value::Object(g), Value::Object(k)) => {
+            for (key, value) in g {
+                if at.is_empty() && key == "metadata" {
+                    continue;
+                }
+                let path = if at.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{at}.{key}")
+                };
+                match k.get(key) {
+                    Some(kept_value) => pruned_paths(value, kept_value, &path, out),
+                    None => out.push(path),
+                }
+            }
+        }
+        (Value::Array(g), Value::Array(k)) => {
+            for (i, (value, kept_value)) in g.iter().zip(k).enumerate() {
+                pruned_paths(value, kept_value, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
     }
 }
 
