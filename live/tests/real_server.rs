@@ -420,7 +420,7 @@ async fn sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     .await;
     note(
         "apply creates a Node",
-        seen(&node_applied, &["labels", "ownership"]),
+        seen(&node_applied, &["labels", "ownership", "generation"]),
     );
 
     let selected = call(
@@ -541,7 +541,10 @@ async fn namespaced_sequence(c: &kube::Client, token: &str) -> Vec<(String, Valu
     .await;
     note(
         "create a namespace",
-        seen(&namespace, &["labels", "ownership", "status", "spec"]),
+        seen(
+            &namespace,
+            &["labels", "ownership", "status", "spec", "generation"],
+        ),
     );
     let flavor = format!("verify-diff-{token}-rf");
     let rf = call(
