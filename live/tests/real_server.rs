@@ -687,7 +687,16 @@ fn resources(a: &Answer) -> Value {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|r| json!([r["name"], r["kind"], r["namespaced"]]))
+        .map(|r| {
+            json!([
+                r["name"],
+                r["kind"],
+                r["namespaced"],
+                r["singularName"],
+                r["shortNames"],
+                r["categories"]
+            ])
+        })
         .collect();
     json!({"code": a.code, "resources": list})
 }
@@ -1079,7 +1088,8 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     let crd_body = json!({"apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition", "metadata": {"name": crd_name},
         "spec": {"group": group, "scope": "Namespaced",
-                 "names": {"plural": "widgets", "kind": "Widget"},
+                 "names": {"plural": "widgets", "kind": "Widget",
+                           "shortNames": ["wd"], "categories": ["verify-diff"]},
                  "versions": [{"name": "v1", "served": true, "storage": true,
                      "subresources": {"status": {}},
                      "schema": {"openAPIV3Schema": {"type": "object", "properties": {

@@ -312,10 +312,11 @@ pub fn handle(store: &mut Store, req: &ApiRequest) -> Reply {
         }
         Target::GroupList => discovery(Some(discovery::api_group_list(store.kinds()))),
         Target::Group(g) => discovery(discovery::api_group(store.kinds(), &g)),
-        Target::ResourceList { group, version } => discovery(discovery::api_resource_list(
+        Target::ResourceList { group, version } => discovery(discovery::api_resource_list_named(
             store.kinds(),
             &group,
             &version,
+            |k| store.runtime_names(k),
         )),
         Target::Resource(r) => match resource(store, &r, req) {
             Ok(reply) => reply,

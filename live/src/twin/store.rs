@@ -298,6 +298,8 @@ pub struct Store {
     dry: bool,
     /// The aggregator's autoregister controller runs ([`Store::install_api_services`]).
     api_services: bool,
+    /// The discovery names (`spec.names`) of the kinds CRDs serve, by group and kind.
+    crd_names: HashMap<(&'static str, &'static str), super::discovery::Names>,
 }
 
 impl Default for Store {
@@ -326,6 +328,7 @@ impl Store {
             advances: Vec::new(),
             dry: false,
             api_services: false,
+            crd_names: HashMap::new(),
         }
     }
 
@@ -1074,7 +1077,31 @@ impl Store {
             self.set_validator(&first, super::structural::validator(schema.clone()));
         }
         self.set_printer_columns(&first, super::table::crd_printer_columns(crd));
+        let list = |p: &str| -> Vec<String> {
+            crd.pointer(p)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        };
+        let names = super::discovery::Names {
+            singular: crd
+                .pointer("/spec/names/singular")
+                .and_then(Value::as_str)
+                .map_or_else(|| first.kind.to_ascii_lowercase(), str::to_string),
+            short: list("/spec/names/shortNames"),
+            categories: list("/spec/names/categories"),
+        };
+        self.crd_names.insert((first.group, first.kind), names);
         self.sync_api_services();
+    }
+
+    /// The discovery names of a kind a CRD serves (None for the kinds served from the start
+    /// that no CRD object describes).
+    pub fn runtime_names(&self, kind: &Kind) -> Option<super::discovery::Names> {
+        self.crd_names.get(&(kind.group, kind.kind)).cloned()
     }
 
     /// Deletes every object of the CRD's kind (each a DELETED event) and stops serving it.
@@ -1098,6 +1125,7 @@ impl Store {
             .retain(|k| !(k.group == first.group && k.kind == first.kind));
         self.validators.remove(&(first.group, first.kind));
         self.printer_columns.remove(&(first.group, first.kind));
+        self.crd_names.remove(&(first.group, first.kind));
         self.sync_api_services();
     }
 
