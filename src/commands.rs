@@ -71,6 +71,8 @@ pub fn dispatch(command: Command) -> Result<i32> {
         } => findings(action, &known, &regressions),
         Command::Audit(args) => audit(args),
         Command::Cleanup(args) => cleanup(args),
+        Command::Operator(args) => operator(args),
+        Command::Chart(c) => crate::chart_cmd::dispatch(c),
     }
 }
 
@@ -1164,6 +1166,62 @@ async fn connect_checked(
         return Err(3);
     }
     Ok(client)
+}
+
+/// `verify operator`: the reference operator against a cluster until Ctrl-C.
+fn operator(args: crate::cli::OperatorArgs) -> Result<i32> {
+    let settings = match &args.operator_settings {
+        Some(path) => read_json(path)?,
+        None => model::Settings::default(),
+    };
+    let config = live::controller::ControllerConfig {
+        settings,
+        quota_by: match args.quota_by {
+            crate::cli::QuotaBy::Kueue => live::twin::operator::QuotaBy::Kueue,
+            crate::cli::QuotaBy::Model => live::twin::operator::QuotaBy::Model,
+        },
+        nfd_master: !args.no_nfd_master,
+        credits_capacity: args.credits_capacity,
+        ..live::controller::ControllerConfig::default()
+    };
+    live::client::preflight::block_on(async {
+        let client = match live::client::connect(
+            args.cluster.kubeconfig.as_deref(),
+            args.cluster.context.as_deref(),
+            live::client::Access::Mutating,
+        )
+        .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("verify: {e}");
+                return Ok(e.exit_code());
+            }
+        };
+        for line in client.banner().await {
+            outln!("{line}");
+        }
+        let target = client.target().clone();
+        if target.context != live::client::TWIN_CONTEXT && !args.cluster.yes {
+            if let Err(code) = crate::live_run::confirm(&format!(
+                "verify will run the reference operator on context `{}` ({}): it creates, \
+                 updates and deletes the operator's objects there until stopped.",
+                target.context, target.server
+            )) {
+                return Ok(code);
+            }
+        }
+        let log = |line: &str| outln!("operator: {line}");
+        let stop = live::controller::interrupted();
+        match live::controller::run(client.kube().clone(), config, stop, log).await {
+            Ok(()) => Ok(0),
+            Err(e) => {
+                eprintln!("verify operator: {e}");
+                Ok(3)
+            }
+        }
+    })
+    .context("starting the async runtime")?
 }
 
 /// `verify audit`: a dump offline, or a cluster through the client (list only).

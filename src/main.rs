@@ -18,6 +18,7 @@ macro_rules! out {
     }};
 }
 
+mod chart_cmd;
 mod cli;
 mod commands;
 mod live_run;

@@ -56,11 +56,12 @@ impl Default for TwinConfig {
     }
 }
 
-/// Why the twin (or a cluster) could not judge a seed: exit 3 (inconclusive, not a failure),
+/// Why the twin (or a cluster) could not judge a seed (`Infrastructure`: a request to either
+/// server failed): exit 3 (inconclusive, not a failure),
 /// or for [`TwinError::Flaky`] exit 5.
 #[derive(Debug, thiserror::Error)]
 pub enum TwinError {
-    #[error("the embedded twin: {0}")]
+    #[error("the API server: {0}")]
     Infrastructure(String),
     #[error("the cluster: {0}")]
     Cluster(String),
@@ -72,6 +73,21 @@ pub enum TwinError {
     /// Ctrl-C: the run stopped between two write steps (and tore down).
     #[error("interrupted")]
     Interrupted,
+}
+
+/// The divergence of a readback's differences (`None` without any): a verdict or an
+/// assignment is no derived object, so it folds as a finding of its own.
+fn divergence(step: &str, differences: Vec<oracle::Difference>) -> Option<TwinDivergence> {
+    if differences.is_empty() {
+        return None;
+    }
+    let graph = oracle::DerivationGraph::default();
+    Some(TwinDivergence {
+        step: step.to_string(),
+        table: oracle::render_table(&differences),
+        findings: oracle::render_findings(&oracle::fold(&differences, &graph)),
+        differences,
+    })
 }
 
 /// A live run's share for one worker ([`TwinRunner::connect`]): every attempt gets its own
@@ -921,23 +937,37 @@ impl TwinRunner {
         let Event::Submit { workload } = event else {
             return Ok((0, None));
         };
+        // only a Workload whose queue references the node-devices check gets its verdict
+        if !world.admission.gate_three_judges(workload) {
+            return Ok((0, None));
+        }
         let alone = world.admission.alone().submit(workload);
         let Some(expected) = client::gate3_expectation(&alone) else {
             return Ok((0, None));
         };
         self.operator_caught_up(self.config.budget).await;
+        // submitted as Kueue builds it from a Pod the webhook mutated: its folds done
+        let submitted = world
+            .admission
+            .as_gate_one_leaves(workload)
+            .unwrap_or_else(|_| workload.clone());
         let readback = self
             .client
-            .gate3_verdict(workload, run, self.config.budget)
+            .gate3_verdict(&submitted, run, self.config.budget)
             .await
             .map_err(|e| TwinError::Infrastructure(e.to_string()))?;
         self.verdicts.fetch_add(1, Ordering::Relaxed);
         let object = format!("Workload {}/{}", workload.namespace, workload.name);
         let observed = match readback {
-            Readback::Verdict(v) if client::verdict_agrees(&expected, &v) => {
-                return Ok((READBACK_REQUESTS, None))
+            Readback::Verdict(v, reserved) if client::verdict_agrees(&expected, &v) => {
+                // gate 2 where a real Kueue decided it: its flavors against the model's
+                let predicted = world.admission.alone().quota_assignment(workload);
+                let differences = reserved
+                    .map(|r| client::assignment_differences(&object, predicted, &r))
+                    .unwrap_or_default();
+                return Ok((READBACK_REQUESTS, divergence(step, differences)));
             }
-            Readback::Verdict(v) => v,
+            Readback::Verdict(v, _) => v,
             Readback::Undecided { last } => {
                 return Err(TwinError::NoQuiescence {
                     step: step.to_string(),
@@ -960,17 +990,7 @@ impl TwinRunner {
             expected: Some(client::verdict_text(&expected)),
             observed: Some(client::verdict_text(&observed)),
         }];
-        // a verdict is no derived object: it folds as a finding of its own
-        let graph = oracle::DerivationGraph::default();
-        Ok((
-            READBACK_REQUESTS,
-            Some(TwinDivergence {
-                step: step.to_string(),
-                table: oracle::render_table(&differences),
-                findings: oracle::render_findings(&oracle::fold(&differences, &graph)),
-                differences: differences.to_vec(),
-            }),
-        ))
+        Ok((READBACK_REQUESTS, divergence(step, differences.to_vec())))
     }
 
     /// Waits for quiescence and diffs; a difference is confirmed after a longer quiet window.

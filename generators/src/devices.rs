@@ -89,10 +89,13 @@ pub const PRODUCTS: [Product; 17] = [
     product("amd", "AMD Instinct MI300X", 196592, 304, None),
     product("ascend", "Ascend 910B2", 65536, 24, None),
     product("cambricon", "MLU370-X8", 24576, 0, None),
-    product("hygon", "K100_AI", 65520, 120, None),
+    // Spelled `K100-AI`, not the driver's `K100_AI`: a mock's group id must be `[a-z0-9-]`
+    // (devices.md, generator rule 3). The `_` the Device Manager keeps goes into the pool's
+    // object names, and a real apiserver refuses those (RFC 1123; found on kube-local).
+    product("hygon", "K100-AI", 65520, 120, None),
     // Product spelling of the C-3000 "BW" (gfx936, 4 slices, 80 CU, 65,520 MiB) is a generator
     // choice; its catalog is sourced (hygon-mig.md profile table; specs/2026-08-30 F2). The
-    // K100_AI has no sourced partition catalog, so it stays whole/logical only.
+    // K100-AI has no sourced partition catalog, so it stays whole/logical only.
     product("hygon", "BW", 65520, 80, Some(Catalog::HygonBw)),
     product("iluvatar", "BI-V150", 32768, 0, None),
     product("metax", "MXC500", 65536, 0, None),

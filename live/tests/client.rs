@@ -373,7 +373,7 @@ fn gate_three_verdicts_are_read_back_and_the_workloads_withdrawn() {
                     .gate3_verdict(&w, &run, BUDGET)
                     .await
                     .expect("readback");
-                let Readback::Verdict(v) = got else {
+                let Readback::Verdict(v, _) = got else {
                     panic!("{}: no verdict: {got:?}", w.name);
                 };
                 assert!(verdict_agrees(&want, &v), "{}: {want:?} vs {v:?}", w.name);

@@ -179,7 +179,47 @@ impl AdmissionState {
 
     /// Judges `w` through every gate and, when admitted, charges it (R1–R22).
     pub fn submit(&mut self, w: &Workload) -> Outcome {
-        match self.try_submit(w) {
+        self.submit_given(w, None)
+    }
+
+    /// [`AdmissionState::submit`] for a Workload whose quota Kueue reserved with `given`
+    /// (`status.admission.podSetAssignments`): gate 2 is Kueue's, so gate 3 judges the
+    /// flavors and hostnames Kueue assigned, as the node-devices controller reads them off
+    /// the Workload (research/admission.md §6.1), and the reservation is Kueue's amounts on
+    /// those flavors.
+    pub fn submit_reserved(&mut self, w: &Workload, given: &[PodSetAssignment]) -> Outcome {
+        self.submit_given(w, Some(given))
+    }
+
+    /// What gate 2 would assign `w` now, gates 1–2 only and nothing reserved: the prediction
+    /// Kueue's `status.admission.podSetAssignments` is diffed against. `Err` says why gate 1
+    /// or 2 holds it (a rejection's message, a Pending reason).
+    pub fn quota_assignment(&self, w: &Workload) -> Result<Vec<PodSetAssignment>, String> {
+        let queue = self
+            .queue_of(w)
+            .cloned()
+            .ok_or_else(|| format!("LocalQueue {}/{} doesn't exist", w.namespace, w.queue))?;
+        let admitted = self.gate_pod_webhook(w)?;
+        match self.gate_quota(&queue, &admitted) {
+            Ok(Ok((assignments, _))) => Ok(assignments),
+            Ok(Err(reason)) => Err(reason),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// `w` as gate 1 leaves it: each pod set's containers after the Pod webhook's folds, what
+    /// Kueue builds the Workload of a mutated Pod from (admission.md §4: the mutating webhook
+    /// runs before Kueue's). `Err`: the webhook's rejection.
+    pub fn as_gate_one_leaves(&self, w: &Workload) -> Result<Workload, String> {
+        let pod_sets = self.gate_pod_webhook(w)?;
+        Ok(Workload {
+            pod_sets: pod_sets.into_iter().map(|a| a.pod_set).collect(),
+            ..w.clone()
+        })
+    }
+
+    fn submit_given(&mut self, w: &Workload, given: Option<&[PodSetAssignment]>) -> Outcome {
+        match self.try_submit(w, given) {
             Ok(outcome) => outcome,
             Err(e) => Outcome::Rejected {
                 message: e.to_string(),
@@ -187,7 +227,11 @@ impl AdmissionState {
         }
     }
 
-    fn try_submit(&mut self, w: &Workload) -> Result<Outcome, ModelError> {
+    fn try_submit(
+        &mut self,
+        w: &Workload,
+        given: Option<&[PodSetAssignment]>,
+    ) -> Result<Outcome, ModelError> {
         let key = workload_key(w);
         if let Some(m) = self.joint.get(&key) {
             match m.phase {
@@ -207,7 +251,7 @@ impl AdmissionState {
         if self.holds.contains_key(&key) {
             return Ok(Outcome::Admitted);
         }
-        let outcome = self.judge(w, &key)?;
+        let outcome = self.judge(w, &key, given)?;
         if matches!(outcome, Outcome::Pending { .. } | Outcome::Retry { .. }) && self.joint_gates(w)
         {
             self.joint.insert(
@@ -237,7 +281,12 @@ impl AdmissionState {
     }
 
     /// Gates 1–3 on a Workload that holds nothing yet, then the joint check.
-    fn judge(&mut self, w: &Workload, key: &str) -> Result<Outcome, ModelError> {
+    fn judge(
+        &mut self,
+        w: &Workload,
+        key: &str,
+        given: Option<&[PodSetAssignment]>,
+    ) -> Result<Outcome, ModelError> {
         let key = key.to_string();
         let Some(queue) = self.queue_of(w).cloned() else {
             return Ok(Outcome::Pending {
@@ -248,9 +297,12 @@ impl AdmissionState {
             Ok(p) => p,
             Err(message) => return Ok(Outcome::Rejected { message }),
         };
-        let (assignments, quota) = match self.gate_quota(&queue, &admitted)? {
-            Ok(a) => a,
-            Err(reason) => return Ok(Outcome::Pending { reason }),
+        let (assignments, quota) = match given {
+            Some(given) => (given.to_vec(), reserved_quota(&admitted, given)?),
+            None => match self.gate_quota(&queue, &admitted)? {
+                Ok(a) => a,
+                Err(reason) => return Ok(Outcome::Pending { reason }),
+            },
         };
         let mut charges = Vec::new();
         if queue
@@ -530,6 +582,14 @@ impl AdmissionState {
             }
         }
         Ok(())
+    }
+
+    /// Whether gate 3 judges `w` at all: its queue references the `gpustack-node-devices`
+    /// check, the only Workloads that check's controller answers (research/admission.md
+    /// §6.1; a CPU pool's queue carries no such check).
+    pub fn gate_three_judges(&self, w: &Workload) -> bool {
+        self.queue_of(w)
+            .is_some_and(|q| q.admission_checks.iter().any(|c| c == NODE_DEVICES_CHECK))
     }
 
     /// The ClusterQueue behind the Workload's LocalQueue in its namespace.
@@ -967,6 +1027,26 @@ fn node_hostname(n: &crate::cluster::Node) -> String {
         .get(HOSTNAME)
         .cloned()
         .unwrap_or_else(|| n.name.clone())
+}
+
+/// The quota a reservation of `given` holds: each pod set's usage of the resources its
+/// assignment names, on the flavor it names (how Kueue books `podSetAssignments`).
+fn reserved_quota(
+    pod_sets: &[AdmittedPodSet],
+    given: &[PodSetAssignment],
+) -> Result<Vec<(String, String, i64)>, ModelError> {
+    let mut quota = Vec::new();
+    for a in given {
+        let Some(ps) = pod_sets.iter().find(|p| p.pod_set.name == a.pod_set) else {
+            continue;
+        };
+        for (resource, amount) in pod_set_usage(&ps.pod_set)? {
+            if let Some(flavor) = a.flavors.get(&resource) {
+                quota.push((flavor.clone(), resource, amount));
+            }
+        }
+    }
+    Ok(quota)
 }
 
 /// The quota a pod set uses per resource, in each resource's quota unit: credits as Kueue's

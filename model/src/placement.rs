@@ -282,20 +282,31 @@ fn card_ledger_usage(manufacturer: &str, card: &Card, out: &mut Amounts) {
 /// hold it with Retry.
 pub fn node_free_accelerators(devices: &Devices) -> Amounts {
     let mut used = Amounts::new();
+    for g in &devices.groups {
+        for c in &g.cards {
+            card_ledger_usage(&g.manufacturer, c, &mut used);
+        }
+    }
+    let mut free = node_advertised(devices);
+    for (k, v) in free.iter_mut() {
+        *v = (*v - used.get(k).copied().unwrap_or(0)).max(0);
+    }
+    free
+}
+
+/// What the device plugins make a node advertise in `status.allocatable`: every token of
+/// every card whatever its ledger row's mode (a partitioned card keeps its carved layout), the
+/// capacity Kueue's TAS starts from before it takes off what Pods on the node request.
+pub fn node_advertised(devices: &Devices) -> Amounts {
     let mut every_token = devices.clone();
     for g in &mut every_token.groups {
         for c in &mut g.cards {
-            card_ledger_usage(&g.manufacturer, c, &mut used);
             if let Some(row) = c.ledger.as_mut().filter(|r| r.mode != Mode::Partitioned) {
                 row.mode = Mode::None;
             }
         }
     }
-    let mut free = node_allocatable(&every_token);
-    for (k, v) in free.iter_mut() {
-        *v = (*v - used.get(k).copied().unwrap_or(0)).max(0);
-    }
-    free
+    node_allocatable(&every_token)
 }
 
 /// How many Pods of `pod` fit in `free`: per requested key ⌊free / want⌋, the least of them;

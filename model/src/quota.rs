@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::credits::{parse_quantity, Quantity};
 use crate::error::ModelError;
-use crate::resources::{base_of, classify, credits_resource_name, Key};
+use crate::resources::{base_of, classify, credits_resource_name, resource_name, Key};
 use crate::units::{CREDITS_PER_CARD, UNITS_PER_SHARE};
 use crate::workload::{Container, PodSet, Workload};
 
@@ -68,19 +68,68 @@ fn credit_transformation(
     pod: &BTreeMap<String, Quantity>,
 ) -> Option<(String, Quantity)> {
     let r = classify(name)?;
+    let per_unit = Quantity::from_int(credits_per_unit(&r.key)?);
     let factor = match r.key {
-        Key::Whole => Quantity::from_int(CREDITS_PER_CARD),
-        Key::Shared => Quantity::from_int(UNITS_PER_SHARE),
         Key::SlicedUnits => {
             let sliced = format!("{}.sliced", base_of(&r.manufacturer)?);
-            pod.get(&sliced)
+            let by = pod
+                .get(&sliced)
                 .copied()
-                .unwrap_or_else(|| Quantity::from_int(1))
+                .unwrap_or_else(|| Quantity::from_int(1));
+            Quantity::from_micro(per_unit.micro() * by.micro() / 1_000_000)
         }
-        Key::PartitionedUnits => Quantity::from_int(1),
-        _ => return None,
+        _ => per_unit,
     };
     Some((credits_resource_name(&r.manufacturer), factor))
+}
+
+/// Credits per unit of each key Kueue folds (`<base>` × D, `.shared` × D/10, `.sliced.units`
+/// and `.partitioned.units` × 1); `None`: the key passes through unconsumed.
+fn credits_per_unit(key: &Key) -> Option<i64> {
+    match key {
+        Key::Whole => Some(CREDITS_PER_CARD),
+        Key::Shared => Some(UNITS_PER_SHARE),
+        Key::SlicedUnits | Key::PartitionedUnits => Some(1),
+        _ => None,
+    }
+}
+
+/// One entry of Kueue's `resources.transformations` (strategy Replace): `input` becomes
+/// `credits` per unit in `output`, multiplied by the request of `multiply_by` when set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KueueTransformation {
+    pub input: String,
+    pub multiply_by: Option<String>,
+    pub output: String,
+    pub credits: i64,
+}
+
+/// The transformations the operator configures Kueue with, one set per manufacturer
+/// (admission.md §5, generated from pkg/nodefeature; SPEC-SPLIT F3): the same folds
+/// [`pod_credits`] applies, so a real Kueue books what gate 2 of the model books.
+pub fn kueue_transformations() -> Vec<KueueTransformation> {
+    let keys = [
+        Key::Whole,
+        Key::Shared,
+        Key::SlicedUnits,
+        Key::PartitionedUnits,
+    ];
+    crate::labels::MANUFACTURERS
+        .into_iter()
+        .flat_map(|m| {
+            keys.iter().filter_map(move |key| {
+                Some(KueueTransformation {
+                    input: resource_name(m, key)?,
+                    multiply_by: match key {
+                        Key::SlicedUnits => resource_name(m, &Key::Sliced),
+                        _ => None,
+                    },
+                    output: credits_resource_name(m),
+                    credits: credits_per_unit(key)?,
+                })
+            })
+        })
+        .collect()
 }
 
 /// One Pod's credits per credits resource, each rounded up to a whole credit (Kueue's

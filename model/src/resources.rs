@@ -260,7 +260,7 @@ fn is_qualified_name_part(name: &str) -> bool {
 
 /// A DNS-1123 subdomain: ≤ 253 characters, dot-separated labels of `[a-z0-9-]`, each
 /// non-empty and alphanumeric at both ends.
-fn is_dns1123_subdomain(s: &str) -> bool {
+pub fn is_dns1123_subdomain(s: &str) -> bool {
     (1..=253).contains(&s.len())
         && s.split('.').all(|label| {
             !label.is_empty()

@@ -187,6 +187,35 @@ proptest! {
         }
     }
 
+    /// Where Kueue reserved exactly what the model's gate 2 assigns (`quota_assignment`),
+    /// judging on Kueue's reservation (`submit_reserved`, the node-devices controller beside a
+    /// real Kueue) gives the outcome and leaves the state `submit` does.
+    #[test]
+    fn judging_on_kueues_reservation_equals_judging_on_the_models(
+        cluster in arb_cluster(),
+        workloads in arb_workloads(),
+    ) {
+        let mut own = AdmissionState::new(cluster.clone());
+        let mut beside_kueue = AdmissionState::new(cluster);
+        for w in &workloads {
+            let assignment = beside_kueue.quota_assignment(w);
+            let outcome = own.submit(w);
+            match assignment {
+                Ok(given) => {
+                    let judged = beside_kueue.submit_reserved(w, &given);
+                    prop_assert_eq!(&judged, &outcome, "{}", w.name);
+                }
+                // gate 1 or 2 holds it: Kueue reserves nothing, the controller judges nothing
+                Err(_) => prop_assert!(
+                    matches!(outcome, Outcome::Pending { .. } | Outcome::Rejected { .. }),
+                    "{}: no assignment but {outcome:?}", w.name
+                ),
+            }
+            prop_assert_eq!(&own.cluster, &beside_kueue.cluster);
+            prop_assert_eq!(&own.reserved, &beside_kueue.reserved);
+        }
+    }
+
     /// Charging then releasing every admitted workload (in any order) restores the ledger and
     /// the reserved quota exactly.
     #[test]

@@ -39,7 +39,9 @@ pub use preflight::{connect, Access, ConnectError, TWIN_CONTEXT};
 pub use quiesce::{Quiescence, Quiescer};
 pub use retry::RetryPolicy;
 pub use teardown::Teardown;
-pub use verdicts::{gate3_expectation, verdict_agrees, verdict_text, Readback};
+pub use verdicts::{
+    assignment_differences, gate3_expectation, verdict_agrees, verdict_text, Readback,
+};
 
 /// The label every object a run creates carries; its value is the run id.
 pub const RUN_LABEL: &str = "verify.gpustack.ai/run";

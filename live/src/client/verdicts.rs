@@ -26,7 +26,8 @@ use super::retry::{already_exists, not_found};
 use super::scoped::describe;
 use super::{Client, ClientError, RunId, RUN_LABEL};
 use crate::crd::Workload;
-use crate::twin::workload::{read_check, verdict_of, workload_object};
+use crate::twin::workload::{kueue_assignments, read_check, verdict_of, workload_object};
+use model::admission::demands::PodSetAssignment;
 
 /// The verdict the wire must give for a Workload the model judged `outcome`, if gate 3 gave
 /// it: Ready for an admitted Workload, the Retry and its message for a refused one. Gates 1
@@ -49,6 +50,73 @@ pub fn verdict_agrees(expected: &Verdict, observed: &Verdict) -> bool {
         && (expected.state != CheckState::Retry || expected.message == observed.message)
 }
 
+/// Where Kueue's reservation (`reserved`, read off Workload `object`) differs from the
+/// model's gate 2 (`predicted`): per pod set, the flavor of each covered resource and the
+/// hostname-level placement. A model that predicts no reservation at all differs once.
+pub fn assignment_differences(
+    object: &str,
+    predicted: Result<Vec<PodSetAssignment>, String>,
+    reserved: &[PodSetAssignment],
+) -> Vec<oracle::Difference> {
+    let difference =
+        |field: String, expected: Option<String>, observed: Option<String>| oracle::Difference {
+            kind: oracle::ObjectKind::Effect,
+            name: object.to_string(),
+            field,
+            expected,
+            observed,
+        };
+    let predicted = match predicted {
+        Ok(p) => p,
+        Err(why) => {
+            return vec![difference(
+                "status.admission".into(),
+                Some(format!("no quota reserved ({why})")),
+                Some("quota reserved".into()),
+            )]
+        }
+    };
+    let mut out = Vec::new();
+    for (i, r) in reserved.iter().enumerate() {
+        let at = format!("status.admission.podSetAssignments[{i}]");
+        let Some(p) = predicted.iter().find(|p| p.pod_set == r.pod_set) else {
+            out.push(difference(
+                format!("{at}.name"),
+                None,
+                Some(r.pod_set.clone()),
+            ));
+            continue;
+        };
+        let resources: std::collections::BTreeSet<&String> =
+            p.flavors.keys().chain(r.flavors.keys()).collect();
+        for res in resources {
+            if p.flavors.get(res) != r.flavors.get(res) {
+                out.push(difference(
+                    format!("{at}.flavors[{res}]"),
+                    p.flavors.get(res).cloned(),
+                    r.flavors.get(res).cloned(),
+                ));
+            }
+        }
+        let hosts = |a: &PodSetAssignment| {
+            a.hosts
+                .iter()
+                .map(|h| format!("{}×{}", h.hostname, h.pods))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (want, got) = (hosts(p), hosts(r));
+        if want != got && !p.hosts.is_empty() {
+            out.push(difference(
+                format!("{at}.topologyAssignment"),
+                Some(want),
+                Some(got),
+            ));
+        }
+    }
+    out
+}
+
 /// A verdict as one cell of a divergence table: `Ready`, or `Retry: <message>`.
 pub fn verdict_text(v: &Verdict) -> String {
     if v.message.is_empty() {
@@ -61,8 +129,10 @@ pub fn verdict_text(v: &Verdict) -> String {
 /// What reading a verdict back found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Readback {
-    /// The check's first decided state (anything but Pending).
-    Verdict(Verdict),
+    /// The check's first decided state (anything but Pending), and Kueue's quota reservation
+    /// on the Workload as it was decided (`status.admission`; `None` where no Kueue reserved
+    /// it, as on the embedded twin, which plays gate 2 itself).
+    Verdict(Verdict, Option<Vec<PodSetAssignment>>),
     /// No decided state within the budget; the last state seen, if any.
     Undecided { last: Option<Verdict> },
 }
@@ -120,7 +190,7 @@ impl Client {
             .until(&mut rv, deadline, |event| match event {
                 Seen::Object(o) => {
                     last = read_check(o);
-                    decided(o)
+                    decided(o).map(|v| (v, kueue_assignments(o)))
                 }
                 Seen::Gone => None,
             })
@@ -133,7 +203,7 @@ impl Client {
             })
             .await?;
         Ok(match found {
-            Some(v) => Readback::Verdict(v),
+            Some((v, reserved)) => Readback::Verdict(v, reserved),
             None => Readback::Undecided { last },
         })
     }

@@ -43,8 +43,8 @@ use super::read::name_of;
 use super::selector::Selector;
 use super::store::Store;
 use super::workload::{
-    is_active, read_check, read_joint_check, read_workload, verdict_of, with_check,
-    with_joint_check,
+    is_active, kueue_assignments, read_check, read_joint_check, read_workload, verdict_of,
+    with_check, with_joint_check,
 };
 
 /// The AdmissionCheck object as the Worker's `Prepare()` applies it (status is written by its
@@ -177,6 +177,18 @@ pub fn ensure_admission_check(
     Ok(())
 }
 
+/// Who decides gates 1–2 (quota reservation and flavor assignment) for the Workloads the
+/// node-devices check judges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum QuotaBy {
+    /// The twin plays Kueue: the model's gate 2 (the embedded twin runs no Kueue).
+    #[default]
+    Model,
+    /// A real Kueue: only Workloads it reserved quota for are judged, on the flavors and
+    /// hostnames it assigned (`status.admission`), as the operator's controller does.
+    Kueue,
+}
+
 /// `(creationTimestamp, uid)`: the order Workloads are judged in.
 fn creation_order(o: &Value) -> (String, String) {
     let text = |p: &str| {
@@ -194,6 +206,7 @@ pub fn judge_workloads(
     store: &mut Store,
     cluster: &Cluster,
     derived: &Derived,
+    quota_by: QuotaBy,
     writes: &mut Writes,
 ) -> Result<Option<AdmissionState>, OperatorError> {
     let kind = kinds::WORKLOAD;
@@ -221,15 +234,44 @@ pub fn judge_workloads(
             }
             continue;
         }
-        match read_check(o).map(|v| v.state) {
+        // with a real Kueue, gate 2 is its: a Workload it reserved nothing for is not judged
+        // and holds nothing, one it reserved for is judged on its assignment
+        let given = match quota_by {
+            QuotaBy::Model => None,
+            QuotaBy::Kueue => match kueue_assignments(o) {
+                Some(given) => Some(given),
+                None => continue,
+            },
+        };
+        let submit = |state: &mut AdmissionState, w| match &given {
+            Some(given) => state.submit_reserved(w, given),
+            None => state.submit(w),
+        };
+        let entry = read_check(o).map(|v| v.state);
+        // Kueue writes the entry Pending when it reserves quota: undecided until judged
+        let undecided = given.is_some() && matches!(entry, None | Some(CheckState::Pending));
+        match entry {
             Some(CheckState::Ready) => {
                 if let Ok(w) = &read {
-                    state.submit(w);
+                    submit(&mut state, w);
+                }
+            }
+            _ if undecided => {
+                let verdict = match &read {
+                    Ok(w) => verdict_of(&submit(&mut state, w)),
+                    Err(e) => Verdict {
+                        state: CheckState::Rejected,
+                        message: e.to_string(),
+                    },
+                };
+                if verdict.state != CheckState::Pending {
+                    let now = store.now();
+                    write_status(store, o, with_check(o, &verdict, &now), writes)?;
                 }
             }
             Some(CheckState::Pending) if read.as_ref().is_ok_and(|w| w.deployment.is_some()) => {
                 if let Ok(w) = &read {
-                    let verdict = verdict_of(&state.submit(w));
+                    let verdict = verdict_of(&submit(&mut state, w));
                     if verdict.state != CheckState::Pending {
                         let now = store.now();
                         write_status(store, o, with_check(o, &verdict, &now), writes)?;
@@ -239,25 +281,14 @@ pub fn judge_workloads(
             Some(_) => {}
             None => {
                 let verdict = match &read {
-                    Ok(w) => verdict_of(&state.submit(w)),
+                    Ok(w) => verdict_of(&submit(&mut state, w)),
                     Err(e) => Verdict {
                         state: CheckState::Rejected,
                         message: e.to_string(),
                     },
                 };
-                let name = name_of(o);
-                let ns = o
-                    .pointer("/metadata/namespace")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
                 let now = store.now();
-                store
-                    .update_status(&kind, Some(&ns), with_check(o, &verdict, &now))
-                    .map_err(write_err("update status", &kind, &name))?;
-                writes
-                    .done
-                    .push(("update status", kind.kind, format!("{ns}/{name}")));
+                write_status(store, o, with_check(o, &verdict, &now), writes)?;
             }
         }
     }

@@ -22,6 +22,7 @@ use serde_json::{json, Map, Value};
 pub use super::read::{mock_objects, read_cluster, write_mock, ReadError, FIELD_MANAGER};
 pub use super::render::render;
 
+pub use super::admission::QuotaBy;
 use super::kinds::{self, Kind};
 use super::selector::Selector;
 use super::server::{spawn_configured, ServeConfig, SharedStore, TwinHandle};
@@ -46,6 +47,17 @@ pub enum OperatorError {
 pub struct Writes {
     /// `(verb, kind, namespace/name)` per write, in order.
     pub done: Vec<(&'static str, &'static str, String)>,
+    /// Each server-side apply that changed a Node, with what was applied: what a mirror
+    /// replays on the server it mirrors (`crate::controller`).
+    pub applies: Vec<NodeApply>,
+}
+
+/// One server-side apply onto a Node: its field manager and the applied configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeApply {
+    pub manager: &'static str,
+    pub node: String,
+    pub config: Value,
 }
 
 /// Reads, derives after `previous`, renders and applies (chain.md §17; the caller keeps the
@@ -64,6 +76,17 @@ pub fn reconcile_logged(
     settings: &Settings,
     previous: Option<&Derived>,
 ) -> Result<(Derived, Writes), OperatorError> {
+    reconcile_with(store, settings, previous, QuotaBy::Model)
+}
+
+/// [`reconcile_logged`] with gates 1–2 decided by `quota_by` (the model's, or a real Kueue's
+/// reservations read off the Workloads).
+pub fn reconcile_with(
+    store: &mut Store,
+    settings: &Settings,
+    previous: Option<&Derived>,
+    quota_by: QuotaBy,
+) -> Result<(Derived, Writes), OperatorError> {
     let mut writes = Writes::default();
     merge_node_features(store, &mut writes)?;
     let cluster = read_cluster(store, settings)?;
@@ -79,8 +102,9 @@ pub fn reconcile_logged(
     // the node-devices check and the Workloads' verdicts (gates 1–5 by the model); views
     // follow the cards admitted Workloads hold, as `model::events::World::observe`
     super::admission::ensure_admission_check(store, settings, &mut writes)?;
-    let published = super::admission::judge_workloads(store, &cluster, &derived, &mut writes)?
-        .map(|state| state.observe());
+    let published =
+        super::admission::judge_workloads(store, &cluster, &derived, quota_by, &mut writes)?
+            .map(|state| state.observe());
     let rendered = render(published.as_ref().unwrap_or(&derived));
     for (kind, namespace, object) in &rendered {
         let ns = namespace.as_deref();
@@ -181,13 +205,18 @@ fn merge_node_features(store: &mut Store, writes: &mut Writes) -> Result<(), Ope
                 None,
                 &node,
                 Subresource::Main,
-                config,
+                config.clone(),
                 NFD_FIELD_MANAGER,
                 true,
             )
             .map_err(write_err("apply", &kinds::NODE, &node))?;
         if store.resource_version() != before {
-            writes.done.push(("apply", "Node", node));
+            writes.done.push(("apply", "Node", node.clone()));
+            writes.applies.push(NodeApply {
+                manager: NFD_FIELD_MANAGER,
+                node,
+                config,
+            });
         }
     }
     Ok(())
@@ -208,13 +237,18 @@ fn apply_node_labels(
             None,
             name,
             Subresource::Main,
-            config,
+            config.clone(),
             FIELD_MANAGER,
             true,
         )
         .map_err(write_err("apply", &kinds::NODE, name))?;
     if store.resource_version() != before {
         writes.done.push(("apply", "Node", name.to_string()));
+        writes.applies.push(NodeApply {
+            manager: FIELD_MANAGER,
+            node: name.to_string(),
+            config,
+        });
     }
     Ok(())
 }

@@ -224,7 +224,7 @@ pub fn validate(pod: &Value) -> Result<Value, Vec<Cause>> {
 }
 
 /// RFC 1123 label: 1–63 of `[a-z0-9-]`, alphanumeric at both ends.
-fn is_dns_label(s: &str) -> bool {
+pub(crate) fn is_dns_label(s: &str) -> bool {
     (1..=63).contains(&s.len())
         && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')

@@ -540,6 +540,27 @@ fn read_ledger(at: &At<'_>, row: &Value, path: &str) -> Result<Ledger, ReadError
     })
 }
 
+/// A kubelet's default `maxPods`: the `pods` a node advertises, which Kueue's TAS counts.
+const KUBELET_MAX_PODS: &str = "110";
+
+/// The time a mock kubelet stamps its Ready condition with (fixed: mocks are compared).
+const MOCK_TIME: &str = "2025-01-01T00:00:00Z";
+
+/// `status.allocatable` as a kubelet with the device plugins reports it: `cpu`, `pods`, and every
+/// accelerator token and budget the node's cards advertise (`model::placement::node_advertised`),
+/// which Kueue's TAS places Pods against.
+fn node_allocatable_object(node: &model::cluster::Node, cpu: &Value) -> Value {
+    let mut out = Map::new();
+    out.insert("cpu".into(), cpu.clone());
+    out.insert("pods".into(), json!(KUBELET_MAX_PODS));
+    if let Some(devices) = &node.devices {
+        for (k, v) in model::placement::node_advertised(devices) {
+            out.insert(k, json!(v.to_string()));
+        }
+    }
+    Value::Object(out)
+}
+
 /// The objects a mock kubelet/NFD/Device Manager would leave for `cluster` — the inverse of
 /// [`read_cluster`]: a Node per node (labels, annotations, `status.capacity.cpu`), its Devices,
 /// the charging Pod bound to it when its cards hold something (what the device plugin would
@@ -565,6 +586,12 @@ pub fn mock_objects(cluster: &Cluster) -> Vec<(Kind, Option<String>, Value)> {
         if node.cpu_millis % 1000 == 0 {
             o["status"]["capacity"]["cpu"] = json!((node.cpu_millis / 1000).to_string());
         }
+        o["status"]["allocatable"] = node_allocatable_object(node, &o["status"]["capacity"]["cpu"]);
+        o["status"]["conditions"] = json!([{
+            "type": "Ready", "status": "True", "reason": "KubeletReady",
+            "message": "kubelet is posting ready status",
+            "lastHeartbeatTime": MOCK_TIME, "lastTransitionTime": MOCK_TIME,
+        }]);
         if node.deleting {
             mark_deleting(&mut o);
         }

@@ -561,6 +561,27 @@ impl Store {
         self.create_object(kind, namespace, object, Ownership::Update(manager))
     }
 
+    /// Puts `object` in as another server listed it: its uid, creationTimestamp, generation,
+    /// managedFields, finalizers and deletionTimestamp are kept, and nothing is validated,
+    /// defaulted or admitted (that server did it). Only the resourceVersion becomes this
+    /// store's. What a mirror of a real cluster is built from (`crate::controller`).
+    pub fn restore(&mut self, kind: &Kind, object: Value) -> Result<Value, Status> {
+        self.served(kind)?;
+        let object = into_object(object)?;
+        let text = |k: &str| {
+            object
+                .get("metadata")
+                .and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (namespace, name) = (text("namespace"), text("name"));
+        let key = self.key(kind, Some(&namespace), &name)?;
+        let previous = self.objects.get(&key).cloned();
+        Ok(self.commit(kind, &key, Some(object), previous))
+    }
+
     /// Reads one object: 404 NotFound.
     pub fn get(&self, kind: &Kind, namespace: Option<&str>, name: &str) -> Result<Value, Status> {
         self.served(kind)?;
@@ -1377,6 +1398,9 @@ impl Store {
                 )],
             ));
         }
+        if let Some(cause) = invalid_name(kind, &name) {
+            return Err(Status::invalid(kind, &name, vec![cause]));
+        }
         let key = self.key(kind, namespace.as_deref(), &name)?;
         if kind.namespaced && self.require_namespace {
             let ns_key = Key {
@@ -1720,6 +1744,29 @@ fn pruned_paths(given: &Value, kept: &Value, at: &str, out: &mut Vec<String>) {
         }
         _ => {}
     }
+}
+
+/// Why the apiserver refuses `name` for a new object of `kind`: a Namespace's must be a
+/// lowercase RFC 1123 label, every other kind's a lowercase RFC 1123 subdomain
+/// (apimachinery `ValidateObjectMeta` with the kind's name validation; messages as its).
+fn invalid_name(kind: &Kind, name: &str) -> Option<Cause> {
+    if *kind == super::kinds::API_SERVICE {
+        // an APIService is named `<version>.<group>` (core: `v1.`), checked against its
+        // spec by the aggregator's own validation, not as a subdomain
+        return None;
+    }
+    let message = if *kind == super::kinds::NAMESPACE {
+        if super::pod::is_dns_label(name) {
+            return None;
+        }
+        format!("Invalid value: \"{name}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+    } else {
+        if model::resources::is_dns1123_subdomain(name) {
+            return None;
+        }
+        format!("Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+    };
+    Some(Cause::new("metadata.name", "FieldValueInvalid", message))
 }
 
 /// The owners' uids an object names in `metadata.ownerReferences`.

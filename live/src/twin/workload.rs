@@ -4,6 +4,7 @@
 //! `status.admissionChecks[]` and how a model [`Outcome`] is written there and read back.
 //! Field names follow kueue.x-k8s.io_workloads.yaml (v1beta2) in shared/crds.
 
+use model::admission::demands::{HostPods, PodSetAssignment};
 use model::admission::{CheckState, Verdict};
 use model::labels::{JOINT_CHECK, NODE_DEVICES_CHECK};
 use model::lifecycle::Outcome;
@@ -177,6 +178,99 @@ fn assigned_flavor(o: &Value, pod_set: &str) -> Option<String> {
         .values()
         .find_map(Value::as_str)
         .map(str::to_string)
+}
+
+/// Kueue's quota reservation on a Workload: `status.admission.podSetAssignments` as gate 2's
+/// [`PodSetAssignment`]s (flavors per resource; the hostname level of a topology assignment),
+/// while its `QuotaReserved` condition is True. `None`: Kueue has reserved nothing.
+pub fn kueue_assignments(o: &Value) -> Option<Vec<PodSetAssignment>> {
+    let reserved = o
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .any(|c| {
+            c.get("type").and_then(Value::as_str) == Some("QuotaReserved")
+                && c.get("status").and_then(Value::as_str) == Some("True")
+        });
+    if !reserved {
+        return None;
+    }
+    let assignments = o
+        .pointer("/status/admission/podSetAssignments")?
+        .as_array()?;
+    Some(
+        assignments
+            .iter()
+            .map(|a| PodSetAssignment {
+                pod_set: a
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                flavors: a
+                    .get("flavors")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(r, f)| Some((r.clone(), f.as_str()?.to_string())))
+                    .collect(),
+                hosts: a
+                    .get("topologyAssignment")
+                    .map(topology_hosts)
+                    .unwrap_or_default(),
+            })
+            .collect(),
+    )
+}
+
+/// The pods per value of the last (hostname) level of a v1beta2 `topologyAssignment`: each
+/// slice covers `domainCount` domains, its pods `universal` or `individual` per domain, its
+/// values at a level `universal` or `prefix + roots[i] + suffix`.
+fn topology_hosts(t: &Value) -> Vec<HostPods> {
+    let mut hosts = Vec::new();
+    for slice in t
+        .get("slices")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let n = slice
+            .get("domainCount")
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as usize;
+        let counts = slice.get("podCounts").unwrap_or(&Value::Null);
+        let values = slice
+            .get("valuesPerLevel")
+            .and_then(Value::as_array)
+            .and_then(|l| l.last())
+            .unwrap_or(&Value::Null);
+        for i in 0..n {
+            let pods = counts
+                .get("universal")
+                .or_else(|| counts.get("individual").and_then(|v| v.get(i)))
+                .and_then(Value::as_u64)
+                .and_then(|p| u32::try_from(p).ok())
+                .unwrap_or(0);
+            let hostname = match values.get("universal").and_then(Value::as_str) {
+                Some(v) => v.to_string(),
+                None => {
+                    let part = |k: &str| {
+                        values
+                            .pointer(&format!("/individual/{k}"))
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                    };
+                    let root = values
+                        .pointer(&format!("/individual/roots/{i}"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    format!("{}{root}{}", part("prefix"), part("suffix"))
+                }
+            };
+            hosts.push(HostPods { hostname, pods });
+        }
+    }
+    hosts
 }
 
 /// The model's Workload read from a Workload object: name, namespace, `spec.queueName`, pod
@@ -456,6 +550,47 @@ mod tests {
                 node: None,
             }],
         }
+    }
+
+    #[test]
+    fn kueues_reservation_reads_flavors_and_the_hostname_level() {
+        let o = json!({"status": {
+            "conditions": [{"type": "QuotaReserved", "status": "True"}],
+            "admission": {"podSetAssignments": [{
+                "name": "main",
+                "flavors": {"credits.gpustack.ai/nvidia": "f1"},
+                "topologyAssignment": {
+                    "levels": ["kubernetes.io/hostname"],
+                    "slices": [
+                        {"domainCount": 2, "podCounts": {"individual": [1, 2]},
+                         "valuesPerLevel": [{"individual": {"prefix": "node-", "roots": ["a", "b"]}}]},
+                        {"domainCount": 1, "podCounts": {"universal": 3},
+                         "valuesPerLevel": [{"universal": "node-c"}]},
+                    ],
+                },
+            }]},
+        }});
+        let got = kueue_assignments(&o).expect("reserved");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].pod_set, "main");
+        assert_eq!(got[0].flavors["credits.gpustack.ai/nvidia"], "f1");
+        let hosts: Vec<(String, u32)> = got[0]
+            .hosts
+            .iter()
+            .map(|h| (h.hostname.clone(), h.pods))
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                ("node-a".into(), 1),
+                ("node-b".into(), 2),
+                ("node-c".into(), 3)
+            ]
+        );
+        // no reservation while QuotaReserved is not True
+        let mut pending = o.clone();
+        pending["status"]["conditions"][0]["status"] = json!("False");
+        assert_eq!(kueue_assignments(&pending), None);
     }
 
     #[test]
