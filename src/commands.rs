@@ -924,6 +924,8 @@ fn twin_serve(
     // the chain's CRDs listed as objects, as a real cluster lists those it installed
     live::crd::install_crd_objects(&mut store, false)
         .map_err(|e| anyhow::anyhow!("writing the CRD objects: {}", e.message))?;
+    // and the local APIServices of what it serves, kept as the aggregator keeps them
+    store.install_api_services();
     // the joint AdmissionCheck the queues reference, as the operator's joint controller keeps
     // it (the twin runs none), so an audit of the twin finds what its queues name
     live::twin::admission::write_joint_check(&mut store, operator.settings.joint_check_active)

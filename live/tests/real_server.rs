@@ -420,7 +420,7 @@ async fn sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     .await;
     note(
         "apply creates a Node",
-        seen(&node_applied, &["labels", "ownership"]),
+        seen(&node_applied, &["labels", "ownership", "generation"]),
     );
 
     let selected = call(
@@ -541,7 +541,10 @@ async fn namespaced_sequence(c: &kube::Client, token: &str) -> Vec<(String, Valu
     .await;
     note(
         "create a namespace",
-        seen(&namespace, &["labels", "ownership", "status", "spec"]),
+        seen(
+            &namespace,
+            &["labels", "ownership", "status", "spec", "generation"],
+        ),
     );
     let flavor = format!("verify-diff-{token}-rf");
     let rf = call(
@@ -684,7 +687,16 @@ fn resources(a: &Answer) -> Value {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|r| json!([r["name"], r["kind"], r["namespaced"]]))
+        .map(|r| {
+            json!([
+                r["name"],
+                r["kind"],
+                r["namespaced"],
+                r["singularName"],
+                r["shortNames"],
+                r["categories"]
+            ])
+        })
         .collect();
     json!({"code": a.code, "resources": list})
 }
@@ -702,6 +714,56 @@ async fn settled(c: &kube::Client, path: &str, done: impl Fn(&Answer) -> bool) -
         answer = call(c, Method::GET, path, "", Value::Null).await;
     }
     answer
+}
+
+/// What kubectl reads off OpenAPI v3 before it writes a file: the PATCH of `path` in the
+/// document of `group_version` (`apis/apps/v1`), its action and kind, and whether it takes
+/// the parameters kubectl sends.
+async fn openapi_patch(c: &kube::Client, group_version: &str, path: &str) -> Value {
+    // a real server adds a new CRD's document to the index a moment after it serves it
+    let index = settled(c, "/openapi/v3", |a| {
+        a.body["paths"][group_version]["serverRelativeURL"].is_string()
+    })
+    .await;
+    let Some(url) = index.body["paths"][group_version]["serverRelativeURL"].as_str() else {
+        return json!({"index": index.code, "listed": false});
+    };
+    let doc = call(c, Method::GET, url, "", Value::Null).await;
+    let patch = &doc.body["paths"][path]["patch"];
+    let names: Vec<&str> = patch["parameters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    let takes: Vec<bool> = ["dryRun", "fieldManager", "fieldValidation", "force"]
+        .iter()
+        .map(|n| names.contains(n))
+        .collect();
+    json!({"index": index.code, "doc": doc.code, "action": patch["x-kubernetes-action"],
+           "gvk": patch["x-kubernetes-group-version-kind"], "takes": takes})
+}
+
+/// One object as kubectl asks for it: a Table's columns (name, type) and its row count.
+async fn one_table(c: &kube::Client, path: &str) -> Value {
+    let t = call_accept(c, Method::GET, path, "", TABLE, Value::Null).await;
+    let mut out = seen(&t, &["kind", "columns", "rows"]);
+    // the cells, but those that read the clock or a per-run name
+    let columns: Vec<String> = t.body["columnDefinitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| c["name"].as_str().unwrap_or("").to_string())
+        .collect();
+    out["cells"] = t.body["rows"][0]["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .zip(&columns)
+        .filter(|(_, c)| !matches!(c.as_str(), "Name" | "Age" | "Created At" | "Group"))
+        .map(|(v, _)| v.clone())
+        .collect();
+    out
 }
 
 /// The built-in kinds a chart installs: Secrets (stringData, base64, keys), ConfigMaps, the
@@ -742,6 +804,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
         "the default ServiceAccount",
         seen(&sa, &["ownership", "generation", "/secrets"]),
     );
+    note(
+        "a ServiceAccount as a Table",
+        one_table(c, &format!("{core}/serviceaccounts/default")).await,
+    );
     let maps = call(
         c,
         Method::GET,
@@ -768,6 +834,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
             &secret,
             &["/data", "/type", "/stringData", "generation", "ownership"],
         ),
+    );
+    note(
+        "a Secret as a Table",
+        one_table(c, &format!("{secrets}/s")).await,
     );
     let bad = call(
         c,
@@ -822,6 +892,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     note(
         "create a ConfigMap",
         seen(&cm, &["/data", "/binaryData", "generation", "ownership"]),
+    );
+    note(
+        "a ConfigMap as a Table",
+        one_table(c, &format!("{configmaps}/cm")).await,
     );
     let cm_patched = call(
         c,
@@ -895,6 +969,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
         seen(&set_image, &["spec", "generation"]),
     );
     note(
+        "a Deployment as a Table",
+        one_table(c, &format!("{deployments}/d")).await,
+    );
+    note(
         "resourceVersion grows on set image",
         json!(rv(&set_image) > rv(&deployment)),
     );
@@ -926,6 +1004,15 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
         "create a Deployment whose selector misses its template",
         seen(&unselected, &["message"]),
     );
+    note(
+        "OpenAPI v3 of a Deployment's PATCH",
+        openapi_patch(
+            c,
+            "apis/apps/v1",
+            "/apis/apps/v1/namespaces/{namespace}/deployments/{name}",
+        )
+        .await,
+    );
     let d_deleted = call(
         c,
         Method::DELETE,
@@ -952,13 +1039,57 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
                "stored": installed.body["status"]["storedVersions"]}),
     );
 
+    let apiservices = "/apis/apiregistration.k8s.io/v1/apiservices";
+    for name in [
+        "v1.",
+        "v1.apps",
+        "v1.apiextensions.k8s.io",
+        "v1alpha1.worker.gpustack.ai",
+    ] {
+        let service = call(
+            c,
+            Method::GET,
+            &format!("{apiservices}/{name}"),
+            "",
+            Value::Null,
+        )
+        .await;
+        note(
+            &format!("the local APIService {name}"),
+            json!({"code": service.code, "spec": service.body["spec"],
+                   "labels": service.body["metadata"]["labels"],
+                   "conditions": conditions(&service),
+                   "ownership": ownership(&service.body)}),
+        );
+    }
+    let listed_services = call(c, Method::GET, apiservices, "", Value::Null).await;
+    let among: Vec<Value> = seen(&listed_services, &["names"])["names"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| {
+            ["v1.", "v1.apps", "v1.policy", "v1beta2.kueue.x-k8s.io"]
+                .contains(&n.as_str().unwrap_or(""))
+        })
+        .cloned()
+        .collect();
+    note(
+        "list APIServices",
+        json!({"code": listed_services.code, "names": among}),
+    );
+    note(
+        "an APIService as a Table",
+        one_table(c, &format!("{apiservices}/v1.apps")).await,
+    );
+
     let group = format!("t{token}.verify.example.com");
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
     let crd_name = format!("widgets.{group}");
     let crd_body = json!({"apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition", "metadata": {"name": crd_name},
         "spec": {"group": group, "scope": "Namespaced",
-                 "names": {"plural": "widgets", "kind": "Widget"},
+                 "names": {"plural": "widgets", "kind": "Widget",
+                           "shortNames": ["wd"], "categories": ["verify-diff"]},
                  "versions": [{"name": "v1", "served": true, "storage": true,
                      "subresources": {"status": {}},
                      "schema": {"openAPIV3Schema": {"type": "object", "properties": {
@@ -991,11 +1122,29 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
                "stored": established.body["status"]["storedVersions"],
                "rv grew": rv(&established) > rv(&crd)}),
     );
+    note("a CRD as a Table", one_table(c, &crd_path.clone()).await);
     let gv = format!("/apis/{group}/v1");
     let discovered = settled(c, &gv, |a| a.code == 200).await;
+    let own_service = format!("{apiservices}/v1.{group}");
+    let registered = settled(c, &own_service, |a| a.code == 200).await;
+    note(
+        "the CRD's group version gets its APIService",
+        json!({"code": registered.code, "spec": registered.body["spec"],
+               "labels": registered.body["metadata"]["labels"],
+               "conditions": conditions(&registered)}),
+    );
     note(
         "discovery lists the CRD's resources",
         resources(&discovered),
+    );
+    note(
+        "OpenAPI v3 of the CRD's PATCH",
+        openapi_patch(
+            c,
+            &format!("apis/{group}/v1"),
+            &format!("/apis/{group}/v1/namespaces/{{namespace}}/widgets/{{name}}"),
+        )
+        .await,
     );
     let group_doc = call(c, Method::GET, &format!("/apis/{group}"), "", Value::Null).await;
     note(
@@ -1038,6 +1187,30 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
         "a custom object against the CRD's schema",
         seen(&wrong_type, &[]),
     );
+    let strict = call(
+        c,
+        Method::POST,
+        &format!("{widgets}?fieldValidation=Strict"),
+        "application/json",
+        json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+               "metadata": {"name": "w3"}, "spec": {"size": 3, "dropped": true,
+               "other": {"x": 1}}, "extra": 1}),
+    )
+    .await;
+    note(
+        "a custom object with unknown fields, strictly",
+        seen(&strict, &["message"]),
+    );
+    let bogus = call(
+        c,
+        Method::POST,
+        &format!("{widgets}?fieldValidation=Bogus"),
+        "application/json",
+        json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+               "metadata": {"name": "w4"}}),
+    )
+    .await;
+    note("an unknown fieldValidation", seen(&bogus, &["message"]));
     let listed_widgets = call(c, Method::GET, &widgets, "", Value::Null).await;
     note("list the custom objects", seen(&listed_widgets, &["names"]));
     let misnamed = call(c, Method::POST, crds, "application/json", {
@@ -1060,6 +1233,8 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     note("the CRD is gone", seen(&crd_gone, &[]));
     let undiscovered = settled(c, &gv, |a| a.code == 404).await;
     note("discovery no longer lists it", seen(&undiscovered, &[]));
+    let unregistered = settled(c, &own_service, |a| a.code == 404).await;
+    note("its APIService is gone", seen(&unregistered, &[]));
     let widget_gone = call(c, Method::GET, &format!("{widgets}/w"), "", Value::Null).await;
     note("its custom object is gone", seen(&widget_gone, &[]));
 
@@ -1093,6 +1268,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
         note(
             &format!("create a {kind}"),
             seen(&hook, &["/webhooks", "generation"]),
+        );
+        note(
+            &format!("a {kind} as a Table"),
+            one_table(c, &format!("{path}/{name}")).await,
         );
         let listed = call(
             c,
@@ -1129,6 +1308,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
         "create a Lease",
         seen(&lease, &["spec", "generation", "ownership"]),
     );
+    note(
+        "a Lease as a Table",
+        one_table(c, &format!("{leases}/l")).await,
+    );
     let renewed = call(
         c,
         Method::PATCH,
@@ -1156,6 +1339,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
         "create a PodDisruptionBudget",
         seen(&pdb, &["spec", "status", "generation"]),
     );
+    note(
+        "a PodDisruptionBudget as a Table",
+        one_table(c, &format!("{pdbs}/p")).await,
+    );
     let pdb_gone = call(c, Method::DELETE, &format!("{pdbs}/p"), "", Value::Null).await;
     note("delete a PodDisruptionBudget", seen(&pdb_gone, &["kind"]));
 
@@ -1174,6 +1361,10 @@ async fn chart_sequence(c: &kube::Client, token: &str) -> Vec<(String, Value)> {
     note(
         "create a ClusterRole",
         seen(&role, &["/rules", "generation", "ownership"]),
+    );
+    note(
+        "a ClusterRole as a Table",
+        one_table(c, &format!("{roles}/{role_name}")).await,
     );
     let role_gone = call(
         c,
@@ -1222,6 +1413,7 @@ fn the_twin_answers_as_the_real_apiserver_does() {
     if let Err(e) = live::crd::install_crd_objects(&mut store, true) {
         panic!("the CRD objects: {e}");
     }
+    store.install_api_services();
     let twin: TwinHandle = match spawn_with_store(None, store) {
         Ok(t) => t,
         Err(e) => panic!("the twin did not start: {e}"),

@@ -123,9 +123,27 @@ pub fn install_crd_objects(
         };
         let object = match shared {
             Some(crd) => crd,
-            None => serde_json::to_value(&own).map_err(|e| {
-                crate::twin::status::Status::bad_request(format!("the CRD of {name}: {e}"))
-            })?,
+            None => {
+                let mut crd = serde_json::to_value(&own).map_err(|e| {
+                    crate::twin::status::Status::bad_request(format!("the CRD of {name}: {e}"))
+                })?;
+                // the real CRDs' short names and categories (the discovery tables carry
+                // them), which the generated CRDs do not declare
+                let short = crate::twin::discovery::short_names(&kind);
+                let categories = crate::twin::discovery::categories(&kind);
+                if let Some(names) = crd
+                    .pointer_mut("/spec/names")
+                    .and_then(serde_json::Value::as_object_mut)
+                {
+                    if !short.is_empty() {
+                        names.insert("shortNames".into(), serde_json::json!(short));
+                    }
+                    if !categories.is_empty() {
+                        names.insert("categories".into(), serde_json::json!(categories));
+                    }
+                }
+                crd
+            }
         };
         store.create_by(&crd_kind, None, object, "verify")?;
         written += 1;
@@ -175,6 +193,22 @@ mod tests {
         let it = store.get(&crd_kind, None, "instancetypes.worker.gpustack.ai");
         let it = it.unwrap_or_default();
         assert!(crate::twin::crds::has_condition(&it, "Established"));
+        // discovery keeps the real CRDs' short names
+        let doc = crate::twin::discovery::api_resource_list_named(
+            store.kinds(),
+            "kueue.x-k8s.io",
+            "v1beta2",
+            |k| store.runtime_names(k),
+        )
+        .unwrap_or_default();
+        let workloads = doc["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["name"] == "workloads")
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(workloads["shortNames"][0], "kwl");
         // installing again writes nothing
         assert_eq!(install_crd_objects(&mut store, false).ok(), Some(0));
     }

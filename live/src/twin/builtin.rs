@@ -57,6 +57,25 @@ pub fn prepare(kind: &Kind, name: &str, mut object: Object) -> Result<Object, St
                 hooks.iter_mut().for_each(|h| default_webhook(h, mutating));
             }
         }
+        k if k == kinds::API_SERVICE => {
+            // kube-aggregator validation: the name is `<spec.version>.<spec.group>`
+            let spec = |f: &str| {
+                object
+                    .get("spec")
+                    .and_then(|s| s.get(f))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            if name != format!("{}.{}", spec("version"), spec("group")) {
+                let cause = Cause::new(
+                    "metadata.name",
+                    "FieldValueInvalid",
+                    format!("Invalid value: {name:?}: must be spec.version+\".\"+spec.group"),
+                );
+                return Err(Status::invalid(kind, name, vec![cause]));
+            }
+        }
         k if k == kinds::CUSTOM_RESOURCE_DEFINITION => {
             super::crds::default_crd(&mut object);
             invalid_unless_empty(kind, name, super::crds::crd_causes(name, &object))?;
@@ -92,6 +111,9 @@ pub fn is_value_struct(kind: &Kind, path: &[String]) -> bool {
         ),
         ("policy", "PodDisruptionBudget") => matches!(path.as_slice(), ["spec"] | ["status"]),
         ("coordination.k8s.io", "Lease") => path.as_slice() == ["spec"],
+        ("apiregistration.k8s.io", "APIService") => {
+            matches!(path.as_slice(), ["spec"] | ["status"])
+        }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => matches!(
             path.as_slice(),
             ["spec"] | ["spec", "names"] | ["status"] | ["status", "acceptedNames"]
@@ -530,6 +552,22 @@ mod tests {
             bad_key.as_object().cloned().unwrap_or_default(),
         );
         assert_eq!(refused.map_err(|s| s.code), Err(422));
+    }
+
+    #[test]
+    fn an_api_service_is_named_after_its_version_and_group() {
+        let named = |name: &str| {
+            let o = json!({"spec": {"group": "apps", "version": "v1"}});
+            prepare(
+                &kinds::API_SERVICE,
+                name,
+                o.as_object().cloned().unwrap_or_default(),
+            )
+            .map(|_| ())
+            .map_err(|s| s.code)
+        };
+        assert_eq!(named("v1.apps"), Ok(()));
+        assert_eq!(named("apps"), Err(422));
     }
 
     #[test]

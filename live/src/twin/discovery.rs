@@ -116,22 +116,41 @@ pub fn api_group(kinds: &[Kind], group: &str) -> Option<Value> {
     Some(entry)
 }
 
+/// The names a CRD created at run time gives its kind (`spec.names`): the kind's static
+/// tables above know only the kinds served from the start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Names {
+    pub singular: String,
+    pub short: Vec<String>,
+    pub categories: Vec<String>,
+}
+
 /// The `APIResource` entries of one kind: the resource, and `{plural}/status` when it has a
 /// status subresource.
 pub fn resource_entries(kind: &Kind) -> Vec<Value> {
+    resource_entries_named(kind, None)
+}
+
+/// [`resource_entries`] with the names of a CRD served at run time, when it has some.
+pub fn resource_entries_named(kind: &Kind, names: Option<Names>) -> Vec<Value> {
+    let names = names.unwrap_or_else(|| Names {
+        singular: singular_name(kind),
+        short: short_names(kind).iter().map(|s| s.to_string()).collect(),
+        categories: categories(kind).iter().map(|s| s.to_string()).collect(),
+    });
     let mut main = json!({
         "name": kind.plural,
-        "singularName": singular_name(kind),
+        "singularName": names.singular,
         "namespaced": kind.namespaced,
         "kind": kind.kind,
         "verbs": RESOURCE_VERBS,
     });
     if let Some(o) = main.as_object_mut() {
-        if !short_names(kind).is_empty() {
-            o.insert("shortNames".into(), json!(short_names(kind)));
+        if !names.short.is_empty() {
+            o.insert("shortNames".into(), json!(names.short));
         }
-        if !categories(kind).is_empty() {
-            o.insert("categories".into(), json!(categories(kind)));
+        if !names.categories.is_empty() {
+            o.insert("categories".into(), json!(names.categories));
         }
     }
     let mut out = vec![main];
@@ -150,6 +169,16 @@ pub fn resource_entries(kind: &Kind) -> Vec<Value> {
 /// `GET /api/v1` or `GET /apis/{group}/{version}`: the resources of one group version
 /// (`APIResourceList`), or `None` when the group version is not served.
 pub fn api_resource_list(kinds: &[Kind], group: &str, version: &str) -> Option<Value> {
+    api_resource_list_named(kinds, group, version, |_| None)
+}
+
+/// [`api_resource_list`] with `names` giving the names of kinds CRDs serve at run time.
+pub fn api_resource_list_named(
+    kinds: &[Kind],
+    group: &str,
+    version: &str,
+    names: impl Fn(&Kind) -> Option<Names>,
+) -> Option<Value> {
     let served: Vec<&Kind> = kinds
         .iter()
         .filter(|k| k.group == group && k.version == version)
@@ -162,7 +191,10 @@ pub fn api_resource_list(kinds: &[Kind], group: &str, version: &str) -> Option<V
     } else {
         format!("{group}/{version}")
     };
-    let resources: Vec<Value> = served.into_iter().flat_map(resource_entries).collect();
+    let resources: Vec<Value> = served
+        .into_iter()
+        .flat_map(|k| resource_entries_named(k, names(k)))
+        .collect();
     Some(json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",

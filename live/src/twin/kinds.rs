@@ -334,13 +334,16 @@ impl Kind {
     }
 
     /// Whether the server keeps `metadata.generation` for the kind: the strategies of kinds
-    /// with a spec set it; Secrets, ConfigMaps, ServiceAccounts, Leases, RBAC objects and
-    /// APIServices carry none (a real server's answers have no `generation`).
+    /// with a spec set it; Namespaces, Nodes, Secrets, ConfigMaps, ServiceAccounts, Leases,
+    /// RBAC objects and APIServices carry none (a real server's answers have no
+    /// `generation`).
     pub fn tracks_generation(&self) -> bool {
         !matches!(
             (self.group, self.kind),
-            ("", "Secret" | "ConfigMap" | "ServiceAccount")
-                | ("coordination.k8s.io", "Lease")
+            (
+                "",
+                "Secret" | "ConfigMap" | "ServiceAccount" | "Namespace" | "Node"
+            ) | ("coordination.k8s.io", "Lease")
                 | (
                     "rbac.authorization.k8s.io",
                     "ClusterRole" | "ClusterRoleBinding"

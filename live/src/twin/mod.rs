@@ -7,6 +7,7 @@
 //! by an admin request ([`clock`]).
 
 pub mod admission;
+pub mod apiservices;
 pub mod builtin;
 pub mod clock;
 pub mod counters;
@@ -15,6 +16,7 @@ pub mod discovery;
 pub mod faults;
 pub mod kinds;
 pub mod kubeconfig;
+pub mod openapi;
 pub mod operator;
 pub mod pod;
 pub mod read;

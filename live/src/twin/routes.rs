@@ -283,6 +283,9 @@ pub fn handle(store: &mut Store, req: &ApiRequest) -> Reply {
     if req.path == ACCESS_REVIEWS {
         return access_review(req);
     }
+    if let Some(rest) = req.path.strip_prefix("/openapi/v3") {
+        return openapi(store.kinds(), rest, req.method);
+    }
     if unserved_group(store.kinds(), req.path).is_some() {
         // no API group of that name: the request falls through every group's handler to
         // the apiserver's catch-all, which answers Go's plain 404 (no Status)
@@ -309,15 +312,34 @@ pub fn handle(store: &mut Store, req: &ApiRequest) -> Reply {
         }
         Target::GroupList => discovery(Some(discovery::api_group_list(store.kinds()))),
         Target::Group(g) => discovery(discovery::api_group(store.kinds(), &g)),
-        Target::ResourceList { group, version } => discovery(discovery::api_resource_list(
+        Target::ResourceList { group, version } => discovery(discovery::api_resource_list_named(
             store.kinds(),
             &group,
             &version,
+            |k| store.runtime_names(k),
         )),
         Target::Resource(r) => match resource(store, &r, req) {
             Ok(reply) => reply,
             Err(s) => s.into(),
         },
+    }
+}
+
+/// `GET /openapi/v3[/api/v1|/apis/{group}/{version}]` (see [`super::openapi`]).
+fn openapi(kinds: &[Kind], rest: &str, method: &str) -> Reply {
+    if method != "GET" {
+        return method_not_allowed().into();
+    }
+    let parts: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let doc = match parts.as_slice() {
+        [] => Some(super::openapi::index(kinds)),
+        ["api", version] => super::openapi::document(kinds, "", version),
+        ["apis", group, version] => super::openapi::document(kinds, group, version),
+        _ => None,
+    };
+    match doc {
+        Some(d) => Reply::ok(200, d),
+        None => Reply::Text(404, "404 page not found\n".to_string()),
     }
 }
 
@@ -487,6 +509,7 @@ fn resource_now(
         ("POST", None) if kind.namespaced && ns.is_none() => Err(method_not_allowed()),
         ("POST", None) => {
             let body = decode_body(req)?;
+            check_field_validation(store, kind, "CreateOptions", &query, &body)?;
             let manager = writer(&query, req);
             Ok(Reply::ok(201, store.create_by(kind, ns, body, &manager)?))
         }
@@ -502,6 +525,7 @@ fn resource_now(
         ("PUT", Some(name)) => {
             let body = decode_body(req)?;
             check_body_names(kind, ns, name, &body)?;
+            check_field_validation(store, kind, "UpdateOptions", &query, &body)?;
             let manager = writer(&query, req);
             let updated = match sub {
                 Subresource::Main => store.update_by(kind, ns, body, &manager)?,
@@ -522,6 +546,48 @@ fn resource_now(
         }
         _ => Err(method_not_allowed()),
     }
+}
+
+/// `?fieldValidation=`: `""`, `Ignore`, `Warn` or `Strict`, else 422 (apimachinery
+/// `ValidateFieldValidation`); `Strict` refuses an object with fields its schema would prune,
+/// 400 as the strict decoder answers ("… strict decoding error: unknown field …"). The twin
+/// knows the fields of the kinds it has a schema of (custom resources); a built-in kind's
+/// unknown fields are pruned silently, as `Ignore` would.
+fn check_field_validation(
+    store: &Store,
+    kind: &Kind,
+    options: &str,
+    query: &Query,
+    body: &Value,
+) -> Result<(), Status> {
+    let directive = query.get("fieldValidation").unwrap_or("");
+    if !matches!(directive, "" | "Ignore" | "Warn" | "Strict") {
+        return Err(Status::failure(
+            422,
+            "Invalid",
+            format!(
+                "{options}.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: {directive:?}: supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
+            ),
+            None,
+        ));
+    }
+    if directive != "Strict" {
+        return Ok(());
+    }
+    let unknown = store.unknown_fields(kind, body);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect();
+    Err(Status::bad_request(format!(
+        "{k} in version {v:?} cannot be handled as a {k}: strict decoding error: {}",
+        named.join(", "),
+        k = kind.kind,
+        v = kind.version
+    )))
 }
 
 /// The manager of a create, update or non-apply patch: `?fieldManager=`, else the

@@ -296,6 +296,10 @@ pub struct Store {
     /// Inside [`Store::dry_run`]: the apiserver's controllers (CRD establishing, the
     /// namespace's ServiceAccount) do not react to a write that is not persisted.
     dry: bool,
+    /// The aggregator's autoregister controller runs ([`Store::install_api_services`]).
+    api_services: bool,
+    /// The discovery names (`spec.names`) of the kinds CRDs serve, by group and kind.
+    crd_names: HashMap<(&'static str, &'static str), super::discovery::Names>,
 }
 
 impl Default for Store {
@@ -323,6 +327,8 @@ impl Store {
             advanced: 0,
             advances: Vec::new(),
             dry: false,
+            api_services: false,
+            crd_names: HashMap::new(),
         }
     }
 
@@ -493,6 +499,23 @@ impl Store {
             ),
             None,
         ))
+    }
+
+    /// The fields of `object` its kind's schema would prune, as `fieldValidation=Strict`
+    /// names them (`spec.dropped`, `spec.items[0].x`), sorted; none for a kind without a
+    /// schema, or when the object does not validate at all (the write then says why).
+    pub fn unknown_fields(&self, kind: &Kind, object: &Value) -> Vec<String> {
+        let Some(validator) = self.validators.get(&(kind.group, kind.kind)) else {
+            return Vec::new();
+        };
+        let Ok(kept) = validator(object) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        pruned_paths(object, &kept, "", &mut out);
+        out.retain(|p| !matches!(p.as_str(), "apiVersion" | "kind" | "metadata"));
+        out.sort();
+        out
     }
 
     /// The printer columns of `kind`'s CRD (see `table::columns`).
@@ -1075,6 +1098,31 @@ impl Store {
             self.set_validator(&first, super::structural::validator(schema.clone()));
         }
         self.set_printer_columns(&first, super::table::crd_printer_columns(crd));
+        let list = |p: &str| -> Vec<String> {
+            crd.pointer(p)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        };
+        let names = super::discovery::Names {
+            singular: crd
+                .pointer("/spec/names/singular")
+                .and_then(Value::as_str)
+                .map_or_else(|| first.kind.to_ascii_lowercase(), str::to_string),
+            short: list("/spec/names/shortNames"),
+            categories: list("/spec/names/categories"),
+        };
+        self.crd_names.insert((first.group, first.kind), names);
+        self.sync_api_services();
+    }
+
+    /// The discovery names of a kind a CRD serves (None for the kinds served from the start
+    /// that no CRD object describes).
+    pub fn runtime_names(&self, kind: &Kind) -> Option<super::discovery::Names> {
+        self.crd_names.get(&(kind.group, kind.kind)).cloned()
     }
 
     /// Deletes every object of the CRD's kind (each a DELETED event) and stops serving it.
@@ -1098,6 +1146,78 @@ impl Store {
             .retain(|k| !(k.group == first.group && k.kind == first.kind));
         self.validators.remove(&(first.group, first.kind));
         self.printer_columns.remove(&(first.group, first.kind));
+        self.crd_names.remove(&(first.group, first.kind));
+        self.sync_api_services();
+    }
+
+    /// Starts the kube-aggregator's autoregister controller: every group version served
+    /// gets its local APIService (`<version>.<group>`, `v1.` for core) at once, and from
+    /// then on one appears when a CRD serves a new group version and goes when none
+    /// serves it any more. Opt-in (`verify twin serve` and the differential test call it):
+    /// a store made for a test holds only the objects the test wrote.
+    pub fn install_api_services(&mut self) {
+        self.api_services = true;
+        self.sync_api_services();
+    }
+
+    /// The autoregister controller's pass (see [`Store::install_api_services`]).
+    fn sync_api_services(&mut self) {
+        let kind = super::kinds::API_SERVICE;
+        if !self.api_services || self.dry || !self.kinds.contains(&kind) {
+            return;
+        }
+        let wanted: Vec<Value> = super::apiservices::wanted(&self.kinds);
+        let names: Vec<String> = wanted
+            .iter()
+            .filter_map(|a| a.pointer("/metadata/name").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        let stale: Vec<Key> = self
+            .objects
+            .iter()
+            .filter(|(k, o)| {
+                k.group == kind.group
+                    && k.kind == kind.kind
+                    && !names.contains(&k.name)
+                    && super::apiservices::is_automanaged(o)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in stale {
+            if let Some(o) = self.objects.get(&key).cloned() {
+                self.commit(&kind, &key, None, Some(o));
+            }
+        }
+        for service in wanted {
+            let Ok(mut object) = into_object(service) else {
+                continue;
+            };
+            let name = name_of(&object);
+            if self.get(&kind, None, &name).is_ok() {
+                continue;
+            }
+            let status = object.remove("status");
+            let owner = Ownership::Update(super::crds::SERVER_MANAGER);
+            if self.create_object(&kind, None, object, owner).is_err() {
+                continue;
+            }
+            // the availability controller's condition: a write with no managed fields
+            let Ok(key) = self.key(&kind, None, &name) else {
+                continue;
+            };
+            if let (Some(mut live), Some(mut status)) = (self.objects.get(&key).cloned(), status) {
+                let now = self.stamp();
+                if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut)
+                {
+                    for c in conditions.iter_mut() {
+                        c["lastTransitionTime"] = Value::String(now.clone());
+                    }
+                }
+                live.insert("status".into(), status);
+                let managers = Ownership::Applied(read_managed(&live));
+                let _ = self.write(&kind, &key, live, Subresource::Status, false, managers);
+            }
+        }
     }
 
     /// A CRD's delete (apiextensions-apiserver registry/customresourcedefinition/etcd.go
@@ -1598,10 +1718,43 @@ impl Store {
     }
 }
 
+/// The paths present in `given` and absent from `kept` (what pruning dropped).
+fn pruned_paths(given: &Value, kept: &Value, at: &str, out: &mut Vec<String>) {
+    match (given, kept) {
+        (Value::Object(g), Value::Object(k)) => {
+            for (key, value) in g {
+                if at.is_empty() && key == "metadata" {
+                    continue;
+                }
+                let path = if at.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{at}.{key}")
+                };
+                match k.get(key) {
+                    Some(kept_value) => pruned_paths(value, kept_value, &path, out),
+                    None => out.push(path),
+                }
+            }
+        }
+        (Value::Array(g), Value::Array(k)) => {
+            for (i, (value, kept_value)) in g.iter().zip(k).enumerate() {
+                pruned_paths(value, kept_value, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Why the apiserver refuses `name` for a new object of `kind`: a Namespace's must be a
 /// lowercase RFC 1123 label, every other kind's a lowercase RFC 1123 subdomain
 /// (apimachinery `ValidateObjectMeta` with the kind's name validation; messages as its).
 fn invalid_name(kind: &Kind, name: &str) -> Option<Cause> {
+    if *kind == super::kinds::API_SERVICE {
+        // an APIService is named `<version>.<group>` (core: `v1.`), checked against its
+        // spec by the aggregator's own validation, not as a subdomain
+        return None;
+    }
     let message = if *kind == super::kinds::NAMESPACE {
         if super::pod::is_dns_label(name) {
             return None;

@@ -45,6 +45,10 @@ enum Cell {
     Path(String),
     /// A core kind's computed cell.
     Core(&'static str),
+    /// A built-in kind's computed cell that is a JSON value (counts are integers).
+    Built(&'static str),
+    /// `creationTimestamp` as RFC 3339 (a `date` column: "Created At").
+    Created,
 }
 
 fn column(name: &str, kind: &str, priority: i64, description: &str, cell: Cell) -> Column {
@@ -64,6 +68,8 @@ pub fn columns(kind: &Kind, printer: Option<&[Value]>) -> Vec<Column> {
     let name = || column("Name", "string", 0, NAME_DESCRIPTION, Cell::Name);
     let age = |kind: &str| column("Age", kind, 0, AGE_DESCRIPTION, Cell::Age);
     let core = |n: &str, p: i64, d: &str, c: &'static str| column(n, "string", p, d, Cell::Core(c));
+    let built =
+        |n: &str, t: &str, p: i64, d: &str, c: &'static str| column(n, t, p, d, Cell::Built(c));
     match *kind {
         k if k == kinds::NODE => vec![
             name(),
@@ -92,6 +98,74 @@ pub fn columns(kind: &Kind, printer: Option<&[Value]>) -> Vec<Column> {
             core("Node", 1, "The name of the node where the pod is running", "pod-node"),
             core("Nominated Node", 1, "The name of the node where the pod is nominated to run", "pod-nominated"),
             core("Readiness Gates", 1, "The readiness gates of the pod", "pod-gates"),
+        ],
+        k if k == kinds::SECRET => vec![
+            name(),
+            built("Type", "string", 0, "The type of the secret", "secret-type"),
+            built("Data", "string", 0, "The number of entries in the secret", "secret-data"),
+            age("string"),
+        ],
+        k if k == kinds::CONFIG_MAP => vec![
+            name(),
+            built("Data", "string", 0, "The number of entries in the config map", "configmap-data"),
+            age("string"),
+        ],
+        k if k == kinds::SERVICE_ACCOUNT => vec![name(), age("string")],
+        k if k == kinds::DEPLOYMENT => vec![
+            name(),
+            built("Ready", "string", 0, "Number of the pod with ready state", "deployment-ready"),
+            built("Up-to-date", "string", 0, "Total number of non-terminated pods targeted by this deployment that have the desired template spec.", "deployment-updated"),
+            built("Available", "string", 0, "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.", "deployment-available"),
+            age("string"),
+            built("Containers", "string", 1, "Names of each container in the template.", "deployment-containers"),
+            built("Images", "string", 1, "Images referenced by each container in the template.", "deployment-images"),
+            built("Selector", "string", 1, "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.", "deployment-selector"),
+        ],
+        k if k == kinds::POD_DISRUPTION_BUDGET => vec![
+            name(),
+            built("Min Available", "string", 0, "The minimum number of pods that must be available.", "pdb-min"),
+            built("Max Unavailable", "string", 0, "The maximum number of pods that may be unavailable.", "pdb-max"),
+            built("Allowed Disruptions", "integer", 0, "Calculated number of pods that may be disrupted at this time.", "pdb-allowed"),
+            age("string"),
+        ],
+        k if k == kinds::VALIDATING_WEBHOOK_CONFIGURATION
+            || k == kinds::MUTATING_WEBHOOK_CONFIGURATION =>
+        {
+            vec![
+                name(),
+                built("Webhooks", "integer", 0, "Webhooks indicates the number of webhooks registered in this configuration", "webhooks"),
+                age("string"),
+            ]
+        }
+        k if k == kinds::API_SERVICE => vec![
+            name(),
+            built("Service", "string", 0, "The reference to the service that hosts this API endpoint.", "apiservice-service"),
+            built("Available", "string", 0, "Whether this service is available.", "apiservice-available"),
+            age("string"),
+        ],
+        k if k == kinds::LEASE => vec![
+            name(),
+            built("Holder", "string", 0, "The holder of the lease.", "lease-holder"),
+            age("string"),
+        ],
+        k if k == kinds::CUSTOM_RESOURCE_DEFINITION => vec![
+            name(),
+            built("Scope", "string", 0, "The scope of the resources the definition serves.", "crd-scope"),
+            built("Versions", "string", 0, "The versions served, the storage one marked.", "crd-versions"),
+            column("Created At", "date", 0, AGE_DESCRIPTION, Cell::Created),
+            built("Group", "string", 1, "The API group of the resources.", "crd-group"),
+            built("Kind", "string", 1, "The kind of the resources.", "crd-kind"),
+            built("ShortNames", "string", 1, "The short names of the resources.", "crd-short-names"),
+            built("Established", "boolean", 1, "Whether the resources are served.", "crd-established"),
+        ],
+        k if k == kinds::CLUSTER_ROLE => vec![
+            name(),
+            column("Created At", "date", 0, AGE_DESCRIPTION, Cell::Created),
+        ],
+        k if k == kinds::CLUSTER_ROLE_BINDING => vec![
+            name(),
+            built("Role", "string", 0, "The role of the binding.", "binding-role"),
+            age("string"),
         ],
         _ => match printer.filter(|p| !p.is_empty()) {
             Some(printer) => std::iter::once(name())
@@ -180,6 +254,143 @@ fn cell(c: &Cell, o: &Value, now: i64) -> Value {
         Cell::Age => json!(age(o["metadata"]["creationTimestamp"].as_str(), now)),
         Cell::Path(p) => json_path(o, p).cloned().unwrap_or(Value::Null),
         Cell::Core(which) => json!(core_cell(which, o)),
+        Cell::Built(which) => built_cell(which, o),
+        Cell::Created => o["metadata"]["creationTimestamp"].clone(),
+    }
+}
+
+/// The cells of the built-in kinds' columns (pkg/printers/internalversion printers.go).
+fn built_cell(which: &str, o: &Value) -> Value {
+    let count = |p: &str| {
+        o.pointer(p)
+            .and_then(Value::as_object)
+            .map_or(0, |m| m.len())
+    };
+    let int = |p: &str| o.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+    let text_or = |p: &str, none: &str| match o.pointer(p) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => none.to_string(),
+    };
+    let containers = || -> Vec<Value> {
+        o.pointer("/spec/template/spec/containers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let join = |field: &str| {
+        containers()
+            .iter()
+            .filter_map(|c| c[field].as_str().map(str::to_string))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    match which {
+        "secret-type" => json!(text_or("/type", "")),
+        "secret-data" => json!(count("/data")),
+        "configmap-data" => json!(count("/data") + count("/binaryData")),
+        "deployment-ready" => json!(format!(
+            "{}/{}",
+            int("/status/readyReplicas"),
+            o.pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(1)
+        )),
+        "deployment-updated" => json!(int("/status/updatedReplicas")),
+        "deployment-available" => json!(int("/status/availableReplicas")),
+        "deployment-containers" => json!(join("name")),
+        "deployment-images" => json!(join("image")),
+        "deployment-selector" => {
+            let labels = o
+                .pointer("/spec/selector/matchLabels")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let shown: Vec<String> = labels
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect();
+            json!(if shown.is_empty() {
+                "<none>".to_string()
+            } else {
+                shown.join(",")
+            })
+        }
+        "pdb-min" => json!(text_or("/spec/minAvailable", "N/A")),
+        "pdb-max" => json!(text_or("/spec/maxUnavailable", "N/A")),
+        "pdb-allowed" => json!(int("/status/disruptionsAllowed")),
+        "webhooks" => json!(o["webhooks"].as_array().map_or(0, Vec::len)),
+        "apiservice-service" => match o.pointer("/spec/service/name") {
+            Some(Value::String(name)) => json!(format!(
+                "{}/{name}",
+                o.pointer("/spec/service/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            )),
+            _ => json!("Local"),
+        },
+        "apiservice-available" => {
+            let available = o["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == "Available");
+            match available {
+                Some(c) if c["status"] == "True" => json!("True"),
+                Some(c) => json!(format!(
+                    "{} ({})",
+                    c["status"].as_str().unwrap_or(""),
+                    c["reason"].as_str().unwrap_or("")
+                )),
+                None => json!("Unknown"),
+            }
+        }
+        "crd-scope" => json!(text_or("/spec/scope", "")),
+        "crd-versions" => {
+            let shown: Vec<String> = o
+                .pointer("/spec/versions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|v| {
+                    let name = v["name"].as_str().unwrap_or("");
+                    if v["storage"] == true {
+                        format!("{name}(storage)")
+                    } else {
+                        name.to_string()
+                    }
+                })
+                .collect();
+            json!(shown.join(","))
+        }
+        "crd-group" => json!(text_or("/spec/group", "")),
+        "crd-kind" => json!(text_or("/spec/names/kind", "")),
+        "crd-short-names" => {
+            let names: Vec<&str> = o
+                .pointer("/spec/names/shortNames")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            json!(names.join(","))
+        }
+        "crd-established" => json!(o["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Established" && c["status"] == "True")),
+        "lease-holder" => json!(text_or("/spec/holderIdentity", "<none>")),
+        "binding-role" => json!(format!(
+            "{}/{}",
+            o.pointer("/roleRef/kind")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            o.pointer("/roleRef/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        )),
+        _ => Value::Null,
     }
 }
 
