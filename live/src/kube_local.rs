@@ -46,6 +46,13 @@ pub fn kueue_resources_yaml() -> String {
     for p in EXCLUDED_PREFIXES {
         out.push_str(&format!("  - {p}\n"));
     }
+    // the per-profile partition keys (`<base>.partitioned.<kind>-<profile>`): any profile,
+    // so by prefix; `.partitioned.units` does not start with it
+    for m in model::labels::MANUFACTURERS {
+        if let Some(p) = model::resources::partition_profile_prefix(m) {
+            out.push_str(&format!("  - {p}\n"));
+        }
+    }
     out.push_str("  transformations:\n");
     for t in kueue_transformations() {
         out.push_str(&format!("  - input: {}\n    strategy: Replace\n", t.input));

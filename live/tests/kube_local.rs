@@ -48,5 +48,26 @@ fn every_credits_key_is_folded_and_parses_as_yaml() {
         })
         .expect("the sliced units transformation");
     assert_eq!(sliced["multiplyBy"], "nvidia.com/gpu.sliced");
+    // a per-profile partition key is excluded, its units are not
+    let excluded: Vec<&str> = parsed["resources"]["excludeResourcePrefixes"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|p| p.as_str())
+        .collect();
+    let excludes = |key: &str| excluded.iter().any(|p| key.starts_with(p));
+    assert!(
+        excludes("hygon.com/dcu.partitioned.mig-4g.31gb"),
+        "{excluded:?}"
+    );
+    assert!(
+        excludes("nvidia.com/gpu.partitioned.mig-1g.5gb"),
+        "{excluded:?}"
+    );
+    assert!(
+        !excludes("nvidia.com/gpu.partitioned.units"),
+        "{excluded:?}"
+    );
+    assert!(!excludes("nvidia.com/gpu.sliced.units"), "{excluded:?}");
     assert_eq!(sliced["outputs"]["credits.gpustack.ai/nvidia"], "1");
 }

@@ -188,7 +188,9 @@ fn classify_partition_profile(name: &str) -> Option<ResourceName> {
     })
 }
 
-fn partition_profile_prefix(manufacturer: &str) -> Option<String> {
+/// `<base>.partitioned.<kind>-`: what every per-profile partition key of `manufacturer` starts
+/// with (`None`: it has no partition kind).
+pub fn partition_profile_prefix(manufacturer: &str) -> Option<String> {
     Some(format!(
         "{}.partitioned.{}-",
         base_of(manufacturer)?,
