@@ -15,6 +15,8 @@ struct Server {
     apply_flags: Vec<&'static str>,
     /// A built-in API's APIService, Available on a real server (the aggregator's local ones).
     local_apiservice: Option<&'static str>,
+    /// Ready, schedulable Nodes: `scripts/kube start` registers one worker; the twin has none.
+    ready_nodes: usize,
     /// The in-process twin, served while the server lives.
     _twin: Option<live::twin::server::TwinHandle>,
 }
@@ -27,6 +29,7 @@ fn kube_local() -> Option<Server> {
         context: "kube-local".into(),
         apply_flags: vec![],
         local_apiservice: Some("v1.apps"),
+        ready_nodes: 1,
         _twin: None,
     })
 }
@@ -45,6 +48,7 @@ fn twin() -> Server {
         context: live::client::TWIN_CONTEXT.into(),
         apply_flags: vec!["--validate=false"],
         local_apiservice: None,
+        ready_nodes: 0,
         _twin: Some(handle),
     }
 }
@@ -104,6 +108,7 @@ fn read_only_checks_answer_on_the_twin() {
 
 fn read_only_checks(s: &Server) {
     let ns = format!("chart-checks-{}", token());
+    let ready_nodes = s.ready_nodes;
     kubectl(s, &["create", "namespace", &ns], "");
     let objects = format!(
         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: gpustack-operator-worker, namespace: {ns}}}\nspec:\n  minAvailable: 1\n  selector: {{matchLabels: {{app: w}}}}\n---\napiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {{name: worker.gpustack.ai, namespace: {ns}}}\nspec: {{holderIdentity: gpustack-operator-worker-abc_1234}}\n---\napiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {{name: unheld, namespace: {ns}}}\nspec: {{}}\n"
@@ -164,10 +169,10 @@ fn read_only_checks(s: &Server) {
             .expect("paged");
         assert_eq!(mine(&whole).len(), 3, "{:?}", mine(&whole));
         assert_eq!(mine(&whole), mine(&paged));
-        // neither server has Nodes (no kubelet): nothing is schedulable
+        // kube-local's registered worker is the one schedulable Node; the twin has none
         assert_eq!(
             chart::checks::schedulable_nodes(&c).await.expect("Nodes"),
-            0
+            ready_nodes
         );
         assert!(chart::release::records(&c, Some(&ns))
             .await
