@@ -139,7 +139,7 @@ where
         live::client::Access::ReadOnly
     };
     live::client::preflight::block_on(async {
-        let client = match live::client::connect(
+        let client = match crate::commands::connect_announced(
             cluster.kubeconfig.as_deref(),
             cluster.context.as_deref(),
             access,
@@ -147,14 +147,8 @@ where
         .await
         {
             Ok(c) => c,
-            Err(e) => {
-                eprintln!("verify: {e}");
-                return Ok(e.exit_code());
-            }
+            Err(code) => return Ok(code),
         };
-        for line in client.banner().await {
-            outln!("{line}");
-        }
         if confirm && !cluster.yes {
             let question = format!(
                 "This changes the cluster of context `{}` ({}).",

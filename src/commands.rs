@@ -1147,16 +1147,7 @@ async fn connect_checked(
     access: live::client::Access,
     operator: bool,
 ) -> std::result::Result<live::client::Client, i32> {
-    let client = match live::client::connect(kubeconfig, context, access).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("verify: {e}");
-            return Err(e.exit_code());
-        }
-    };
-    for line in client.banner().await {
-        outln!("{line}");
-    }
+    let client = connect_announced(kubeconfig, context, access).await?;
     let missing = client.preflight(access, operator).await;
     if !missing.is_empty() {
         for line in &missing {
@@ -1185,7 +1176,7 @@ fn operator(args: crate::cli::OperatorArgs) -> Result<i32> {
         ..live::controller::ControllerConfig::default()
     };
     live::client::preflight::block_on(async {
-        let client = match live::client::connect(
+        let client = match connect_announced(
             args.cluster.kubeconfig.as_deref(),
             args.cluster.context.as_deref(),
             live::client::Access::Mutating,
@@ -1193,14 +1184,8 @@ fn operator(args: crate::cli::OperatorArgs) -> Result<i32> {
         .await
         {
             Ok(c) => c,
-            Err(e) => {
-                eprintln!("verify: {e}");
-                return Ok(e.exit_code());
-            }
+            Err(code) => return Ok(code),
         };
-        for line in client.banner().await {
-            outln!("{line}");
-        }
         let target = client.target().clone();
         if target.context != live::client::TWIN_CONTEXT && !args.cluster.yes {
             if let Err(code) = crate::live_run::confirm(&format!(
@@ -1222,6 +1207,26 @@ fn operator(args: crate::cli::OperatorArgs) -> Result<i32> {
         }
     })
     .context("starting the async runtime")?
+}
+
+/// Connects through the chosen context and prints the banner (context, server, operator);
+/// `Err` is the exit code, the reason already said.
+pub(crate) async fn connect_announced(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+    access: live::client::Access,
+) -> std::result::Result<live::client::Client, i32> {
+    let client = match live::client::connect(kubeconfig, context, access).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("verify: {e}");
+            return Err(e.exit_code());
+        }
+    };
+    for line in client.banner().await {
+        outln!("{line}");
+    }
+    Ok(client)
 }
 
 /// `verify audit`: a dump offline, or a cluster through the client (list only).

@@ -573,8 +573,13 @@ async fn pass(
     schemas: &[(Kind, Value)],
     previous: &mut Option<Derived>,
 ) -> Result<Pass, ControllerError> {
-    let (writes, finals) = {
+    let (writes, finals, cluster) = {
         let mut store = mirror(snapshot, schemas);
+        // what the pass read, for the credits stand-in (before the reconcile writes)
+        let cluster = config
+            .credits_capacity
+            .then(|| crate::twin::read::read_cluster(&store, &config.settings).ok())
+            .flatten();
         let reconciled = reconcile_with(
             &mut store,
             &config.settings,
@@ -587,13 +592,13 @@ async fn pass(
         };
         *previous = Some(derived);
         let finals = final_states(&store, &writes);
-        (writes, finals)
+        (writes, finals, cluster)
     };
     let mut known = Known::of(snapshot);
     let mut done = replay(client, &finals, &writes, &mut known, config.nfd_master).await?;
-    if config.credits_capacity && done.stopped.is_none() {
+    if let Some(cluster) = cluster.filter(|_| done.stopped.is_none()) {
         done.written
-            .extend(credits_capacity(client, snapshot, &config.settings).await?);
+            .extend(credits_capacity(client, snapshot, &cluster).await?);
     }
     Ok(done)
 }
@@ -609,12 +614,8 @@ async fn pass(
 async fn credits_capacity(
     client: &kube::Client,
     snapshot: &[(Kind, Vec<Value>)],
-    settings: &Settings,
+    cluster: &model::cluster::Cluster,
 ) -> Result<Vec<String>, ControllerError> {
-    let read = crate::twin::read::read_cluster(&mirror(snapshot, &[]), settings);
-    let Ok(cluster) = read else {
-        return Ok(Vec::new());
-    };
     let nodes = snapshot
         .iter()
         .filter(|(k, _)| *k == kinds::NODE)
