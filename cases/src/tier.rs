@@ -8,23 +8,7 @@ use model::scenario::LiveGate;
 use crate::library::LockedCase;
 use crate::run::CaseRun;
 
-/// The three tiers of DESIGN.md.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tier {
-    Model,
-    Twin,
-    Live,
-}
-
-impl Tier {
-    pub fn name(self) -> &'static str {
-        match self {
-            Tier::Model => "model",
-            Tier::Twin => "twin",
-            Tier::Live => "live",
-        }
-    }
-}
+pub use tier::Tier;
 
 /// Runs a case on one tier.
 pub trait TierRunner {

@@ -18,18 +18,7 @@ use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use twin::{TwinConfig, TwinRunner, TWIN_PROPERTY};
 
-/// Where a run checks the chain.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Tier {
-    /// The model's own properties only.
-    #[default]
-    Model,
-    /// The model's properties, then the scenario through an embedded twin.
-    Twin,
-    /// The model's properties, then the scenario, localized, through a cluster running the
-    /// operator ([`FuzzConfig::live`]).
-    Live,
-}
+pub use tier::Tier;
 
 /// The cluster a live run writes to.
 #[derive(Clone, Debug)]

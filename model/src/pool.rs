@@ -295,7 +295,7 @@ pub fn flavors_back_selector(selector: &Labels, node_flavors: &[NodeFlavor]) -> 
 
 /// Preset tiers of pkg/nodefeature/unit_resources_preset.yaml @9c359ba: `(cpu, ram)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tier {
+enum PresetTier {
     Fallback,
     Small,
     Medium,
@@ -303,16 +303,16 @@ enum Tier {
     XLarge,
 }
 
-impl Tier {
+impl PresetTier {
     /// The tier's unit resources (fallback 4/16Gi, small 8/32Gi, medium 8/64Gi, large 12/128Gi,
     /// xlarge 12/192Gi).
     fn unit(self) -> UnitResources {
         let (cpu, ram) = match self {
-            Tier::Fallback => ("4", "16Gi"),
-            Tier::Small => ("8", "32Gi"),
-            Tier::Medium => ("8", "64Gi"),
-            Tier::Large => ("12", "128Gi"),
-            Tier::XLarge => ("12", "192Gi"),
+            PresetTier::Fallback => ("4", "16Gi"),
+            PresetTier::Small => ("8", "32Gi"),
+            PresetTier::Medium => ("8", "64Gi"),
+            PresetTier::Large => ("12", "128Gi"),
+            PresetTier::XLarge => ("12", "192Gi"),
         };
         UnitResources {
             cpu: cpu.to_string(),
@@ -324,11 +324,11 @@ impl Tier {
 /// One preset entry: a token prefix, its tier, and ordered `(token, tier)` refinements.
 struct PresetEntry {
     prefix: &'static str,
-    tier: Tier,
-    by: &'static [(&'static str, Tier)],
+    tier: PresetTier,
+    by: &'static [(&'static str, PresetTier)],
 }
 
-const fn entry(prefix: &'static str, tier: Tier) -> PresetEntry {
+const fn entry(prefix: &'static str, tier: PresetTier) -> PresetEntry {
     PresetEntry {
         prefix,
         tier,
@@ -340,115 +340,117 @@ const fn entry(prefix: &'static str, tier: Tier) -> PresetEntry {
 const PRESET_STRIP: [&str; 5] = ["tesla", "geforce", "quadro", "radeon", "instinct"];
 
 const NVIDIA_PRESETS: &[PresetEntry] = &[
-    entry("b200", Tier::XLarge),
-    entry("b300", Tier::XLarge),
-    entry("gb200", Tier::XLarge),
-    entry("gb300", Tier::XLarge),
-    entry("h100", Tier::XLarge),
-    entry("h200", Tier::XLarge),
-    entry("h800", Tier::XLarge),
-    entry("gh200", Tier::XLarge),
-    entry("gb10", Tier::Small),
+    entry("b200", PresetTier::XLarge),
+    entry("b300", PresetTier::XLarge),
+    entry("gb200", PresetTier::XLarge),
+    entry("gb300", PresetTier::XLarge),
+    entry("h100", PresetTier::XLarge),
+    entry("h200", PresetTier::XLarge),
+    entry("h800", PresetTier::XLarge),
+    entry("gh200", PresetTier::XLarge),
+    entry("gb10", PresetTier::Small),
     PresetEntry {
         prefix: "a100",
-        tier: Tier::Medium,
-        by: &[("80gb", Tier::Large), ("40gb", Tier::Medium)],
+        tier: PresetTier::Medium,
+        by: &[("80gb", PresetTier::Large), ("40gb", PresetTier::Medium)],
     },
     PresetEntry {
         prefix: "a800",
-        tier: Tier::Medium,
-        by: &[("80gb", Tier::Large), ("40gb", Tier::Medium)],
+        tier: PresetTier::Medium,
+        by: &[("80gb", PresetTier::Large), ("40gb", PresetTier::Medium)],
     },
-    entry("a30", Tier::Small),
-    entry("a10", Tier::Medium),
-    entry("a10g", Tier::Medium),
-    entry("l4", Tier::Small),
-    entry("l40", Tier::Medium),
-    entry("l40s", Tier::Large),
-    entry("t4", Tier::Small),
+    entry("a30", PresetTier::Small),
+    entry("a10", PresetTier::Medium),
+    entry("a10g", PresetTier::Medium),
+    entry("l4", PresetTier::Small),
+    entry("l40", PresetTier::Medium),
+    entry("l40s", PresetTier::Large),
+    entry("t4", PresetTier::Small),
     PresetEntry {
         prefix: "v100",
-        tier: Tier::Small,
-        by: &[("32gb", Tier::Medium)],
+        tier: PresetTier::Small,
+        by: &[("32gb", PresetTier::Medium)],
     },
-    entry("v100s", Tier::Small),
-    entry("rtx-pro-4500", Tier::Small),
-    entry("rtx-6000", Tier::Small),
-    entry("rtx-4000", Tier::Small),
-    entry("rtx-a6000", Tier::Small),
-    entry("rtx-a5000", Tier::Small),
-    entry("rtx-a4000", Tier::Small),
-    entry("rtx-3090", Tier::Small),
-    entry("rtx-4090", Tier::Medium),
-    entry("rtx-5090", Tier::Medium),
+    entry("v100s", PresetTier::Small),
+    entry("rtx-pro-4500", PresetTier::Small),
+    entry("rtx-6000", PresetTier::Small),
+    entry("rtx-4000", PresetTier::Small),
+    entry("rtx-a6000", PresetTier::Small),
+    entry("rtx-a5000", PresetTier::Small),
+    entry("rtx-a4000", PresetTier::Small),
+    entry("rtx-3090", PresetTier::Small),
+    entry("rtx-4090", PresetTier::Medium),
+    entry("rtx-5090", PresetTier::Medium),
 ];
 
 const ASCEND_PRESETS: &[PresetEntry] = &[
-    entry("310p", Tier::Medium),
-    entry("310p1", Tier::Medium),
-    entry("310p2", Tier::Medium),
-    entry("310p3", Tier::Medium),
-    entry("310p4", Tier::Medium),
-    entry("310p5", Tier::Medium),
-    entry("310p7", Tier::Medium),
-    entry("910b", Tier::Medium),
-    entry("910b1", Tier::Medium),
-    entry("910b2", Tier::Medium),
-    entry("910b2c", Tier::Medium),
-    entry("910b3", Tier::Medium),
-    entry("910b4", Tier::Medium),
-    entry("910_9362", Tier::XLarge),
-    entry("910_9372", Tier::XLarge),
-    entry("910_9381", Tier::XLarge),
-    entry("910_9382", Tier::XLarge),
-    entry("910_9391", Tier::XLarge),
-    entry("910_9392", Tier::XLarge),
+    entry("310p", PresetTier::Medium),
+    entry("310p1", PresetTier::Medium),
+    entry("310p2", PresetTier::Medium),
+    entry("310p3", PresetTier::Medium),
+    entry("310p4", PresetTier::Medium),
+    entry("310p5", PresetTier::Medium),
+    entry("310p7", PresetTier::Medium),
+    entry("910b", PresetTier::Medium),
+    entry("910b1", PresetTier::Medium),
+    entry("910b2", PresetTier::Medium),
+    entry("910b2c", PresetTier::Medium),
+    entry("910b3", PresetTier::Medium),
+    entry("910b4", PresetTier::Medium),
+    entry("910_9362", PresetTier::XLarge),
+    entry("910_9372", PresetTier::XLarge),
+    entry("910_9381", PresetTier::XLarge),
+    entry("910_9382", PresetTier::XLarge),
+    entry("910_9391", PresetTier::XLarge),
+    entry("910_9392", PresetTier::XLarge),
 ];
 
 const AMD_PRESETS: &[PresetEntry] = &[
-    entry("mi300x", Tier::XLarge),
-    entry("mi308x", Tier::XLarge),
-    entry("mi325x", Tier::XLarge),
-    entry("mi350x", Tier::XLarge),
-    entry("mi355x", Tier::XLarge),
-    entry("mi250", Tier::Medium),
-    entry("mi250x", Tier::Medium),
-    entry("mi210", Tier::Large),
+    entry("mi300x", PresetTier::XLarge),
+    entry("mi308x", PresetTier::XLarge),
+    entry("mi325x", PresetTier::XLarge),
+    entry("mi350x", PresetTier::XLarge),
+    entry("mi355x", PresetTier::XLarge),
+    entry("mi250", PresetTier::Medium),
+    entry("mi250x", PresetTier::Medium),
+    entry("mi210", PresetTier::Large),
 ];
 
-const CAMBRICON_PRESETS: &[PresetEntry] =
-    &[entry("mlu370", Tier::Medium), entry("mlu590", Tier::Medium)];
+const CAMBRICON_PRESETS: &[PresetEntry] = &[
+    entry("mlu370", PresetTier::Medium),
+    entry("mlu590", PresetTier::Medium),
+];
 
 const HYGON_PRESETS: &[PresetEntry] = &[
-    entry("z100", Tier::Small),
-    entry("z100l", Tier::Small),
-    entry("k100", Tier::Large),
-    entry("bw100", Tier::Large),
-    entry("bw1000", Tier::XLarge),
+    entry("z100", PresetTier::Small),
+    entry("z100l", PresetTier::Small),
+    entry("k100", PresetTier::Large),
+    entry("bw100", PresetTier::Large),
+    entry("bw1000", PresetTier::XLarge),
 ];
 
 const METAX_PRESETS: &[PresetEntry] = &[
-    entry("mxc500", Tier::Medium),
-    entry("mxc550", Tier::Large),
-    entry("mxc588", Tier::Large),
-    entry("mxc600", Tier::Large),
+    entry("mxc500", PresetTier::Medium),
+    entry("mxc550", PresetTier::Large),
+    entry("mxc588", PresetTier::Large),
+    entry("mxc600", PresetTier::Large),
 ];
 
 const MTHREADS_PRESETS: &[PresetEntry] = &[
-    entry("mtt-s4000", Tier::Medium),
-    entry("mtt-s5000", Tier::Medium),
+    entry("mtt-s4000", PresetTier::Medium),
+    entry("mtt-s5000", PresetTier::Medium),
 ];
 
 const ILUVATAR_PRESETS: &[PresetEntry] = &[
-    entry("bi-v100", Tier::Medium),
-    entry("bi-v150", Tier::Medium),
-    entry("mr-v50", Tier::Medium),
-    entry("mr-v100", Tier::Medium),
+    entry("bi-v100", PresetTier::Medium),
+    entry("bi-v150", PresetTier::Medium),
+    entry("mr-v50", PresetTier::Medium),
+    entry("mr-v100", PresetTier::Medium),
 ];
 
 const THEAD_PRESETS: &[PresetEntry] = &[
-    entry("ppu-zw810e", Tier::Medium),
-    entry("ppu-zwm890", Tier::Medium),
+    entry("ppu-zw810e", PresetTier::Medium),
+    entry("ppu-zwm890", PresetTier::Medium),
 ];
 
 /// The preset entries of one manufacturer (empty for one the table does not cover).
@@ -500,7 +502,7 @@ fn strip_marketing<'a>(mut tokens: &'a [&'a str]) -> &'a [&'a str] {
 pub fn preset_unit_resources(manufacturer: &str, product: &str) -> UnitResources {
     let entries = presets_of(manufacturer);
     if entries.is_empty() {
-        return Tier::Fallback.unit();
+        return PresetTier::Fallback.unit();
     }
     let slug = crate::nodefeature::normalize_name(product, manufacturer, 0, false);
     let all = slug_tokens(&slug);
@@ -508,7 +510,7 @@ pub fn preset_unit_resources(manufacturer: &str, product: &str) -> UnitResources
     let tier = entries
         .iter()
         .find(|e| has_token_prefix(tokens, &slug_tokens(e.prefix)))
-        .map_or(Tier::Fallback, |e| {
+        .map_or(PresetTier::Fallback, |e| {
             e.by.iter()
                 .find(|(token, _)| tokens.contains(token))
                 .map_or(e.tier, |(_, tier)| *tier)

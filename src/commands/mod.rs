@@ -1,0 +1,125 @@
+//! One function per command; each returns the process exit code (DESIGN.md "Exit codes").
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::cli::{
+    AuditArgs, CheckArgs, CleanupArgs, Command, Format, FuzzArgs, SoakArgs, Tier, TwinCommand,
+};
+
+mod cluster;
+mod fuzzing;
+mod ledger;
+mod locked;
+mod offline;
+mod serve;
+mod soaking;
+
+pub(crate) use cluster::*;
+use fuzzing::*;
+use ledger::*;
+use locked::*;
+use offline::*;
+use serve::*;
+use soaking::*;
+
+/// Bad input or a missing required input: exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+pub fn dispatch(command: Command) -> Result<i32> {
+    match command {
+        Command::Fuzz(args) => fuzz(args),
+        Command::Replay { file } => replay(&file),
+        Command::Check(args) => check(args),
+        Command::Soak(args) => soak(args),
+        Command::Twin(TwinCommand::Serve {
+            port,
+            kubeconfig_out,
+            context_name,
+            walkthrough,
+            faults,
+            mutant,
+            lag_ms,
+        }) => twin_serve(
+            port,
+            kubeconfig_out.as_deref(),
+            walkthrough,
+            &TwinRun {
+                faults,
+                mutant,
+                lag_ms,
+                context_name,
+            },
+        ),
+        Command::Mutants {
+            list,
+            seeds,
+            jobs,
+            tier,
+            twin,
+        } => {
+            let tier = if twin { Tier::Twin } else { tier };
+            mutants(list, seeds, jobs.unwrap_or(tier.default_jobs()), tier)
+        }
+        Command::Conformance { dir } => conformance(&dir),
+        Command::Derive { cluster, format } => derive(cluster.as_deref(), format),
+        Command::Cases => cases_index(),
+        Command::Case(args) => case(args),
+        Command::Report {
+            run_dir,
+            format,
+            output,
+            finding,
+            known,
+        } => match (format, finding) {
+            (reports::ReportFormat::Issue, Some(sig)) => {
+                issue_report(&run_dir, &sig, &known, output.as_deref())
+            }
+            (format, _) => report(&run_dir, format, output.as_deref()),
+        },
+        Command::Findings {
+            action,
+            known,
+            regressions,
+        } => findings(action, &known, &regressions),
+        Command::Audit(args) => audit(args),
+        Command::Cleanup(args) => cleanup(args),
+        Command::Operator(args) => operator(args),
+        Command::Chart(c) => crate::chart_cmd::dispatch(c),
+    }
+}
+
+/// The live operator's settings: `--operator-settings FILE`, else the operator's defaults.
+fn operator_settings(live: &crate::cli::LiveArgs) -> Result<model::Settings> {
+    match &live.operator_settings {
+        Some(path) => read_json(path),
+        None => Ok(model::Settings::default()),
+    }
+}
+
+/// A JSON file as `T`; errors name the file, the line and the field serde stopped at.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
+    let de = &mut serde_json::Deserializer::from_str(&text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        UsageError(format!(
+            "{}: field `{}`: {}",
+            path.display(),
+            e.path(),
+            e.inner()
+        ))
+        .into()
+    })
+}
+
+/// Reads a cluster shape; errors name the file, the line and the field serde stopped at.
+fn read_cluster(path: &Path) -> Result<model::Cluster> {
+    let cluster: model::Cluster = read_json(path)?;
+    model::derive::validate(&cluster)
+        .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+    Ok(cluster)
+}
