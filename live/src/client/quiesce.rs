@@ -152,6 +152,8 @@ pub struct Quiescer {
     unsettled: BTreeSet<String>,
     /// Each stream's objects by key, as the watch last delivered them.
     cache: Vec<BTreeMap<String, Value>>,
+    /// Each stream's label selector (the run's, on Nodes and Devices).
+    selectors: Vec<Option<String>>,
     /// Each stream's (re-)list in progress.
     relist: Vec<Option<BTreeMap<String, Value>>>,
     /// Whether each stream finished its first list.
@@ -187,8 +189,11 @@ impl Quiescer {
     }
 
     fn watching(client: &Client, run: &RunId, scope: Option<&Token>) -> Quiescer {
-        let own = run.selector();
-        let own = Some(own.as_str());
+        let selector = run.selector();
+        let own = Some(selector.as_str());
+        let selectors = (0..STREAM_KINDS.len())
+            .map(|i| (i < 2).then(|| selector.clone()))
+            .collect();
         let streams = vec![
             changes::<Node>(client, 0, own, None),
             changes::<Devices>(client, 1, own, None),
@@ -203,6 +208,7 @@ impl Quiescer {
             stream: Box::pin(select_all(streams)),
             unsettled: BTreeSet::new(),
             cache: vec![BTreeMap::new(); STREAM_KINDS.len()],
+            selectors,
             relist: vec![None; STREAM_KINDS.len()],
             listed_once: vec![false; STREAM_KINDS.len()],
         }
@@ -218,6 +224,32 @@ impl Quiescer {
             }
         }
         out
+    }
+
+    /// Each watched kind, the label selector its watch lists by, and the resourceVersion of
+    /// every object the watch holds (by name, and namespace where it has one): what a caller
+    /// that can read the server's state directly compares to tell the watches caught up.
+    pub fn holdings(&self) -> Vec<(Kind, Option<&str>, BTreeMap<(String, String), String>)> {
+        STREAM_KINDS
+            .iter()
+            .zip(&self.selectors)
+            .zip(&self.cache)
+            .map(|((kind, selector), objects)| {
+                let versions = objects.values().map(place_and_version).collect();
+                (*kind, selector.as_deref(), versions)
+            })
+            .collect()
+    }
+
+    /// Takes in the next change the watches deliver before `until`; false when none came.
+    pub async fn take_change(&mut self, until: Instant) -> bool {
+        match tokio::time::timeout_at(until, self.stream.next()).await {
+            Ok(Some(change)) => {
+                self.record(change);
+                true
+            }
+            Ok(None) | Err(_) => false,
+        }
     }
 
     /// Keeps the cache and the unsettled set up to date with one change.
@@ -332,6 +364,20 @@ impl Quiescer {
         }
         why
     }
+}
+
+/// `((namespace, name), resourceVersion)` of an object as served.
+pub fn place_and_version(o: &Value) -> ((String, String), String) {
+    let text = |p: &str| {
+        o.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    (
+        (text("/metadata/namespace"), text("/metadata/name")),
+        text("/metadata/resourceVersion"),
+    )
 }
 
 #[cfg(test)]
