@@ -162,7 +162,7 @@ pub enum FindingsCommand {
         /// The entry's title (default: the finding's headline).
         #[arg(long)]
         title: Option<String>,
-        /// Where it is discussed (an upstream issue, a README section).
+        /// Where it is discussed (an upstream issue, a docs/ section).
         #[arg(long)]
         link: Option<String>,
         /// Where run directories are.
@@ -493,7 +493,7 @@ pub enum Format {
 #[derive(Debug, clap::Args)]
 pub struct AuditArgs {
     /// A dump of `kubectl get nodes,devices,instancetypes,resourceflavors,clusterqueues,
-    /// localqueues,admissionchecks,topologies -A -o json --show-managed-fields` (see README);
+    /// localqueues,admissionchecks,topologies -A -o json --show-managed-fields` (see docs/audit.md);
     /// audited offline. A dump without topologies (the older command) leaves them unjudged.
     #[arg(long, conflicts_with_all = ["context", "kubeconfig"])]
     pub snapshot: Option<PathBuf>,
