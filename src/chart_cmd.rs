@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 
-use crate::cli::{CaseFormat, ChartCaseArgs, ChartCluster, ChartCommand};
+use crate::cli::{CaseFormat, ChartCaseArgs, ChartCommand, ClusterArgs};
 use crate::commands::UsageError;
 
 pub fn dispatch(command: ChartCommand) -> Result<i32> {
@@ -86,7 +86,7 @@ pub fn dispatch(command: ChartCommand) -> Result<i32> {
 /// The helm pin and defaults for one connected client.
 fn config_for(
     c: &live::client::Client,
-    cluster: &ChartCluster,
+    cluster: &ClusterArgs,
     namespace: &str,
 ) -> chart::case::CaseConfig {
     let mut cfg = chart::case::CaseConfig::new(
@@ -113,7 +113,7 @@ fn helm_or_exit() -> Option<i32> {
 
 /// Connects (mutating commands need `--context` and a confirmation), prints the banner, runs
 /// `f`; a chart error is printed and becomes its exit code.
-fn on_cluster<F, Fut>(cluster: &ChartCluster, mutating: bool, f: F) -> Result<i32>
+fn on_cluster<F, Fut>(cluster: &ClusterArgs, mutating: bool, f: F) -> Result<i32>
 where
     F: FnOnce(live::client::Client) -> Fut,
     Fut: std::future::Future<Output = std::result::Result<i32, chart::ChartError>>,
@@ -124,7 +124,7 @@ where
 /// [`on_cluster`] with the pinned context (`pinned`) and the confirmation (`confirm`) apart:
 /// case 3 changes local images only, so it asks but needs no `--context`.
 fn on_cluster_confirming<F, Fut>(
-    cluster: &ChartCluster,
+    cluster: &ClusterArgs,
     pinned: bool,
     confirm: bool,
     f: F,

@@ -236,9 +236,10 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
 
 #[test]
 fn the_readme_scenario_example_replays_and_holds() {
-    let readme =
-        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-            .unwrap();
+    let readme = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/scenarios.md"),
+    )
+    .unwrap();
     let start = readme.find("```yaml\n").expect("README has a YAML example") + "```yaml\n".len();
     let end = start + readme[start..].find("```").unwrap();
     let file = scratch("readme-example.yaml", &readme[start..end]);
@@ -666,7 +667,7 @@ mod audit_and_cleanup {
         assert_eq!(write_mock(&mut store, &c), Ok(()));
         assert!(live::twin::admission::write_joint_check(&mut store, true).is_ok());
         assert!(reconcile(&mut store, &c.settings, None).is_ok());
-        // the kinds of the README's kubectl command: the audited ones but Namespaces
+        // the kinds of docs/audit.md's kubectl command: the audited ones but Namespaces
         let items: Vec<Value> = AUDITED_KINDS
             .iter()
             .filter(|k| **k != kinds::NAMESPACE)

@@ -161,7 +161,7 @@ fn each_case_fails_under_the_mutants_it_guards_against() {
         .collect();
     assert_eq!(
         unguarded, UNGUARDED,
-        "update UNGUARDED (and the README) to match"
+        "update UNGUARDED (and docs/cases.md) to match"
     );
 }
 

@@ -28,7 +28,7 @@ use crate::twin::kinds::{self, Kind};
 use crate::twin::read::{self, name_of, worker_owned_labels, FIELD_MANAGER};
 use crate::twin::store::{Status, Store, Subresource};
 
-/// What `verify audit --context` lists: the kinds of the README's kubectl command, plus
+/// What `verify audit --context` lists: the kinds of docs/audit.md's kubectl command, plus
 /// Namespaces (which decide where LocalQueues must exist). Kueue's Topology objects
 /// (`gpustack-<profile>`, kueue.x-k8s.io/v1beta2 as the twin serves them) are the model's
 /// `Derived.topologies`.
@@ -50,7 +50,7 @@ pub const AUDITED_KINDS: [Kind; 9] = [
 /// not judged, rather than as every expected object missing.
 pub const LATER_KINDS: [Kind; 1] = [kinds::TOPOLOGY];
 
-/// The command the README documents for a dump (`verify audit --snapshot`).
+/// The command docs/audit.md documents for a dump (`verify audit --snapshot`).
 pub const DUMP_COMMAND: &str = "kubectl get nodes,devices,instancetypes,resourceflavors,clusterqueues,localqueues,admissionchecks,topologies -A -o json --show-managed-fields";
 
 /// The context name of the private loopback server an audit reads its store back through.
@@ -259,7 +259,7 @@ async fn list_values<K: client::scoped::Scoped>(
 pub enum NamespaceSource {
     /// The snapshot lists Namespace objects.
     Listed(usize),
-    /// None listed (the README's kubectl command lists none): the namespaces the listed
+    /// None listed (docs/audit.md's kubectl command lists none): the namespaces the listed
     /// LocalQueues name. A pool's missing LocalQueue is found in those namespaces; a namespace
     /// holding no LocalQueue at all is not seen.
     FromLocalQueues(Vec<String>),

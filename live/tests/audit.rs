@@ -1,5 +1,5 @@
 //! `verify audit --snapshot`: a dump of the twin after its reference operator reconciled the
-//! walkthrough (listed the way the README's kubectl command lists it) audits clean; the same
+//! walkthrough (listed the way docs/audit.md's kubectl command lists it) audits clean; the same
 //! dump with one ResourceFlavor edited reports exactly that flavor; malformed dumps name the
 //! file and the field. Quantities are compared by value however the dump spells them, and the
 //! queues' AdmissionChecks are predicted from the AdmissionChecks the dump lists.

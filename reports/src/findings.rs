@@ -317,7 +317,7 @@ pub struct KnownFinding {
     pub signature: Signature,
     pub title: String,
     pub status: Status,
-    /// Where it is discussed (README section, upstream issue).
+    /// Where it is discussed (a docs/ section, an upstream issue).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub link: String,
     /// The minimal scenario, relative to the checkout (`verify replay` reads it).

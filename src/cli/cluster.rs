@@ -7,8 +7,9 @@ use super::*;
 /// real cluster").
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct ClusterArgs {
-    /// Kubeconfig context of the cluster (required to change a real cluster; the kubeconfig's
-    /// current context is never changed). On fuzz, case and soak it implies `--tier live`.
+    /// Kubeconfig context of the cluster (required to change a real cluster; a read-only
+    /// command defaults to the kubeconfig's current context, which is never changed). On fuzz,
+    /// case and soak it implies `--tier live`.
     #[arg(long)]
     pub context: Option<String>,
     /// Kubeconfig file (default: KUBECONFIG, else ~/.kube/config).
@@ -44,7 +45,7 @@ pub struct LiveArgs {
 #[derive(Debug, clap::Args)]
 pub struct AuditArgs {
     /// A dump of `kubectl get nodes,devices,instancetypes,resourceflavors,clusterqueues,
-    /// localqueues,admissionchecks,topologies -A -o json --show-managed-fields` (see README);
+    /// localqueues,admissionchecks,topologies -A -o json --show-managed-fields` (see docs/audit.md);
     /// audited offline. A dump without topologies (the older command) leaves them unjudged.
     #[arg(long, conflicts_with_all = ["context", "kubeconfig"])]
     pub snapshot: Option<PathBuf>,
@@ -108,7 +109,7 @@ pub enum ChartCommand {
     /// recorded with the reason. Exit 0 written, 3 cluster unreachable.
     Inventory {
         #[command(flatten)]
-        cluster: ChartCluster,
+        cluster: ClusterArgs,
         /// Where the inventory JSON goes.
         #[arg(long)]
         output: PathBuf,
@@ -127,7 +128,7 @@ pub enum ChartCommand {
     /// release's latest revision. Exit 2 on a malformed record (named).
     Release {
         #[command(flatten)]
-        cluster: ChartCluster,
+        cluster: ClusterArgs,
         /// Only this namespace (default: all namespaces).
         #[arg(long)]
         namespace: Option<String>,
@@ -139,7 +140,7 @@ pub enum ChartCommand {
     /// with the chart and values, pinned to --context. Mutating: --yes or a confirmation.
     Install {
         #[command(flatten)]
-        cluster: ChartCluster,
+        cluster: ClusterArgs,
         /// The chart (a path, a .tgz or a repo/chart reference helm understands).
         #[arg(long)]
         chart: String,
@@ -159,28 +160,13 @@ pub enum ChartCommand {
     Case(ChartCaseArgs),
 }
 
-/// The cluster a chart command reads (or, for install and cases 2-3, changes).
-#[derive(Clone, Debug, Default, clap::Args)]
-pub struct ChartCluster {
-    /// Kubeconfig context (required to change a real cluster; default for reading: the
-    /// kubeconfig's current context).
-    #[arg(long)]
-    pub context: Option<String>,
-    /// Kubeconfig file (default: KUBECONFIG, else ~/.kube/config).
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
-    /// Answer the confirmation a change asks for.
-    #[arg(long)]
-    pub yes: bool,
-}
-
 /// `verify chart case` arguments.
 #[derive(Debug, clap::Args)]
 pub struct ChartCaseArgs {
     /// The chart case number (1-8).
     pub number: u32,
     #[command(flatten)]
-    pub cluster: ChartCluster,
+    pub cluster: ClusterArgs,
     /// The operator's namespace.
     #[arg(long, default_value = "gpustack-system")]
     pub namespace: String,

@@ -169,7 +169,7 @@ pub enum FindingsCommand {
         /// The entry's title (default: the finding's headline).
         #[arg(long)]
         title: Option<String>,
-        /// Where it is discussed (an upstream issue, a README section).
+        /// Where it is discussed (an upstream issue, a docs/ section).
         #[arg(long)]
         link: Option<String>,
         /// Where run directories are.

@@ -40,14 +40,7 @@ pub(super) fn report(
 ) -> Result<i32> {
     let run = reports::load_run(run_dir).map_err(|e| UsageError(e.to_string()))?;
     let text = reports::render_run(&run, format).map_err(|e| anyhow::anyhow!("{e}"))?;
-    match output {
-        Some(path) => {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-            outln!("{}", path.display());
-        }
-        None => out!("{text}"),
-    }
-    Ok(0)
+    write_or_print(&text, output)
 }
 
 /// The first line of `verify fuzz` and `verify mutants`: where the chain is checked.
@@ -123,14 +116,7 @@ pub(super) fn issue_report(
         manifests: &manifests,
     })
     .map_err(|e| anyhow::anyhow!("rendering the issue: {e}"))?;
-    match output {
-        Some(path) => {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-            outln!("{}", path.display());
-        }
-        None => out!("{text}"),
-    }
-    Ok(0)
+    write_or_print(&text, output)
 }
 
 /// `verify mutants`: the catalog, or the kill table over `seeds` seeds each.
@@ -216,6 +202,18 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
             .context("writing the counterexample scenario")?;
         outln!("counterexample scenario: {}", path.display());
         return Ok(1);
+    }
+    Ok(0)
+}
+
+/// `text` into `output` (its path printed), or onto stdout.
+fn write_or_print(text: &str, output: Option<&Path>) -> Result<i32> {
+    match output {
+        Some(path) => {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+            outln!("{}", path.display());
+        }
+        None => out!("{text}"),
     }
     Ok(0)
 }

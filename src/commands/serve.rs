@@ -98,7 +98,7 @@ pub(super) fn twin_serve(
 /// One malloc arena for the whole process, set before any thread starts: glibc gives each
 /// allocating thread (the twin's server and operator threads, the client) its own arena, and
 /// over a long soak they hold memory the soak no longer uses (+12 % at the peak of a 30-minute
-/// twin soak with the default, +6 % with one; README "Benchmarks").
+/// twin soak with the default, +6 % with one; docs/benchmarks.md "Soak").
 pub(super) fn one_malloc_arena() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes glibc's allocator tuning; called before other threads exist.
