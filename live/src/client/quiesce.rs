@@ -229,7 +229,7 @@ impl Quiescer {
     /// Each watched kind, the label selector its watch lists by, and the resourceVersion of
     /// every object the watch holds (by name, and namespace where it has one): what a caller
     /// that can read the server's state directly compares to tell the watches caught up.
-    pub fn holdings(&self) -> Vec<(Kind, Option<&str>, BTreeMap<(String, String), String>)> {
+    pub fn holdings(&self) -> Vec<(Kind, Option<&str>, Versions)> {
         STREAM_KINDS
             .iter()
             .zip(&self.selectors)
@@ -365,6 +365,9 @@ impl Quiescer {
         why
     }
 }
+
+/// The resourceVersion of each object a watch holds, by `(namespace, name)`.
+pub type Versions = BTreeMap<(String, String), String>;
 
 /// `((namespace, name), resourceVersion)` of an object as served.
 pub fn place_and_version(o: &Value) -> ((String, String), String) {
