@@ -38,7 +38,7 @@ use crate::twin::kinds::{self, Kind};
 use crate::twin::operator::{
     reconcile_with, NodeApply, OperatorError, QuotaBy, Writes, OPERATOR_FIELD_MANAGER,
 };
-use crate::twin::read::name_of;
+use crate::twin::read::{meta_text, name_of};
 use crate::twin::store::{wall_clock, Store, StoreConfig};
 use crate::twin::structural;
 
@@ -228,18 +228,7 @@ async fn snapshot(
 type Place = (&'static str, String, String);
 
 fn place(kind: &Kind, o: &Value) -> Place {
-    let ns = o
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    (kind.kind, ns.to_string(), name_of(o))
-}
-
-fn meta_text(o: &Value, key: &str) -> String {
-    o.pointer(&format!("/metadata/{key}"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+    (kind.kind, meta_text(o, "namespace"), name_of(o))
 }
 
 /// Every watched object's place and resourceVersion: a pass is needed when it moved.

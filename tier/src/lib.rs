@@ -73,6 +73,6 @@ impl Tier {
 }
 
 /// The machine's parallelism (1 when it cannot be read).
-pub fn cores() -> usize {
+fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }

@@ -152,8 +152,8 @@ pub struct Quiescer {
     unsettled: BTreeSet<String>,
     /// Each stream's objects by key, as the watch last delivered them.
     cache: Vec<BTreeMap<String, Value>>,
-    /// Each stream's label selector (the run's, on Nodes and Devices).
-    selectors: Vec<Option<String>>,
+    /// The run's label selector, which the first [`OWN_STREAMS`] streams list by.
+    run_selector: String,
     /// Each stream's (re-)list in progress.
     relist: Vec<Option<BTreeMap<String, Value>>>,
     /// Whether each stream finished its first list.
@@ -175,6 +175,10 @@ const STREAM_KINDS: [Kind; 7] = [
     kinds::TOPOLOGY,
 ];
 
+/// How many of [`STREAM_KINDS`], from the first, are the run's own objects (Nodes, Devices),
+/// watched through the run's label selector; the rest are watched whole.
+const OWN_STREAMS: usize = 2;
+
 impl Quiescer {
     /// Watches `run`'s Nodes and Devices, and all derived objects.
     pub fn new(client: &Client, run: &RunId) -> Quiescer {
@@ -189,11 +193,8 @@ impl Quiescer {
     }
 
     fn watching(client: &Client, run: &RunId, scope: Option<&Token>) -> Quiescer {
-        let selector = run.selector();
-        let own = Some(selector.as_str());
-        let selectors = (0..STREAM_KINDS.len())
-            .map(|i| (i < 2).then(|| selector.clone()))
-            .collect();
+        let run_selector = run.selector();
+        let own = Some(run_selector.as_str());
         let streams = vec![
             changes::<Node>(client, 0, own, None),
             changes::<Devices>(client, 1, own, None),
@@ -208,7 +209,7 @@ impl Quiescer {
             stream: Box::pin(select_all(streams)),
             unsettled: BTreeSet::new(),
             cache: vec![BTreeMap::new(); STREAM_KINDS.len()],
-            selectors,
+            run_selector,
             relist: vec![None; STREAM_KINDS.len()],
             listed_once: vec![false; STREAM_KINDS.len()],
         }
@@ -232,11 +233,12 @@ impl Quiescer {
     pub fn holdings(&self) -> Vec<(Kind, Option<&str>, Versions)> {
         STREAM_KINDS
             .iter()
-            .zip(&self.selectors)
             .zip(&self.cache)
-            .map(|((kind, selector), objects)| {
+            .enumerate()
+            .map(|(i, (kind, objects))| {
+                let selector = (i < OWN_STREAMS).then_some(self.run_selector.as_str());
                 let versions = objects.values().map(place_and_version).collect();
-                (*kind, selector.as_deref(), versions)
+                (*kind, selector, versions)
             })
             .collect()
     }
@@ -371,15 +373,10 @@ pub type Versions = BTreeMap<(String, String), String>;
 
 /// `((namespace, name), resourceVersion)` of an object as served.
 pub fn place_and_version(o: &Value) -> ((String, String), String) {
-    let text = |p: &str| {
-        o.pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
+    use crate::twin::read::meta_text;
     (
-        (text("/metadata/namespace"), text("/metadata/name")),
-        text("/metadata/resourceVersion"),
+        (meta_text(o, "namespace"), meta_text(o, "name")),
+        meta_text(o, "resourceVersion"),
     )
 }
 

@@ -114,7 +114,13 @@ fn list(store: &Store, kind: &Kind) -> Result<Vec<Value>, ReadError> {
 }
 
 pub fn name_of(o: &Value) -> String {
-    o.pointer("/metadata/name")
+    meta_text(o, "name")
+}
+
+/// `metadata.<key>` as text (absent or not a string: empty).
+pub fn meta_text(o: &Value, key: &str) -> String {
+    o.get("metadata")
+        .and_then(|m| m.get(key))
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string()
