@@ -144,14 +144,14 @@ impl Prepared {
         &self,
         run: &str,
         lane: usize,
-        config: fuzz::twin::TwinConfig,
+        config: tier::ApiConfig,
         teardown_budget: std::time::Duration,
-    ) -> Result<fuzz::twin::TwinRunner, fuzz::twin::TwinError> {
-        fuzz::twin::TwinRunner::connect(
+    ) -> Result<tier::ApiTarget, tier::ApiError> {
+        tier::ApiTarget::connect(
             self.kubeconfig.clone(),
             &self.context,
             config,
-            fuzz::twin::Lane {
+            tier::Lane {
                 run: run.to_string(),
                 lane,
                 interrupt: self.interrupt.clone(),

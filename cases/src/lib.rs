@@ -4,8 +4,9 @@
 //!   and whether `verify` models it (and why not, when it does not).
 //! - [`library`]: the modelled cases, each a scenario file (`scenarios/NN.yaml`) carrying the
 //!   case header contract and expectations with the original's numbers.
-//! - [`tier`]: where a case runs (model, twin, live) and the live gating (input-required
-//!   variables, hardware auto-skips); only the model tier is implemented.
+//! - [`tier`]: where a case runs ([`CaseTier`]: the model, or an API target for the twin and
+//!   live tiers, [`twin`]) and the live gating (input-required variables, hardware
+//!   auto-skips).
 //! - [`run`]: a case's `STATUS | CHECK | OBJECT` rows and verdict, from the oracle's replay.
 //! - [`block`]: the MIG block (order 27, 24, then the rest; restore only toggled cards) and
 //!   the RDMA block (`--report-only` requirement matrix).
@@ -28,8 +29,8 @@ pub mod twin;
 pub use index::{index, IndexEntry, Scope};
 pub use library::{case, cases, LockedCase};
 pub use run::{CaseRun, Row, Status, Verdict};
-pub use tier::{run_gated, ModelTier, Tier, TierRunner, UnavailableTier};
-pub use twin::{TwinTier, TWIN_CHECK};
+pub use tier::{run_gated, CaseTier, Tier};
+pub use twin::TWIN_CHECK;
 
 /// A block of hardware cases, run in the block runner's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +52,7 @@ impl Block {
 /// is an error (exit 2); a case the index lists as not modelled is a skip naming the reason.
 pub fn run_case(
     n: u32,
-    tier: &dyn TierRunner,
+    tier: &CaseTier,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<CaseRun, String> {
     match library::case(n) {
@@ -81,7 +82,7 @@ pub fn run_case(
 /// restores its own baseline). An input-required gate stops the block at once (exit 2).
 pub fn run_block(
     b: Block,
-    tier: &dyn TierRunner,
+    tier: &CaseTier,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<CaseRun>, String> {
     let mut runs = Vec::new();

@@ -2,18 +2,21 @@
 //! properties, as on the model tier) and written, step by step, through the kube-rs client
 //! into an embedded twin whose reference operator (mutated, if asked) derives the chain; one
 //! more row says whether every object the twin published equals the model's at every write
-//! step (`fuzz::twin::TwinRunner::judge`). Expectations that hold on the model and a twin that
-//! matches the model at every step hold on the twin.
+//! step (`tier::ApiTarget::judge`). Expectations that hold on the model and a twin that
+//! matches the model at every step hold on the twin. The live tier is the same target on a
+//! cluster.
 
-use fuzz::twin::{TwinConfig, TwinRunner};
+use std::cell::RefCell;
+
 use model::events::Event;
 use model::mutants::Mutant;
-use model::scenario::{Expectation, LiveGate, Scenario};
+use model::scenario::{Expectation, Scenario};
+use tier::ApiTarget;
 
 use crate::hardware::{MigNode, HARDWARE_CHECK};
 use crate::library::LockedCase;
 use crate::run::{run_on_model, verdict_of, CaseRun, Row, Status};
-use crate::tier::{Tier, TierRunner};
+use crate::tier::Tier;
 
 /// The check the twin row names.
 pub const TWIN_CHECK: &str = "the twin's objects equal the model's at every write step";
@@ -21,59 +24,26 @@ pub const TWIN_CHECK: &str = "the twin's objects equal the model's at every writ
 /// The check the live row names.
 pub const LIVE_CHECK: &str = "the cluster's objects equal the model's at every write step";
 
-/// Cases on an embedded twin on 127.0.0.1 (one twin, reset between cases), or on a cluster
-/// running the operator ([`TwinTier::on_cluster`]: the live tier, the scenario localized so
-/// its pools are the run's own).
-pub struct TwinTier {
-    runner: TwinRunner,
-    /// Mutates the twin's operator, never the model.
-    pub mutant: Option<Mutant>,
-    tier: Tier,
-    /// On a cluster: the hardware gates it satisfies (`probe::cluster_hardware`).
-    hardware: Vec<String>,
+/// What the twin and live tiers add to a case's run ([`crate::CaseTier::twin`],
+/// [`crate::CaseTier::on_cluster`]): its API target, and on a cluster the MIG node and the
+/// pool rows.
+pub(crate) struct ApiCases {
+    /// Judging a case steps the target (one run at a time).
+    target: RefCell<ApiTarget>,
     /// On a cluster with `MIG_NODE_SSH`: the node whose cards the MIG cases toggle (dropped
     /// with the tier, which switches back whatever is still held).
-    mig: Option<std::sync::Mutex<MigNode>>,
+    pub(crate) mig: Option<std::sync::Mutex<MigNode>>,
     /// On a cluster: each case's pool rows (`probe::pool_rows`), read before the run.
-    pools: std::collections::BTreeMap<u32, Vec<Row>>,
+    pub(crate) pools: std::collections::BTreeMap<u32, Vec<Row>>,
 }
 
-impl TwinTier {
-    pub fn start(mutant: Option<Mutant>) -> Result<Self, String> {
-        let runner = TwinRunner::start(TwinConfig::default()).map_err(|e| e.to_string())?;
-        Ok(TwinTier {
-            runner,
-            mutant,
-            tier: Tier::Twin,
-            hardware: Vec::new(),
-            mig: None,
-            pools: Default::default(),
-        })
-    }
-
-    /// The live tier through `runner` (`TwinRunner::connect`), on a cluster that has
-    /// `hardware`.
-    pub fn on_cluster(runner: TwinRunner, hardware: Vec<String>) -> Self {
-        TwinTier {
-            runner,
-            mutant: None,
-            tier: Tier::Live,
-            hardware,
+impl ApiCases {
+    pub(crate) fn new(target: ApiTarget) -> Self {
+        ApiCases {
+            target: RefCell::new(target),
             mig: None,
             pools: Default::default(),
         }
-    }
-
-    /// The live tier's MIG cases run their hardware step on `node`.
-    pub fn with_mig_node(mut self, node: MigNode) -> Self {
-        self.mig = Some(std::sync::Mutex::new(node));
-        self
-    }
-
-    /// The live tier's pool rows of each case (`probe::pool_rows`), appended to its run.
-    pub fn with_pool_rows(mut self, pools: std::collections::BTreeMap<u32, Vec<Row>>) -> Self {
-        self.pools = pools;
-        self
     }
 
     /// The hardware row of a gated case on a cluster: the real step for an NVIDIA partition
@@ -154,7 +124,7 @@ pub fn joint_answered(
 }
 
 /// On the live tier, where the rows stop: a cluster's clock cannot be moved, so a scenario
-/// with a joint timeout is checked up to it (`TwinRunner::steppable`).
+/// with a joint timeout is checked up to it (`ApiTarget::steppable`).
 fn live_stop_note(s: &Scenario) -> String {
     match s
         .events
@@ -168,18 +138,18 @@ fn live_stop_note(s: &Scenario) -> String {
     }
 }
 
-impl TwinTier {
+impl ApiCases {
     /// The scenario's `joint` expectations judged on the twin: its Workloads kept and read
-    /// back at each expectation's step (`TwinRunner::workloads_at_steps`), the
+    /// back at each expectation's step (`ApiTarget::workloads_at_steps`), the
     /// `gpustack-model-deployment-joint` entry's state and message and `spec.active` read as a
     /// phase (`live::twin::workload::joint_phase_on_wire`).
-    fn joint_rows(&self, s: &Scenario) -> Vec<Row> {
+    fn joint_rows(&self, mutant: Option<Mutant>, s: &Scenario) -> Vec<Row> {
         let asks = joint_asks(s);
         if asks.is_empty() {
             return Vec::new();
         }
         let reads: Vec<(usize, String)> = asks.iter().map(|a| (a.1, a.2.to_string())).collect();
-        let found = match self.runner.workloads_at_steps(s, self.mutant, &reads) {
+        let found = match self.target.borrow().workloads_at_steps(s, mutant, &reads) {
             Ok(found) => found,
             Err(e) => {
                 return vec![Row {
@@ -219,34 +189,27 @@ impl TwinTier {
 /// How the rows read back from the twin's Workloads begin.
 pub const JOINT_TWIN_CHECK: &str = "on the twin";
 
-impl TierRunner for TwinTier {
-    fn tier(&self) -> Tier {
-        self.tier
-    }
-
-    /// The twin mocks whatever hardware the case's own scenario builds; a cluster must have
-    /// the real thing for a hardware block's gate.
-    fn has_hardware(&self, gate: &LiveGate) -> bool {
-        self.tier == Tier::Twin || self.hardware.contains(&gate.hardware)
-    }
-
-    fn run(&self, case: &LockedCase) -> CaseRun {
+impl ApiCases {
+    /// Runs `case` on the model, then steps it on the target (its operator mutated by
+    /// `mutant` on the twin) and adds the rows only a server answers.
+    pub(crate) fn run(&self, tier: Tier, mutant: Option<Mutant>, case: &LockedCase) -> CaseRun {
         let mut run = run_on_model(case, &case.scenario);
         if run.rows.iter().all(|r| r.status == Status::Skip) {
             // Nothing the model checks: the twin has nothing to agree on either.
-            run.tier = self.tier;
+            run.tier = tier;
             return run;
         }
-        let (status, object) = match self.runner.judge(&case.scenario, self.mutant) {
-            Ok(None) => (Status::Pass, self.runner.describe()),
-            Ok(Some(d)) => (Status::Fail, d.message()),
+        let judged = self.target.borrow_mut().judge(&case.scenario, mutant);
+        let (status, object) = match judged {
+            Ok(None) => (Status::Pass, self.target.borrow().endpoint()),
+            Ok(Some(d)) => (Status::Fail, d.message),
             Err(e) => (Status::Fail, format!("inconclusive: {e}")),
         };
-        let check = match self.tier {
+        let check = match tier {
             Tier::Live => LIVE_CHECK,
             _ => TWIN_CHECK,
         };
-        let object = match self.tier {
+        let object = match tier {
             Tier::Live => format!("{object}{}", live_stop_note(&case.scenario)),
             _ => object,
         };
@@ -256,16 +219,16 @@ impl TierRunner for TwinTier {
             object,
             expectation: None,
         });
-        if self.tier == Tier::Twin {
-            run.rows.extend(self.joint_rows(&case.scenario));
+        if tier == Tier::Twin {
+            run.rows.extend(self.joint_rows(mutant, &case.scenario));
         }
-        if self.tier == Tier::Live && case.header.gate.is_some() {
+        if tier == Tier::Live && case.header.gate.is_some() {
             run.rows.push(self.hardware_row(case));
         }
         if let Some(rows) = self.pools.get(&case.header.number) {
             run.rows.extend(rows.iter().cloned());
         }
-        run.tier = self.tier;
+        run.tier = tier;
         run.verdict = verdict_of(&run.rows);
         run
     }

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use cases::index::{index, index_error, Suite};
 use cases::library::{cases, number_of, FILES};
 use cases::run::{Status, Verdict};
-use cases::tier::{ModelTier, TierRunner};
+use cases::tier::CaseTier;
 use model::mutants::Mutant;
 
 /// Cases whose expectations the model does not meet today, with the reason. Each is a finding
@@ -114,7 +114,7 @@ fn the_chain_cases_of_section_5_are_all_modelled() {
 
 #[test]
 fn every_modelled_case_passes_on_the_model() {
-    let tier = ModelTier::default();
+    let tier = CaseTier::model(None);
     for c in cases() {
         let c = c.unwrap();
         let run = tier.run(&c);
@@ -146,7 +146,7 @@ fn each_case_fails_under_the_mutants_it_guards_against() {
         let c = c.unwrap();
         for &m in &c.header.guards {
             guarded.insert(m);
-            let run = ModelTier { mutant: Some(m) }.run(&c);
+            let run = CaseTier::model(Some(m)).run(&c);
             assert!(
                 run.failed_expectations().next().is_some(),
                 "case {} does not catch {m}: {run:#?}",
@@ -168,10 +168,7 @@ fn each_case_fails_under_the_mutants_it_guards_against() {
 #[test]
 fn case_24_catches_the_single_token_pool() {
     let c = cases::case(24).unwrap().unwrap();
-    let run = ModelTier {
-        mutant: Some(Mutant::OneTokenPool),
-    }
-    .run(&c);
+    let run = CaseTier::model(Some(Mutant::OneTokenPool)).run(&c);
     assert!(run
         .failed_expectations()
         .any(|r| r.check.contains("only PLAINSET serves logical slices")));
@@ -181,7 +178,7 @@ fn case_24_catches_the_single_token_pool() {
 fn case_6_keeps_the_original_ledger_sequence() {
     let c = cases::case(6).unwrap().unwrap();
     let text = scenario::to_yaml(&c.scenario);
-    let run = ModelTier::default().run(&c);
+    let run = CaseTier::model(None).run(&c);
     for (step, ex, sh, sl) in [
         (0, 8, 80, 800),
         (1, 6, 60, 600),

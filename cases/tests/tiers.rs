@@ -2,27 +2,29 @@
 //! hardware question.
 
 use cases::run::Verdict;
-use cases::tier::{
-    gate_verdict, run_gated, GateVerdict, ModelTier, Tier, TierRunner, UnavailableTier,
-};
+use cases::tier::{gate_verdict, gated, run_gated, CaseTier, Gate, GateVerdict, Tier};
 use cases::{exit_code, run_block, run_case, Block};
-use model::scenario::LiveGate;
 
-struct NoHardware;
+/// A cluster that has none of the hardware a gate names.
+fn no_hardware() -> Gate {
+    Gate {
+        tier: Tier::Live,
+        available: true,
+        hardware: Some(Vec::new()),
+    }
+}
 
-impl TierRunner for NoHardware {
-    fn tier(&self) -> Tier {
-        Tier::Live
-    }
-    fn has_hardware(&self, _gate: &LiveGate) -> bool {
-        false
-    }
-    fn run(&self, case: &cases::LockedCase) -> cases::CaseRun {
+/// The run the gate gives `case` on a tier without its hardware (it must not run).
+fn run_without_hardware(
+    case: &cases::LockedCase,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> cases::CaseRun {
+    gated(&no_hardware(), case, env).unwrap_or_else(|| {
         panic!(
             "case {} must not run without its hardware",
             case.header.number
         )
-    }
+    })
 }
 
 fn unset(_: &str) -> Option<String> {
@@ -36,7 +38,7 @@ fn set(k: &str) -> Option<String> {
 #[test]
 fn live_without_mig_node_ssh_is_input_required_naming_it() {
     let c = cases::case(27).unwrap().unwrap();
-    let run = run_gated(&UnavailableTier(Tier::Live), &c, &unset);
+    let run = run_gated(&CaseTier::unavailable(Tier::Live), &c, &unset);
     assert_eq!(
         run.verdict,
         Verdict::InputRequired {
@@ -51,17 +53,17 @@ fn live_without_mig_node_ssh_is_input_required_naming_it() {
 fn hardware_absent_is_a_skip_with_nothing_verified_never_exit_2() {
     let c = cases::case(24).unwrap().unwrap();
     assert_eq!(
-        gate_verdict(&NoHardware, c.header.gate.as_ref(), &set),
+        gate_verdict(&no_hardware(), c.header.gate.as_ref(), &set),
         GateVerdict::Skip(
             "this cluster lacks a partition-capable NVIDIA card reachable over SSH".into()
         )
     );
-    let run = run_gated(&NoHardware, &c, &set);
+    let run = run_without_hardware(&c, &set);
     assert_eq!(run.verdict.exit_code(), 0);
     assert!(cases::render::case_text(&run).contains("NOTHING WAS VERIFIED"));
     // The variable still comes first: unset, it is input required even without hardware.
     assert!(matches!(
-        run_gated(&NoHardware, &c, &unset).verdict,
+        run_without_hardware(&c, &unset).verdict,
         Verdict::InputRequired { .. }
     ));
 }
@@ -70,7 +72,7 @@ fn hardware_absent_is_a_skip_with_nothing_verified_never_exit_2() {
 #[test]
 fn a_tier_not_built_answers_not_available_yet() {
     for tier in [Tier::Twin, Tier::Live] {
-        let run = run_case(14, &UnavailableTier(tier), &set).unwrap();
+        let run = run_case(14, &CaseTier::unavailable(tier), &set).unwrap();
         assert_eq!(run.verdict, Verdict::Unavailable { tier });
         assert!(cases::render::verdict_line(&run).contains("not available yet"));
         assert_eq!(run.verdict.exit_code(), 2);
@@ -79,17 +81,17 @@ fn a_tier_not_built_answers_not_available_yet() {
 
 #[test]
 fn the_model_tier_needs_no_address() {
-    let run = run_case(27, &ModelTier::default(), &unset).unwrap();
+    let run = run_case(27, &CaseTier::model(None), &unset).unwrap();
     assert!(matches!(run.verdict, Verdict::Pass { .. }), "{run:#?}");
 }
 
 #[test]
 fn the_mig_block_runs_27_then_24_and_stops_at_a_missing_input() {
-    let runs = run_block(Block::Mig, &ModelTier::default(), &unset).unwrap();
+    let runs = run_block(Block::Mig, &CaseTier::model(None), &unset).unwrap();
     let order: Vec<u32> = runs.iter().map(|r| r.number).collect();
     assert_eq!(order, vec![27, 24, 25, 26, 28, 29, 30, 31, 32, 34]);
     assert_eq!(exit_code(&runs), 0);
-    let live = run_block(Block::Mig, &UnavailableTier(Tier::Live), &unset).unwrap();
+    let live = run_block(Block::Mig, &CaseTier::unavailable(Tier::Live), &unset).unwrap();
     assert_eq!(
         live.len(),
         1,
@@ -100,7 +102,7 @@ fn the_mig_block_runs_27_then_24_and_stops_at_a_missing_input() {
 
 #[test]
 fn the_rdma_block_skips_every_case_on_the_model_and_says_so() {
-    let runs = run_block(Block::Rdma, &ModelTier::default(), &unset).unwrap();
+    let runs = run_block(Block::Rdma, &CaseTier::model(None), &unset).unwrap();
     assert_eq!(
         runs.iter().map(|r| r.number).collect::<Vec<_>>(),
         vec![80, 81, 82, 83, 84]
@@ -114,29 +116,27 @@ fn the_rdma_block_skips_every_case_on_the_model_and_says_so() {
 
 #[test]
 fn an_unmodelled_case_is_a_skip_naming_the_reason_and_an_unused_number_an_error() {
-    let run = run_case(53, &ModelTier::default(), &unset).unwrap();
+    let run = run_case(53, &CaseTier::model(None), &unset).unwrap();
     match &run.verdict {
         Verdict::Skipped { why } => assert!(why.contains("KV cache"), "{why}"),
         other => panic!("{other:?}"),
     }
-    assert!(run_case(33, &ModelTier::default(), &unset)
+    assert!(run_case(33, &CaseTier::model(None), &unset)
         .unwrap_err()
         .contains("never used"));
 }
 
 #[test]
 fn exit_codes_combine_worst_first() {
-    let pass = run_case(14, &ModelTier::default(), &unset).unwrap();
+    let pass = run_case(14, &CaseTier::model(None), &unset).unwrap();
     let fail = run_case(
         14,
-        &ModelTier {
-            mutant: Some(model::mutants::Mutant::QuotaOffByOne),
-        },
+        &CaseTier::model(Some(model::mutants::Mutant::QuotaOffByOne)),
         &unset,
     )
     .unwrap();
     let input = run_gated(
-        &UnavailableTier(Tier::Live),
+        &CaseTier::unavailable(Tier::Live),
         &cases::case(27).unwrap().unwrap(),
         &unset,
     );
@@ -148,7 +148,7 @@ fn exit_codes_combine_worst_first() {
 #[test]
 fn case_39_on_the_live_tier_needs_ppu_node_ssh() {
     let c = cases::case(39).unwrap().unwrap();
-    let run = run_gated(&UnavailableTier(Tier::Live), &c, &set);
+    let run = run_gated(&CaseTier::unavailable(Tier::Live), &c, &set);
     assert_eq!(
         run.verdict,
         Verdict::InputRequired {
@@ -156,7 +156,7 @@ fn case_39_on_the_live_tier_needs_ppu_node_ssh() {
         }
     );
     // On the model it is a vendor runtime case: nothing verified, exit 0.
-    let run = run_case(39, &ModelTier::default(), &unset).unwrap();
+    let run = run_case(39, &CaseTier::model(None), &unset).unwrap();
     assert!(matches!(run.verdict, Verdict::Skipped { .. }), "{run:#?}");
 }
 

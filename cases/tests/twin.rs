@@ -4,13 +4,12 @@
 
 use cases::library::cases;
 use cases::run::Status;
-use cases::tier::TierRunner;
-use cases::{TwinTier, TWIN_CHECK};
+use cases::{CaseTier, TWIN_CHECK};
 use model::mutants::Mutant;
 
 #[test]
 fn every_modelled_case_agrees_with_the_model_on_the_twin() {
-    let tier = TwinTier::start(None).expect("an embedded twin");
+    let tier = CaseTier::twin(None).expect("an embedded twin");
     let mut judged = 0;
     let mut diverged = Vec::new();
     for c in cases() {
@@ -38,7 +37,7 @@ fn a_guarding_case_fails_on_a_mutated_twin() {
         .find(|c| c.header.number == 2)
         .expect("case 2");
     assert!(case.header.guards.contains(&Mutant::QuotaOffByOne));
-    let run = TwinTier::start(Some(Mutant::QuotaOffByOne))
+    let run = CaseTier::twin(Some(Mutant::QuotaOffByOne))
         .expect("an embedded twin")
         .run(&case);
     let row = run.rows.iter().find(|r| r.check == TWIN_CHECK).unwrap();
@@ -54,7 +53,7 @@ fn a_guarding_case_fails_on_a_mutated_twin() {
 fn the_joint_cases_read_their_entries_back_from_the_twin() {
     use cases::twin::JOINT_TWIN_CHECK;
     use model::scenario::Expectation;
-    let tier = TwinTier::start(None).expect("an embedded twin");
+    let tier = CaseTier::twin(None).expect("an embedded twin");
     for n in [50, 68, 87, 106] {
         let case = cases::library::case(n).expect("in the library").unwrap();
         let asked = case
@@ -103,7 +102,7 @@ fn without_the_clock_advance_the_twin_does_not_park() {
     case.scenario.events[at] = Event::NamespaceCreate {
         name: "elsewhere".into(),
     };
-    let run = TwinTier::start(None).expect("an embedded twin").run(&case);
+    let run = CaseTier::twin(None).expect("an embedded twin").run(&case);
     let row = run
         .rows
         .iter()

@@ -1,19 +1,19 @@
 //! API requests per seed against the minimum a seed needs (issue 7: ≤ 1.2 ×): the minimum is
 //! every write the mocks take plus one list of each observed kind per write step
-//! (`TwinRunner::minimum_requests`); served is what the twin counted for the seed.
+//! (`ApiTarget::minimum_requests`); served is what the twin counted for the seed.
 //!
 //! `cargo run --release -p fuzz --example api_calls [SEEDS]`
 
 use fuzz::scenario_for;
-use fuzz::twin::{TwinConfig, TwinRunner};
 use generators::ShapeConfig;
+use tier::{ApiConfig, ApiTarget, Target};
 
 fn main() {
     let seeds: u64 = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(100);
-    let twin = TwinRunner::start(TwinConfig::default()).expect("the twin starts");
+    let mut twin = ApiTarget::start(ApiConfig::default()).expect("the twin starts");
     let (mut served, mut needed) = (0u64, 0u64);
     let mut ratios = Vec::new();
     for seed in 0..seeds {

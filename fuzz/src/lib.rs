@@ -1,9 +1,9 @@
 //! The fuzz loop (DESIGN.md "verify fuzz"): seeds → scenarios → properties → shrink →
 //! counterexample files, in parallel jobs, optionally one shard of the seed range. On the twin
-//! tier ([`twin`]) each seed is also mocked into an embedded twin and diffed against the model.
+//! and live tiers each seed is also stepped on a [`tier::ApiTarget`] (an embedded twin, or a
+//! lane of a cluster) and diffed against the model.
 
 pub mod coverage;
-pub mod twin;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ use model::mutants::Mutant;
 use model::scenario::{Expectation, Scenario};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-use twin::{TwinConfig, TwinRunner, TWIN_PROPERTY};
+use tier::{ApiConfig, ApiError, ApiTarget, Divergence, TWIN_PROPERTY};
 
 pub use tier::Tier;
 
@@ -39,7 +39,7 @@ pub struct LiveConfig {
 #[derive(Clone, Debug)]
 pub struct FuzzConfig {
     pub tier: Tier,
-    pub twin: TwinConfig,
+    pub twin: ApiConfig,
     /// Seeds `0..seeds` (before sharding).
     pub seeds: u64,
     /// Run exactly this seed instead of a range.
@@ -63,7 +63,7 @@ impl Default for FuzzConfig {
     fn default() -> Self {
         FuzzConfig {
             tier: Tier::Model,
-            twin: TwinConfig::default(),
+            twin: ApiConfig::default(),
             seeds: 500,
             seed: None,
             jobs: 1,
@@ -262,10 +262,10 @@ pub enum Judged {
     Interrupted,
 }
 
-fn judged(seed: u64, e: twin::TwinError) -> Judged {
+fn judged(seed: u64, e: ApiError) -> Judged {
     match e {
-        twin::TwinError::Flaky(d) => Judged::Flaky(format!("seed {seed}: {}", d.message())),
-        twin::TwinError::Interrupted => Judged::Interrupted,
+        ApiError::Flaky(d) => Judged::Flaky(format!("seed {seed}: {}", d.message)),
+        ApiError::Interrupted => Judged::Interrupted,
         e => Judged::Inconclusive(format!("seed {seed}: {e}")),
     }
 }
@@ -277,7 +277,7 @@ fn judged(seed: u64, e: twin::TwinError) -> Judged {
 pub fn judge_seed_on(
     seed: u64,
     config: &FuzzConfig,
-    twin: Option<&TwinRunner>,
+    twin: Option<&mut ApiTarget>,
     on_generated: &(dyn Fn(&Scenario) + Sync),
 ) -> Result<Option<Failure>, Judged> {
     judge_seed_folding(seed, config, twin, on_generated, None)
@@ -286,9 +286,9 @@ pub fn judge_seed_on(
 /// The signatures a run has already shrunk a counterexample of.
 pub type Shrunk = Mutex<BTreeSet<reports::Signature>>;
 
-fn twin_found(d: twin::TwinDivergence) -> Found {
+fn twin_found(d: Divergence) -> Found {
     Found {
-        message: d.message(),
+        message: d.message,
         fields: d.differences,
         rule: None,
     }
@@ -300,7 +300,7 @@ fn twin_found(d: twin::TwinDivergence) -> Found {
 pub fn judge_seed_folding(
     seed: u64,
     config: &FuzzConfig,
-    twin: Option<&TwinRunner>,
+    mut twin: Option<&mut ApiTarget>,
     on_generated: &(dyn Fn(&Scenario) + Sync),
     shrunk: Option<&Shrunk>,
 ) -> Result<Option<Failure>, Judged> {
@@ -314,7 +314,7 @@ pub fn judge_seed_folding(
     let by_model = |s: &Scenario| first_violation(s, model_mutant);
     let found = match by_model(&tree.current()) {
         Some((p, f)) => Some(((p, f), false)),
-        None => match twin {
+        None => match twin.as_deref_mut() {
             None => None,
             Some(t) => t
                 .judge(&tree.current(), config.mutant)
@@ -448,7 +448,7 @@ fn shrink<T>(
     tree: &mut Box<dyn ValueTree<Value = Scenario>>,
     message: T,
     steps: u32,
-    fails: impl Fn(&Scenario) -> Option<T>,
+    mut fails: impl FnMut(&Scenario) -> Option<T>,
 ) -> (Scenario, T, u32) {
     let mut best = (tree.current(), message);
     let mut shrinks = 0;
@@ -512,7 +512,7 @@ pub fn run_observed(
             let (failures, inconclusive, next, ran, seeds, verdicts) =
                 (&failures, &inconclusive, &next, &ran, &seeds, &verdicts);
             scope.spawn(move || {
-                let twin = match runner_for(config, lane) {
+                let mut twin = match runner_for(config, lane) {
                     Ok(t) => t,
                     Err(e) => {
                         errors.lock().map(|mut v| v.push(e)).ok();
@@ -536,7 +536,7 @@ pub fn run_observed(
                     match judge_seed_folding(
                         seed,
                         config,
-                        twin.as_ref(),
+                        twin.as_mut(),
                         on_generated,
                         Some(shrunk),
                     ) {
@@ -599,10 +599,10 @@ pub fn run_observed(
 
 /// Worker `lane`'s runner for the tier: none on the model tier, its own embedded twin, or a
 /// lane of the live run.
-fn runner_for(config: &FuzzConfig, lane: usize) -> Result<Option<TwinRunner>, String> {
+fn runner_for(config: &FuzzConfig, lane: usize) -> Result<Option<ApiTarget>, String> {
     match config.tier {
         Tier::Model => Ok(None),
-        Tier::Twin => TwinRunner::start(config.twin.clone())
+        Tier::Twin => ApiTarget::start(config.twin.clone())
             .map(Some)
             .map_err(|e| e.to_string()),
         Tier::Live => {
@@ -610,11 +610,11 @@ fn runner_for(config: &FuzzConfig, lane: usize) -> Result<Option<TwinRunner>, St
                 .live
                 .as_ref()
                 .ok_or("the live tier needs a cluster (--context)")?;
-            TwinRunner::connect(
+            ApiTarget::connect(
                 live.kubeconfig.clone(),
                 &live.context,
                 config.twin.clone(),
-                twin::Lane {
+                tier::Lane {
                     run: live.run.clone(),
                     lane,
                     interrupt: live.interrupt.clone(),
@@ -721,8 +721,8 @@ pub fn cluster_manifests(s: &Scenario) -> Result<Vec<serde_json::Value>, String>
 
 /// Replays a twin counterexample (`twin-matches-model`) on a fresh embedded twin, under the
 /// mutant its scenario records: the divergence, if it still reproduces.
-pub fn replay_on_twin(s: &Scenario) -> Result<Option<twin::TwinDivergence>, String> {
-    let runner = TwinRunner::start(TwinConfig::default()).map_err(|e| e.to_string())?;
+pub fn replay_on_twin(s: &Scenario) -> Result<Option<Divergence>, String> {
+    let mut runner = ApiTarget::start(ApiConfig::default()).map_err(|e| e.to_string())?;
     runner
         .judge(s, recorded_mutant(s))
         .map_err(|e| e.to_string())

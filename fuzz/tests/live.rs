@@ -6,7 +6,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fuzz::twin::{Lane, TwinConfig, TwinError, TwinRunner};
 use fuzz::{scenario_for, FuzzConfig, LiveConfig, Tier};
 use generators::ShapeConfig;
 use live::client::{localize, Client, Kubeconfig, Token};
@@ -16,6 +15,7 @@ use live::twin::store::{Store, StoreConfig};
 use model::events::{Effect, World};
 use model::mutants::Mutant;
 use proptest::prelude::*;
+use tier::{ApiConfig, ApiError, ApiTarget, Lane};
 
 const CONTEXT: &str = "kind-verify-test";
 
@@ -89,10 +89,10 @@ fn seeds_run_on_a_cluster_agree_leave_nothing_and_touch_none_of_its_objects() {
     let (_twin, _operator, kubeconfig) = cluster(None);
     let before = own_objects(&kubeconfig);
     assert!(!before.is_empty());
-    let runner = TwinRunner::connect(
+    let mut runner = ApiTarget::connect(
         kubeconfig.clone(),
         CONTEXT,
-        TwinConfig::default(),
+        ApiConfig::default(),
         lane("live-test"),
         "gpustack-system",
     )
@@ -101,7 +101,7 @@ fn seeds_run_on_a_cluster_agree_leave_nothing_and_touch_none_of_its_objects() {
         let s = scenario_for(seed, &live_shape()).expect("a scenario");
         match runner.judge(&s, None) {
             Ok(None) => {}
-            Ok(Some(d)) => panic!("seed {seed}: {}", d.message()),
+            Ok(Some(d)) => panic!("seed {seed}: {}", d.message),
             Err(e) => panic!("seed {seed}: {e}"),
         }
     }
@@ -147,22 +147,22 @@ fn a_mutated_operator_on_the_cluster_is_caught_and_reproduced() {
     let seed = seed_changing_an_object(m);
     let s = scenario_for(seed, &live_shape()).expect("a scenario");
     let (_twin, _operator, kubeconfig) = cluster(Some(m));
-    let runner = TwinRunner::connect(
+    let mut runner = ApiTarget::connect(
         kubeconfig,
         CONTEXT,
-        TwinConfig::default(),
+        ApiConfig::default(),
         lane("live-mutant"),
         "gpustack-system",
     )
     .expect("connects");
     match runner.judge(&s, None) {
         Ok(Some(d)) => {
-            assert!(d.message().contains("diverges"));
+            assert!(d.message.contains("diverges"));
             // folded along the derivation graph: upstream-most objects first
-            assert!(d.message().contains("finding 1: "), "{}", d.message());
+            assert!(d.message.contains("finding 1: "), "{}", d.message);
         }
         Ok(None) => panic!("seed {seed}: the mutated operator was not caught"),
-        Err(TwinError::Flaky(d)) => panic!("seed {seed}: did not reproduce: {}", d.message()),
+        Err(ApiError::Flaky(d)) => panic!("seed {seed}: did not reproduce: {}", d.message),
         Err(e) => panic!("seed {seed}: {e}"),
     }
     assert_eq!(runner.leftovers(), Vec::<String>::new());
@@ -203,10 +203,10 @@ fn a_divergence_on_a_cluster_shrinks_side_by_side_and_leaves_nothing() {
             seed: Some(seed),
             jobs: 1,
             shape: live_shape(),
-            twin: TwinConfig {
+            twin: ApiConfig {
                 shrink_steps: 40,
                 shrink_width: 3,
-                ..TwinConfig::default()
+                ..ApiConfig::default()
             },
             live: Some(live_config(kubeconfig, "live-shrink")),
             ..FuzzConfig::default()
@@ -272,10 +272,10 @@ proptest! {
 fn the_live_tier_stops_at_a_joint_timeout_and_the_twin_does_not() {
     use model::events::Event;
     let (_twin, _operator, kubeconfig) = cluster(None);
-    let live = TwinRunner::connect(
+    let live = ApiTarget::connect(
         kubeconfig,
         CONTEXT,
-        TwinConfig::default(),
+        ApiConfig::default(),
         lane("live-joint"),
         "gpustack-system",
     )
@@ -289,6 +289,6 @@ fn the_live_tier_stops_at_a_joint_timeout_and_the_twin_does_not() {
         Event::NamespaceCreate { name: "b".into() },
     ];
     assert_eq!(live.steppable(&events), &events[..1]);
-    let twin = TwinRunner::start(TwinConfig::default()).expect("a twin");
+    let twin = ApiTarget::start(ApiConfig::default()).expect("a twin");
     assert_eq!(twin.steppable(&events), &events[..]);
 }

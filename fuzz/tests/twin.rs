@@ -2,13 +2,14 @@
 //! clean twin agrees with the model; every mutant of the catalog, run inside the twin's
 //! operator, is caught through the HTTP path on a scenario where it changes an object.
 
-use fuzz::twin::{write_steps, TwinConfig, TwinRunner};
 use fuzz::{run, scenario_for, FuzzConfig, Tier};
 use generators::ShapeConfig;
 use live::client::RunId;
 use model::events::Event;
 use model::mutants::Mutant;
 use oracle::ObjectKind;
+use tier::api::write_steps;
+use tier::{ApiConfig, ApiTarget, Target};
 
 fn twin_config() -> FuzzConfig {
     FuzzConfig {
@@ -65,7 +66,7 @@ fn object_divergence_seed(m: Mutant) -> Option<u64> {
 
 #[test]
 fn every_mutant_that_changes_an_object_is_caught_through_http() {
-    let twin = TwinRunner::start(TwinConfig::default()).expect("the twin starts");
+    let mut twin = ApiTarget::start(ApiConfig::default()).expect("the twin starts");
     let mut missed = Vec::new();
     for m in Mutant::ALL {
         let seed = object_divergence_seed(m)
@@ -124,7 +125,7 @@ fn nodes_are_written_before_their_devices() {
 /// observed kind per write step); the objects are read from the quiescence watches.
 #[test]
 fn every_seed_costs_at_most_a_fifth_more_requests_than_it_needs() {
-    let twin = TwinRunner::start(TwinConfig::default()).expect("the twin starts");
+    let mut twin = ApiTarget::start(ApiConfig::default()).expect("the twin starts");
     for seed in 0..20 {
         let s = scenario_for(seed, &ShapeConfig::default()).expect("a scenario");
         let before = twin.api_calls();
@@ -165,10 +166,10 @@ fn a_verdict_is_predicted_in_the_state_the_wire_is_in() {
         .find(|&seed| differs(seed))
         .expect("some seed judges a Workload differently alone");
     let s = scenario_for(seed, &FuzzConfig::default().shape).expect("a scenario");
-    let runner = TwinRunner::start(TwinConfig::default()).expect("a twin");
+    let mut runner = ApiTarget::start(ApiConfig::default()).expect("a twin");
     match runner.judge(&s, None) {
         Ok(None) => {}
-        Ok(Some(d)) => panic!("{}", d.message()),
+        Ok(Some(d)) => panic!("{}", d.message),
         Err(e) => panic!("{e}"),
     }
     assert!(runner.verdicts_read() > 0);
@@ -186,14 +187,14 @@ fn a_twin_tier_mutant_counterexample_records_its_mutant_and_replays_under_it() {
         ..twin_config()
     };
     config.twin.shrink_steps = 4;
-    let twin = TwinRunner::start(config.twin.clone()).expect("the twin starts");
-    let f = fuzz::judge_seed_on(seed, &config, Some(&twin), &|_| {})
+    let mut twin = ApiTarget::start(config.twin.clone()).expect("the twin starts");
+    let f = fuzz::judge_seed_on(seed, &config, Some(&mut twin), &|_| {})
         .expect("judged")
         .expect("the mutated twin diverges");
     assert_eq!(f.scenario.mutant.as_deref(), Some(m.name()));
     let back = scenario::from_yaml(&scenario::to_yaml(&f.scenario), "cx.yaml").expect("parses");
     assert_eq!(fuzz::recorded_mutant(&back), Some(m));
-    assert_eq!(f.property, fuzz::twin::TWIN_PROPERTY);
+    assert_eq!(f.property, tier::TWIN_PROPERTY);
     assert!(
         fuzz::replay_on_twin(&back).expect("replays").is_some(),
         "the divergence reproduces under {m}"

@@ -14,11 +14,13 @@ pub struct Finding {
     pub message: String,
 }
 
-/// Objects a world publishes, plus its nodes and held Workloads (the series' "objects alive").
-pub fn objects_of(world: &World) -> usize {
-    world.cluster().nodes.len()
-        + world.admission.derived.object_count()
-        + world.admission.holds.len()
+impl From<tier::Divergence> for Finding {
+    fn from(d: tier::Divergence) -> Finding {
+        Finding {
+            property: d.property,
+            message: d.message,
+        }
+    }
 }
 
 /// The world-level invariants of `world` at quiescence (oracle::quiescence), `observed`
@@ -31,17 +33,4 @@ pub fn at_quiescence(world: &World, observed: &Derived) -> Vec<Finding> {
             message,
         })
         .collect()
-}
-
-/// The target's published objects against the model's: one finding naming the first
-/// differences, or none.
-pub fn divergence(property: String, expected: &Derived, observed: &Derived) -> Option<Finding> {
-    let differences = oracle::diff(expected, observed);
-    if differences.is_empty() {
-        return None;
-    }
-    Some(Finding {
-        property,
-        message: oracle::render_table(&differences),
-    })
 }

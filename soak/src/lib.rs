@@ -4,13 +4,12 @@
 //! model's invariants are checked and the target's objects diffed against the model. A time
 //! series is written as the run goes, the last good point is kept as a checkpoint scenario,
 //! and the first finding ends the run with its stretch (checkpoint + events since) shrunk
-//! into a replayable counterexample.
+//! into a replayable counterexample. The target is any [`tier::Target`]: the model, or an
+//! [`tier::ApiTarget`] (the embedded twin, a cluster).
 
 pub mod invariants;
 pub mod series;
 pub mod stream;
-pub mod target;
-pub mod twin;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,8 +22,8 @@ use scenario::RunDir;
 
 pub use invariants::Finding;
 pub use series::{HistoryRow, Sample};
-pub use target::{ModelTarget, Target, TargetError};
-pub use twin::TwinTarget;
+
+use tier::{ApiError, Target};
 
 use generators::ShapeConfig;
 use stream::EventStream;
@@ -163,47 +162,64 @@ pub enum SoakError {
     Generate(String),
 }
 
+/// Why a run stopped without a verdict (inconclusive, exit 3): the target could not answer,
+/// or the run could not go on.
+#[derive(Debug, thiserror::Error)]
+enum Stopped {
+    #[error(transparent)]
+    Target(#[from] ApiError),
+    #[error("{0}")]
+    Stream(String),
+    #[error(transparent)]
+    Checkpoint(#[from] scenario::ScenarioError),
+    #[error("{}: {source}", path.display())]
+    Series {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The reference's invariants at a quiescent point: the first one broken.
+fn broken_invariant(reference: &World) -> Option<Finding> {
+    invariants::at_quiescence(reference, &reference.observe())
+        .into_iter()
+        .next()
+}
+
 /// The checks of one quiescent point: the reference's invariants, then the target's diff.
 pub fn check_point(
     reference: &World,
     target: &mut dyn Target,
-) -> Result<Option<Finding>, TargetError> {
-    let expected = reference.observe();
-    if let Some(f) = invariants::at_quiescence(reference, &expected)
-        .into_iter()
-        .next()
-    {
+) -> Result<Option<Finding>, ApiError> {
+    if let Some(f) = broken_invariant(reference) {
         return Ok(Some(f));
     }
-    if target.mirrors_reference() {
-        return Ok(None);
-    }
-    target.divergence()
+    Ok(tier::divergence_of(target)?.map(Finding::from))
 }
 
-/// Replays a stretch on a fresh reference and `target`: the first finding and the step it
-/// appeared at (0 = the checkpoint itself, k = after event k). The target is torn down after.
+/// Replays a stretch on a fresh reference and `target` (through [`tier::step_scenario`]): the
+/// first finding and the step it appeared at (0 = the checkpoint itself, k = after event k).
+/// The target is torn down after.
 pub fn judge_stretch(
     s: &Scenario,
     target: &mut dyn Target,
-) -> Result<Option<(usize, Finding)>, TargetError> {
-    let outcome = (|| {
-        let mut reference = s.start();
-        target.start(s)?;
-        if let Some(f) = check_point(&reference, target)? {
-            return Ok(Some((0, f)));
-        }
-        for (i, e) in s.events.iter().enumerate() {
+) -> Result<Option<(usize, Finding)>, ApiError> {
+    let mut reference = s.start();
+    let outcome = tier::step_scenario(target, s, &s.events, |event| {
+        if let Some(e) = event {
             reference.apply(e);
-            target.apply(e)?;
-            if let Some(f) = check_point(&reference, target)? {
-                return Ok(Some((i + 1, f)));
-            }
         }
-        Ok(None)
-    })();
+        broken_invariant(&reference)
+    });
     target.teardown()?;
     outcome
+}
+
+/// How long `write` took (a quiescence latency of the series).
+fn timed(write: impl FnOnce() -> Result<(), ApiError>) -> Result<Duration, ApiError> {
+    let started = Instant::now();
+    write()?;
+    Ok(started.elapsed())
 }
 
 /// A scenario that rebuilds `reference` exactly: its cluster with every hold released, then
@@ -279,14 +295,14 @@ pub fn run(
     let mut failure = None;
     let mut finding = None;
 
-    let outcome = (|| -> Result<(), TargetError> {
-        stats.latency(target.start(&initial)?);
+    let outcome = (|| -> Result<(), Stopped> {
+        stats.latency(timed(|| target.start(&initial))?);
         finding = check_point(&reference, target)?;
         while finding.is_none() && !done(config, &stats, started) {
             pace(config, stats.events, started);
-            let event = stream.next(&reference).map_err(TargetError)?;
+            let event = stream.next(&reference).map_err(Stopped::Stream)?;
             reference.apply(&event);
-            stats.latency(target.apply(&event)?);
+            stats.latency(timed(|| target.apply(&event))?);
             stats.events += 1;
             if matches!(event, Event::Submit { .. }) {
                 submitted.push((stats.events, event.clone()));
@@ -295,8 +311,7 @@ pub fn run(
             finding = check_point(&reference, target)?;
             if finding.is_none() && stats.events % config.checkpoint_every.max(1) == 0 {
                 if let Some(cp) = checkpoint_of(&reference, &submitted) {
-                    scenario::save(&dir.path().join("checkpoint.yaml"), &cp)
-                        .map_err(|e| TargetError(e.to_string()))?;
+                    scenario::save(&dir.path().join("checkpoint.yaml"), &cp)?;
                     submitted.retain(|(_, e)| cp.events.contains(e));
                     stretch = Scenario {
                         name: format!("soak-{}", config.seed),
@@ -315,13 +330,16 @@ pub fn run(
                         finding.is_some(),
                         &reference,
                     )
-                    .map_err(|e| TargetError(format!("{}: {e}", series_path.display())))?;
+                    .map_err(|source| Stopped::Series {
+                        path: series_path.clone(),
+                        source,
+                    })?;
             }
         }
         Ok(())
     })();
     if let Err(e) = outcome {
-        verdict = Verdict::Inconclusive(e.0);
+        verdict = Verdict::Inconclusive(e.to_string());
     }
     if let Some(found) = finding {
         verdict = Verdict::Failed;
@@ -531,7 +549,7 @@ impl Stats {
         reference: &World,
     ) -> std::io::Result<()> {
         let objects = if target.mirrors_reference() {
-            invariants::objects_of(reference)
+            tier::objects_of(reference)
         } else {
             target.objects_alive()
         };

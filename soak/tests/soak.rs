@@ -10,7 +10,8 @@ use model::mutants::Mutant;
 use scenario::RunDir;
 use soak::series::{append_history, read_history, read_series};
 use soak::stream::EventStream;
-use soak::{judge_stretch, ModelTarget, SoakConfig, Verdict};
+use soak::{judge_stretch, SoakConfig, Verdict};
+use tier::ModelTarget;
 
 fn config(seed: u64, events: u64) -> SoakConfig {
     SoakConfig {

@@ -4,18 +4,24 @@
 
 use std::time::Duration;
 
-use fuzz::twin::{TwinConfig, TWIN_PROPERTY};
 use live::twin::faults::FaultConfig;
 use model::mutants::Mutant;
 use scenario::RunDir;
 use soak::series::read_series;
-use soak::{SoakConfig, Target, TwinTarget, Verdict};
+use soak::{SoakConfig, Verdict};
+use tier::{ApiConfig, ApiTarget, Target, TWIN_PROPERTY};
 
-fn twin_config(faults: Option<u64>) -> TwinConfig {
-    TwinConfig {
+fn twin_config(faults: Option<u64>) -> ApiConfig {
+    ApiConfig {
         faults: faults.map(FaultConfig::with_seed),
-        ..TwinConfig::default()
+        ..ApiConfig::default()
     }
+}
+
+fn twin(faults: Option<u64>, mutant: Option<Mutant>) -> ApiTarget {
+    ApiTarget::start(twin_config(faults))
+        .expect("a twin")
+        .with_mutant(mutant)
 }
 
 fn soak_twin(
@@ -34,14 +40,14 @@ fn soak_twin(
         shrink_budget: 4,
         ..SoakConfig::default()
     };
-    let mut target = TwinTarget::start(twin_config(faults), mutant).expect("a twin");
+    let mut target = twin(faults, mutant);
     assert!(target
         .describe()
         .starts_with("tier: twin (embedded Kubernetes-API twin on 127.0.0.1"));
     let report = soak::run(
         &config,
         &mut target,
-        &mut || Box::new(TwinTarget::start(twin_config(faults), mutant).expect("a twin")),
+        &mut || Box::new(twin(faults, mutant)),
         &dir,
         &mut |_| {},
     )

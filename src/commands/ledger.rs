@@ -12,7 +12,7 @@ pub(super) fn possibly_fixed(
         let s = scenario::load(path).ok()?;
         let on_twin = s.expect.iter().any(|e| {
             matches!(e, model::scenario::Expectation::Violation { property, .. }
-                if property == fuzz::twin::TWIN_PROPERTY)
+                if property == tier::TWIN_PROPERTY)
         });
         if on_twin {
             return None;
@@ -202,7 +202,7 @@ pub(super) fn prune_regressions(path: &Path) -> Result<()> {
     let (twin, model): (Vec<_>, Vec<_>) = regressions
         .entries()
         .iter()
-        .partition(|r| r.note == fuzz::twin::TWIN_PROPERTY);
+        .partition(|r| r.note == tier::TWIN_PROPERTY);
     let mut stale = std::collections::BTreeSet::new();
     for (tier, group) in [(fuzz::Tier::Model, model), (fuzz::Tier::Twin, twin)] {
         let seeds: Vec<u64> = group.iter().map(|r| r.seed).collect();

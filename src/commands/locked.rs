@@ -15,7 +15,7 @@ pub(super) fn cases_index() -> Result<i32> {
 /// hardware probed read-only, one lane of a run named after the case.
 pub(super) fn live_case_tier(
     args: &crate::cli::CaseArgs,
-) -> std::result::Result<cases::TwinTier, i32> {
+) -> std::result::Result<cases::CaseTier, i32> {
     if args.mutant.is_some() {
         eprintln!("verify: {}", crate::live_run::NO_MUTANT_ON_A_CLUSTER);
         return Err(2);
@@ -80,7 +80,7 @@ pub(super) fn live_case_tier(
         .runner(
             &run,
             0,
-            fuzz::twin::TwinConfig::default(),
+            tier::ApiConfig::default(),
             args.live.teardown_budget,
         )
         .map_err(|e| {
@@ -97,7 +97,7 @@ pub(super) fn live_case_tier(
         hardware.push(cases::probe::NVIDIA_PARTITIONS.to_string());
         nvidia = true;
     }
-    let tier = cases::TwinTier::on_cluster(runner, hardware).with_pool_rows(pool_rows);
+    let tier = cases::CaseTier::on_cluster(runner, hardware).with_pool_rows(pool_rows);
     Ok(match mig {
         // without the card the MIG cases skip before their hardware step
         Some(node) if nvidia => {
@@ -191,9 +191,7 @@ pub(super) fn case(args: crate::cli::CaseArgs) -> Result<i32> {
         CaseBlock::Mig => cases::Block::Mig,
         CaseBlock::Rdma => cases::Block::Rdma,
     });
-    let model_tier = cases::ModelTier {
-        mutant: args.mutant,
-    };
+    let model_tier = cases::CaseTier::model(args.mutant);
     let chosen = Tier::resolve(
         args.tier,
         false,
@@ -207,7 +205,7 @@ pub(super) fn case(args: crate::cli::CaseArgs) -> Result<i32> {
         return rdma_report_only(chosen, &args.live);
     }
     let env = |k: &str| std::env::var(k).ok();
-    let run_on = |runner: &dyn cases::TierRunner| match (block, args.number) {
+    let run_on = |runner: &cases::CaseTier| match (block, args.number) {
         (Some(b), _) => cases::run_block(b, runner, &env),
         (None, Some(n)) => cases::run_case(n, runner, &env).map(|r| vec![r]),
         (None, None) => Err("name a case number or --block".to_string()),
@@ -215,7 +213,7 @@ pub(super) fn case(args: crate::cli::CaseArgs) -> Result<i32> {
     // the live tier's input gate (MIG_NODE_SSH, PPU_NODE_SSH) speaks before any cluster is
     // contacted
     if chosen == Tier::Live {
-        let gated = run_on(&cases::UnavailableTier(cases::Tier::Live)).map_err(UsageError)?;
+        let gated = run_on(&cases::CaseTier::unavailable(cases::Tier::Live)).map_err(UsageError)?;
         if gated
             .iter()
             .any(|r| matches!(r.verdict, cases::Verdict::InputRequired { .. }))
@@ -226,7 +224,7 @@ pub(super) fn case(args: crate::cli::CaseArgs) -> Result<i32> {
     }
     let twin_tier = match chosen {
         Tier::Twin => Some(
-            cases::TwinTier::start(args.mutant)
+            cases::CaseTier::twin(args.mutant)
                 .map_err(|e| anyhow::anyhow!("starting the embedded twin: {e}"))?,
         ),
         Tier::Live => match live_case_tier(&args) {
@@ -235,7 +233,7 @@ pub(super) fn case(args: crate::cli::CaseArgs) -> Result<i32> {
         },
         Tier::Model => None,
     };
-    let runner: &dyn cases::TierRunner = match &twin_tier {
+    let runner: &cases::CaseTier = match &twin_tier {
         Some(t) => t,
         None => &model_tier,
     };

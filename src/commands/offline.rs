@@ -52,7 +52,7 @@ pub(super) fn replay(file: &Path) -> Result<i32> {
     let s = scenario::load(file).map_err(|e| UsageError(e.to_string()))?;
     let mut check = oracle::replay(&s);
     for (property, reproduced) in &mut check.recorded {
-        if property == fuzz::twin::TWIN_PROPERTY {
+        if property == tier::TWIN_PROPERTY {
             let mutant = fuzz::recorded_mutant(&s)
                 .map_or("the reference operator".to_string(), |m| {
                     format!("mutant {m}")
@@ -61,7 +61,7 @@ pub(super) fn replay(file: &Path) -> Result<i32> {
             let divergence = fuzz::replay_on_twin(&s)
                 .map_err(|e| anyhow::anyhow!("replaying on the twin: {e}"))?;
             if let Some(d) = &divergence {
-                outln!("{}", d.message());
+                outln!("{}", d.message);
             }
             *reproduced = divergence.is_some();
         }

@@ -62,16 +62,16 @@ pub(super) fn soak(args: SoakArgs) -> Result<i32> {
         }
     }
     let mutant = args.mutant;
-    let twin_config = fuzz::twin::TwinConfig {
+    let twin_config = tier::ApiConfig {
         faults,
-        ..fuzz::twin::TwinConfig::default()
+        ..tier::ApiConfig::default()
     };
     let soak_run = crate::live_run::run_name(&format!("soak-{}", args.seed));
     if prepared.is_some() {
         outln!("run label: {}={soak_run}.<token>", live::client::RUN_LABEL);
     }
     let lanes = std::sync::atomic::AtomicUsize::new(0);
-    let make = |twin_config: &fuzz::twin::TwinConfig| -> Result<Box<dyn soak::Target>> {
+    let make = |twin_config: &tier::ApiConfig| -> Result<Box<dyn tier::Target>> {
         if let Some(p) = &prepared {
             // each target (the soak's, then each shrink replay's) is its own lane of the run
             let lane = lanes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -83,15 +83,16 @@ pub(super) fn soak(args: SoakArgs) -> Result<i32> {
                     args.live.teardown_budget,
                 )
                 .map_err(|e| anyhow::anyhow!("connecting to the cluster: {e}"))?;
-            return Ok(Box::new(soak::TwinTarget::on_cluster(runner)));
+            return Ok(Box::new(runner));
         }
         Ok(if twin {
             Box::new(
-                soak::TwinTarget::start(twin_config.clone(), mutant)
-                    .map_err(|e| anyhow::anyhow!("starting the embedded twin: {e}"))?,
+                tier::ApiTarget::start(twin_config.clone())
+                    .map_err(|e| anyhow::anyhow!("starting the embedded twin: {e}"))?
+                    .with_mutant(mutant),
             )
         } else {
-            Box::new(soak::ModelTarget::new(mutant))
+            Box::new(tier::ModelTarget::new(mutant))
         })
     };
     let mut target = make(&twin_config)?;
@@ -111,7 +112,7 @@ pub(super) fn soak(args: SoakArgs) -> Result<i32> {
             Ok(t) => t,
             // A replay twin that cannot start judges nothing: the model stands in, so the
             // stretch is kept whole rather than shrunk on a broken target.
-            Err(_) => Box::new(soak::ModelTarget::new(mutant)),
+            Err(_) => Box::new(tier::ModelTarget::new(mutant)),
         },
         &dir,
         &mut |s| {

@@ -1,5 +1,9 @@
 //! The one tier concept of DESIGN.md: where a scenario is stepped and diffed against the model.
-//! `fuzz`, `soak`, `cases` and the CLI all speak of this [`Tier`]; none keeps its own.
+//! `fuzz`, `soak`, `cases` and the CLI all speak of this [`Tier`]; none keeps its own. Each
+//! tier is a [`Target`] (the one stepping trait): [`ModelTarget`] on the model tier, and
+//! [`ApiTarget`] on the twin and live tiers, started on an embedded twin
+//! ([`ApiTarget::start`]) or on a cluster ([`ApiTarget::connect`]); [`step_scenario`] walks a
+//! scenario through any of them.
 //!
 //! ```
 //! use tier::Tier;
@@ -10,6 +14,12 @@
 //! ```
 
 #![warn(missing_docs)]
+
+pub mod api;
+pub mod target;
+
+pub use api::{ApiConfig, ApiError, ApiTarget, Lane, CLUSTER_CONFIRM_WINDOW, TWIN_PROPERTY};
+pub use target::{divergence_of, objects_of, step_scenario, Divergence, ModelTarget, Target};
 
 /// Where a run checks the chain.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
