@@ -18,7 +18,8 @@ use super::{empty_store, ApiError, ApiTarget, Backend, JOINT_BOUND_PASSED, OBSER
 use super::{READBACK_REQUESTS, TWIN_PROPERTY};
 use crate::target::Divergence;
 
-/// The run label of a run on the embedded twin.
+/// The run label of a run on the embedded twin (the name fuzz's runs always had, so what its
+/// counterexamples show reads as before).
 const EMBEDDED_RUN: &str = "verify-fuzz";
 
 /// A run in progress: its id, the model world of what was written, its watcher, and its
