@@ -6,8 +6,9 @@ use anyhow::{Context, Result};
 
 use crate::cli::{CaseFormat, ChartCaseArgs, ChartCommand, ClusterArgs};
 use crate::commands::UsageError;
+use outcome::{Concluded, Outcome};
 
-pub fn dispatch(command: ChartCommand) -> Result<i32> {
+pub fn dispatch(command: ChartCommand) -> Result<Outcome> {
     match command {
         ChartCommand::Leftovers { before, after } => leftovers(&before, &after),
         ChartCommand::Inventory { cluster, output } => {
@@ -18,7 +19,7 @@ pub fn dispatch(command: ChartCommand) -> Result<i32> {
                     outln!("UNLISTED {} ({})", u.resource, u.reason);
                 }
                 outln!("{} written to {}", inventory.summary(), output.display());
-                Ok(0)
+                Ok(Outcome::Held)
             })
         }
         ChartCommand::Release {
@@ -40,12 +41,12 @@ pub fn dispatch(command: ChartCommand) -> Result<i32> {
                         .as_deref()
                         .map_or(String::new(), |n| format!(" in {n}"))
                 );
-                return Ok(1);
+                return Ok(Outcome::Failed);
             }
             for r in &latest {
                 out!("{}", r.render());
             }
-            Ok(0)
+            Ok(Outcome::Held)
         }),
         ChartCommand::Install {
             cluster,
@@ -72,10 +73,10 @@ pub fn dispatch(command: ChartCommand) -> Result<i32> {
                 }
                 if ran.success {
                     outln!("helm install {} done", cfg.release);
-                    Ok(0)
+                    Ok(Outcome::Held)
                 } else {
                     outln!("helm install failed (exit {:?})", ran.code);
-                    Ok(1)
+                    Ok(Outcome::Failed)
                 }
             })
         }
@@ -101,22 +102,22 @@ fn config_for(
 }
 
 /// helm on PATH, asked before any connection or confirmation: its absence is exit 2.
-fn helm_or_exit() -> Option<i32> {
+fn helm_or_exit() -> Option<Outcome> {
     match chart::tools::helm() {
         Ok(_) => None,
         Err(e) => {
             eprintln!("verify: {e}");
-            Some(e.exit_code())
+            Some(e.outcome())
         }
     }
 }
 
 /// Connects (mutating commands need `--context` and a confirmation), prints the banner, runs
 /// `f`; a chart error is printed and becomes its exit code.
-fn on_cluster<F, Fut>(cluster: &ClusterArgs, mutating: bool, f: F) -> Result<i32>
+fn on_cluster<F, Fut>(cluster: &ClusterArgs, mutating: bool, f: F) -> Result<Outcome>
 where
     F: FnOnce(live::client::Client) -> Fut,
-    Fut: std::future::Future<Output = std::result::Result<i32, chart::ChartError>>,
+    Fut: std::future::Future<Output = std::result::Result<Outcome, chart::ChartError>>,
 {
     on_cluster_confirming(cluster, mutating, mutating, f)
 }
@@ -128,10 +129,10 @@ fn on_cluster_confirming<F, Fut>(
     pinned: bool,
     confirm: bool,
     f: F,
-) -> Result<i32>
+) -> Result<Outcome>
 where
     F: FnOnce(live::client::Client) -> Fut,
-    Fut: std::future::Future<Output = std::result::Result<i32, chart::ChartError>>,
+    Fut: std::future::Future<Output = std::result::Result<Outcome, chart::ChartError>>,
 {
     let access = if pinned {
         live::client::Access::Mutating
@@ -163,23 +164,23 @@ where
             Ok(code) => Ok(code),
             Err(e) => {
                 eprintln!("verify: {e}");
-                Ok(e.exit_code())
+                Ok(e.outcome())
             }
         }
     })
     .context("starting the async runtime")?
 }
 
-fn leftovers(before: &std::path::Path, after: &std::path::Path) -> Result<i32> {
+fn leftovers(before: &std::path::Path, after: &std::path::Path) -> Result<Outcome> {
     let load =
         |p: &std::path::Path| chart::Inventory::load(p).map_err(|e| UsageError(e.to_string()));
     let (a, b) = (load(before)?, load(after)?);
     let c = chart::compare(&a, &b);
     out!("{}", c.render());
-    Ok(c.exit_code())
+    Ok(c.outcome())
 }
 
-fn case(args: ChartCaseArgs) -> Result<i32> {
+fn case(args: ChartCaseArgs) -> Result<Outcome> {
     let n = args.number;
     if chart::case::title(n).is_none() {
         return Err(UsageError(format!("no chart case {n}: the chart suite has cases 1-8")).into());
@@ -202,7 +203,7 @@ fn case(args: ChartCaseArgs) -> Result<i32> {
     }
     if let Some(run) = chart::case::local_gate(n) {
         print(&run).map_err(|e| UsageError(e.to_string()))?;
-        return Ok(run.verdict.exit_code());
+        return Ok(run.verdict.outcome());
     }
     let cluster = args.cluster.clone();
     let (pinned, confirm) = (chart::case::changes_cluster(n), chart::case::mutates(n));
@@ -218,6 +219,6 @@ fn case(args: ChartCaseArgs) -> Result<i32> {
         cfg.replicas = args.replicas;
         let run = chart::case::run(n, c.kube(), &cfg).await?;
         print(&run)?;
-        Ok(run.verdict.exit_code())
+        Ok(run.verdict.outcome())
     })
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use live::client::preflight::{self, Access, TWIN_CONTEXT};
 use live::client::{Client, Kubeconfig, RunId, RUN_LABEL};
+use outcome::{Concluded, Outcome};
 
 use crate::cli::LiveArgs;
 
@@ -38,16 +39,16 @@ pub struct Prepared {
 
 /// Connects, prints the banner, runs the preflight and asks for confirmation of `what` the
 /// run will write. `Err(exit code)` when the run must not start (the reason printed).
-pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
+pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, Outcome> {
     let loaded = preflight::load_kubeconfig(args.cluster.kubeconfig.as_deref()).map_err(|e| {
         eprintln!("verify: {e}");
-        e.exit_code()
+        e.outcome()
     })?;
     let context =
         preflight::choose_context(&loaded, args.cluster.context.as_deref(), Access::Mutating)
             .map_err(|e| {
                 eprintln!("verify: {e}");
-                2
+                Outcome::Usage
             })?;
     let kubeconfig = loaded.kubeconfig.clone();
     let (server, overlay) = preflight::block_on(async {
@@ -55,7 +56,7 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
             .await
             .map_err(|e| {
                 eprintln!("verify: {e}");
-                2
+                Outcome::Usage
             })?;
         for line in client.banner().await {
             outln!("{line}");
@@ -66,7 +67,7 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
                 outln!("PREFLIGHT {line}");
             }
             outln!("preflight failed: {} missing piece(s)", missing.len());
-            return Err(3);
+            return Err(Outcome::Inconclusive);
         }
         let overlay = match &args.overlay_node {
             Some(name) => match client.overlay_node(name).await {
@@ -76,7 +77,7 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
                 }
                 Err(why) => {
                     eprintln!("verify: {why}");
-                    return Err(2);
+                    return Err(Outcome::Usage);
                 }
             },
             None => None,
@@ -85,7 +86,7 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
     })
     .map_err(|e| {
         eprintln!("verify: {e}");
-        3
+        Outcome::Inconclusive
     })??;
     if context != TWIN_CONTEXT && !args.cluster.yes {
         confirm(&format!(
@@ -121,10 +122,10 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, i32> {
 }
 
 /// Asks `question` on the terminal; without one, refuses (exit 2) and says how to answer.
-pub fn confirm(question: &str) -> Result<(), i32> {
+pub fn confirm(question: &str) -> Result<(), Outcome> {
     if !std::io::stdin().is_terminal() {
         eprintln!("verify: {question}\nverify: no terminal to confirm on: pass --yes to proceed");
-        return Err(2);
+        return Err(Outcome::Usage);
     }
     out!("{question} Continue? [y/N] ");
     std::io::stdout().flush().ok();
@@ -134,7 +135,7 @@ pub fn confirm(question: &str) -> Result<(), i32> {
         Ok(())
     } else {
         eprintln!("verify: not confirmed; nothing was written");
-        Err(2)
+        Err(Outcome::Usage)
     }
 }
 

@@ -24,6 +24,7 @@ mod commands;
 mod live_run;
 
 use clap::Parser;
+use outcome::Outcome;
 
 /// The model's derivations allocate many small strings; mimalloc roughly halves `verify
 /// check`'s time against glibc's allocator (generators/README.md, `check/` speed). Opt-in
@@ -34,12 +35,26 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let args = cli::Cli::parse();
-    let code = match commands::dispatch(args.command) {
-        Ok(code) => code,
+    let outcome = match commands::dispatch(args.command) {
+        Ok(outcome) => outcome,
         Err(e) => {
             eprintln!("verify: {e:#}");
-            e.downcast_ref::<commands::UsageError>().map_or(3, |_| 2)
+            e.downcast_ref::<commands::UsageError>()
+                .map_or(Outcome::Inconclusive, |_| Outcome::Usage)
         }
     };
-    std::process::exit(code);
+    std::process::exit(exit_code(outcome));
+}
+
+/// DESIGN.md "Exit codes", the only place they are numbers (also `verify --help`,
+/// [`cli::EXIT_CODES`]).
+fn exit_code(outcome: Outcome) -> i32 {
+    match outcome {
+        Outcome::Held | Outcome::NothingVerified => 0,
+        Outcome::Failed => 1,
+        Outcome::Usage => 2,
+        Outcome::Inconclusive => 3,
+        Outcome::CoverageUnmet => 4,
+        Outcome::Flaky => 5,
+    }
 }

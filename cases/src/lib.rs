@@ -96,15 +96,3 @@ pub fn run_block(
     }
     Ok(runs)
 }
-
-/// The exit code of several runs: 2 if any needs input or its tier is missing, else 1 if any
-/// failed, else 0.
-pub fn exit_code(runs: &[CaseRun]) -> i32 {
-    runs.iter()
-        .map(|r| r.verdict.exit_code())
-        .fold(0, |acc, c| match (acc, c) {
-            (2, _) | (_, 2) => 2,
-            (1, _) | (_, 1) => 1,
-            _ => 0,
-        })
-}

@@ -2,6 +2,7 @@
 //! a row for the chain's properties, a SKIP row per assertion only a cluster answers.
 
 use model::scenario::Scenario;
+use outcome::{Concluded, Outcome};
 
 use crate::library::LockedCase;
 use crate::tier::Tier;
@@ -58,13 +59,20 @@ pub enum Verdict {
     },
 }
 
-impl Verdict {
-    pub fn exit_code(&self) -> i32 {
+impl Concluded for Verdict {
+    fn outcome(&self) -> Outcome {
         match self {
-            Verdict::Pass { .. } | Verdict::Skipped { .. } => 0,
-            Verdict::Fail { .. } => 1,
-            Verdict::InputRequired { .. } | Verdict::Unavailable { .. } => 2,
+            Verdict::Pass { .. } => Outcome::Held,
+            Verdict::Skipped { .. } => Outcome::NothingVerified,
+            Verdict::Fail { .. } => Outcome::Failed,
+            Verdict::InputRequired { .. } | Verdict::Unavailable { .. } => Outcome::Usage,
         }
+    }
+}
+
+impl Concluded for CaseRun {
+    fn outcome(&self) -> Outcome {
+        self.verdict.outcome()
     }
 }
 

@@ -3,7 +3,8 @@
 
 use cases::run::Verdict;
 use cases::tier::{gate_verdict, gated, run_gated, CaseTier, Gate, GateVerdict, Tier};
-use cases::{exit_code, run_block, run_case, Block};
+use cases::{run_block, run_case, Block};
+use outcome::{Concluded, Outcome};
 
 /// A cluster that has none of the hardware a gate names.
 fn no_hardware() -> Gate {
@@ -45,7 +46,7 @@ fn live_without_mig_node_ssh_is_input_required_naming_it() {
             variable: "MIG_NODE_SSH".into()
         }
     );
-    assert_eq!(run.verdict.exit_code(), 2);
+    assert_eq!(run.verdict.outcome(), Outcome::Usage);
     assert!(cases::render::case_text(&run).contains("MIG_NODE_SSH"));
 }
 
@@ -59,7 +60,7 @@ fn hardware_absent_is_a_skip_with_nothing_verified_never_exit_2() {
         )
     );
     let run = run_without_hardware(&c, &set);
-    assert_eq!(run.verdict.exit_code(), 0);
+    assert!(run.verdict.outcome().passed());
     assert!(cases::render::case_text(&run).contains("NOTHING WAS VERIFIED"));
     // The variable still comes first: unset, it is input required even without hardware.
     assert!(matches!(
@@ -75,7 +76,7 @@ fn a_tier_not_built_answers_not_available_yet() {
         let run = run_case(14, &CaseTier::unavailable(tier), &set).unwrap();
         assert_eq!(run.verdict, Verdict::Unavailable { tier });
         assert!(cases::render::verdict_line(&run).contains("not available yet"));
-        assert_eq!(run.verdict.exit_code(), 2);
+        assert_eq!(run.verdict.outcome(), Outcome::Usage);
     }
 }
 
@@ -90,14 +91,14 @@ fn the_mig_block_runs_27_then_24_and_stops_at_a_missing_input() {
     let runs = run_block(Block::Mig, &CaseTier::model(None), &unset).unwrap();
     let order: Vec<u32> = runs.iter().map(|r| r.number).collect();
     assert_eq!(order, vec![27, 24, 25, 26, 28, 29, 30, 31, 32, 34]);
-    assert_eq!(exit_code(&runs), 0);
+    assert!(runs.outcome().passed());
     let live = run_block(Block::Mig, &CaseTier::unavailable(Tier::Live), &unset).unwrap();
     assert_eq!(
         live.len(),
         1,
         "the block stops at the first input-required case"
     );
-    assert_eq!(exit_code(&live), 2);
+    assert_eq!(live.outcome(), Outcome::Usage);
 }
 
 #[test]
@@ -111,7 +112,7 @@ fn the_rdma_block_skips_every_case_on_the_model_and_says_so() {
         assert!(matches!(r.verdict, Verdict::Skipped { .. }), "{r:#?}");
         assert!(cases::render::case_text(r).contains("NOTHING WAS VERIFIED"));
     }
-    assert_eq!(exit_code(&runs), 0);
+    assert!(runs.outcome().passed());
 }
 
 #[test]
@@ -140,9 +141,9 @@ fn exit_codes_combine_worst_first() {
         &cases::case(27).unwrap().unwrap(),
         &unset,
     );
-    assert_eq!(exit_code(std::slice::from_ref(&pass)), 0);
-    assert_eq!(exit_code(&[pass.clone(), fail.clone()]), 1);
-    assert_eq!(exit_code(&[fail, input, pass]), 2);
+    assert!(std::slice::from_ref(&pass).outcome().passed());
+    assert_eq!([pass.clone(), fail.clone()].outcome(), Outcome::Failed);
+    assert_eq!([fail, input, pass].outcome(), Outcome::Usage);
 }
 
 #[test]

@@ -6,6 +6,7 @@ use cases::library::cases;
 use cases::run::Status;
 use cases::{CaseTier, TWIN_CHECK};
 use model::mutants::Mutant;
+use outcome::{Concluded, Outcome};
 
 #[test]
 fn every_modelled_case_agrees_with_the_model_on_the_twin() {
@@ -43,7 +44,7 @@ fn a_guarding_case_fails_on_a_mutated_twin() {
     let row = run.rows.iter().find(|r| r.check == TWIN_CHECK).unwrap();
     assert_eq!(row.status, Status::Fail, "{run:#?}");
     assert!(row.object.contains("nominalQuota"), "{}", row.object);
-    assert_eq!(run.verdict.exit_code(), 1);
+    assert_eq!(run.verdict.outcome(), Outcome::Failed);
 }
 
 /// The joint check's cases read their Workloads back from the twin: one row per `joint`
@@ -73,7 +74,7 @@ fn the_joint_cases_read_their_entries_back_from_the_twin() {
             rows.iter().all(|r| r.status == Status::Pass),
             "case {n}: {rows:#?}"
         );
-        assert_eq!(run.verdict.exit_code(), 0, "case {n}: {run:#?}");
+        assert!(run.verdict.outcome().passed(), "case {n}: {run:#?}");
     }
     let parked = tier.run(&cases::library::case(68).unwrap().unwrap());
     assert!(

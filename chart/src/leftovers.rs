@@ -131,6 +131,17 @@ pub struct Comparison {
     pub unchecked: Vec<String>,
 }
 
+impl outcome::Concluded for Comparison {
+    /// Held when nothing is left over; any leftover fails the uninstall.
+    fn outcome(&self) -> outcome::Outcome {
+        if self.count() > 0 {
+            outcome::Outcome::Failed
+        } else {
+            outcome::Outcome::Held
+        }
+    }
+}
+
 impl Comparison {
     pub fn leftovers(&self) -> impl Iterator<Item = &Leftover> {
         self.by_release.values().flatten()
@@ -138,11 +149,6 @@ impl Comparison {
 
     pub fn count(&self) -> usize {
         self.by_release.values().map(Vec::len).sum()
-    }
-
-    /// 0 none, 1 leftovers.
-    pub fn exit_code(&self) -> i32 {
-        i32::from(self.count() > 0)
     }
 
     /// The report: leftovers by release, then what was allowed and what was not compared.
@@ -251,6 +257,7 @@ pub fn removed(before: &Inventory, after: &Inventory) -> Vec<ObjectRecord> {
 mod tests {
     use super::*;
     use crate::inventory::{HelmOwnership, FORMAT};
+    use outcome::{Concluded, Outcome};
 
     fn object(kind: &str, api: &str, ns: Option<&str>, name: &str, uid: &str) -> ObjectRecord {
         ObjectRecord {
@@ -281,7 +288,7 @@ mod tests {
         let a = inventory(vec![object("Namespace", "v1", None, "x", "u1")]);
         let c = compare(&a, &a.clone());
         assert_eq!(c.count(), 0);
-        assert_eq!(c.exit_code(), 0);
+        assert!(c.outcome().passed());
         assert!(c.render().contains("no leftovers"));
     }
 
@@ -304,7 +311,7 @@ mod tests {
             crd,
         ]);
         let c = compare(&before, &after);
-        assert_eq!(c.exit_code(), 1);
+        assert_eq!(c.outcome(), Outcome::Failed);
         let lines: Vec<String> = c.leftovers().map(Leftover::line).collect();
         assert!(lines.contains(&"Namespace x".to_string()), "{lines:?}");
         assert!(lines.contains(&"Secret x/s1".to_string()), "{lines:?}");

@@ -53,12 +53,17 @@ pub enum ChartError {
     Tool(String),
 }
 
-impl ChartError {
-    /// 2 for bad input, a missing tool or a malformed record; 3 for the cluster.
-    pub fn exit_code(&self) -> i32 {
+impl outcome::Concluded for ChartError {
+    /// Bad input, a missing tool or a malformed record is the user's to fix; the cluster's
+    /// failures leave the contract unjudged.
+    fn outcome(&self) -> outcome::Outcome {
         match self {
-            ChartError::BadFile { .. } | ChartError::BadRecord { .. } | ChartError::Tool(_) => 2,
-            ChartError::Discovery { .. } | ChartError::Api { .. } | ChartError::Io { .. } => 3,
+            ChartError::BadFile { .. } | ChartError::BadRecord { .. } | ChartError::Tool(_) => {
+                outcome::Outcome::Usage
+            }
+            ChartError::Discovery { .. } | ChartError::Api { .. } | ChartError::Io { .. } => {
+                outcome::Outcome::Inconclusive
+            }
         }
     }
 }

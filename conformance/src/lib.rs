@@ -117,6 +117,19 @@ pub struct RunReport {
     pub files: Vec<FileReport>,
 }
 
+impl outcome::Concluded for RunReport {
+    /// DESIGN.md: a malformed vector or file is bad input, then any failed vector fails.
+    fn outcome(&self) -> outcome::Outcome {
+        if self.malformed() > 0 {
+            outcome::Outcome::Usage
+        } else if self.failed() > 0 {
+            outcome::Outcome::Failed
+        } else {
+            outcome::Outcome::Held
+        }
+    }
+}
+
 impl RunReport {
     pub fn passed(&self) -> usize {
         self.files.iter().map(FileReport::passed).sum()
@@ -133,17 +146,6 @@ impl RunReport {
             .iter()
             .map(|f| f.malformed() + usize::from(f.error.is_some()))
             .sum()
-    }
-
-    /// Exit code per DESIGN.md: 2 malformed input, 1 any failure, 0 otherwise.
-    pub fn exit_code(&self) -> i32 {
-        if self.malformed() > 0 {
-            2
-        } else if self.failed() > 0 {
-            1
-        } else {
-            0
-        }
     }
 
     /// The human report: one line per file, failures and gaps under it, a closing tally.

@@ -1,6 +1,7 @@
 //! Runs the model over ../shared/conformance (the operator's own unit-test vectors).
 //! Skips, saying why, when that folder is absent.
 
+use outcome::{Concluded, Outcome};
 use std::path::PathBuf;
 
 /// Vector files whose every vector the model must reproduce ([M1]).
@@ -61,7 +62,7 @@ fn a_malformed_file_is_reported_not_panicked_on() {
     std::fs::write(dir.join("four_view.json"), "{not json").unwrap();
     let report = conformance::run_dir(&dir).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.outcome(), Outcome::Usage);
     let text = report.render();
     assert!(text.contains("four_view.json: MALFORMED"), "{text}");
     assert!(text.contains("vector 0 (x), field `flavors`"), "{text}");

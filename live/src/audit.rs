@@ -73,6 +73,27 @@ pub enum AuditError {
     Serve(std::io::Error),
 }
 
+impl outcome::Concluded for AuditError {
+    /// Malformed input is the user's to fix; an unreadable cluster leaves the audit unjudged.
+    fn outcome(&self) -> outcome::Outcome {
+        match self {
+            AuditError::Input { .. } => outcome::Outcome::Usage,
+            AuditError::Client(_) | AuditError::Serve(_) => outcome::Outcome::Inconclusive,
+        }
+    }
+}
+
+impl outcome::Concluded for Audit {
+    /// Held when nothing diverges; any finding fails the audit.
+    fn outcome(&self) -> outcome::Outcome {
+        if self.findings.is_empty() {
+            outcome::Outcome::Held
+        } else {
+            outcome::Outcome::Failed
+        }
+    }
+}
+
 impl From<ClientError> for AuditError {
     fn from(e: ClientError) -> Self {
         AuditError::Client(Box::new(e))
@@ -81,13 +102,6 @@ impl From<ClientError> for AuditError {
 
 impl AuditError {
     /// Exit code (DESIGN.md "Exit codes"): 2 bad input, 3 infrastructure.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            AuditError::Input { .. } => 2,
-            AuditError::Client(_) | AuditError::Serve(_) => 3,
-        }
-    }
-
     fn input(source_name: &str, field: impl Into<String>, message: impl Into<String>) -> Self {
         AuditError::Input {
             source_name: source_name.to_string(),
@@ -282,15 +296,6 @@ pub struct Audit {
 }
 
 impl Audit {
-    /// 0 when nothing diverges, 1 otherwise.
-    pub fn exit_code(&self) -> i32 {
-        if self.findings.is_empty() {
-            0
-        } else {
-            1
-        }
-    }
-
     /// The report: source, what was read, how LocalQueues were judged, the folded findings.
     pub fn render(&self) -> String {
         let mut out = String::new();

@@ -13,6 +13,7 @@ use model::examples::{walkthrough, WALKTHROUGH_FLAVORS};
 use model::labels::{JOINT_CHECK, NODE_DEVICES_CHECK};
 use model::Settings;
 use oracle::ObjectKind;
+use outcome::{Concluded, Outcome};
 use serde_json::{json, Value};
 
 /// The kinds of `kubectl get nodes,devices,instancetypes,resourceflavors,clusterqueues,
@@ -74,7 +75,7 @@ fn the_reconciled_twin_audits_clean() {
     let doc = dump(&reconciled(), &kubectl_kinds(), true);
     let report = run(&parse(&doc)).expect("the audit runs");
     assert_eq!(report.differences, [], "{}", report.render());
-    assert_eq!(report.exit_code(), 0);
+    assert!(report.outcome().passed());
     assert_eq!(
         report.namespaces,
         NamespaceSource::FromLocalQueues(vec!["default".into(), "team-a".into()])
@@ -131,7 +132,7 @@ fn an_edited_flavor_is_the_one_finding() {
     rf["spec"]["nodeLabels"]["verify.gpustack.ai/edited"] = json!("yes");
 
     let report = run(&parse(&doc)).expect("the audit runs");
-    assert_eq!(report.exit_code(), 1);
+    assert_eq!(report.outcome(), Outcome::Failed);
     assert_eq!(report.findings.len(), 1, "{}", report.render());
     let root = &report.findings[0].root;
     assert_eq!(root.object.kind, ObjectKind::ResourceFlavor);
@@ -151,7 +152,7 @@ fn an_edited_flavor_is_the_one_finding() {
 fn a_malformed_dump_names_the_file_and_the_field() {
     let bad = |text: &str| match Snapshot::parse(text, "dump.json") {
         Err(e @ AuditError::Input { .. }) => {
-            assert_eq!(e.exit_code(), 2);
+            assert_eq!(e.outcome(), Outcome::Usage);
             e.to_string()
         }
         other => panic!("expected an input error, got {other:?}"),
@@ -179,7 +180,7 @@ fn an_unreadable_node_names_the_item_and_field() {
         .expect("a node");
     node["status"]["capacity"]["cpu"] = json!("lots");
     let e = run(&parse(&doc)).expect_err("a bad quantity");
-    assert_eq!(e.exit_code(), 2);
+    assert_eq!(e.outcome(), Outcome::Usage);
     assert!(e.to_string().contains("status.capacity.cpu"), "{e}");
     assert!(e.to_string().starts_with("dump.json: "), "{e}");
 }
@@ -371,7 +372,7 @@ fn a_node_devices_check_not_active_is_predicted_off_the_queues() {
 #[test]
 fn queues_carrying_a_check_that_is_not_active_diverge() {
     let report = run(&parse(&without_node_devices(true, false))).expect("the audit runs");
-    assert_eq!(report.exit_code(), 1);
+    assert_eq!(report.outcome(), Outcome::Failed);
     assert!(!report.differences.is_empty());
     for d in &report.differences {
         assert_eq!(d.kind, ObjectKind::ClusterQueue, "{}", report.render());
@@ -428,7 +429,7 @@ fn a_changed_topology_level_is_one_divergence() {
         Some("topology.kubernetes.io/zone"),
         "{d:?}"
     );
-    assert_eq!(report.exit_code(), 1);
+    assert_eq!(report.outcome(), Outcome::Failed);
 }
 
 /// A dump from the older command (no `topologies`): the kind is not in the dump and is not
@@ -442,7 +443,7 @@ fn a_dump_without_topologies_says_so_and_judges_the_rest() {
     let doc = dump(&reconciled(), &older, true);
     let report = run(&parse(&doc)).expect("the audit runs");
     assert_eq!(report.differences, [], "{}", report.render());
-    assert_eq!(report.exit_code(), 0);
+    assert!(report.outcome().passed());
     assert_eq!(report.not_in_dump, ["topologies"]);
     assert!(
         report

@@ -18,6 +18,7 @@ use live::twin::store::{Store, StoreConfig};
 use model::examples::walkthrough;
 use model::labels::NODE_DEVICES_CHECK;
 use model::Settings;
+use outcome::{Concluded, Outcome};
 use serde_json::json;
 
 /// A directory removed on drop.
@@ -153,7 +154,7 @@ fn a_mutating_command_refuses_a_real_cluster_without_context() {
         .block_on(connect(Some(&path), None, Access::Mutating))
         .err()
         .expect("refused");
-    assert_eq!(err.exit_code(), 2);
+    assert_eq!(err.outcome(), Outcome::Usage);
 }
 
 #[test]

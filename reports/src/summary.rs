@@ -25,6 +25,20 @@ pub enum Verdict {
     NothingVerified,
 }
 
+impl outcome::Concluded for Verdict {
+    /// How the run ended for its caller: known findings do not fail it; a run still
+    /// `running` when asked was not judged.
+    fn outcome(&self) -> outcome::Outcome {
+        match self {
+            Verdict::Held | Verdict::Known => outcome::Outcome::Held,
+            Verdict::NothingVerified => outcome::Outcome::NothingVerified,
+            Verdict::Failed => outcome::Outcome::Failed,
+            Verdict::Running => outcome::Outcome::Inconclusive,
+            Verdict::CoverageUnmet => outcome::Outcome::CoverageUnmet,
+        }
+    }
+}
+
 impl Verdict {
     /// The verdict of a finished run (a counterexample outranks a coverage floor).
     pub fn of(ran: u64, failing: usize, floors: &[FloorCheck]) -> Verdict {
@@ -45,16 +59,6 @@ impl Verdict {
             Verdict::Known
         } else {
             Verdict::Held
-        }
-    }
-
-    /// DESIGN.md "Exit codes" (4: a coverage floor unmet).
-    pub fn exit_code(self) -> i32 {
-        match self {
-            Verdict::Held | Verdict::Known | Verdict::NothingVerified => 0,
-            Verdict::Failed => 1,
-            Verdict::Running => 3,
-            Verdict::CoverageUnmet => 4,
         }
     }
 
@@ -177,6 +181,7 @@ impl RunSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use outcome::{Concluded, Outcome};
 
     #[test]
     fn verdicts_rank_and_map_to_exit_codes() {
@@ -195,9 +200,9 @@ mod tests {
             Verdict::of_findings(10, 0, 4, &unmet),
             Verdict::CoverageUnmet
         );
-        assert_eq!(Verdict::Known.exit_code(), 0);
-        assert_eq!(Verdict::CoverageUnmet.exit_code(), 4);
-        assert_eq!(Verdict::Failed.exit_code(), 1);
+        assert!(Verdict::Known.outcome().passed());
+        assert_eq!(Verdict::CoverageUnmet.outcome(), Outcome::CoverageUnmet);
+        assert_eq!(Verdict::Failed.outcome(), Outcome::Failed);
         assert_eq!(
             serde_json::to_string(&Verdict::CoverageUnmet).unwrap(),
             "\"coverage-unmet\""

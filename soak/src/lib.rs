@@ -79,15 +79,17 @@ pub enum Verdict {
     Inconclusive(String),
 }
 
-impl Verdict {
-    pub fn exit_code(&self) -> i32 {
+impl outcome::Concluded for Verdict {
+    fn outcome(&self) -> outcome::Outcome {
         match self {
-            Verdict::Held => 0,
-            Verdict::Failed => 1,
-            Verdict::Inconclusive(_) => 3,
+            Verdict::Held => outcome::Outcome::Held,
+            Verdict::Failed => outcome::Outcome::Failed,
+            Verdict::Inconclusive(_) => outcome::Outcome::Inconclusive,
         }
     }
+}
 
+impl Verdict {
     pub fn label(&self) -> &'static str {
         match self {
             Verdict::Held => "held",

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 pub use tier::Tier;
 
 mod cluster;
+mod plan;
 mod run;
 
 pub use cluster::*;

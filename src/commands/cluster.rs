@@ -10,7 +10,7 @@ pub(super) async fn connect_checked(
     context: Option<&str>,
     access: live::client::Access,
     operator: bool,
-) -> std::result::Result<live::client::Client, i32> {
+) -> std::result::Result<live::client::Client, Outcome> {
     let client = connect_announced(kubeconfig, context, access).await?;
     let missing = client.preflight(access, operator).await;
     if !missing.is_empty() {
@@ -18,13 +18,13 @@ pub(super) async fn connect_checked(
             outln!("PREFLIGHT {line}");
         }
         outln!("preflight failed: {} missing piece(s)", missing.len());
-        return Err(3);
+        return Err(Outcome::Inconclusive);
     }
     Ok(client)
 }
 
 /// `verify operator`: the reference operator against a cluster until Ctrl-C.
-pub(super) fn operator(args: crate::cli::OperatorArgs) -> Result<i32> {
+pub(super) fn operator(args: crate::cli::OperatorArgs) -> Result<Outcome> {
     let settings = match &args.operator_settings {
         Some(path) => read_json(path)?,
         None => model::Settings::default(),
@@ -63,10 +63,10 @@ pub(super) fn operator(args: crate::cli::OperatorArgs) -> Result<i32> {
         let log = |line: &str| outln!("operator: {line}");
         let stop = live::controller::interrupted();
         match live::controller::run(client.kube().clone(), config, stop, log).await {
-            Ok(()) => Ok(0),
+            Ok(()) => Ok(Outcome::Held),
             Err(e) => {
                 eprintln!("verify operator: {e}");
-                Ok(3)
+                Ok(Outcome::Inconclusive)
             }
         }
     })
@@ -79,12 +79,12 @@ pub(crate) async fn connect_announced(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
     access: live::client::Access,
-) -> std::result::Result<live::client::Client, i32> {
+) -> std::result::Result<live::client::Client, Outcome> {
     let client = match live::client::connect(kubeconfig, context, access).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("verify: {e}");
-            return Err(e.exit_code());
+            return Err(e.outcome());
         }
     };
     for line in client.banner().await {
@@ -94,7 +94,7 @@ pub(crate) async fn connect_announced(
 }
 
 /// `verify audit`: a dump offline, or a cluster through the client (list only).
-pub(super) fn audit(args: AuditArgs) -> Result<i32> {
+pub(super) fn audit(args: AuditArgs) -> Result<Outcome> {
     let settings = model::Settings::default();
     let outcome = live::client::preflight::block_on(async {
         let snapshot = match &args.snapshot {
@@ -131,17 +131,17 @@ pub(super) fn audit(args: AuditArgs) -> Result<i32> {
         Err(code) => Ok(code),
         Ok(Ok(report)) => {
             out!("{}", report.render());
-            Ok(report.exit_code())
+            Ok(report.outcome())
         }
         Ok(Err(e)) => {
             eprintln!("verify: {e}");
-            Ok(e.exit_code())
+            Ok(e.outcome())
         }
     }
 }
 
 /// `verify cleanup`: tear down the named run (or every run) by label, then count leftovers.
-pub(super) fn cleanup(args: CleanupArgs) -> Result<i32> {
+pub(super) fn cleanup(args: CleanupArgs) -> Result<Outcome> {
     let runs = match &args.run {
         Some(id) => live::client::Runs::One(
             live::client::RunId::new(id).map_err(|e| UsageError(e.to_string()))?,
@@ -179,11 +179,15 @@ pub(super) fn cleanup(args: CleanupArgs) -> Result<i32> {
         match client.cleanup(&runs).await {
             Ok(done) => {
                 out!("{}", done.render());
-                Ok(if done.leftovers().is_empty() { 0 } else { 1 })
+                Ok(if done.leftovers().is_empty() {
+                    Outcome::Held
+                } else {
+                    Outcome::Failed
+                })
             }
             Err(e) => {
                 eprintln!("verify: {e}");
-                Ok(3)
+                Ok(Outcome::Inconclusive)
             }
         }
     })

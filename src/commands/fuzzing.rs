@@ -4,12 +4,11 @@ use super::*;
 
 /// `verify fuzz`: announce the tier, replay regressions, run the seeds, record each
 /// counterexample as found in the run directory, end with the summary table.
-pub(super) fn fuzz(args: FuzzArgs) -> Result<i32> {
+pub(super) fn fuzz(args: FuzzArgs) -> Result<Outcome> {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Mutex;
 
-    let context = args.live.cluster.context.as_deref();
-    let tier = Tier::resolve(args.tier, args.twin, context, Tier::Twin);
+    let tier = args.tier();
     outln!("{}", tier.banner());
     let prepared = match tier {
         Tier::Live => match crate::live_run::prepare(
@@ -23,27 +22,7 @@ pub(super) fn fuzz(args: FuzzArgs) -> Result<i32> {
     };
     let regressions =
         scenario::Regressions::load(&args.regressions).map_err(|e| UsageError(e.to_string()))?;
-    let mut config = fuzz::FuzzConfig {
-        tier,
-        seeds: args.seeds,
-        seed: args.seed,
-        jobs: args.jobs.unwrap_or(tier.default_jobs()),
-        shard: args.shard,
-        mutant: args.mutant,
-        shape: generators::ShapeConfig {
-            max_nodes: args.max_nodes,
-            ..generators::ShapeConfig::default()
-        },
-        regressions: if args.seed.is_some() {
-            Vec::new()
-        } else {
-            regressions.seeds()
-        },
-        ..fuzz::FuzzConfig::default()
-    };
-    if let Some(budget) = args.shrink_budget {
-        config.twin.shrink_steps = budget;
-    }
+    let mut config = args.fuzz_config(regressions.seeds());
     let total = fuzz::seed_list(&config).len() as u64;
     let ledger = reports::Ledger::load(&args.known).map_err(|e| UsageError(e.to_string()))?;
     let recorder = start_run_record(&args, &config, total, tier.name())?
@@ -196,10 +175,11 @@ pub(super) fn fuzz(args: FuzzArgs) -> Result<i32> {
     // A counterexample (1) or an unmet floor (4) outranks a flaky divergence (5), which
     // outranks seeds that could not be judged, an interruption or leftovers (3).
     let unfinished = !report.inconclusive.is_empty() || report.interrupted || !leftovers.is_empty();
-    Ok(match summary.verdict.exit_code() {
-        0 if !report.flaky.is_empty() => 5,
-        0 if unfinished => 3,
-        code => code,
+    let judged = summary.verdict.outcome();
+    Ok(match judged {
+        o if o.passed() && !report.flaky.is_empty() => Outcome::Flaky,
+        o if o.passed() && unfinished => Outcome::Inconclusive,
+        o => o,
     })
 }
 

@@ -30,18 +30,18 @@ pub(super) fn findings(
     action: Option<crate::cli::FindingsCommand>,
     known: &Path,
     regressions: &Path,
-) -> Result<i32> {
+) -> Result<Outcome> {
     use crate::cli::FindingsCommand;
     let mut ledger = reports::Ledger::load(known).map_err(|e| UsageError(e.to_string()))?;
     match action {
         None => {
             prune_regressions(regressions)?;
             list_ledger(&ledger, known);
-            Ok(0)
+            Ok(Outcome::Held)
         }
         Some(FindingsCommand::List) => {
             list_ledger(&ledger, known);
-            Ok(0)
+            Ok(Outcome::Held)
         }
         Some(FindingsCommand::Retire { signature }) => {
             let sig =
@@ -57,7 +57,7 @@ pub(super) fn findings(
                     );
                 }
             }
-            Ok(0)
+            Ok(Outcome::Held)
         }
         Some(FindingsCommand::Accept {
             signature,
@@ -111,7 +111,7 @@ pub(super) fn accept_finding(
     status: Option<reports::Status>,
     title: Option<String>,
     link: Option<String>,
-) -> Result<i32> {
+) -> Result<Outcome> {
     // an entry already in the ledger: change its status (and link)
     if let Ok(sig) = reports::Ledger::resolve(prefix, ledger.findings.iter().map(|f| &f.signature))
     {
@@ -134,7 +134,7 @@ pub(super) fn accept_finding(
         ledger.accept(entry);
         ledger.save(known)?;
         outln!("{sig}: now {status}");
-        return Ok(0);
+        return Ok(Outcome::Held);
     }
     let candidates: Vec<std::path::PathBuf> = match run {
         Some(r) => vec![r.to_path_buf()],
@@ -185,7 +185,7 @@ pub(super) fn accept_finding(
         );
         ledger.accept(entry);
         ledger.save(known)?;
-        return Ok(0);
+        return Ok(Outcome::Held);
     }
     Err(UsageError(format!(
         "no finding `{prefix}` in {} or in a run under {}",

@@ -3,22 +3,22 @@
 use super::*;
 
 /// `verify cases`: the locked case index.
-pub(super) fn cases_index() -> Result<i32> {
+pub(super) fn cases_index() -> Result<Outcome> {
     if let Some(e) = cases::index::index_error() {
         return Err(UsageError(e).into());
     }
     out!("{}", cases::render::index_text(cases::index()));
-    Ok(0)
+    Ok(Outcome::Held)
 }
 
 /// The live tier of `verify case`: a prepared cluster (banner, preflight, confirmation), its
 /// hardware probed read-only, one lane of a run named after the case.
 pub(super) fn live_case_tier(
     args: &crate::cli::CaseArgs,
-) -> std::result::Result<cases::CaseTier, i32> {
+) -> std::result::Result<cases::CaseTier, Outcome> {
     if args.mutant.is_some() {
         eprintln!("verify: {}", crate::live_run::NO_MUTANT_ON_A_CLUSTER);
-        return Err(2);
+        return Err(Outcome::Usage);
     }
     // the MIG cases' hardware step (cases::hardware); a bad MIG_* value is exit 2 before any
     // cluster is contacted
@@ -30,7 +30,7 @@ pub(super) fn live_case_tier(
     let mut mig = if mig_cases {
         cases::hardware::MigNode::from_env(&|k| std::env::var(k).ok()).map_err(|e| {
             eprintln!("verify: {e}");
-            2
+            Outcome::Usage
         })?
     } else {
         None
@@ -48,7 +48,7 @@ pub(super) fn live_case_tier(
     let p = crate::live_run::prepare(&args.live, &what)?;
     let settings = operator_settings(&args.live).map_err(|e| {
         eprintln!("verify: {e:#}");
-        2
+        Outcome::Usage
     })?;
     // read-only, before anything is written: one listing answers the hardware gates and, for
     // a case that needs a pool shape, which of the cluster's own pools has it
@@ -69,7 +69,7 @@ pub(super) fn live_case_tier(
     .and_then(|probed| probed);
     let (mut hardware, pool_rows) = probed.map_err(|e| {
         eprintln!("verify: {e}");
-        3
+        Outcome::Inconclusive
     })?;
     let run = crate::live_run::run_name(&format!(
         "case-{}",
@@ -85,7 +85,7 @@ pub(super) fn live_case_tier(
         )
         .map_err(|e| {
             eprintln!("verify: {e}");
-            3
+            Outcome::Inconclusive
         })?;
     // a MIG-capable card whose cards are all whole yet (case 27's start) shows no partition in
     // the Devices; the node itself answers (read-only: the modes query), and its answer is the
@@ -137,7 +137,7 @@ pub(super) async fn cases_pool_rows(
 /// `verify case --block rdma --report-only`: which RDMA readings a cluster shape can answer,
 /// touching nothing (the model tier reads the embedded walkthrough; the live tier lists the
 /// cluster read-only).
-pub(super) fn rdma_report_only(tier: Tier, live_args: &crate::cli::LiveArgs) -> Result<i32> {
+pub(super) fn rdma_report_only(tier: Tier, live_args: &crate::cli::LiveArgs) -> Result<Outcome> {
     match tier {
         Tier::Live => {
             let listed = live::client::preflight::block_on(async {
@@ -154,7 +154,7 @@ pub(super) fn rdma_report_only(tier: Tier, live_args: &crate::cli::LiveArgs) -> 
                 };
                 live::audit::Snapshot::list(&client).await.map_err(|e| {
                     eprintln!("verify: {e}");
-                    3
+                    Outcome::Inconclusive
                 })
             })
             .context("starting the async runtime")?;
@@ -165,7 +165,7 @@ pub(super) fn rdma_report_only(tier: Tier, live_args: &crate::cli::LiveArgs) -> 
             let cluster = live::audit::cluster_of(&snapshot, &model::Settings::default())
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             out!("{}", cases::block::rdma_report(&cluster, &snapshot.source));
-            Ok(0)
+            Ok(Outcome::Held)
         }
         Tier::Twin => Err(UsageError(
             "--report-only reads a cluster (--context) or the model tier's embedded shape".into(),
@@ -179,25 +179,20 @@ pub(super) fn rdma_report_only(tier: Tier, live_args: &crate::cli::LiveArgs) -> 
                     "the model tier's embedded cluster shape (the walkthrough, research/chain.md §15)"
                 )
             );
-            Ok(0)
+            Ok(Outcome::Held)
         }
     }
 }
 
 /// `verify case N | --block mig|rdma [--report-only]`: run on a tier, print tables, exit code.
-pub(super) fn case(args: crate::cli::CaseArgs) -> Result<i32> {
+pub(super) fn case(args: crate::cli::CaseArgs) -> Result<Outcome> {
     use crate::cli::CaseBlock;
     let block = args.block.map(|b| match b {
         CaseBlock::Mig => cases::Block::Mig,
         CaseBlock::Rdma => cases::Block::Rdma,
     });
     let model_tier = cases::CaseTier::model(args.mutant);
-    let chosen = Tier::resolve(
-        args.tier,
-        false,
-        args.live.cluster.context.as_deref(),
-        Tier::Model,
-    );
+    let chosen = args.tier();
     if args.report_only {
         if block != Some(cases::Block::Rdma) {
             return Err(UsageError("--report-only applies to --block rdma only".into()).into());
@@ -219,7 +214,7 @@ pub(super) fn case(args: crate::cli::CaseArgs) -> Result<i32> {
             .any(|r| matches!(r.verdict, cases::Verdict::InputRequired { .. }))
         {
             print_case_runs(&gated, args.format)?;
-            return Ok(cases::exit_code(&gated));
+            return Ok(gated.outcome());
         }
     }
     let twin_tier = match chosen {
@@ -239,7 +234,7 @@ pub(super) fn case(args: crate::cli::CaseArgs) -> Result<i32> {
     };
     let runs = run_on(runner).map_err(UsageError)?;
     print_case_runs(&runs, args.format)?;
-    Ok(cases::exit_code(&runs))
+    Ok(runs.outcome())
 }
 
 /// Each case's table (and a block summary), or JUnit XML.

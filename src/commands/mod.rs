@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use outcome::{Concluded, Outcome};
 
 use crate::cli::{
     AuditArgs, CheckArgs, CleanupArgs, Command, Format, FuzzArgs, SoakArgs, Tier, TwinCommand,
@@ -29,7 +30,7 @@ use soaking::*;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-pub fn dispatch(command: Command) -> Result<i32> {
+pub fn dispatch(command: Command) -> Result<Outcome> {
     match command {
         Command::Fuzz(args) => fuzz(args),
         Command::Replay { file } => replay(&file),

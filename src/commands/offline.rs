@@ -2,13 +2,13 @@
 
 use super::*;
 
-pub(super) fn conformance(dir: &Path) -> Result<i32> {
+pub(super) fn conformance(dir: &Path) -> Result<Outcome> {
     let report = conformance::run_dir(dir).map_err(UsageError)?;
     out!("{}", report.render());
-    Ok(report.exit_code())
+    Ok(report.outcome())
 }
 
-pub(super) fn derive(cluster: Option<&Path>, format: Format) -> Result<i32> {
+pub(super) fn derive(cluster: Option<&Path>, format: Format) -> Result<Outcome> {
     let cluster = match cluster {
         None => {
             // Announced first; on stderr for JSON so the document stays parseable.
@@ -29,7 +29,7 @@ pub(super) fn derive(cluster: Option<&Path>, format: Format) -> Result<i32> {
             serde_json::to_string_pretty(&derived).context("rendering the derivation as JSON")?
         ),
     }
-    Ok(0)
+    Ok(Outcome::Held)
 }
 
 /// `verify report RUN_DIR`: re-render what a run directory holds.
@@ -37,7 +37,7 @@ pub(super) fn report(
     run_dir: &Path,
     format: reports::ReportFormat,
     output: Option<&Path>,
-) -> Result<i32> {
+) -> Result<Outcome> {
     let run = reports::load_run(run_dir).map_err(|e| UsageError(e.to_string()))?;
     let text = reports::render_run(&run, format).map_err(|e| anyhow::anyhow!("{e}"))?;
     write_or_print(&text, output)
@@ -48,7 +48,7 @@ pub(super) fn report(
 /// recorded `twin-matches-model` violation is judged where it was found: on a fresh embedded
 /// twin, under the mutant the scenario records (a model-tier mutant's `mutant-NAME` the
 /// oracle replays itself).
-pub(super) fn replay(file: &Path) -> Result<i32> {
+pub(super) fn replay(file: &Path) -> Result<Outcome> {
     let s = scenario::load(file).map_err(|e| UsageError(e.to_string()))?;
     let mut check = oracle::replay(&s);
     for (property, reproduced) in &mut check.recorded {
@@ -67,7 +67,11 @@ pub(super) fn replay(file: &Path) -> Result<i32> {
         }
     }
     out!("{}", check.render());
-    Ok(if check.held() { 0 } else { 1 })
+    Ok(if check.held() {
+        Outcome::Held
+    } else {
+        Outcome::Failed
+    })
 }
 
 /// `verify report RUN_DIR --finding SIG --format issue`: one finding as an issue for the
@@ -77,7 +81,7 @@ pub(super) fn issue_report(
     sig: &str,
     known: &Path,
     output: Option<&Path>,
-) -> Result<i32> {
+) -> Result<Outcome> {
     let run = reports::load_run(run_dir).map_err(|e| UsageError(e.to_string()))?;
     let ledger = reports::Ledger::load(known).map_err(|e| UsageError(e.to_string()))?;
     let signature =
@@ -120,13 +124,13 @@ pub(super) fn issue_report(
 }
 
 /// `verify mutants`: the catalog, or the kill table over `seeds` seeds each.
-pub(super) fn mutants(list: bool, seeds: u64, jobs: usize, tier: Tier) -> Result<i32> {
+pub(super) fn mutants(list: bool, seeds: u64, jobs: usize, tier: Tier) -> Result<Outcome> {
     use model::mutants::Mutant;
     if list {
         for m in Mutant::ALL {
             outln!("{:<32} {}", m.name(), m.describe());
         }
-        return Ok(0);
+        return Ok(Outcome::Held);
     }
     outln!("{}", tier.banner());
     outln!("each mutant fuzzed for up to {seeds} seeds");
@@ -173,25 +177,16 @@ pub(super) fn mutants(list: bool, seeds: u64, jobs: usize, tier: Tier) -> Result
         Mutant::ALL.len() - survivors,
         survivors
     );
-    Ok(if survivors == 0 { 0 } else { 1 })
+    Ok(if survivors == 0 {
+        Outcome::Held
+    } else {
+        Outcome::Failed
+    })
 }
 
 /// `verify check`: explore the scope, print the report, write a counterexample scenario.
-pub(super) fn check(args: CheckArgs) -> Result<i32> {
-    use generators::check::{run_check, CheckConfig, Search};
-    let config = CheckConfig {
-        nodes: args.nodes,
-        cards: args.cards,
-        workloads: args.workloads,
-        threads: args.threads,
-        search: if args.dfs { Search::Dfs } else { Search::Bfs },
-        symmetry: args.symmetry,
-        mutant: args.mutant,
-        max_states: args.max_states,
-        max_depth: args.max_depth,
-        ..CheckConfig::default()
-    };
-    let report = run_check(&config).map_err(UsageError)?;
+pub(super) fn check(args: CheckArgs) -> Result<Outcome> {
+    let report = generators::check::run_check(&args.check_config()).map_err(UsageError)?;
     out!("{}", report.render());
     if let Some((property, cx)) = report.first_violation() {
         let dir = scenario::RunDir::create_now(&args.run_dir).with_context(|| {
@@ -201,13 +196,13 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
             .write_counterexample(0, property, &cx.scenario, &cx.steps.join("\n"))
             .context("writing the counterexample scenario")?;
         outln!("counterexample scenario: {}", path.display());
-        return Ok(1);
+        return Ok(Outcome::Failed);
     }
-    Ok(0)
+    Ok(Outcome::Held)
 }
 
 /// `text` into `output` (its path printed), or onto stdout.
-fn write_or_print(text: &str, output: Option<&Path>) -> Result<i32> {
+fn write_or_print(text: &str, output: Option<&Path>) -> Result<Outcome> {
     match output {
         Some(path) => {
             std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -215,5 +210,5 @@ fn write_or_print(text: &str, output: Option<&Path>) -> Result<i32> {
         }
         None => out!("{text}"),
     }
-    Ok(0)
+    Ok(Outcome::Held)
 }

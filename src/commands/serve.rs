@@ -17,7 +17,7 @@ pub(super) fn twin_serve(
     kubeconfig_out: Option<&Path>,
     walkthrough: bool,
     run: &TwinRun,
-) -> Result<i32> {
+) -> Result<Outcome> {
     let faults = run
         .faults
         .as_deref()
@@ -92,7 +92,7 @@ pub(super) fn twin_serve(
     }
     outln!("stop with Ctrl-C");
     handle.wait().context("the twin stopped")?;
-    Ok(0)
+    Ok(Outcome::Held)
 }
 
 /// One malloc arena for the whole process, set before any thread starts: glibc gives each

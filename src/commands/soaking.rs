@@ -4,24 +4,12 @@ use super::*;
 
 /// `verify soak`: churn until the deadline, Ctrl-C or the first finding; series, checkpoint,
 /// counterexample and a history row.
-pub(super) fn soak(args: SoakArgs) -> Result<i32> {
+pub(super) fn soak(args: SoakArgs) -> Result<Outcome> {
     one_malloc_arena();
-    let context = args.live.cluster.context.as_deref();
-    let tier = Tier::resolve(args.tier, args.twin, context, Tier::Model);
+    let tier = args.tier();
     let twin = tier == Tier::Twin;
     let on_cluster = tier == Tier::Live;
-    if on_cluster && args.mutant.is_some() {
-        return Err(UsageError(crate::live_run::NO_MUTANT_ON_A_CLUSTER.into()).into());
-    }
-    let faults = args
-        .faults
-        .as_deref()
-        .map(live::twin::faults::FaultConfig::parse)
-        .transpose()
-        .map_err(|e| UsageError(format!("--faults: {e}")))?;
-    if faults.is_some() && !twin {
-        return Err(UsageError("--faults needs the twin tier (--twin)".into()).into());
-    }
+    let faults = args.faults().map_err(UsageError)?;
     let prepared = match on_cluster {
         true => match crate::live_run::prepare(
             &args.live,
@@ -32,26 +20,11 @@ pub(super) fn soak(args: SoakArgs) -> Result<i32> {
         },
         false => None,
     };
-    let mut config = soak::SoakConfig {
-        seed: args.seed,
-        shape: generators::ShapeConfig {
-            max_nodes: args.max_nodes,
-            settings: match on_cluster {
-                true => Some(operator_settings(&args.live)?),
-                false => None,
-            },
-            ..generators::ShapeConfig::default()
-        },
-        duration: args.duration,
-        max_events: args.max_events,
-        rate: args.rate,
-        checkpoint_every: args.checkpoint_every,
-        // the operator's flags are fixed on a twin or a cluster
-        awareness_flips: tier == Tier::Model,
-        // A twin (or cluster) replay costs a run and its convergence: fewer shrink candidates.
-        shrink_budget: if tier == Tier::Model { 400 } else { 24 },
-        ..soak::SoakConfig::default()
+    let settings = match on_cluster {
+        true => Some(operator_settings(&args.live)?),
+        false => None,
     };
+    let mut config = args.soak_config(settings);
     match &prepared {
         // Ctrl-C is already caught (a second one exits at once, leaving verify cleanup)
         Some(p) => config.stop = p.interrupt.clone(),
@@ -152,5 +125,5 @@ pub(super) fn soak(args: SoakArgs) -> Result<i32> {
         report.leftovers,
         report.verdict.label()
     );
-    Ok(report.verdict.exit_code())
+    Ok(report.verdict.outcome())
 }

@@ -179,19 +179,21 @@ impl From<ClientError> for ConnectError {
     }
 }
 
-impl ConnectError {
-    pub fn exit_code(&self) -> i32 {
+impl outcome::Concluded for ConnectError {
+    /// A refused target, a bad kubeconfig or context is the user's to fix; a server that
+    /// does not answer leaves the run unjudged.
+    fn outcome(&self) -> outcome::Outcome {
         match self {
-            ConnectError::Refused(_) => 2,
+            ConnectError::Refused(_) => outcome::Outcome::Usage,
             ConnectError::Client(e)
                 if matches!(
                     **e,
                     ClientError::Kubeconfig { .. } | ClientError::Context { .. }
                 ) =>
             {
-                2
+                outcome::Outcome::Usage
             }
-            ConnectError::Client(_) => 3,
+            ConnectError::Client(_) => outcome::Outcome::Inconclusive,
         }
     }
 }
