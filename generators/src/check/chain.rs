@@ -271,10 +271,10 @@ impl ChainModel {
         let mut reserved: BTreeMap<(String, String, String), i64> = BTreeMap::new();
         for h in workloads.iter().filter_map(|st| st.hold()) {
             let entry = self.tables.hold(h);
-            for (flavor, resource, amount) in &entry.hold.quota {
+            for q in &entry.hold.quota {
                 *reserved
-                    .entry((entry.hold.queue.clone(), flavor.clone(), resource.clone()))
-                    .or_default() += amount;
+                    .entry((entry.hold.queue.clone(), q.flavor.clone(), q.resource.clone()))
+                    .or_default() += q.amount;
             }
         }
         reserved
@@ -533,7 +533,7 @@ impl ChainModel {
         let migrating: Vec<String> = holds
             .iter()
             .map(|(_, h)| self.tables.hold(*h))
-            .filter(|e| e.hold.quota.iter().any(|(f, _, _)| dropped.contains(f)))
+            .filter(|e| e.hold.quota.iter().any(|q| dropped.contains(&q.flavor)))
             .map(|e| e.hold.queue.clone())
             .collect();
         let victims: Vec<usize> = holds
