@@ -191,7 +191,7 @@ pub(super) fn check(args: CheckArgs) -> Result<i32> {
         max_depth: args.max_depth,
         ..CheckConfig::default()
     };
-    let report = run_check(&config).map_err(UsageError)?;
+    let report = run_check(&config).map_err(|e| UsageError(e.to_string()))?;
     out!("{}", report.render());
     if let Some((property, cx)) = report.first_violation() {
         let dir = scenario::RunDir::create_now(&args.run_dir).with_context(|| {
