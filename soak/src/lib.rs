@@ -159,8 +159,8 @@ pub enum SoakError {
     },
     #[error(transparent)]
     Scenario(#[from] scenario::ScenarioError),
-    #[error("{0}")]
-    Generate(String),
+    #[error(transparent)]
+    Generate(#[from] fuzz::GenerateError),
 }
 
 /// The checks of one quiescent point: the reference's invariants, then the target's diff.
