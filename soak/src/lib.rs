@@ -284,7 +284,9 @@ pub fn run(
         finding = check_point(&reference, target)?;
         while finding.is_none() && !done(config, &stats, started) {
             pace(config, stats.events, started);
-            let event = stream.next(&reference).map_err(TargetError)?;
+            let event = stream
+                .next(&reference)
+                .map_err(|e| TargetError(e.to_string()))?;
             reference.apply(&event);
             stats.latency(target.apply(&event)?);
             stats.events += 1;
