@@ -225,15 +225,18 @@ impl Status {
         }
     }
 
-    pub fn parse(s: &str) -> Result<Status, String> {
+    pub fn parse(s: &str) -> Result<Status, UnknownStatus> {
         Status::ALL
             .into_iter()
             .find(|x| x.name() == s)
-            .ok_or_else(|| {
-                format!("unknown status `{s}`: expected open, reported-upstream or accepted")
-            })
+            .ok_or_else(|| UnknownStatus(s.to_string()))
     }
 }
+
+/// A finding status name that is none of [`Status::ALL`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown status `{0}`: expected open, reported-upstream or accepted")]
+pub struct UnknownStatus(pub String);
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -558,11 +561,11 @@ pub struct IssueInput<'a> {
 }
 
 /// Kubernetes objects as one YAML stream (`---` between documents).
-pub fn manifests_yaml(objects: &[serde_json::Value]) -> Result<String, String> {
+pub fn manifests_yaml(objects: &[serde_json::Value]) -> Result<String, serde_norway::Error> {
     let mut out = String::new();
     for o in objects {
         out.push_str("---\n");
-        out.push_str(&serde_norway::to_string(o).map_err(|e| e.to_string())?);
+        out.push_str(&serde_norway::to_string(o)?);
     }
     Ok(out)
 }
@@ -570,7 +573,7 @@ pub fn manifests_yaml(objects: &[serde_json::Value]) -> Result<String, String> {
 /// The Markdown of an issue for the operator's tracker: title, the property, expected versus
 /// observed, the operator rule and file concerned, the reproducing commands, and the minimal
 /// cluster as kubectl-applicable YAML.
-pub fn issue_markdown(input: &IssueInput<'_>) -> Result<String, String> {
+pub fn issue_markdown(input: &IssueInput<'_>) -> Result<String, serde_norway::Error> {
     use std::fmt::Write as _;
     let f = input.finding;
     let title = input.known.map_or(f.title.as_str(), |k| k.title.as_str());

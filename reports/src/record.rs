@@ -31,6 +31,8 @@ pub enum ReportError {
     Read { path: PathBuf, why: String },
     #[error("{0}")]
     Render(String),
+    #[error(transparent)]
+    Draw(#[from] crate::plots::DrawError),
 }
 
 /// The run directory of a run in progress. Shared by the run's worker threads.
@@ -132,7 +134,7 @@ impl RunRecorder {
             None
         } else {
             let rel = format!("{PLOTS_DIR}/{}-views.svg", cx.seed);
-            let svg = four_views_svg(&cx.views).map_err(ReportError::Render)?;
+            let svg = four_views_svg(&cx.views)?;
             self.dir.replace_file(&rel, svg.as_bytes())?;
             Some(rel)
         };
@@ -240,7 +242,7 @@ impl RunRecorder {
         let plot = if coverage.classes.is_empty() {
             None
         } else {
-            let svg = coverage_svg(&coverage).map_err(ReportError::Render)?;
+            let svg = coverage_svg(&coverage)?;
             self.dir.replace_file(COVERAGE_PLOT, svg.as_bytes())?;
             Some(COVERAGE_PLOT.to_string())
         };

@@ -47,16 +47,18 @@ impl ReportFormat {
     }
 
     /// Reads a format name; the error lists the names.
-    pub fn parse(s: &str) -> Result<ReportFormat, String> {
+    pub fn parse(s: &str) -> Result<ReportFormat, UnknownFormat> {
         ReportFormat::ALL
             .into_iter()
             .find(|f| f.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = ReportFormat::ALL.iter().map(|f| f.name()).collect();
-                format!("unknown report format `{s}`: expected {}", names.join(", "))
-            })
+            .ok_or_else(|| UnknownFormat(s.to_string()))
     }
 }
+
+/// A report format name that is none of [`ReportFormat::ALL`]; the message lists the names.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown report format `{0}`: expected {names}", names = ReportFormat::ALL.map(ReportFormat::name).join(", "))]
+pub struct UnknownFormat(pub String);
 
 /// One counterexample with its report's text (`None` when the report file is missing).
 #[derive(Clone, Debug)]

@@ -3,7 +3,7 @@
 use super::*;
 
 pub(super) fn conformance(dir: &Path) -> Result<i32> {
-    let report = conformance::run_dir(dir).map_err(UsageError)?;
+    let report = conformance::run_dir(dir).map_err(|e| UsageError(e.to_string()))?;
     out!("{}", report.render());
     Ok(report.exit_code())
 }
