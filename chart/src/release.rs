@@ -146,9 +146,7 @@ pub fn release_from_json(
     record: &str,
 ) -> Result<Release, MissingField> {
     let text = |v: &Value, what: &'static str| -> Result<String, MissingField> {
-        v.as_str()
-            .map(str::to_string)
-            .ok_or(MissingField(what))
+        v.as_str().map(str::to_string).ok_or(MissingField(what))
     };
     let meta = &json["chart"]["metadata"];
     Ok(Release {

@@ -138,7 +138,8 @@ pub fn helm_version(helm: &Path) -> Result<(u64, u64, u64), ToolUnusable> {
     if !ran.success {
         return Err(ToolUnusable::HelmFailed(ran.first_line().to_string()));
     }
-    parse_version(&ran.output).ok_or_else(|| ToolUnusable::HelmVersion(ran.first_line().to_string()))
+    parse_version(&ran.output)
+        .ok_or_else(|| ToolUnusable::HelmVersion(ran.first_line().to_string()))
 }
 
 /// Why a local tool cannot serve a case: the case's skip reason.

@@ -596,23 +596,35 @@ pub fn check_network(devices: &Devices, network: &Network) -> Result<(), Network
     let mut device = |d: &str| d.is_empty() || rdma_devices.insert(d.to_string());
     for i in &network.interfaces {
         if !names.insert(i.name.clone()) {
-            return Err(NetworkFault::new(format!("interface {}", i.name), "listed twice"));
+            return Err(NetworkFault::new(
+                format!("interface {}", i.name),
+                "listed twice",
+            ));
         }
         if i.is_virtual && (i.bus != "virtual" || !i.pci_bus_id.is_empty() || i.rdma) {
-            return Err(NetworkFault::new(&i.name, "a virtual interface with PCI or RDMA facts"));
+            return Err(NetworkFault::new(
+                &i.name,
+                "a virtual interface with PCI or RDMA facts",
+            ));
         }
         let unreadable = !i.rdma
             && i.link
                 .as_ref()
                 .is_some_and(|l| l.state == LinkState::Unverified);
         if i.rdma == i.rdma_device.is_empty() || (!i.rdma && i.link.is_some() && !unreadable) {
-            return Err(NetworkFault::new(&i.name, "rdma flag and rdmaDevice disagree"));
+            return Err(NetworkFault::new(
+                &i.name,
+                "rdma flag and rdmaDevice disagree",
+            ));
         }
         if !i.virtual_functions.is_empty() && !i.sriov {
             return Err(NetworkFault::new(&i.name, "VFs on a non-SR-IOV interface"));
         }
         if !numa_ok(&i.numa_affinity) || !device(&i.rdma_device) {
-            return Err(NetworkFault::new(&i.name, "bad NUMA or a duplicate RDMA device"));
+            return Err(NetworkFault::new(
+                &i.name,
+                "bad NUMA or a duplicate RDMA device",
+            ));
         }
         if !matches!(i.mtu, 0 | 68..=65536) {
             return Err(NetworkFault::new(&i.name, format!("mtu {}", i.mtu)));
@@ -623,10 +635,16 @@ pub fn check_network(devices: &Devices, network: &Network) -> Result<(), Network
         }
         for v in &i.virtual_functions {
             if !names.insert(v.name.clone()) || v.rdma == v.rdma_device.is_empty() {
-                return Err(NetworkFault::new(&v.name, "duplicate name or rdma/rdmaDevice disagree"));
+                return Err(NetworkFault::new(
+                    &v.name,
+                    "duplicate name or rdma/rdmaDevice disagree",
+                ));
             }
             if !numa_ok(&v.numa_affinity) || !device(&v.rdma_device) {
-                return Err(NetworkFault::new(&v.name, "bad NUMA or a duplicate RDMA device"));
+                return Err(NetworkFault::new(
+                    &v.name,
+                    "bad NUMA or a duplicate RDMA device",
+                ));
             }
         }
     }
@@ -655,7 +673,10 @@ pub fn check_network(devices: &Devices, network: &Network) -> Result<(), Network
                 _ => false,
             };
             if !ok {
-                return Err(NetworkFault::new(format!("fabric of {id}"), format!("{f:?}")));
+                return Err(NetworkFault::new(
+                    format!("fabric of {id}"),
+                    format!("{f:?}"),
+                ));
             }
         }
     }

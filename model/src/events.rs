@@ -350,11 +350,7 @@ impl World {
         let holds = &self.admission.holds;
         let migrating: std::collections::BTreeSet<&str> = holds
             .values()
-            .filter(|h| {
-                h.quota
-                    .iter()
-                    .any(|q| dropped.contains(&q.flavor.as_str()))
-            })
+            .filter(|h| h.quota.iter().any(|q| dropped.contains(&q.flavor.as_str())))
             .map(|h| h.queue.as_str())
             .collect();
         holds

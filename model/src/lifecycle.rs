@@ -39,13 +39,14 @@ use crate::fit::{desired_fit_labels, fit_pin, node_is_managed, pod_set_fit_deman
 use crate::fit_keys::{filter_fit_labels, is_fit_label_key};
 use crate::labels::{Labels, HOSTNAME, JOINT_CHECK, NODE_DEVICES_CHECK};
 use crate::ledger::{
-    charge, lowest_free_placement, reconstruct_instances, release, CardLedger, Charge,
-    ChargeError, Instance,
+    charge, lowest_free_placement, reconstruct_instances, release, CardLedger, Charge, ChargeError,
+    Instance,
 };
 use crate::nodefeature::LOCAL_QUEUE_PREFIX;
 use crate::objects::{ClusterQueue, InstanceType, ResourceFlavor, StopPolicy};
 use crate::placement::{
-    add_pods, node_free_accelerators, pod_accelerator_requests, tas_place_pod_set, Amounts, TasNode,
+    add_pods, node_free_accelerators, pod_accelerator_requests, tas_place_pod_set, Amounts,
+    TasMiss, TasNode,
 };
 use crate::pod_webhook::{
     fold_pod_requests, fronting_instance_type, pod_containers, validate_pod_requests,
@@ -460,13 +461,7 @@ impl AdmissionState {
     }
 
     /// Records a reservation: quota on the queue, and a hold.
-    fn reserve(
-        &mut self,
-        key: &str,
-        queue: &str,
-        quota: Vec<QuotaUse>,
-        charges: Vec<CardCharge>,
-    ) {
+    fn reserve(&mut self, key: &str, queue: &str, quota: Vec<QuotaUse>, charges: Vec<CardCharge>) {
         for q in &quota {
             *self
                 .reserved
@@ -814,7 +809,7 @@ impl AdmissionState {
                         chosen = Some((f.flavor.clone(), hosts));
                         break;
                     }
-                    Err(r) => reasons.push(r),
+                    Err(m) => reasons.push(m.miss.message(&m.topology)),
                 }
             }
             let Some((flavor, hosts)) = chosen else {
@@ -856,7 +851,7 @@ impl AdmissionState {
         pod: &Amounts,
         count: u32,
         required: &[NodeSelectorRequirement],
-    ) -> Result<Vec<HostPods>, String> {
+    ) -> Result<Vec<HostPods>, TopologyMiss> {
         let Some(rf) = self
             .derived
             .resource_flavors
@@ -879,7 +874,10 @@ impl AdmissionState {
                     })
                     .collect()
             })
-            .map_err(|miss| miss.message(topology))
+            .map_err(|miss| TopologyMiss {
+                topology: topology.to_string(),
+                miss,
+            })
     }
 
     /// The nodes a flavor selects (its `nodeLabels` on the node's labels) as Kueue's TAS
@@ -1058,6 +1056,13 @@ fn unassignable_reason(queue: &ClusterQueue, ps: &PodSet, reasons: &[String]) ->
     )
 }
 
+/// A flavor whose topology cannot host a pod set's Pods (gate 2 passes it over).
+#[derive(Clone, Debug)]
+struct TopologyMiss {
+    topology: String,
+    miss: TasMiss,
+}
+
 /// A pod set after gate 1: its folded Pods and the required node affinity they carry.
 #[derive(Clone, Debug)]
 struct AdmittedPodSet {
@@ -1204,9 +1209,7 @@ fn planned_charges(
     let mut out = Vec::new();
     for take in &fit.takes {
         let slot = fit.cards.get(take.card).ok_or(HoldError::UnlistedCard)?;
-        let demand = demands
-            .get(take.demand)
-            .ok_or(HoldError::UnknownDemand)?;
+        let demand = demands.get(take.demand).ok_or(HoldError::UnknownDemand)?;
         let node = host_to_node
             .get(&slot.hostname)
             .cloned()

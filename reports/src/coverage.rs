@@ -115,9 +115,7 @@ pub fn parse_floors(text: &str) -> Result<Vec<Floor>, FloorError> {
                 None => (key.trim(), None),
             };
             if class.is_empty() || value.as_deref() == Some("") {
-                return Err(bad(
-                    "expected a class name (and a value after `:`)".into(),
-                ));
+                return Err(bad("expected a class name (and a value after `:`)".into()));
             }
             Ok(Floor {
                 class: class.to_string(),

@@ -353,8 +353,18 @@ pub enum LedgerError {
         field: String,
         why: String,
     },
-    #[error("cannot write {}: {why}", path.display())]
-    Write { path: PathBuf, why: String },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Encode {
+        path: PathBuf,
+        #[source]
+        source: serde_norway::Error,
+    },
     #[error("no finding with signature `{0}` in the ledger or the run")]
     Unknown(String),
     #[error("`{prefix}` names several findings: {}", matches.join(", "))]
@@ -407,18 +417,21 @@ impl Ledger {
 
     /// Writes the ledger (atomically: a temporary file renamed over it), with its header.
     pub fn save(&self, path: &Path) -> Result<(), LedgerError> {
-        let fail = |why: String| LedgerError::Write {
+        let fail = |source: std::io::Error| LedgerError::Write {
             path: path.to_path_buf(),
-            why,
+            source,
         };
-        let body = serde_norway::to_string(self).map_err(|e| fail(e.to_string()))?;
+        let body = serde_norway::to_string(self).map_err(|source| LedgerError::Encode {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let text = format!("{LEDGER_HEADER}{body}");
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
+            std::fs::create_dir_all(dir).map_err(fail)?;
         }
         let tmp = path.with_extension("yaml.tmp");
-        std::fs::write(&tmp, text).map_err(|e| fail(e.to_string()))?;
-        std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
+        std::fs::write(&tmp, text).map_err(fail)?;
+        std::fs::rename(&tmp, path).map_err(fail)
     }
 
     pub fn get(&self, signature: &Signature) -> Option<&KnownFinding> {

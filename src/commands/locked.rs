@@ -264,7 +264,10 @@ pub(super) fn print_case_runs(
             }
         }
         crate::cli::CaseFormat::Junit => {
-            outln!("{}", cases::render::junit(runs).map_err(|e| UsageError(e.to_string()))?)
+            outln!(
+                "{}",
+                cases::render::junit(runs).map_err(|e| UsageError(e.to_string()))?
+            )
         }
     }
     Ok(())

@@ -93,7 +93,9 @@ static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(0);
 pub enum ScopeError {
     #[error("--nodes: expected 1..={MAX_NODES}, got {nodes}")]
     Nodes { nodes: usize },
-    #[error("--cards: expected 1 or more with nodes × cards ≤ {MAX_CARD_SLOTS}, got {nodes} × {cards}")]
+    #[error(
+        "--cards: expected 1 or more with nodes × cards ≤ {MAX_CARD_SLOTS}, got {nodes} × {cards}"
+    )]
     Cards { nodes: usize, cards: usize },
     #[error("--workloads: expected 0..={MAX_WORKLOADS}, got {workloads}")]
     Workloads { workloads: usize },
@@ -280,7 +282,11 @@ impl ChainModel {
             let entry = self.tables.hold(h);
             for q in &entry.hold.quota {
                 *reserved
-                    .entry((entry.hold.queue.clone(), q.flavor.clone(), q.resource.clone()))
+                    .entry((
+                        entry.hold.queue.clone(),
+                        q.flavor.clone(),
+                        q.resource.clone(),
+                    ))
                     .or_default() += q.amount;
             }
         }

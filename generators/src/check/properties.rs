@@ -6,11 +6,11 @@
 use model::events::World;
 use model::objects::StopPolicy;
 use oracle::quiescence as inv;
-use oracle::quiescence::{Breach, Check};
 pub use oracle::quiescence::{
     cards_within_bounds, credits_within_quota, m3_accounting, m3_shape, m3_structure,
     no_partition_on_plain, views_fresh,
 };
+use oracle::quiescence::{Breach, Check};
 
 use super::chain::ChainModel;
 use super::memo::fingerprint;

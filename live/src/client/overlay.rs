@@ -14,13 +14,13 @@ impl Client {
     /// The real node `name` as a run may mock onto it, or why it may not (one line).
     pub async fn overlay_node(&self, name: &str) -> Result<OverlayNode, OverlayError> {
         let name_of = || name.to_string();
-        let nodes = self
-            .list::<Node>(None, None)
-            .await
-            .map_err(|source| OverlayError::ReadNode {
-                name: name_of(),
-                source,
-            })?;
+        let nodes =
+            self.list::<Node>(None, None)
+                .await
+                .map_err(|source| OverlayError::ReadNode {
+                    name: name_of(),
+                    source,
+                })?;
         let node = nodes
             .iter()
             .find(|n| n.metadata.name.as_deref() == Some(name))

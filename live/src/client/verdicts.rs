@@ -74,7 +74,7 @@ pub fn assignment_differences(
                 "status.admission".into(),
                 Some(format!("no quota reserved ({why})")),
                 Some("quota reserved".into()),
-            )]
+            )];
         }
     };
     let mut out = Vec::new();

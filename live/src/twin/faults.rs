@@ -71,9 +71,10 @@ impl FaultConfig {
             problem,
         };
         let (seed, rest) = spec.split_once(':').unwrap_or((spec, ""));
-        let seed = seed.trim().parse::<u64>().map_err(|_| {
-            bad(format!("the seed `{seed}` is not an unsigned integer"))
-        })?;
+        let seed = seed
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| bad(format!("the seed `{seed}` is not an unsigned integer")))?;
         let mut config = FaultConfig::with_seed(seed);
         for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (key, value) = part
@@ -84,14 +85,12 @@ impl FaultConfig {
                     .parse::<f64>()
                     .ok()
                     .filter(|s| (0.0..=1.0).contains(s))
-                    .ok_or_else(|| {
-                        bad(format!("{key}={value}: expected a share from 0 to 1"))
-                    })
+                    .ok_or_else(|| bad(format!("{key}={value}: expected a share from 0 to 1")))
             };
             let int = || -> Result<u64, FaultSpecError> {
-                value.parse::<u64>().map_err(|_| {
-                    bad(format!("{key}={value}: expected an unsigned integer"))
-                })
+                value
+                    .parse::<u64>()
+                    .map_err(|_| bad(format!("{key}={value}: expected an unsigned integer")))
             };
             match key {
                 "conflict" => config.conflict_share = share()?,

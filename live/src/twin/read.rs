@@ -183,11 +183,8 @@ fn read_node(o: &Value, devices: Option<&Value>, pods: &[PodHolds]) -> Result<No
     let annotations = string_map(kind, o, "/metadata/annotations", "metadata.annotations")?;
     let cpu_millis = match o.pointer("/status/capacity/cpu") {
         None | Some(Value::Null) => 0,
-        Some(v) => {
-            cpu_millis(v).map_err(|e| {
-                ReadError::field(kind, &name, "status.capacity.cpu", e.to_string())
-            })?
-        }
+        Some(v) => cpu_millis(v)
+            .map_err(|e| ReadError::field(kind, &name, "status.capacity.cpu", e.to_string()))?,
     };
     let network = devices.map(read_network).transpose()?.unwrap_or_default();
     let mut devices = devices.map(read_devices).transpose()?;
