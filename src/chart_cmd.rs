@@ -191,7 +191,7 @@ fn case(args: ChartCaseArgs) -> Result<Outcome> {
             CaseFormat::Table => out!("{}", cases::render::case_text(run)),
             CaseFormat::Junit => match cases::render::junit(std::slice::from_ref(run)) {
                 Ok(xml) => outln!("{xml}"),
-                Err(e) => return Err(chart::ChartError::Tool(e)),
+                Err(e) => return Err(chart::ChartError::Tool(e.to_string())),
             },
         }
         Ok(())

@@ -162,15 +162,17 @@ pub fn index() -> &'static [IndexEntry] {
 
 /// Why the embedded index could not be read, if it could not.
 pub fn index_error() -> Option<String> {
-    parsed().as_ref().err().cloned()
+    parsed().as_ref().err().map(ToString::to_string)
 }
 
-fn parsed() -> &'static Result<Vec<IndexEntry>, String> {
-    static INDEX: OnceLock<Result<Vec<IndexEntry>, String>> = OnceLock::new();
-    INDEX.get_or_init(|| {
-        serde_norway::from_str::<Vec<IndexEntry>>(INDEX_YAML)
-            .map_err(|e| format!("cases/index.yaml: {e}"))
-    })
+/// The embedded `cases/index.yaml` does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("cases/index.yaml: {0}")]
+pub struct IndexError(#[source] serde_norway::Error);
+
+fn parsed() -> &'static Result<Vec<IndexEntry>, IndexError> {
+    static INDEX: OnceLock<Result<Vec<IndexEntry>, IndexError>> = OnceLock::new();
+    INDEX.get_or_init(|| serde_norway::from_str::<Vec<IndexEntry>>(INDEX_YAML).map_err(IndexError))
 }
 
 /// The operator-suite row of case `n`.

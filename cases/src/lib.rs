@@ -48,20 +48,27 @@ impl Block {
     }
 }
 
+/// Why a case could not be run (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum CaseError {
+    #[error(transparent)]
+    CaseFile(#[from] library::CaseFileError),
+    #[error("no case {0} in the index (numbers 1-32, 34-45, 47-91, 93-115; 33, 46 and 92 were never used)")]
+    NotInIndex(u32),
+}
+
 /// Runs case `n` on `tier`. A number the index lacks, or a library file that does not parse,
 /// is an error (exit 2); a case the index lists as not modelled is a skip naming the reason.
 pub fn run_case(
     n: u32,
     tier: &CaseTier,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<CaseRun, String> {
+) -> Result<CaseRun, CaseError> {
     match library::case(n) {
         Some(Ok(case)) => Ok(run_gated(tier, &case, env)),
-        Some(Err(e)) => Err(e),
+        Some(Err(e)) => Err(e.into()),
         None => {
-            let e = index::entry(n).ok_or_else(|| {
-                format!("no case {n} in the index (numbers 1-32, 34-45, 47-91, 93-115; 33, 46 and 92 were never used)")
-            })?;
+            let e = index::entry(n).ok_or(CaseError::NotInIndex(n))?;
             let why = e.not_modelled.clone().unwrap_or_else(|| {
                 "the index marks it modelled but no scenario file carries it".into()
             });
@@ -84,7 +91,7 @@ pub fn run_block(
     b: Block,
     tier: &CaseTier,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<CaseRun>, String> {
+) -> Result<Vec<CaseRun>, CaseError> {
     let mut runs = Vec::new();
     for &n in b.order() {
         let run = run_case(n, tier, env)?;

@@ -29,6 +29,15 @@ macro_rules! files {
     };
 }
 
+/// An embedded case file that does not read as a locked case.
+#[derive(Debug, thiserror::Error)]
+pub enum CaseFileError {
+    #[error(transparent)]
+    Scenario(#[from] scenario::ScenarioError),
+    #[error("cases/{file}: field case: expected the case header")]
+    NoHeader { file: &'static str },
+}
+
 /// Every case file, by number.
 pub const FILES: &[(&str, &str)] = files!(
     "01", "02", "03", "04", "05", "06", "09", "10", "11", "12", "14", "16", "17", "18", "19", "20",
@@ -37,12 +46,9 @@ pub const FILES: &[(&str, &str)] = files!(
 );
 
 /// Parses one embedded file; the error names the file, line and field.
-pub fn parse(file: &'static str, text: &str) -> Result<LockedCase, String> {
-    let parsed =
-        scenario::case_from_yaml(text, &format!("cases/{file}")).map_err(|e| e.to_string())?;
-    let header = parsed
-        .header
-        .ok_or_else(|| format!("cases/{file}: field case: expected the case header"))?;
+pub fn parse(file: &'static str, text: &str) -> Result<LockedCase, CaseFileError> {
+    let parsed = scenario::case_from_yaml(text, &format!("cases/{file}"))?;
+    let header = parsed.header.ok_or(CaseFileError::NoHeader { file })?;
     Ok(LockedCase {
         header,
         scenario: parsed.scenario,
@@ -51,12 +57,12 @@ pub fn parse(file: &'static str, text: &str) -> Result<LockedCase, String> {
 }
 
 /// Every case in the library (a file that does not parse is an error value, listed).
-pub fn cases() -> Vec<Result<LockedCase, String>> {
+pub fn cases() -> Vec<Result<LockedCase, CaseFileError>> {
     FILES.iter().map(|(f, t)| parse(f, t)).collect()
 }
 
 /// Case `n`, if the library carries it.
-pub fn case(n: u32) -> Option<Result<LockedCase, String>> {
+pub fn case(n: u32) -> Option<Result<LockedCase, CaseFileError>> {
     FILES
         .iter()
         .find(|(f, _)| number_of(f) == Some(n))

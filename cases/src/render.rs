@@ -95,7 +95,7 @@ pub fn index_text(entries: &[IndexEntry]) -> String {
 }
 
 /// JUnit XML: one suite per case, one test case per row (FAIL → failure, SKIP → skipped).
-pub fn junit(runs: &[CaseRun]) -> Result<String, String> {
+pub fn junit(runs: &[CaseRun]) -> Result<String, quick_junit::SerializeError> {
     let mut report = Report::new("verify cases");
     for run in runs {
         let mut suite = TestSuite::new(format!("case-{}", run.number));
@@ -124,5 +124,5 @@ pub fn junit(runs: &[CaseRun]) -> Result<String, String> {
         }
         report.add_test_suite(suite);
     }
-    report.to_string().map_err(|e| e.to_string())
+    report.to_string()
 }

@@ -124,6 +124,7 @@ fn an_unmodelled_case_is_a_skip_naming_the_reason_and_an_unused_number_an_error(
     }
     assert!(run_case(33, &CaseTier::model(None), &unset)
         .unwrap_err()
+        .to_string()
         .contains("never used"));
 }
 

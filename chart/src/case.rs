@@ -589,19 +589,17 @@ pub async fn case3(_client: &kube::Client, cfg: &CaseConfig) -> Result<CaseRun, 
     Ok(finished(3, rows))
 }
 
-/// The release's latest record, or the skip reason naming it.
-async fn installed(
-    client: &kube::Client,
-    cfg: &CaseConfig,
-) -> Result<Result<Release, String>, ChartError> {
-    Ok(release::latest_of(client, &cfg.namespace, &cfg.release)
-        .await?
-        .ok_or_else(|| {
-            format!(
-                "release {} is not installed in {}",
-                cfg.release, cfg.namespace
-            )
-        }))
+/// The release's latest record, if it is installed.
+async fn installed(client: &kube::Client, cfg: &CaseConfig) -> Result<Option<Release>, ChartError> {
+    release::latest_of(client, &cfg.namespace, &cfg.release).await
+}
+
+/// The skip reason of a case that needs the release installed.
+fn not_installed(cfg: &CaseConfig) -> String {
+    format!(
+        "release {} is not installed in {}",
+        cfg.release, cfg.namespace
+    )
 }
 
 /// Case 4 (case-4.sh): gates (helm, the release, REPLICAS ≥ 2, as many untainted schedulable
@@ -612,8 +610,8 @@ pub async fn case4(client: &kube::Client, cfg: &CaseConfig) -> Result<CaseRun, C
     if let Err(e) = tools::helm() {
         return Ok(skipped(4, e.to_string()));
     }
-    if let Err(why) = installed(client, cfg).await? {
-        return Ok(skipped(4, why));
+    if installed(client, cfg).await?.is_none() {
+        return Ok(skipped(4, not_installed(cfg)));
     }
     if cfg.replicas < 2 {
         return Ok(skipped(
@@ -679,11 +677,11 @@ pub async fn case5(client: &kube::Client, cfg: &CaseConfig) -> Result<CaseRun, C
                 format!("helm v{a}.{b}.{c} has no --take-ownership (needs >= 3.21)"),
             ))
         }
-        Err(why) => return Ok(skipped(5, why)),
+        Err(why) => return Ok(skipped(5, why.to_string())),
     }
     let r = match installed(client, cfg).await? {
-        Ok(r) => r,
-        Err(why) => return Ok(skipped(5, why)),
+        Some(r) => r,
+        None => return Ok(skipped(5, not_installed(cfg))),
     };
     let rows = vec![
         row(
@@ -712,7 +710,7 @@ pub async fn case5(client: &kube::Client, cfg: &CaseConfig) -> Result<CaseRun, C
 /// Case 6 (case-6.sh): needs a cluster with no chart release (both 6 and 7 render the
 /// cluster-scoped `gpustack-cpu-info` NodeFeatureRule); its legs deploy the image itself.
 pub async fn case6(client: &kube::Client, cfg: &CaseConfig) -> Result<CaseRun, ChartError> {
-    if let Ok(r) = installed(client, cfg).await? {
+    if let Some(r) = installed(client, cfg).await? {
         return Ok(skipped(
             6,
             format!(
@@ -730,7 +728,7 @@ pub async fn case6(client: &kube::Client, cfg: &CaseConfig) -> Result<CaseRun, C
 /// Case 7 (case-7.sh): no chart release and an outbound network (the older release is pulled);
 /// its legs install an older release and roll it forward.
 pub async fn case7(client: &kube::Client, cfg: &CaseConfig) -> Result<CaseRun, ChartError> {
-    if let Ok(r) = installed(client, cfg).await? {
+    if let Some(r) = installed(client, cfg).await? {
         return Ok(skipped(
             7,
             format!(
@@ -749,15 +747,26 @@ pub async fn case7(client: &kube::Client, cfg: &CaseConfig) -> Result<CaseRun, C
 }
 
 /// Whether a TCP connection to `address` opens within `within`.
-pub async fn outbound(address: &str, within: Duration) -> Result<(), String> {
-    match tokio::time::timeout(within, tokio::net::TcpStream::connect(address)).await {
+pub async fn outbound(address: &str, within: Duration) -> Result<(), Unreachable> {
+    let address = address.to_string();
+    match tokio::time::timeout(within, tokio::net::TcpStream::connect(&address)).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(format!("{address}: {e}")),
-        Err(_) => Err(format!(
-            "{address}: no answer within {} s",
-            within.as_secs()
-        )),
+        Ok(Err(source)) => Err(Unreachable::Refused { address, source }),
+        Err(_) => Err(Unreachable::Timeout { address, within }),
     }
+}
+
+/// Why [`outbound`] reached nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreachable {
+    #[error("{address}: {source}")]
+    Refused {
+        address: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{address}: no answer within {} s", within.as_secs())]
+    Timeout { address: String, within: Duration },
 }
 
 /// Case 8 (case-8.sh, read-only): with `topograph.enabled` in the release's values, the AWS
@@ -765,8 +774,8 @@ pub async fn outbound(address: &str, within: Duration) -> Result<(), String> {
 /// and one ready node-data broker runs per Linux Node. Disabled or unreadable: a skip.
 pub async fn case8(client: &kube::Client, cfg: &CaseConfig) -> Result<CaseRun, ChartError> {
     let r = match installed(client, cfg).await? {
-        Ok(r) => r,
-        Err(why) => return Ok(skipped(8, why)),
+        Some(r) => r,
+        None => return Ok(skipped(8, not_installed(cfg))),
     };
     if r.config["topograph"]["enabled"].as_bool() != Some(true) {
         return Ok(skipped(

@@ -91,7 +91,7 @@ pub fn parse_record_name(name: &str) -> Option<(String, u64)> {
 
 /// Decodes a payload as Helm's drivers store it under `release` (base64 text of gzipped JSON,
 /// or of plain JSON) into the release JSON.
-pub fn decode_payload(text: &[u8]) -> Result<Value, String> {
+pub fn decode_payload(text: &[u8]) -> Result<Value, PayloadError> {
     let trimmed: Vec<u8> = text
         .iter()
         .copied()
@@ -99,18 +99,34 @@ pub fn decode_payload(text: &[u8]) -> Result<Value, String> {
         .collect();
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(&trimmed)
-        .map_err(|e| format!("data.release is not base64: {e}"))?;
+        .map_err(PayloadError::NotBase64)?;
     let json = if bytes.starts_with(&GZIP_MAGIC) {
         let mut out = Vec::new();
         flate2::read::GzDecoder::new(bytes.as_slice())
             .read_to_end(&mut out)
-            .map_err(|e| format!("data.release is not valid gzip: {e}"))?;
+            .map_err(PayloadError::NotGzip)?;
         out
     } else {
         bytes
     };
-    serde_json::from_slice(&json).map_err(|e| format!("data.release is not release JSON: {e}"))
+    serde_json::from_slice(&json).map_err(PayloadError::NotJson)
 }
+
+/// A record payload that is not Helm's encoding of release JSON.
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    #[error("data.release is not base64: {0}")]
+    NotBase64(#[source] base64::DecodeError),
+    #[error("data.release is not valid gzip: {0}")]
+    NotGzip(#[source] std::io::Error),
+    #[error("data.release is not release JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+}
+
+/// Release JSON that lacks a field a release needs.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the release JSON has no {0}")]
+pub struct MissingField(pub &'static str);
 
 /// Encodes release JSON exactly as Helm's `encodeRelease` does (gzip, then base64 text): the
 /// value a ConfigMap record holds, and the bytes a Secret record holds.
@@ -124,11 +140,13 @@ pub fn encode_payload(release: &Value) -> String {
 }
 
 /// The release a record's JSON describes (the revision from the JSON's `version`).
-pub fn release_from_json(json: &Value, driver: Driver, record: &str) -> Result<Release, String> {
-    let text = |v: &Value, what: &str| -> Result<String, String> {
-        v.as_str()
-            .map(str::to_string)
-            .ok_or_else(|| format!("the release JSON has no {what}"))
+pub fn release_from_json(
+    json: &Value,
+    driver: Driver,
+    record: &str,
+) -> Result<Release, MissingField> {
+    let text = |v: &Value, what: &'static str| -> Result<String, MissingField> {
+        v.as_str().map(str::to_string).ok_or(MissingField(what))
     };
     let meta = &json["chart"]["metadata"];
     Ok(Release {
@@ -136,7 +154,7 @@ pub fn release_from_json(json: &Value, driver: Driver, record: &str) -> Result<R
         namespace: json["namespace"].as_str().unwrap_or("").to_string(),
         revision: json["version"]
             .as_u64()
-            .ok_or("the release JSON has no version (revision)")?,
+            .ok_or(MissingField("version (revision)"))?,
         status: text(&json["info"]["status"], "info.status")?,
         chart_name: text(&meta["name"], "chart.metadata.name")?,
         chart_version: text(&meta["version"], "chart.metadata.version")?,
@@ -166,8 +184,8 @@ pub fn decode_record(
         ))
     })?;
     let payload = payload.ok_or_else(|| bad("it has no data.release".into()))?;
-    let json = decode_payload(payload).map_err(bad)?;
-    let r = release_from_json(&json, driver, &record).map_err(bad)?;
+    let json = decode_payload(payload).map_err(|e| bad(e.to_string()))?;
+    let r = release_from_json(&json, driver, &record).map_err(|e| bad(e.to_string()))?;
     if r.name != release || r.revision != revision {
         return Err(bad(format!(
             "the name says {release} revision {revision}, the JSON {} revision {}",
@@ -333,11 +351,11 @@ mod tests {
     fn our_encoder_round_trips_and_plain_json_is_read_too() {
         let json = release_json("r", 1, "1.0.0");
         assert_eq!(
-            decode_payload(encode_payload(&json).as_bytes()),
-            Ok(json.clone())
+            decode_payload(encode_payload(&json).as_bytes()).ok(),
+            Some(json.clone())
         );
         let plain = base64::engine::general_purpose::STANDARD.encode(json.to_string());
-        assert_eq!(decode_payload(plain.as_bytes()), Ok(json));
+        assert_eq!(decode_payload(plain.as_bytes()).ok(), Some(json));
     }
 
     #[test]

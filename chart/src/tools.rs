@@ -133,19 +133,36 @@ pub fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
 }
 
 /// The version `helm version --short` reports, or why it could not be read.
-pub fn helm_version(helm: &Path) -> Result<(u64, u64, u64), String> {
-    let ran = run(helm, &["version".into(), "--short".into()], &[]).map_err(|e| e.to_string())?;
+pub fn helm_version(helm: &Path) -> Result<(u64, u64, u64), ToolUnusable> {
+    let ran = run(helm, &["version".into(), "--short".into()], &[])?;
     if !ran.success {
-        return Err(format!("helm version failed: {}", ran.first_line()));
+        return Err(ToolUnusable::HelmFailed(ran.first_line().to_string()));
     }
-    parse_version(&ran.output).ok_or_else(|| format!("helm version said `{}`", ran.first_line()))
+    parse_version(&ran.output)
+        .ok_or_else(|| ToolUnusable::HelmVersion(ran.first_line().to_string()))
+}
+
+/// Why a local tool cannot serve a case: the case's skip reason.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolUnusable {
+    /// It would not start ([`ChartError::Tool`]).
+    #[error(transparent)]
+    Start(#[from] ChartError),
+    #[error("helm version failed: {0}")]
+    HelmFailed(String),
+    #[error("helm version said `{0}`")]
+    HelmVersion(String),
+    #[error("docker is not on PATH")]
+    NoDocker,
+    #[error("no docker daemon answers: {0}")]
+    NoDaemon(String),
 }
 
 /// Whether a docker daemon answers (`docker version` reaching the server), else why not.
-pub fn docker_builder() -> Result<PathBuf, String> {
+pub fn docker_builder() -> Result<PathBuf, ToolUnusable> {
     let docker = std::env::var_os("PATH")
         .and_then(|p| find_on(&p, "docker"))
-        .ok_or("docker is not on PATH")?;
+        .ok_or(ToolUnusable::NoDocker)?;
     let ran = run(
         &docker,
         &[
@@ -154,14 +171,16 @@ pub fn docker_builder() -> Result<PathBuf, String> {
             "{{.Server.Version}}".into(),
         ],
         &[],
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     if ran.success && !ran.output.trim().is_empty() {
         Ok(docker)
     } else {
-        Err(format!(
-            "no docker daemon answers: {}",
-            ran.output.lines().last().unwrap_or("docker version failed")
+        Err(ToolUnusable::NoDaemon(
+            ran.output
+                .lines()
+                .last()
+                .unwrap_or("docker version failed")
+                .to_string(),
         ))
     }
 }

@@ -279,10 +279,21 @@ pub fn run_file(path: &Path) -> FileReport {
     report
 }
 
+/// The conformance directory cannot be listed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read conformance directory {}: {source}", dir.display())]
+pub struct ReadDirError {
+    pub dir: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
 /// Runs every `*.json` file of `dir`, in name order.
-pub fn run_dir(dir: &Path) -> Result<RunReport, String> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read conformance directory {}: {e}", dir.display()))?;
+pub fn run_dir(dir: &Path) -> Result<RunReport, ReadDirError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| ReadDirError {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())

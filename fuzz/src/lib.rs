@@ -163,15 +163,39 @@ pub fn seeded_rng(seed: u64, salt: &[u8]) -> TestRng {
 }
 
 /// The scenario seed `seed` generates (what `--seed S` replays exactly).
-pub fn scenario_for(seed: u64, shape: &ShapeConfig) -> Result<Scenario, String> {
+pub fn scenario_for(seed: u64, shape: &ShapeConfig) -> Result<Scenario, GenerateError> {
     let mut runner = TestRunner::new_with_rng(Config::default(), rng_for(seed));
     let tree = arb_scenario(shape)
         .new_tree(&mut runner)
-        .map_err(|e| format!("seed {seed}: cannot generate a scenario: {e}"))?;
+        .map_err(|reason| GenerateError {
+            seed,
+            reason: reason.to_string(),
+        })?;
     let mut s = tree.current();
     s.seed = Some(seed);
     s.name = format!("seed-{seed}");
     Ok(s)
+}
+
+/// proptest could not draw a scenario for a seed (its `Reason` is no `std::error::Error`, so
+/// its text is kept).
+#[derive(Debug, thiserror::Error)]
+#[error("seed {seed}: cannot generate a scenario: {reason}")]
+pub struct GenerateError {
+    pub seed: u64,
+    pub reason: String,
+}
+
+/// Why a fuzz run stopped without a report.
+#[derive(Debug, thiserror::Error)]
+pub enum FuzzError {
+    #[error(transparent)]
+    Generate(#[from] GenerateError),
+    #[error("the live tier needs a cluster (--context)")]
+    NoCluster,
+    /// A worker's twin (or its lane of the cluster) could not be started.
+    #[error(transparent)]
+    Api(#[from] ApiError),
 }
 
 /// What a judge found: the message, the differing fields and, for a property violation, the
@@ -232,7 +256,7 @@ pub fn mutated(s: &Scenario, m: Mutant) -> Scenario {
 
 /// Judges one seed on the model tier and, on failure, shrinks it while the same property
 /// keeps failing.
-pub fn judge_seed(seed: u64, config: &FuzzConfig) -> Result<Option<Failure>, String> {
+pub fn judge_seed(seed: u64, config: &FuzzConfig) -> Result<Option<Failure>, Judged> {
     judge_seed_observed(seed, config, &|_| {})
 }
 
@@ -242,31 +266,39 @@ pub fn judge_seed_observed(
     seed: u64,
     config: &FuzzConfig,
     on_generated: &(dyn Fn(&Scenario) + Sync),
-) -> Result<Option<Failure>, String> {
-    judge_seed_on(seed, config, None, on_generated).map_err(|e| match e {
-        Judged::Error(e) | Judged::Inconclusive(e) | Judged::Flaky(e) => e,
-        Judged::Interrupted => "interrupted".into(),
-    })
+) -> Result<Option<Failure>, Judged> {
+    judge_seed_on(seed, config, None, on_generated)
 }
 
 /// Why a seed got no verdict.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Judged {
     /// The scenario could not be generated.
-    Error(String),
+    #[error(transparent)]
+    Generate(#[from] GenerateError),
     /// The twin could not judge it (infrastructure, no quiescence).
-    Inconclusive(String),
+    #[error("seed {seed}: {source}")]
+    Inconclusive {
+        seed: u64,
+        #[source]
+        source: ApiError,
+    },
     /// A cluster divergence that a clean re-run did not reproduce.
-    Flaky(String),
+    #[error("seed {seed}: {message}")]
+    Flaky { seed: u64, message: String },
     /// Ctrl-C.
+    #[error("interrupted")]
     Interrupted,
 }
 
 fn judged(seed: u64, e: ApiError) -> Judged {
     match e {
-        ApiError::Flaky(d) => Judged::Flaky(format!("seed {seed}: {}", d.message)),
+        ApiError::Flaky(d) => Judged::Flaky {
+            seed,
+            message: d.message,
+        },
         ApiError::Interrupted => Judged::Interrupted,
-        e => Judged::Inconclusive(format!("seed {seed}: {e}")),
+        source => Judged::Inconclusive { seed, source },
     }
 }
 
@@ -307,7 +339,10 @@ pub fn judge_seed_folding(
     let mut runner = TestRunner::new_with_rng(Config::default(), rng_for(seed));
     let mut tree = arb_scenario(&config.shape)
         .new_tree(&mut runner)
-        .map_err(|e| Judged::Error(format!("seed {seed}: cannot generate a scenario: {e}")))?;
+        .map_err(|reason| GenerateError {
+            seed,
+            reason: reason.to_string(),
+        })?;
     on_generated(&tree.current());
     // On the twin tier the mutant is the twin operator's; the model tier compares models.
     let model_mutant = if twin.is_some() { None } else { config.mutant };
@@ -439,7 +474,7 @@ fn failure(
 }
 
 fn first_scenario(seed: u64, config: &FuzzConfig) -> Result<Scenario, Judged> {
-    scenario_for(seed, &config.shape).map_err(Judged::Error)
+    Ok(scenario_for(seed, &config.shape)?)
 }
 
 /// Shrinks `tree` while `fails` keeps failing (at most `steps` candidates): the smallest
@@ -481,7 +516,7 @@ fn shrink<T>(
 pub fn run(
     config: &FuzzConfig,
     on_done: &(dyn Fn(u64, Option<&Failure>) + Sync),
-) -> Result<FuzzReport, String> {
+) -> Result<FuzzReport, FuzzError> {
     run_observed(config, on_done, &|_| {})
 }
 
@@ -490,13 +525,13 @@ pub fn run_observed(
     config: &FuzzConfig,
     on_done: &(dyn Fn(u64, Option<&Failure>) + Sync),
     on_generated: &(dyn Fn(&Scenario) + Sync),
-) -> Result<FuzzReport, String> {
+) -> Result<FuzzReport, FuzzError> {
     let seeds = seed_list(config);
     let started = Instant::now();
     let next = AtomicU64::new(0);
     let ran = AtomicU64::new(0);
     let failures: Mutex<Vec<Failure>> = Mutex::new(Vec::new());
-    let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let errors: Mutex<Vec<FuzzError>> = Mutex::new(Vec::new());
     let inconclusive: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
     let flaky: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
     let leftovers: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -550,21 +585,23 @@ pub fn run_observed(
                                 failures.lock().map(|mut v| v.push(f)).ok();
                             }
                         }
-                        Err(Judged::Inconclusive(why)) => {
+                        Err(why @ Judged::Inconclusive { .. }) => {
                             on_done(seed, None);
+                            let why = why.to_string();
                             inconclusive.lock().map(|mut v| v.push((seed, why))).ok();
                         }
-                        Err(Judged::Flaky(what)) => {
+                        Err(what @ Judged::Flaky { .. }) => {
                             ran.fetch_add(1, Ordering::Relaxed);
                             on_done(seed, None);
+                            let what = what.to_string();
                             flaky.lock().map(|mut v| v.push((seed, what))).ok();
                         }
                         Err(Judged::Interrupted) => {
                             interrupted.store(true, Ordering::Relaxed);
                             stop.store(true, Ordering::Relaxed);
                         }
-                        Err(Judged::Error(e)) => {
-                            errors.lock().map(|mut v| v.push(e)).ok();
+                        Err(Judged::Generate(e)) => {
+                            errors.lock().map(|mut v| v.push(e.into())).ok();
                         }
                     }
                 }
@@ -599,17 +636,12 @@ pub fn run_observed(
 
 /// Worker `lane`'s runner for the tier: none on the model tier, its own embedded twin, or a
 /// lane of the live run.
-fn runner_for(config: &FuzzConfig, lane: usize) -> Result<Option<ApiTarget>, String> {
+fn runner_for(config: &FuzzConfig, lane: usize) -> Result<Option<ApiTarget>, FuzzError> {
     match config.tier {
         Tier::Model => Ok(None),
-        Tier::Twin => ApiTarget::start(config.twin.clone())
-            .map(Some)
-            .map_err(|e| e.to_string()),
+        Tier::Twin => Ok(Some(ApiTarget::start(config.twin.clone())?)),
         Tier::Live => {
-            let live = config
-                .live
-                .as_ref()
-                .ok_or("the live tier needs a cluster (--context)")?;
+            let live = config.live.as_ref().ok_or(FuzzError::NoCluster)?;
             ApiTarget::connect(
                 live.kubeconfig.clone(),
                 &live.context,
@@ -624,7 +656,7 @@ fn runner_for(config: &FuzzConfig, lane: usize) -> Result<Option<ApiTarget>, Str
                 model::labels::DEFAULT_SYSTEM_NAMESPACE,
             )
             .map(Some)
-            .map_err(|e| e.to_string())
+            .map_err(FuzzError::from)
         }
     }
 }
@@ -702,8 +734,10 @@ pub const ISSUE_RUN: &str = "verify-issue";
 /// real Pod lands), a NodeFeature per Node and its Devices, labelled `run=verify-issue`. The
 /// same objects the live tier writes (`live::client::mock::run_objects`, built from the twin's
 /// own conversion `live::twin::read::mock_objects`), so the issue shows what `verify` tested.
-pub fn cluster_manifests(s: &Scenario) -> Result<Vec<serde_json::Value>, String> {
-    let run = live::client::RunId::new(ISSUE_RUN).map_err(|e| e.to_string())?;
+pub fn cluster_manifests(
+    s: &Scenario,
+) -> Result<Vec<serde_json::Value>, live::client::ClientError> {
+    let run = live::client::RunId::new(ISSUE_RUN)?;
     let cluster = live::client::mock::mocked_cluster(&s.cluster, &run);
     Ok(live::client::mock::run_objects(&cluster, &run)
         .into_iter()
@@ -721,9 +755,7 @@ pub fn cluster_manifests(s: &Scenario) -> Result<Vec<serde_json::Value>, String>
 
 /// Replays a twin counterexample (`twin-matches-model`) on a fresh embedded twin, under the
 /// mutant its scenario records: the divergence, if it still reproduces.
-pub fn replay_on_twin(s: &Scenario) -> Result<Option<Divergence>, String> {
-    let mut runner = ApiTarget::start(ApiConfig::default()).map_err(|e| e.to_string())?;
-    runner
-        .judge(s, recorded_mutant(s))
-        .map_err(|e| e.to_string())
+pub fn replay_on_twin(s: &Scenario) -> Result<Option<Divergence>, ApiError> {
+    let mut runner = ApiTarget::start(ApiConfig::default())?;
+    runner.judge(s, recorded_mutant(s))
 }

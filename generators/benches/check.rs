@@ -232,7 +232,7 @@ fn row(name: &str, r: &CheckReport) {
     );
 }
 
-fn fail(name: &str, e: &str) -> ! {
+fn fail(name: &str, e: &dyn std::fmt::Display) -> ! {
     eprintln!("{name}: {e}");
     std::process::exit(2);
 }

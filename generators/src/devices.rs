@@ -589,19 +589,22 @@ pub fn network_of(devices: &Devices) -> Network {
 
 /// Why `network` is not one a device manager could write beside `devices` (the generator
 /// rules 17–18), or `Ok`.
-pub fn check_network(devices: &Devices, network: &Network) -> Result<(), String> {
+pub fn check_network(devices: &Devices, network: &Network) -> Result<(), NetworkFault> {
     let numa_ok = |n: &str| n.is_empty() || n.bytes().all(|b| b.is_ascii_digit());
     let mut names = std::collections::BTreeSet::new();
     let mut rdma_devices = std::collections::BTreeSet::new();
     let mut device = |d: &str| d.is_empty() || rdma_devices.insert(d.to_string());
     for i in &network.interfaces {
         if !names.insert(i.name.clone()) {
-            return Err(format!("interface {} listed twice", i.name));
+            return Err(NetworkFault::new(
+                format!("interface {}", i.name),
+                "listed twice",
+            ));
         }
         if i.is_virtual && (i.bus != "virtual" || !i.pci_bus_id.is_empty() || i.rdma) {
-            return Err(format!(
-                "{}: a virtual interface with PCI or RDMA facts",
-                i.name
+            return Err(NetworkFault::new(
+                &i.name,
+                "a virtual interface with PCI or RDMA facts",
             ));
         }
         let unreadable = !i.rdma
@@ -609,30 +612,39 @@ pub fn check_network(devices: &Devices, network: &Network) -> Result<(), String>
                 .as_ref()
                 .is_some_and(|l| l.state == LinkState::Unverified);
         if i.rdma == i.rdma_device.is_empty() || (!i.rdma && i.link.is_some() && !unreadable) {
-            return Err(format!("{}: rdma flag and rdmaDevice disagree", i.name));
+            return Err(NetworkFault::new(
+                &i.name,
+                "rdma flag and rdmaDevice disagree",
+            ));
         }
         if !i.virtual_functions.is_empty() && !i.sriov {
-            return Err(format!("{}: VFs on a non-SR-IOV interface", i.name));
+            return Err(NetworkFault::new(&i.name, "VFs on a non-SR-IOV interface"));
         }
         if !numa_ok(&i.numa_affinity) || !device(&i.rdma_device) {
-            return Err(format!("{}: bad NUMA or a duplicate RDMA device", i.name));
+            return Err(NetworkFault::new(
+                &i.name,
+                "bad NUMA or a duplicate RDMA device",
+            ));
         }
         if !matches!(i.mtu, 0 | 68..=65536) {
-            return Err(format!("{}: mtu {}", i.name, i.mtu));
+            return Err(NetworkFault::new(&i.name, format!("mtu {}", i.mtu)));
         }
         let ids: Vec<&String> = i.virtual_functions.iter().map(|v| &v.pci_bus_id).collect();
         if ids.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(format!("{}: VFs not ordered by bus id", i.name));
+            return Err(NetworkFault::new(&i.name, "VFs not ordered by bus id"));
         }
         for v in &i.virtual_functions {
             if !names.insert(v.name.clone()) || v.rdma == v.rdma_device.is_empty() {
-                return Err(format!(
-                    "{}: duplicate name or rdma/rdmaDevice disagree",
-                    v.name
+                return Err(NetworkFault::new(
+                    &v.name,
+                    "duplicate name or rdma/rdmaDevice disagree",
                 ));
             }
             if !numa_ok(&v.numa_affinity) || !device(&v.rdma_device) {
-                return Err(format!("{}: bad NUMA or a duplicate RDMA device", v.name));
+                return Err(NetworkFault::new(
+                    &v.name,
+                    "bad NUMA or a duplicate RDMA device",
+                ));
             }
         }
     }
@@ -644,7 +656,10 @@ pub fn check_network(devices: &Devices, network: &Network) -> Result<(), String>
         .collect();
     for (id, t) in &network.topology {
         if !cards.contains(&id.as_str()) || !numa_ok(&t.numa_affinity) {
-            return Err(format!("topology of {id}: no such card or a bad NUMA"));
+            return Err(NetworkFault::new(
+                format!("topology of {id}"),
+                "no such card or a bad NUMA",
+            ));
         }
         if let Some(f) = &t.fabric {
             let hex = f.id.len() == 32
@@ -658,11 +673,32 @@ pub fn check_network(devices: &Devices, network: &Network) -> Result<(), String>
                 _ => false,
             };
             if !ok {
-                return Err(format!("fabric of {id}: {f:?}"));
+                return Err(NetworkFault::new(
+                    format!("fabric of {id}"),
+                    format!("{f:?}"),
+                ));
             }
         }
     }
     Ok(())
+}
+
+/// Where and why a network record breaks the generator's rules (what [`check_network`] finds).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{at}: {problem}")]
+pub struct NetworkFault {
+    /// The interface, VF, card topology or fabric concerned.
+    pub at: String,
+    pub problem: String,
+}
+
+impl NetworkFault {
+    fn new(at: impl Into<String>, problem: impl Into<String>) -> Self {
+        NetworkFault {
+            at: at.into(),
+            problem: problem.into(),
+        }
+    }
 }
 
 #[cfg(test)]

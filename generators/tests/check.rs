@@ -133,11 +133,11 @@ fn bfs_reports_the_shortest_counterexample() {
 #[test]
 fn out_of_range_scopes_are_errors_naming_the_option() {
     let e = run_check(&scope(9, 1, 0)).unwrap_err();
-    assert!(e.contains("--nodes"), "{e}");
+    assert!(e.to_string().contains("--nodes"), "{e}");
     let e = run_check(&scope(4, 5, 0)).unwrap_err();
-    assert!(e.contains("--cards"), "{e}");
+    assert!(e.to_string().contains("--cards"), "{e}");
     let e = run_check(&scope(1, 1, 9)).unwrap_err();
-    assert!(e.contains("--workloads"), "{e}");
+    assert!(e.to_string().contains("--workloads"), "{e}");
 }
 
 /// The smallest scope that reaches each mutant (the default scope reaches every one but

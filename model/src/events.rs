@@ -167,7 +167,7 @@ impl World {
             },
             Event::Finish { namespace, name } => match self.admission.finish(namespace, name) {
                 Ok(()) => Effect::Released,
-                Err(why) => Effect::Ignored { why },
+                Err(e) => Effect::Ignored { why: e.to_string() },
             },
             Event::NamespaceCreate { name } => self.namespace_create(name),
             Event::NamespaceDelete { name } => self.namespace_delete(name),
@@ -350,11 +350,7 @@ impl World {
         let holds = &self.admission.holds;
         let migrating: std::collections::BTreeSet<&str> = holds
             .values()
-            .filter(|h| {
-                h.quota
-                    .iter()
-                    .any(|(f, _, _)| dropped.contains(&f.as_str()))
-            })
+            .filter(|h| h.quota.iter().any(|q| dropped.contains(&q.flavor.as_str())))
             .map(|h| h.queue.as_str())
             .collect();
         holds

@@ -16,9 +16,11 @@
 //! The window between a Ready verdict and the ledger charge (in-flight accounting) is not
 //! modelled here: an admitted Workload is charged at once. The dynamic model ([M4]) splits it.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
 use crate::admission::candidates::{
     candidate_devices, selector_matches, FlavorObject, NodeDevices,
@@ -37,12 +39,14 @@ use crate::fit::{desired_fit_labels, fit_pin, node_is_managed, pod_set_fit_deman
 use crate::fit_keys::{filter_fit_labels, is_fit_label_key};
 use crate::labels::{Labels, HOSTNAME, JOINT_CHECK, NODE_DEVICES_CHECK};
 use crate::ledger::{
-    charge, lowest_free_placement, reconstruct_instances, release, CardLedger, Charge, Instance,
+    charge, lowest_free_placement, reconstruct_instances, release, CardLedger, Charge, ChargeError,
+    Instance,
 };
 use crate::nodefeature::LOCAL_QUEUE_PREFIX;
 use crate::objects::{ClusterQueue, InstanceType, ResourceFlavor, StopPolicy};
 use crate::placement::{
-    add_pods, node_free_accelerators, pod_accelerator_requests, tas_place_pod_set, Amounts, TasNode,
+    add_pods, node_free_accelerators, pod_accelerator_requests, tas_place_pod_set, Amounts,
+    TasMiss, TasNode,
 };
 use crate::pod_webhook::{
     fold_pod_requests, fronting_instance_type, pod_containers, validate_pod_requests,
@@ -89,9 +93,94 @@ pub struct CardCharge {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Hold {
     pub queue: String,
-    /// (flavor, resource, amount in the resource's quota unit).
-    pub quota: Vec<(String, String, i64)>,
+    pub quota: Vec<QuotaUse>,
     pub charges: Vec<CardCharge>,
+}
+
+/// Quota a reservation holds on one flavor for one resource.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct QuotaUse {
+    pub flavor: String,
+    pub resource: String,
+    /// In the resource's quota unit (`cpu` in millicores).
+    pub amount: i64,
+}
+
+/// Gate 2's verdict on a Workload's pod sets (Kueue's flavor assigner).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QuotaGate {
+    /// Every pod set took a flavor: the assignments and the quota they reserve.
+    Assigned {
+        assignments: Vec<PodSetAssignment>,
+        quota: Vec<QuotaUse>,
+    },
+    /// No quota reserved; Kueue's pending reason.
+    Pending { reason: String },
+}
+
+/// What gates 1–2 predict for a Workload alone ([`AdmissionState::quota_assignment`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QuotaPrediction {
+    /// Kueue reserves quota with these assignments.
+    Assigned(Vec<PodSetAssignment>),
+    /// Gate 1 rejects a Pod: the webhook's message.
+    Rejected { message: String },
+    /// Gate 2 leaves it pending (or its LocalQueue does not exist): the reason.
+    Pending { reason: String },
+    /// Its requests cannot be read.
+    Invalid(ModelError),
+}
+
+impl QuotaPrediction {
+    /// Why no quota is reserved; `None` when it is.
+    pub fn unreserved_because(&self) -> Option<String> {
+        match self {
+            QuotaPrediction::Assigned(_) => None,
+            QuotaPrediction::Rejected { message } => Some(message.clone()),
+            QuotaPrediction::Pending { reason } => Some(reason.clone()),
+            QuotaPrediction::Invalid(e) => Some(e.to_string()),
+        }
+    }
+}
+
+/// Gate 1's rejection of one of a Workload's Pods: the API server's message.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{message}")]
+pub struct PodRejected {
+    pub message: String,
+}
+
+/// Why the admission state could not change a card or a hold: a soundness failure of the
+/// chain (gate 3 budgeted what the ledger cannot take), or finishing what holds nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum HoldError {
+    #[error("workload {key} is not admitted")]
+    NotAdmitted { key: String },
+    #[error("card {card} of {accelerator_key} on {node} is gone")]
+    CardGone {
+        node: String,
+        accelerator_key: String,
+        card: String,
+    },
+    #[error("card {card} on {node} has no ledger row")]
+    NoLedgerRow { node: String, card: String },
+    #[error("card {card} on {node}: {source}")]
+    Charge {
+        node: String,
+        card: String,
+        #[source]
+        source: ChargeError,
+    },
+    #[error("card {card} on {node} has no free placement for {profile}")]
+    NoFreePlacement {
+        node: String,
+        card: String,
+        profile: String,
+    },
+    #[error("gate 3 budgeted a card it did not list")]
+    UnlistedCard,
+    #[error("gate 3 budgeted for an unknown demand")]
+    UnknownDemand,
 }
 
 /// The admission world: the cluster (its ledgers move), what it derives (structure only: it
@@ -192,25 +281,29 @@ impl AdmissionState {
     }
 
     /// What gate 2 would assign `w` now, gates 1–2 only and nothing reserved: the prediction
-    /// Kueue's `status.admission.podSetAssignments` is diffed against. `Err` says why gate 1
-    /// or 2 holds it (a rejection's message, a Pending reason).
-    pub fn quota_assignment(&self, w: &Workload) -> Result<Vec<PodSetAssignment>, String> {
-        let queue = self
-            .queue_of(w)
-            .cloned()
-            .ok_or_else(|| format!("LocalQueue {}/{} doesn't exist", w.namespace, w.queue))?;
-        let admitted = self.gate_pod_webhook(w)?;
+    /// Kueue's `status.admission.podSetAssignments` is diffed against, or why gate 1 or 2
+    /// holds it.
+    pub fn quota_assignment(&self, w: &Workload) -> QuotaPrediction {
+        let Some(queue) = self.queue_of(w).cloned() else {
+            return QuotaPrediction::Pending {
+                reason: no_local_queue(w),
+            };
+        };
+        let admitted = match self.gate_pod_webhook(w) {
+            Ok(a) => a,
+            Err(PodRejected { message }) => return QuotaPrediction::Rejected { message },
+        };
         match self.gate_quota(&queue, &admitted) {
-            Ok(Ok((assignments, _))) => Ok(assignments),
-            Ok(Err(reason)) => Err(reason),
-            Err(e) => Err(e.to_string()),
+            Ok(QuotaGate::Assigned { assignments, .. }) => QuotaPrediction::Assigned(assignments),
+            Ok(QuotaGate::Pending { reason }) => QuotaPrediction::Pending { reason },
+            Err(e) => QuotaPrediction::Invalid(e),
         }
     }
 
     /// `w` as gate 1 leaves it: each pod set's containers after the Pod webhook's folds, what
     /// Kueue builds the Workload of a mutated Pod from (admission.md §4: the mutating webhook
     /// runs before Kueue's). `Err`: the webhook's rejection.
-    pub fn as_gate_one_leaves(&self, w: &Workload) -> Result<Workload, String> {
+    pub fn as_gate_one_leaves(&self, w: &Workload) -> Result<Workload, PodRejected> {
         let pod_sets = self.gate_pod_webhook(w)?;
         Ok(Workload {
             pod_sets: pod_sets.into_iter().map(|a| a.pod_set).collect(),
@@ -264,9 +357,7 @@ impl AdmissionState {
             );
             // Its Workload now exists: the held siblings' verdicts name it as waiting rather
             // than assembling (`jointSiblings`).
-            if let Err(reason) = self.rejudge_deployment(w) {
-                return Ok(Outcome::Unplaceable { reason });
-            }
+            self.rejudge_deployment(w);
         }
         Ok(outcome)
     }
@@ -290,18 +381,18 @@ impl AdmissionState {
         let key = key.to_string();
         let Some(queue) = self.queue_of(w).cloned() else {
             return Ok(Outcome::Pending {
-                reason: format!("LocalQueue {}/{} doesn't exist", w.namespace, w.queue),
+                reason: no_local_queue(w),
             });
         };
         let admitted = match self.gate_pod_webhook(w) {
             Ok(p) => p,
-            Err(message) => return Ok(Outcome::Rejected { message }),
+            Err(PodRejected { message }) => return Ok(Outcome::Rejected { message }),
         };
         let (assignments, quota) = match given {
             Some(given) => (given.to_vec(), reserved_quota(&admitted, given)?),
             None => match self.gate_quota(&queue, &admitted)? {
-                Ok(a) => a,
-                Err(reason) => return Ok(Outcome::Pending { reason }),
+                QuotaGate::Assigned { assignments, quota } => (assignments, quota),
+                QuotaGate::Pending { reason } => return Ok(Outcome::Pending { reason }),
             },
         };
         let mut charges = Vec::new();
@@ -320,14 +411,14 @@ impl AdmissionState {
             }
             charges = match planned_charges(&fit, &demands, self) {
                 Ok(c) => c,
-                Err(reason) => return Ok(Outcome::Unplaceable { reason }),
+                Err(e) => return Ok(unplaceable(e)),
             };
         }
         if self.joint_gates(w) {
             return Ok(self.hold_for_barrier(w, &queue.name, quota, charges));
         }
-        if let Err(reason) = self.apply(&charges) {
-            return Ok(Outcome::Unplaceable { reason });
+        if let Err(e) = self.apply(&charges) {
+            return Ok(unplaceable(e));
         }
         self.reserve(&key, &queue.name, quota, charges);
         Ok(Outcome::Admitted)
@@ -344,12 +435,12 @@ impl AdmissionState {
         &mut self,
         w: &Workload,
         queue: &str,
-        quota: Vec<(String, String, i64)>,
+        quota: Vec<QuotaUse>,
         charges: Vec<CardCharge>,
     ) -> Outcome {
         let key = workload_key(w);
-        if let Err(reason) = self.apply(&charges) {
-            return Outcome::Unplaceable { reason };
+        if let Err(e) = self.apply(&charges) {
+            return unplaceable(e);
         }
         self.reserve(&key, queue, quota, charges);
         self.joint.insert(
@@ -360,30 +451,22 @@ impl AdmissionState {
                 message: String::new(),
             },
         );
-        match self.rejudge_deployment(w) {
-            Err(reason) => Outcome::Unplaceable { reason },
-            Ok(_) => match self.joint.get(&key) {
-                Some(m) if m.phase == JointPhase::Held => Outcome::Held {
-                    message: m.message.clone(),
-                },
-                _ => Outcome::Admitted,
+        self.rejudge_deployment(w);
+        match self.joint.get(&key) {
+            Some(m) if m.phase == JointPhase::Held => Outcome::Held {
+                message: m.message.clone(),
             },
+            _ => Outcome::Admitted,
         }
     }
 
     /// Records a reservation: quota on the queue, and a hold.
-    fn reserve(
-        &mut self,
-        key: &str,
-        queue: &str,
-        quota: Vec<(String, String, i64)>,
-        charges: Vec<CardCharge>,
-    ) {
-        for (flavor, resource, amount) in &quota {
+    fn reserve(&mut self, key: &str, queue: &str, quota: Vec<QuotaUse>, charges: Vec<CardCharge>) {
+        for q in &quota {
             *self
                 .reserved
-                .entry((queue.to_string(), flavor.clone(), resource.clone()))
-                .or_default() += amount;
+                .entry((queue.to_string(), q.flavor.clone(), q.resource.clone()))
+                .or_default() += q.amount;
         }
         self.holds.insert(
             key.to_string(),
@@ -440,9 +523,9 @@ impl AdmissionState {
 
     /// Re-judges every held replica of `w`'s deployment: Ready admits them all; Pending
     /// writes the verdict's message on each. Returns the replicas admitted.
-    fn rejudge_deployment(&mut self, w: &Workload) -> Result<Vec<String>, String> {
+    fn rejudge_deployment(&mut self, w: &Workload) -> Vec<String> {
         let Some(verdict) = self.deployment_verdict(w) else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
         let held = self.held_siblings(w);
         if !verdict.ready {
@@ -451,7 +534,7 @@ impl AdmissionState {
                     m.message = verdict.message.clone();
                 }
             }
-            return Ok(Vec::new());
+            return Vec::new();
         }
         for k in &held {
             if let Some(m) = self.joint.get_mut(k) {
@@ -459,7 +542,7 @@ impl AdmissionState {
                 m.message = verdict.message.clone();
             }
         }
-        Ok(held)
+        held
     }
 
     /// The joint check's bound passes for deployment `deployment` in `namespace`
@@ -550,32 +633,33 @@ impl AdmissionState {
     /// Finishes (deletes) a Workload: an admitted or held one releases its charges (newest
     /// first) and its quota; a tracked replica that reserves nothing is simply forgotten; a
     /// deployment's held siblings are re-judged.
-    pub fn finish(&mut self, namespace: &str, name: &str) -> Result<(), String> {
+    pub fn finish(&mut self, namespace: &str, name: &str) -> Result<(), HoldError> {
         let key = format!("{namespace}/{name}");
         if let Some(m) = self.joint.remove(&key) {
             if self.holds.contains_key(&key) {
                 self.finish_hold(&key)?;
             }
-            self.rejudge_deployment(&m.workload)?;
+            self.rejudge_deployment(&m.workload);
             return Ok(());
         }
         self.finish_hold(&key)
     }
 
     /// Releases an admitted Workload's charges (newest first) and its quota.
-    fn finish_hold(&mut self, key: &str) -> Result<(), String> {
-        let key = key.to_string();
+    fn finish_hold(&mut self, key: &str) -> Result<(), HoldError> {
         let hold = self
             .holds
-            .remove(&key)
-            .ok_or_else(|| format!("workload {key} is not admitted"))?;
+            .remove(key)
+            .ok_or_else(|| HoldError::NotAdmitted {
+                key: key.to_string(),
+            })?;
         for c in hold.charges.iter().rev() {
             self.change_card(c, release)?;
         }
-        for (flavor, resource, amount) in hold.quota {
-            let k = (hold.queue.clone(), flavor, resource);
+        for q in hold.quota {
+            let k = (hold.queue.clone(), q.flavor, q.resource);
             if let Some(v) = self.reserved.get_mut(&k) {
-                *v -= amount;
+                *v -= q.amount;
                 if *v == 0 {
                     self.reserved.remove(&k);
                 }
@@ -611,7 +695,7 @@ impl AdmissionState {
     /// server's message for a Pod named after the Workload. Each pod set carries the required
     /// node affinity its Pods and its Workload are given (the Pod webhook's static shared pin,
     /// the Workload webhook's fit pins, which change nothing when the InstanceType is unknown).
-    fn gate_pod_webhook(&self, w: &Workload) -> Result<Vec<AdmittedPodSet>, String> {
+    fn gate_pod_webhook(&self, w: &Workload) -> Result<Vec<AdmittedPodSet>, PodRejected> {
         let fronting = fronting_instance_type(&self.derived.instance_types, &w.queue);
         w.pod_sets
             .iter()
@@ -625,7 +709,9 @@ impl AdmissionState {
                 let app: Vec<Container> =
                     ps.containers.iter().filter(|c| !c.init).cloned().collect();
                 let containers = pod_containers(&init, &app);
-                let rejected = |e: PodRejection| e.message_for(&w.name);
+                let rejected = |e: PodRejection| PodRejected {
+                    message: e.message_for(&w.name),
+                };
                 let folded = fold_pod_requests(&containers, &fronting).map_err(rejected)?;
                 validate_pod_requests(&folded.containers).map_err(rejected)?;
                 let pod_set = PodSet {
@@ -651,20 +737,20 @@ impl AdmissionState {
     /// flavor, in queue order, whose free quota covers every resource it asks and, on a
     /// topology-aware flavor, whose nodes host every one of its Pods whole
     /// ([`tas_place_pod_set`]); a flavor that fails either is passed over. A held queue admits
-    /// nothing. Inner `Err` = pending with Kueue's reasons, every flavor's.
-    #[allow(clippy::type_complexity)]
+    /// nothing. Pending carries Kueue's reasons, every flavor's.
     fn gate_quota(
         &self,
         queue: &ClusterQueue,
         pod_sets: &[AdmittedPodSet],
-    ) -> Result<Result<(Vec<PodSetAssignment>, Vec<(String, String, i64)>), String>, ModelError>
-    {
+    ) -> Result<QuotaGate, ModelError> {
         if queue.stop_policy != StopPolicy::None {
-            return Ok(Err(format!(
-                "ClusterQueue {} is inactive (stopPolicy {})",
-                queue.name,
-                queue.stop_policy.name()
-            )));
+            return Ok(QuotaGate::Pending {
+                reason: format!(
+                    "ClusterQueue {} is inactive (stopPolicy {})",
+                    queue.name,
+                    queue.stop_policy.name()
+                ),
+            });
         }
         let mut taken: BTreeMap<(String, String), i64> = BTreeMap::new();
         let mut placed: BTreeMap<String, Amounts> = BTreeMap::new();
@@ -723,18 +809,24 @@ impl AdmissionState {
                         chosen = Some((f.flavor.clone(), hosts));
                         break;
                     }
-                    Err(r) => reasons.push(r),
+                    Err(m) => reasons.push(m.miss.message(&m.topology)),
                 }
             }
             let Some((flavor, hosts)) = chosen else {
-                return Ok(Err(unassignable_reason(queue, ps, &reasons)));
+                return Ok(QuotaGate::Pending {
+                    reason: unassignable_reason(queue, ps, &reasons),
+                });
             };
             for h in &hosts {
                 add_pods(placed.entry(h.hostname.clone()).or_default(), &pod, h.pods);
             }
             for (r, amount) in &asked {
                 *taken.entry((flavor.clone(), r.clone())).or_default() += amount;
-                quota.push((flavor.clone(), r.clone(), *amount));
+                quota.push(QuotaUse {
+                    flavor: flavor.clone(),
+                    resource: r.clone(),
+                    amount: *amount,
+                });
             }
             assignments.push(PodSetAssignment {
                 pod_set: ps.name.clone(),
@@ -745,7 +837,7 @@ impl AdmissionState {
                 hosts,
             });
         }
-        Ok(Ok((assignments, quota)))
+        Ok(QuotaGate::Assigned { assignments, quota })
     }
 
     /// Gate 2's topology-aware half for one flavor: Kueue's hostname-level assignment of the
@@ -759,7 +851,7 @@ impl AdmissionState {
         pod: &Amounts,
         count: u32,
         required: &[NodeSelectorRequirement],
-    ) -> Result<Vec<HostPods>, String> {
+    ) -> Result<Vec<HostPods>, TopologyMiss> {
         let Some(rf) = self
             .derived
             .resource_flavors
@@ -782,7 +874,10 @@ impl AdmissionState {
                     })
                     .collect()
             })
-            .map_err(|miss| miss.message(topology))
+            .map_err(|miss| TopologyMiss {
+                topology: topology.to_string(),
+                miss,
+            })
     }
 
     /// The nodes a flavor selects (its `nodeLabels` on the node's labels) as Kueue's TAS
@@ -854,7 +949,7 @@ impl AdmissionState {
     }
 
     /// Charges every card, all or nothing (gate 5 under its per-node mutex).
-    fn apply(&mut self, charges: &[CardCharge]) -> Result<(), String> {
+    fn apply(&mut self, charges: &[CardCharge]) -> Result<(), HoldError> {
         let before = (self.cluster.clone(), self.instances.clone());
         for c in charges {
             if let Err(e) = self.change_card(c, charge) {
@@ -869,23 +964,27 @@ impl AdmissionState {
     fn change_card(
         &mut self,
         c: &CardCharge,
-        op: impl Fn(&CardLedger, &Charge) -> Result<CardLedger, crate::ledger::ChargeError>,
-    ) -> Result<(), String> {
+        op: impl Fn(&CardLedger, &Charge) -> Result<CardLedger, ChargeError>,
+    ) -> Result<(), HoldError> {
         let key = (c.node.clone(), c.card.clone());
         let instances = self.instances.get(&key).cloned().unwrap_or_default();
         let card = self
             .card_mut(&c.node, &c.accelerator_key, &c.card)
-            .ok_or_else(|| {
-                format!(
-                    "card {} of {} on {} is gone",
-                    c.card, c.accelerator_key, c.node
-                )
+            .ok_or_else(|| HoldError::CardGone {
+                node: c.node.clone(),
+                accelerator_key: c.accelerator_key.clone(),
+                card: c.card.clone(),
             })?;
-        let mut ledger = CardLedger::from_card(card)
-            .ok_or_else(|| format!("card {} on {} has no ledger row", c.card, c.node))?;
+        let mut ledger = CardLedger::from_card(card).ok_or_else(|| HoldError::NoLedgerRow {
+            node: c.node.clone(),
+            card: c.card.clone(),
+        })?;
         ledger.instances = instances;
-        let next =
-            op(&ledger, &c.charge).map_err(|e| format!("card {} on {}: {e}", c.card, c.node))?;
+        let next = op(&ledger, &c.charge).map_err(|source| HoldError::Charge {
+            node: c.node.clone(),
+            card: c.card.clone(),
+            source,
+        })?;
         card.ledger = Some(next.row);
         if next.instances.is_empty() {
             self.instances.remove(&key);
@@ -931,6 +1030,18 @@ impl AdmissionState {
     }
 }
 
+/// Gate 2's pending reason for a Workload whose LocalQueue is not there.
+fn no_local_queue(w: &Workload) -> String {
+    format!("LocalQueue {}/{} doesn't exist", w.namespace, w.queue)
+}
+
+/// A Ready verdict the ledger could not honour: reported, not hidden.
+fn unplaceable(e: HoldError) -> Outcome {
+    Outcome::Unplaceable {
+        reason: e.to_string(),
+    }
+}
+
 /// Kueue's pending message when no flavor took a pod set: every flavor's reasons in queue
 /// order (each short resource, or the topology's), joined by ", " after "couldn't assign
 /// flavors to pod set <name>: " (Kueue's flavor assigner; TryNextFlavor tries them all).
@@ -943,6 +1054,13 @@ fn unassignable_reason(queue: &ClusterQueue, ps: &PodSet, reasons: &[String]) ->
         ps.name,
         reasons.join(", ")
     )
+}
+
+/// A flavor whose topology cannot host a pod set's Pods (gate 2 passes it over).
+#[derive(Clone, Debug)]
+struct TopologyMiss {
+    topology: String,
+    miss: TasMiss,
 }
 
 /// A pod set after gate 1: its folded Pods and the required node affinity they carry.
@@ -1034,7 +1152,7 @@ fn node_hostname(n: &crate::cluster::Node) -> String {
 fn reserved_quota(
     pod_sets: &[AdmittedPodSet],
     given: &[PodSetAssignment],
-) -> Result<Vec<(String, String, i64)>, ModelError> {
+) -> Result<Vec<QuotaUse>, ModelError> {
     let mut quota = Vec::new();
     for a in given {
         let Some(ps) = pod_sets.iter().find(|p| p.pod_set.name == a.pod_set) else {
@@ -1042,7 +1160,11 @@ fn reserved_quota(
         };
         for (resource, amount) in pod_set_usage(&ps.pod_set)? {
             if let Some(flavor) = a.flavors.get(&resource) {
-                quota.push((flavor.clone(), resource, amount));
+                quota.push(QuotaUse {
+                    flavor: flavor.clone(),
+                    resource,
+                    amount,
+                });
             }
         }
     }
@@ -1076,7 +1198,7 @@ fn planned_charges(
     fit: &Fit,
     demands: &[FamilyDemand],
     state: &AdmissionState,
-) -> Result<Vec<CardCharge>, String> {
+) -> Result<Vec<CardCharge>, HoldError> {
     let host_to_node: BTreeMap<String, String> = state
         .cluster
         .nodes
@@ -1086,39 +1208,42 @@ fn planned_charges(
     let mut scratch: BTreeMap<(String, String), CardLedger> = BTreeMap::new();
     let mut out = Vec::new();
     for take in &fit.takes {
-        let slot = fit
-            .cards
-            .get(take.card)
-            .ok_or_else(|| "gate 3 budgeted a card it did not list".to_string())?;
-        let demand = demands
-            .get(take.demand)
-            .ok_or_else(|| "gate 3 budgeted for an unknown demand".to_string())?;
+        let slot = fit.cards.get(take.card).ok_or(HoldError::UnlistedCard)?;
+        let demand = demands.get(take.demand).ok_or(HoldError::UnknownDemand)?;
         let node = host_to_node
             .get(&slot.hostname)
             .cloned()
             .unwrap_or_else(|| slot.hostname.clone());
-        let key = (node.clone(), slot.id.clone());
-        if !scratch.contains_key(&key) {
-            let card = state
-                .card(&node, &slot.accelerator_key, &slot.id)
-                .ok_or_else(|| format!("card {} on {node} has no ledger row", slot.id))?;
-            scratch.insert(key.clone(), card);
-        }
+        let card = match scratch.entry((node.clone(), slot.id.clone())) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => v.insert(
+                state
+                    .card(&node, &slot.accelerator_key, &slot.id)
+                    .ok_or_else(|| HoldError::NoLedgerRow {
+                        node: node.clone(),
+                        card: slot.id.clone(),
+                    })?,
+            ),
+        };
         for ch in charges_of(&take.taken, demand, &slot.manufacturer) {
-            let card = scratch.get_mut(&key).ok_or("scratch card missing")?;
             let ch = match ch {
                 Planned::Fixed(c) => c,
                 Planned::Partition(profile) => Charge::Partition(Instance {
                     placement: lowest_free_placement(card, &profile).ok_or_else(|| {
-                        format!(
-                            "card {} on {node} has no free placement for {profile}",
-                            slot.id
-                        )
+                        HoldError::NoFreePlacement {
+                            node: node.clone(),
+                            card: slot.id.clone(),
+                            profile: profile.clone(),
+                        }
                     })?,
                     profile,
                 }),
             };
-            *card = charge(card, &ch).map_err(|e| format!("card {} on {node}: {e}", slot.id))?;
+            *card = charge(card, &ch).map_err(|source| HoldError::Charge {
+                node: node.clone(),
+                card: slot.id.clone(),
+                source,
+            })?;
             out.push(CardCharge {
                 node: node.clone(),
                 accelerator_key: slot.accelerator_key.clone(),

@@ -264,7 +264,7 @@ fn the_flavor_whose_nodes_host_the_pod_is_picked_over_an_earlier_one_with_quota(
     assert_eq!(s.submit(&pair), Outcome::Admitted);
     let hold = hold_of(&s, "pair");
     assert!(
-        hold.quota.iter().all(|(f, _, _)| f.contains("-4d")),
+        hold.quota.iter().all(|q| q.flavor.contains("-4d")),
         "{:?}",
         hold.quota
     );

@@ -57,7 +57,7 @@ pub(crate) fn check(
                 format!("{} {} {want}", path.join("."), op.symbol())
             });
             match objects_at(steps, *step, *kind, name) {
-                Err(why) => (false, label, why),
+                Err(missing) => (false, label, missing.to_string()),
                 Ok(found) => {
                     let mut held = true;
                     let mut shown = Vec::new();
@@ -204,28 +204,43 @@ fn objects_at(
     step: usize,
     kind: ObjectKind,
     name: &str,
-) -> Result<Vec<(String, Value)>, String> {
+) -> Result<Vec<(String, Value)>, Missing> {
     let o = steps
         .get(step)
         .and_then(Option::as_ref)
-        .ok_or_else(|| format!("no step {step}"))?;
+        .ok_or(Missing::Step { step })?;
     let found = named(&o.derived, kind, name);
     if found.is_empty() {
         let all: Vec<String> = listed(&o.derived, kind)
             .iter()
             .map(|(n, _)| n.clone())
             .collect();
-        return Err(format!(
-            "step {step}: no {} named {name} (have: {})",
-            kind.name(),
-            if all.is_empty() {
+        return Err(Missing::Object {
+            step,
+            kind: kind.name(),
+            name: name.to_string(),
+            have: if all.is_empty() {
                 "none".to_string()
             } else {
                 all.join(", ")
-            }
-        ));
+            },
+        });
     }
     Ok(found)
+}
+
+/// What an expectation names that the replay does not have: its verdict is "not held".
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+enum Missing {
+    #[error("no step {step}")]
+    Step { step: usize },
+    #[error("step {step}: no {kind} named {name} (have: {have})")]
+    Object {
+        step: usize,
+        kind: &'static str,
+        name: String,
+        have: String,
+    },
 }
 
 /// Every object of `kind`, with its name, as the model serializes it.

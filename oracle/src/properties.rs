@@ -276,7 +276,10 @@ fn map_known_names(d: &mut Derived, back: &BTreeMap<String, String>) {
 }
 
 /// Replaces every string (value or key) of the serialized derivation found in `back`.
-pub fn map_names(d: &Derived, back: &BTreeMap<String, String>) -> Result<Derived, String> {
+pub fn map_names(
+    d: &Derived,
+    back: &BTreeMap<String, String>,
+) -> Result<Derived, serde_json::Error> {
     fn walk(v: serde_json::Value, back: &BTreeMap<String, String>) -> serde_json::Value {
         use serde_json::Value;
         match v {
@@ -290,8 +293,8 @@ pub fn map_names(d: &Derived, back: &BTreeMap<String, String>) -> Result<Derived
             other => other,
         }
     }
-    let value = serde_json::to_value(d).map_err(|e| e.to_string())?;
-    serde_json::from_value(walk(value, back)).map_err(|e| e.to_string())
+    let value = serde_json::to_value(d)?;
+    serde_json::from_value(walk(value, back))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1222,10 +1225,10 @@ fn earlier_flavor_freed(before: &World, after: &World, freed: &str, judged: &str
             .flat_map(|g| &g.flavors)
             .position(|x| x.flavor == flavor)
     };
-    let last_taken = j.quota.iter().filter_map(|(fl, _, _)| position(fl)).max();
+    let last_taken = j.quota.iter().filter_map(|q| position(&q.flavor)).max();
     f.quota
         .iter()
-        .filter_map(|(fl, _, _)| position(fl))
+        .filter_map(|q| position(&q.flavor))
         .any(|p| last_taken.is_some_and(|t| p < t))
 }
 

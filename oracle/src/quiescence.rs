@@ -16,8 +16,20 @@ use model::units::UNITS_PER_CARD;
 
 use crate::properties as m3;
 
-/// What one check found: nothing, or why it fails.
-pub type Check = Result<(), String>;
+/// What one check found: nothing, or why the invariant is broken (a verdict, not a failure
+/// to check).
+pub type Check = Result<(), Breach>;
+
+/// Why an invariant does not hold at a quiescent point.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Breach(pub String);
+
+impl From<m3::Violation> for Breach {
+    fn from(v: m3::Violation) -> Self {
+        Breach(v.to_string())
+    }
+}
 
 pub const NO_OVERCOMMIT: &str = "no card overcommitted";
 pub const NO_PARTITION_ON_PLAIN: &str = "no partition on a non-partitioned card";
@@ -50,7 +62,7 @@ pub fn at_quiescence(world: &World, observed: &Derived) -> Vec<(&'static str, St
         (M3_ACCOUNTING, m3_accounting(world, observed)),
     ]
     .into_iter()
-    .filter_map(|(name, r)| r.err().map(|why| (name, why)))
+    .filter_map(|(name, r)| r.err().map(|Breach(why)| (name, why)))
     .collect()
 }
 
@@ -62,16 +74,16 @@ pub fn cards_within_bounds(w: &World) -> Check {
                 continue;
             };
             if !(0..=UNITS_PER_CARD).contains(&l.remaining_units) {
-                return Err(format!(
+                return Err(Breach(format!(
                     "card {} on {}: expected remaining units in [0, {UNITS_PER_CARD}], got {}",
                     card.id, node.name, l.remaining_units
-                ));
+                )));
             }
             if !cap.is_partitioned() && l.allocated_slices > cap.logical_sliced_count {
-                return Err(format!(
+                return Err(Breach(format!(
                     "card {} on {}: expected at most {} slices, got {}",
                     card.id, node.name, cap.logical_sliced_count, l.allocated_slices
-                ));
+                )));
             }
         }
     }
@@ -95,10 +107,10 @@ pub fn no_partition_on_plain(w: &World) -> Check {
                 .get(&(node.name.clone(), card.id.clone()))
                 .is_some_and(|i| !i.is_empty());
             if carved || live {
-                return Err(format!(
+                return Err(Breach(format!(
                     "card {} on {} is not partitioned: expected no partition, got one",
                     card.id, node.name
-                ));
+                )));
             }
         }
     }
@@ -136,9 +148,9 @@ pub fn credits_within_quota(
             continue;
         };
         if *used > cap {
-            return Err(format!(
+            return Err(Breach(format!(
                 "queue {queue} flavor {flavor} {resource}: expected reserved ≤ {cap}, got {used}"
-            ));
+            )));
         }
     }
     Ok(())
@@ -163,10 +175,10 @@ pub fn views_fresh(w: &World, observed: &Derived) -> Check {
                 continue;
             }
             if o.status.views != it.status.views || o.status.cpu != it.status.cpu {
-                return Err(format!(
+                return Err(Breach(format!(
                     "InstanceType {}: expected the {what}'s views {:?}, got {:?}",
                     it.name, o.status.views, it.status.views
-                ));
+                )));
             }
         }
     }
@@ -175,21 +187,21 @@ pub fn views_fresh(w: &World, observed: &Derived) -> Check {
 
 /// [M3] structure, os/arch and CPU-group isolation on the published objects.
 pub fn m3_structure(w: &World, observed: &Derived) -> Check {
-    m3::structure_of("state", observed, w.cluster()).map_err(|v| v.to_string())?;
-    m3::os_arch_unmixed(observed).map_err(|v| v.to_string())?;
-    m3::cpu_groups_unmixed(observed).map_err(|v| v.to_string())
+    m3::structure_of("state", observed, w.cluster())?;
+    m3::os_arch_unmixed(observed)?;
+    m3::cpu_groups_unmixed(observed).map_err(Breach::from)
 }
 
 /// [M3] accounting on the published objects: one family per card, nominal = capacity,
 /// bounded views, capacities counting the pool's cards.
 pub fn m3_accounting(w: &World, observed: &Derived) -> Check {
     let cluster = w.cluster();
-    m3::cards_in_one_family(cluster).map_err(|v| v.to_string())?;
-    m3::quota_matches_capacity(observed).map_err(|v| v.to_string())?;
+    m3::cards_in_one_family(cluster)?;
+    m3::quota_matches_capacity(observed)?;
     for it in &observed.instance_types {
-        m3::views_bounded(it, cluster.settings.shared_once_max).map_err(|v| v.to_string())?;
+        m3::views_bounded(it, cluster.settings.shared_once_max)?;
         if let Some(cards) = m3::pool_cards(observed, cluster, it) {
-            m3::capacities_count_cards(it, &cards).map_err(|v| v.to_string())?;
+            m3::capacities_count_cards(it, &cards)?;
         }
     }
     Ok(())
@@ -202,7 +214,7 @@ pub fn m3_shape(w: &World) -> Check {
         cluster: w.cluster().clone(),
         ..Scenario::default()
     };
-    m3::invariance(&s).map_err(|v| v.to_string())?;
-    m3::pool_isolation(&s).map_err(|v| v.to_string())?;
-    m3::idempotence(&s).map_err(|v| v.to_string())
+    m3::invariance(&s)?;
+    m3::pool_isolation(&s)?;
+    m3::idempotence(&s).map_err(Breach::from)
 }

@@ -94,26 +94,28 @@ impl fmt::Display for Floor {
 }
 
 /// Parses `CLASS=N,CLASS:VALUE=N,…`; errors name the item and what was expected.
-pub fn parse_floors(text: &str) -> Result<Vec<Floor>, String> {
+pub fn parse_floors(text: &str) -> Result<Vec<Floor>, FloorError> {
     text.split(',')
         .map(str::trim)
         .filter(|item| !item.is_empty())
         .map(|item| {
-            let (key, min) = item.rsplit_once('=').ok_or_else(|| {
-                format!("coverage floor `{item}`: expected CLASS=N or CLASS:VALUE=N")
-            })?;
+            let bad = |problem: String| FloorError {
+                item: item.to_string(),
+                problem,
+            };
+            let (key, min) = item
+                .rsplit_once('=')
+                .ok_or_else(|| bad("expected CLASS=N or CLASS:VALUE=N".into()))?;
             let min: u64 = min
                 .trim()
                 .parse()
-                .map_err(|_| format!("coverage floor `{item}`: `{min}` is not a whole number"))?;
+                .map_err(|_| bad(format!("`{min}` is not a whole number")))?;
             let (class, value) = match key.split_once(':') {
                 Some((c, v)) => (c.trim(), Some(v.trim().to_string())),
                 None => (key.trim(), None),
             };
             if class.is_empty() || value.as_deref() == Some("") {
-                return Err(format!(
-                    "coverage floor `{item}`: expected a class name (and a value after `:`)"
-                ));
+                return Err(bad("expected a class name (and a value after `:`)".into()));
             }
             Ok(Floor {
                 class: class.to_string(),
@@ -122,6 +124,14 @@ pub fn parse_floors(text: &str) -> Result<Vec<Floor>, String> {
             })
         })
         .collect()
+}
+
+/// A `--coverage-floor` item that does not parse: the item and what was expected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("coverage floor `{item}`: {problem}")]
+pub struct FloorError {
+    pub item: String,
+    pub problem: String,
 }
 
 /// A floor and what the run reached.
@@ -190,7 +200,7 @@ mod tests {
         assert_eq!(checks[1].floor, "modes:None=2");
         assert_eq!(checks[1].reached, 1);
         for bad in ["vendors", "vendors=x", "=3", "modes:=1"] {
-            let e = parse_floors(bad).unwrap_err();
+            let e = parse_floors(bad).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }
     }

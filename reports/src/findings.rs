@@ -225,15 +225,18 @@ impl Status {
         }
     }
 
-    pub fn parse(s: &str) -> Result<Status, String> {
+    pub fn parse(s: &str) -> Result<Status, UnknownStatus> {
         Status::ALL
             .into_iter()
             .find(|x| x.name() == s)
-            .ok_or_else(|| {
-                format!("unknown status `{s}`: expected open, reported-upstream or accepted")
-            })
+            .ok_or_else(|| UnknownStatus(s.to_string()))
     }
 }
+
+/// A finding status name that is none of [`Status::ALL`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown status `{0}`: expected open, reported-upstream or accepted")]
+pub struct UnknownStatus(pub String);
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -350,8 +353,18 @@ pub enum LedgerError {
         field: String,
         why: String,
     },
-    #[error("cannot write {}: {why}", path.display())]
-    Write { path: PathBuf, why: String },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Encode {
+        path: PathBuf,
+        #[source]
+        source: serde_norway::Error,
+    },
     #[error("no finding with signature `{0}` in the ledger or the run")]
     Unknown(String),
     #[error("`{prefix}` names several findings: {}", matches.join(", "))]
@@ -404,18 +417,21 @@ impl Ledger {
 
     /// Writes the ledger (atomically: a temporary file renamed over it), with its header.
     pub fn save(&self, path: &Path) -> Result<(), LedgerError> {
-        let fail = |why: String| LedgerError::Write {
+        let fail = |source: std::io::Error| LedgerError::Write {
             path: path.to_path_buf(),
-            why,
+            source,
         };
-        let body = serde_norway::to_string(self).map_err(|e| fail(e.to_string()))?;
+        let body = serde_norway::to_string(self).map_err(|source| LedgerError::Encode {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let text = format!("{LEDGER_HEADER}{body}");
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
+            std::fs::create_dir_all(dir).map_err(fail)?;
         }
         let tmp = path.with_extension("yaml.tmp");
-        std::fs::write(&tmp, text).map_err(|e| fail(e.to_string()))?;
-        std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
+        std::fs::write(&tmp, text).map_err(fail)?;
+        std::fs::rename(&tmp, path).map_err(fail)
     }
 
     pub fn get(&self, signature: &Signature) -> Option<&KnownFinding> {
@@ -558,11 +574,11 @@ pub struct IssueInput<'a> {
 }
 
 /// Kubernetes objects as one YAML stream (`---` between documents).
-pub fn manifests_yaml(objects: &[serde_json::Value]) -> Result<String, String> {
+pub fn manifests_yaml(objects: &[serde_json::Value]) -> Result<String, serde_norway::Error> {
     let mut out = String::new();
     for o in objects {
         out.push_str("---\n");
-        out.push_str(&serde_norway::to_string(o).map_err(|e| e.to_string())?);
+        out.push_str(&serde_norway::to_string(o)?);
     }
     Ok(out)
 }
@@ -570,7 +586,7 @@ pub fn manifests_yaml(objects: &[serde_json::Value]) -> Result<String, String> {
 /// The Markdown of an issue for the operator's tracker: title, the property, expected versus
 /// observed, the operator rule and file concerned, the reproducing commands, and the minimal
 /// cluster as kubectl-applicable YAML.
-pub fn issue_markdown(input: &IssueInput<'_>) -> Result<String, String> {
+pub fn issue_markdown(input: &IssueInput<'_>) -> Result<String, serde_norway::Error> {
     use std::fmt::Write as _;
     let f = input.finding;
     let title = input.known.map_or(f.title.as_str(), |k| k.title.as_str());

@@ -37,7 +37,12 @@ fn metric(v: &ResourceView, i: usize) -> i64 {
     }
 }
 
-type DrawResult<T> = Result<T, String>;
+type DrawResult<T> = Result<T, DrawError>;
+
+/// plotters could not draw an SVG.
+#[derive(Debug, thiserror::Error)]
+#[error("drawing the chart: {0:?}")]
+pub struct DrawError(#[source] DrawingAreaErrorKind<std::io::Error>);
 
 type Panel<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
@@ -60,8 +65,8 @@ fn svg_panels(
     Ok(svg)
 }
 
-fn drawing<E: std::fmt::Debug>(e: E) -> String {
-    format!("drawing the chart: {e:?}")
+fn drawing(e: DrawingAreaErrorKind<std::io::Error>) -> DrawError {
+    DrawError(e)
 }
 
 /// One row of four panels (EX, SH, SL, PT) per InstanceType; in each panel, per figure, an

@@ -29,8 +29,26 @@ pub enum ReportError {
     /// A file of the run directory is missing or malformed.
     #[error("{}: {why}", path.display())]
     Read { path: PathBuf, why: String },
-    #[error("{0}")]
-    Render(String),
+    /// `--format issue` without a finding.
+    #[error("--format issue reports one finding: name it with --finding SIG")]
+    IssueNeedsFinding,
+    /// The summary (`summary.json`, `summary as JSON`) could not be encoded.
+    #[error("{what}: {source}")]
+    Json {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// `divergences.csv` could not be written.
+    #[error("{DIVERGENCES_FILE}: {source}")]
+    Csv {
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("JUnit XML: {0}")]
+    Junit(#[source] quick_junit::SerializeError),
+    #[error(transparent)]
+    Draw(#[from] crate::plots::DrawError),
 }
 
 /// The run directory of a run in progress. Shared by the run's worker threads.
@@ -100,8 +118,10 @@ impl RunRecorder {
     }
 
     fn save(&self, summary: &RunSummary) -> Result<(), ReportError> {
-        let json = serde_json::to_vec_pretty(summary)
-            .map_err(|e| ReportError::Render(format!("summary.json: {e}")))?;
+        let json = serde_json::to_vec_pretty(summary).map_err(|source| ReportError::Json {
+            what: "summary.json",
+            source,
+        })?;
         self.dir.replace_file(SUMMARY_FILE, &json)?;
         Ok(())
     }
@@ -132,7 +152,7 @@ impl RunRecorder {
             None
         } else {
             let rel = format!("{PLOTS_DIR}/{}-views.svg", cx.seed);
-            let svg = four_views_svg(&cx.views).map_err(ReportError::Render)?;
+            let svg = four_views_svg(&cx.views)?;
             self.dir.replace_file(&rel, svg.as_bytes())?;
             Some(rel)
         };
@@ -240,7 +260,7 @@ impl RunRecorder {
         let plot = if coverage.classes.is_empty() {
             None
         } else {
-            let svg = coverage_svg(&coverage).map_err(ReportError::Render)?;
+            let svg = coverage_svg(&coverage)?;
             self.dir.replace_file(COVERAGE_PLOT, svg.as_bytes())?;
             Some(COVERAGE_PLOT.to_string())
         };

@@ -47,16 +47,18 @@ impl ReportFormat {
     }
 
     /// Reads a format name; the error lists the names.
-    pub fn parse(s: &str) -> Result<ReportFormat, String> {
+    pub fn parse(s: &str) -> Result<ReportFormat, UnknownFormat> {
         ReportFormat::ALL
             .into_iter()
             .find(|f| f.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = ReportFormat::ALL.iter().map(|f| f.name()).collect();
-                format!("unknown report format `{s}`: expected {}", names.join(", "))
-            })
+            .ok_or_else(|| UnknownFormat(s.to_string()))
     }
 }
+
+/// A report format name that is none of [`ReportFormat::ALL`]; the message lists the names.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown report format `{0}`: expected {names}", names = ReportFormat::ALL.map(ReportFormat::name).join(", "))]
+pub struct UnknownFormat(pub String);
 
 /// One counterexample with its report's text (`None` when the report file is missing).
 #[derive(Clone, Debug)]
@@ -150,19 +152,20 @@ pub fn render_run(run: &LoadedRun, format: ReportFormat) -> Result<String, Repor
                 s.push('\n');
                 s
             })
-            .map_err(|e| ReportError::Render(format!("summary as JSON: {e}"))),
+            .map_err(|source| ReportError::Json {
+                what: "summary as JSON",
+                source,
+            }),
         ReportFormat::Csv => csv_text(&run.rows),
         ReportFormat::Junit => junit_xml(&run.summary),
         ReportFormat::Html => Ok(html(run)),
-        ReportFormat::Issue => Err(ReportError::Render(
-            "--format issue reports one finding: name it with --finding SIG".into(),
-        )),
+        ReportFormat::Issue => Err(ReportError::IssueNeedsFinding),
     }
 }
 
 /// `divergences.csv` bytes: the header line (when asked) and one line per row.
 pub(crate) fn csv_bytes(rows: &[DivergenceRow], header: bool) -> Result<Vec<u8>, ReportError> {
-    let error = |e: csv::Error| ReportError::Render(format!("{DIVERGENCES_FILE}: {e}"));
+    let error = |e: csv::Error| csv_error(e);
     let mut w = csv::WriterBuilder::new()
         .has_headers(false)
         .from_writer(Vec::new());
@@ -172,13 +175,17 @@ pub(crate) fn csv_bytes(rows: &[DivergenceRow], header: bool) -> Result<Vec<u8>,
     for row in rows {
         w.serialize(row).map_err(error)?;
     }
-    w.into_inner()
-        .map_err(|e| ReportError::Render(format!("{DIVERGENCES_FILE}: {e}")))
+    w.into_inner().map_err(csv_error)
+}
+
+fn csv_error(e: impl std::error::Error + Send + Sync + 'static) -> ReportError {
+    ReportError::Csv {
+        source: Box::new(e),
+    }
 }
 
 fn csv_text(rows: &[DivergenceRow]) -> Result<String, ReportError> {
-    String::from_utf8(csv_bytes(rows, true)?)
-        .map_err(|e| ReportError::Render(format!("{DIVERGENCES_FILE}: {e}")))
+    String::from_utf8(csv_bytes(rows, true)?).map_err(csv_error)
 }
 
 /// A rate with two significant decimals below 10/s, whole numbers above.
@@ -353,9 +360,7 @@ pub fn junit_xml(s: &RunSummary) -> Result<String, ReportError> {
         s.figures.elapsed_seconds.max(0.0),
     ));
     report.add_test_suite(suite);
-    report
-        .to_string()
-        .map_err(|e| ReportError::Render(format!("JUnit XML: {e}")))
+    report.to_string().map_err(ReportError::Junit)
 }
 
 fn escape(s: &str) -> String {

@@ -54,8 +54,7 @@ pub fn case_to_yaml(c: &CaseFile) -> Result<String, ScenarioError> {
     struct Only<'a> {
         case: &'a CaseHeader,
     }
-    let head = serde_norway::to_string(&Only { case: header })
-        .map_err(|e| ScenarioError::Render(e.to_string()))?;
+    let head = serde_norway::to_string(&Only { case: header }).map_err(ScenarioError::Render)?;
     Ok(format!("{head}{body}"))
 }
 

@@ -80,7 +80,7 @@ pub enum ScenarioError {
     },
     /// A scenario could not be rendered as YAML.
     #[error("cannot render the scenario as YAML: {0}")]
-    Render(String),
+    Render(#[source] serde_norway::Error),
     /// A line of the regression file is not `<seed> [# note]`.
     #[error("{at}: {message}")]
     Regression { at: Location, message: String },

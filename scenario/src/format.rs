@@ -75,7 +75,7 @@ pub fn to_yaml(s: &Scenario) -> String {
 
 /// [`to_yaml`], with a rendering failure as a value.
 pub fn try_to_yaml(s: &Scenario) -> Result<String, ScenarioError> {
-    serde_norway::to_string(s).map_err(|e| ScenarioError::Render(e.to_string()))
+    serde_norway::to_string(s).map_err(ScenarioError::Render)
 }
 
 /// Writes `s` to `path` atomically (a temporary file in the same folder, then a rename).

@@ -160,8 +160,8 @@ pub enum SoakError {
     },
     #[error(transparent)]
     Scenario(#[from] scenario::ScenarioError),
-    #[error("{0}")]
-    Generate(String),
+    #[error(transparent)]
+    Generate(#[from] fuzz::GenerateError),
 }
 
 /// Why a run stopped without a verdict (inconclusive, exit 3): the target could not answer,
@@ -170,8 +170,8 @@ pub enum SoakError {
 enum Stopped {
     #[error(transparent)]
     Target(#[from] ApiError),
-    #[error("{0}")]
-    Stream(String),
+    #[error(transparent)]
+    Stream(#[from] stream::DrawError),
     #[error(transparent)]
     Checkpoint(#[from] scenario::ScenarioError),
     #[error("{}: {source}", path.display())]

@@ -54,19 +54,45 @@ impl SeriesWriter {
 }
 
 /// Reads a series back (reports, tests).
-pub fn read_series(path: &Path) -> Result<Vec<Sample>, String> {
+pub fn read_series(path: &Path) -> Result<Vec<Sample>, SeriesReadError> {
     read_rows(path)
 }
 
 /// Every row of a CSV file the soak wrote; errors name the file and the row.
-fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, String> {
-    let mut reader =
-        csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, SeriesReadError> {
+    let mut reader = csv::Reader::from_path(path).map_err(|source| SeriesReadError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
     reader
         .deserialize()
         .enumerate()
-        .map(|(i, row)| row.map_err(|e| format!("{}: row {}: {e}", path.display(), i + 1)))
+        .map(|(i, row)| {
+            row.map_err(|source| SeriesReadError::Row {
+                path: path.to_path_buf(),
+                row: i + 1,
+                source,
+            })
+        })
         .collect()
+}
+
+/// A soak CSV (series or history) that cannot be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum SeriesReadError {
+    #[error("{}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: csv::Error,
+    },
+    #[error("{}: row {row}: {source}", path.display())]
+    Row {
+        path: PathBuf,
+        row: usize,
+        #[source]
+        source: csv::Error,
+    },
 }
 
 /// One run in the history file.
@@ -105,7 +131,7 @@ pub fn append_history(path: &Path, row: &HistoryRow) -> io::Result<()> {
 }
 
 /// Reads the history back.
-pub fn read_history(path: &Path) -> Result<Vec<HistoryRow>, String> {
+pub fn read_history(path: &Path) -> Result<Vec<HistoryRow>, SeriesReadError> {
     read_rows(path)
 }
 

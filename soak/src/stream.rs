@@ -50,7 +50,7 @@ impl EventStream {
     /// when the cluster has grown past twice the shape's node bound, else any generated event
     /// (nodes joining and leaving, cards changing family, submissions, namespaces, awareness and
     /// mixing flips).
-    pub fn next(&mut self, world: &World) -> Result<Event, String> {
+    pub fn next(&mut self, world: &World) -> Result<Event, DrawError> {
         self.drawn += 1;
         let roll = self.runner.rng().next_u64();
         let holds: Vec<&String> = world.admission.holds.keys().collect();
@@ -77,7 +77,10 @@ impl EventStream {
         for _ in 0..FLIP_REDRAWS {
             event = strategy
                 .new_tree(&mut self.runner)
-                .map_err(|e| format!("cannot draw soak event {}: {e}", self.drawn))?
+                .map_err(|reason| DrawError {
+                    drawn: self.drawn,
+                    reason: reason.to_string(),
+                })?
                 .current();
             // Keep at least one node: a soak of an empty cluster only judges Pending.
             let lone_leave =
@@ -102,4 +105,13 @@ impl EventStream {
         }
         Ok(event)
     }
+}
+
+/// proptest could not draw the stream's next event (its `Reason` is no `std::error::Error`,
+/// so its text is kept).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot draw soak event {drawn}: {reason}")]
+pub struct DrawError {
+    pub drawn: u64,
+    pub reason: String,
 }

@@ -201,8 +201,10 @@ pub(super) fn case(args: crate::cli::CaseArgs) -> Result<Outcome> {
     }
     let env = |k: &str| std::env::var(k).ok();
     let run_on = |runner: &cases::CaseTier| match (block, args.number) {
-        (Some(b), _) => cases::run_block(b, runner, &env),
-        (None, Some(n)) => cases::run_case(n, runner, &env).map(|r| vec![r]),
+        (Some(b), _) => cases::run_block(b, runner, &env).map_err(|e| e.to_string()),
+        (None, Some(n)) => cases::run_case(n, runner, &env)
+            .map(|r| vec![r])
+            .map_err(|e| e.to_string()),
         (None, None) => Err("name a case number or --block".to_string()),
     };
     // the live tier's input gate (MIG_NODE_SSH, PPU_NODE_SSH) speaks before any cluster is
@@ -255,7 +257,10 @@ pub(super) fn print_case_runs(
             }
         }
         crate::cli::CaseFormat::Junit => {
-            outln!("{}", cases::render::junit(runs).map_err(UsageError)?)
+            outln!(
+                "{}",
+                cases::render::junit(runs).map_err(|e| UsageError(e.to_string()))?
+            )
         }
     }
     Ok(())

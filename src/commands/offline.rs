@@ -3,7 +3,7 @@
 use super::*;
 
 pub(super) fn conformance(dir: &Path) -> Result<Outcome> {
-    let report = conformance::run_dir(dir).map_err(UsageError)?;
+    let report = conformance::run_dir(dir).map_err(|e| UsageError(e.to_string()))?;
     out!("{}", report.render());
     Ok(report.outcome())
 }
@@ -186,7 +186,8 @@ pub(super) fn mutants(list: bool, seeds: u64, jobs: usize, tier: Tier) -> Result
 
 /// `verify check`: explore the scope, print the report, write a counterexample scenario.
 pub(super) fn check(args: CheckArgs) -> Result<Outcome> {
-    let report = generators::check::run_check(&args.check_config()).map_err(UsageError)?;
+    let report = generators::check::run_check(&args.check_config())
+        .map_err(|e| UsageError(e.to_string()))?;
     out!("{}", report.render());
     if let Some((property, cx)) = report.first_violation() {
         let dir = scenario::RunDir::create_now(&args.run_dir).with_context(|| {

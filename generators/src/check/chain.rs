@@ -17,7 +17,7 @@ use model::cluster::{Cluster, Namespace};
 use model::derive::Derived;
 use model::events::{flip_dropped_flavors, Effect, Event, World};
 use model::ledger::{charge, CardLedger};
-use model::lifecycle::{workload_key, AdmissionState, CardCharge, Outcome};
+use model::lifecycle::{workload_key, AdmissionState, CardCharge, HoldError, Outcome};
 use model::mutants::Mutant;
 use model::workload::Workload;
 use stateright::{Model, Property};
@@ -88,20 +88,29 @@ thread_local! {
 /// The id the next [`ChainModel`] gets.
 static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(0);
 
+/// A scope `verify check` cannot explore: the option out of range.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ScopeError {
+    #[error("--nodes: expected 1..={MAX_NODES}, got {nodes}")]
+    Nodes { nodes: usize },
+    #[error(
+        "--cards: expected 1 or more with nodes × cards ≤ {MAX_CARD_SLOTS}, got {nodes} × {cards}"
+    )]
+    Cards { nodes: usize, cards: usize },
+    #[error("--workloads: expected 0..={MAX_WORKLOADS}, got {workloads}")]
+    Workloads { workloads: usize },
+}
+
 /// Why a scope cannot be checked.
-pub fn scope_error(nodes: usize, cards: usize, workloads: usize) -> Option<String> {
+pub fn scope_error(nodes: usize, cards: usize, workloads: usize) -> Option<ScopeError> {
     if nodes == 0 || nodes > MAX_NODES {
-        return Some(format!("--nodes: expected 1..={MAX_NODES}, got {nodes}"));
+        return Some(ScopeError::Nodes { nodes });
     }
     if cards == 0 || nodes * cards > MAX_CARD_SLOTS {
-        return Some(format!(
-            "--cards: expected 1 or more with nodes × cards ≤ {MAX_CARD_SLOTS}, got {nodes} × {cards}"
-        ));
+        return Some(ScopeError::Cards { nodes, cards });
     }
     if workloads > MAX_WORKLOADS {
-        return Some(format!(
-            "--workloads: expected 0..={MAX_WORKLOADS}, got {workloads}"
-        ));
+        return Some(ScopeError::Workloads { workloads });
     }
     None
 }
@@ -114,7 +123,7 @@ impl ChainModel {
         workloads: usize,
         mutant: Option<Mutant>,
         count_inflight: bool,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ScopeError> {
         if let Some(e) = scope_error(nodes, cards, workloads) {
             return Err(e);
         }
@@ -138,7 +147,7 @@ impl ChainModel {
     }
 
     /// The model `config` checks; an error names the option out of range.
-    pub fn for_check(config: &super::CheckConfig) -> Result<Self, String> {
+    pub fn for_check(config: &super::CheckConfig) -> Result<Self, ScopeError> {
         let mut model = ChainModel::new(
             config.nodes,
             config.cards,
@@ -271,10 +280,14 @@ impl ChainModel {
         let mut reserved: BTreeMap<(String, String, String), i64> = BTreeMap::new();
         for h in workloads.iter().filter_map(|st| st.hold()) {
             let entry = self.tables.hold(h);
-            for (flavor, resource, amount) in &entry.hold.quota {
+            for q in &entry.hold.quota {
                 *reserved
-                    .entry((entry.hold.queue.clone(), flavor.clone(), resource.clone()))
-                    .or_default() += amount;
+                    .entry((
+                        entry.hold.queue.clone(),
+                        q.flavor.clone(),
+                        q.resource.clone(),
+                    ))
+                    .or_default() += q.amount;
             }
         }
         reserved
@@ -533,7 +546,7 @@ impl ChainModel {
         let migrating: Vec<String> = holds
             .iter()
             .map(|(_, h)| self.tables.hold(*h))
-            .filter(|e| e.hold.quota.iter().any(|(f, _, _)| dropped.contains(f)))
+            .filter(|e| e.hold.quota.iter().any(|q| dropped.contains(&q.flavor)))
             .map(|e| e.hold.queue.clone())
             .collect();
         let victims: Vec<usize> = holds
@@ -789,7 +802,7 @@ impl ChainModel {
 
 /// Charges each card, as gate 5 does under its per-node mutex (the lifecycle's own plumbing:
 /// the row and live instances written back); stops at the first refusal.
-pub fn charge_cards(state: &mut AdmissionState, charges: &[CardCharge]) -> Result<(), String> {
+pub fn charge_cards(state: &mut AdmissionState, charges: &[CardCharge]) -> Result<(), HoldError> {
     for c in charges {
         let key = (c.node.clone(), c.card.clone());
         let instances = state.instances.get(&key).cloned().unwrap_or_default();
@@ -806,11 +819,21 @@ pub fn charge_cards(state: &mut AdmissionState, charges: &[CardCharge]) -> Resul
                     .flat_map(|g| g.cards.iter_mut())
                     .find(|k| k.id == c.card)
             })
-            .ok_or_else(|| format!("card {} on {} is gone", c.card, c.node))?;
-        let mut ledger = CardLedger::from_card(card)
-            .ok_or_else(|| format!("card {} on {} has no ledger row", c.card, c.node))?;
+            .ok_or_else(|| HoldError::CardGone {
+                node: c.node.clone(),
+                accelerator_key: c.accelerator_key.clone(),
+                card: c.card.clone(),
+            })?;
+        let mut ledger = CardLedger::from_card(card).ok_or_else(|| HoldError::NoLedgerRow {
+            node: c.node.clone(),
+            card: c.card.clone(),
+        })?;
         ledger.instances = instances;
-        let next = charge(&ledger, &c.charge).map_err(|e| format!("card {}: {e}", c.card))?;
+        let next = charge(&ledger, &c.charge).map_err(|source| HoldError::Charge {
+            node: c.node.clone(),
+            card: c.card.clone(),
+            source,
+        })?;
         card.ledger = Some(next.row);
         if next.instances.is_empty() {
             state.instances.remove(&key);

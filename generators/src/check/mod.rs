@@ -20,7 +20,7 @@ use model::mutants::Mutant;
 use model::scenario::Scenario;
 use stateright::{Checker, HasDiscoveries, Model};
 
-pub use chain::{Action, ChainModel};
+pub use chain::{Action, ChainModel, ScopeError};
 pub use state::State;
 
 /// `--help` text for the search options.
@@ -164,7 +164,7 @@ impl CheckReport {
 /// renaming of interchangeable nodes and reordering of a node's unheld cards once. With a
 /// mutant the search stops at the first violation. An out-of-range scope is an error naming
 /// the option.
-pub fn run_check(config: &CheckConfig) -> Result<CheckReport, String> {
+pub fn run_check(config: &CheckConfig) -> Result<CheckReport, ScopeError> {
     Ok(explore(config, ChainModel::for_check(config)?))
 }
 

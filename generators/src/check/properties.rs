@@ -10,6 +10,7 @@ pub use oracle::quiescence::{
     cards_within_bounds, credits_within_quota, m3_accounting, m3_shape, m3_structure,
     no_partition_on_plain, views_fresh,
 };
+use oracle::quiescence::{Breach, Check};
 
 use super::chain::ChainModel;
 use super::memo::fingerprint;
@@ -79,8 +80,6 @@ pub const ALL: [Prop; 12] = [
         INFLIGHT_JUDGED
     ),
 ];
-
-type Check = Result<(), String>;
 
 fn bit(b: Bit, ok: bool) -> u32 {
     u32::from(ok) << b
@@ -161,10 +160,12 @@ pub fn explain(m: &ChainModel, s: &State) -> Vec<(&'static str, String)> {
     let observed = w.observe();
     let fault = match s.fault {
         Fault::None => Ok(()),
-        Fault::ChargeRefused => Err(
+        Fault::ChargeRefused => Err(Breach(
             "a Workload gate 3 answered Ready could not be charged on its budgeted cards".into(),
-        ),
-        Fault::Unplaceable => Err("gate 3 said Ready but gates 4–5 could not place it".into()),
+        )),
+        Fault::Unplaceable => Err(Breach(
+            "gate 3 said Ready but gates 4–5 could not place it".into(),
+        )),
     };
     let checks: [(&'static str, Check); 8] = [
         (ALL[0].name, cards_within_bounds(&w)),
@@ -185,7 +186,7 @@ pub fn explain(m: &ChainModel, s: &State) -> Vec<(&'static str, String)> {
         .into_iter()
         .enumerate()
         .filter_map(|(i, (n, r))| match r {
-            Err(e) => Some((n, e)),
+            Err(Breach(why)) => Some((n, why)),
             Ok(()) if broken == Some(i as Bit) => Some((n, "broken on purpose (test seam)".into())),
             Ok(()) => None,
         })

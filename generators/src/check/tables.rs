@@ -372,8 +372,8 @@ impl Tables {
             for c in &mut hold.charges {
                 c.node = rename_str(&c.node, &perm);
             }
-            for (flavor, _, _) in &mut hold.quota {
-                *flavor = rename_str(flavor, &perm);
+            for q in &mut hold.quota {
+                q.flavor = rename_str(&q.flavor, &perm);
             }
             self.intern_hold(hold)
         })

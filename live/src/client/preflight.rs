@@ -13,7 +13,7 @@ use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
 use kube::api::{ListParams, PostParams};
-use kube::config::Kubeconfig;
+use kube::config::{Kubeconfig, KubeconfigError};
 use kube::Api;
 
 use super::{Client, ClientError};
@@ -82,7 +82,11 @@ pub const IN_CLUSTER_CONTEXT: &str = "in-cluster";
 /// A kubeconfig for the API server a Pod reaches (`KUBERNETES_SERVICE_HOST`/`_PORT`) with its
 /// service account's token file and CA (`sa_dir`), as the one current context
 /// [`IN_CLUSTER_CONTEXT`]; the token file is re-read as it rotates.
-pub fn in_cluster_kubeconfig(host: &str, port: &str, sa_dir: &Path) -> Result<Kubeconfig, String> {
+pub fn in_cluster_kubeconfig(
+    host: &str,
+    port: &str,
+    sa_dir: &Path,
+) -> Result<Kubeconfig, KubeconfigError> {
     let host = if host.contains(':') {
         format!("[{host}]")
     } else {
@@ -104,7 +108,7 @@ pub fn in_cluster_kubeconfig(host: &str, port: &str, sa_dir: &Path) -> Result<Ku
         }}],
     })
     .to_string();
-    Kubeconfig::from_yaml(&text).map_err(|e| e.to_string())
+    Kubeconfig::from_yaml(&text)
 }
 
 fn default_path() -> PathBuf {
@@ -261,7 +265,7 @@ impl Client {
         let mut missing = Vec::new();
         for kind in SERVED_KINDS {
             if let Err(why) = self.served(&kind).await {
-                missing.push(why);
+                missing.push(why.to_string());
             }
         }
         if operator {
@@ -299,8 +303,8 @@ impl Client {
         missing
     }
 
-    /// `Err(line)` unless discovery lists `kind` at its group/version.
-    async fn served(&self, kind: &Kind) -> Result<(), String> {
+    /// `Err` (a preflight line) unless discovery lists `kind` at its group/version.
+    async fn served(&self, kind: &Kind) -> Result<(), Unserved> {
         let listed = if kind.group.is_empty() {
             self.kube().list_core_api_resources(kind.version).await
         } else {
@@ -310,13 +314,15 @@ impl Client {
         };
         match listed {
             Ok(l) if l.resources.iter().any(|r| r.name == kind.plural) => Ok(()),
-            Ok(_) | Err(kube::Error::Api(_)) => Err(format!(
-                "{} ({}) is not served at {}: install or upgrade its CRD",
-                kind.kind,
-                kind.qualified_resource(),
-                kind.api_version()
-            )),
-            Err(e) => Err(format!("discovery of {}: {e}", kind.api_version())),
+            Ok(_) | Err(kube::Error::Api(_)) => Err(Unserved::Missing {
+                kind: kind.kind,
+                resource: kind.qualified_resource(),
+                api_version: kind.api_version(),
+            }),
+            Err(source) => Err(Unserved::Discovery {
+                api_version: kind.api_version(),
+                source: Box::new(source),
+            }),
         }
     }
 
@@ -419,4 +425,21 @@ mod tests {
             .iter()
             .any(|(v, k, _)| *k == kinds::ADMISSION_CHECK && *v != "list"));
     }
+}
+
+/// A kind discovery does not list: the preflight's line for it.
+#[derive(Debug, thiserror::Error)]
+enum Unserved {
+    #[error("{kind} ({resource}) is not served at {api_version}: install or upgrade its CRD")]
+    Missing {
+        kind: &'static str,
+        resource: String,
+        api_version: String,
+    },
+    #[error("discovery of {api_version}: {source}")]
+    Discovery {
+        api_version: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
 }

@@ -18,7 +18,7 @@ use kube::api::WatchParams;
 use kube::core::WatchEvent;
 use kube::{Api, Resource};
 use model::admission::{CheckState, Verdict};
-use model::lifecycle::Outcome;
+use model::lifecycle::{Outcome, QuotaPrediction};
 use model::workload::Workload as ModelWorkload;
 use serde_json::Value;
 
@@ -55,7 +55,7 @@ pub fn verdict_agrees(expected: &Verdict, observed: &Verdict) -> bool {
 /// hostname-level placement. A model that predicts no reservation at all differs once.
 pub fn assignment_differences(
     object: &str,
-    predicted: Result<Vec<PodSetAssignment>, String>,
+    predicted: QuotaPrediction,
     reserved: &[PodSetAssignment],
 ) -> Vec<oracle::Difference> {
     let difference =
@@ -67,13 +67,14 @@ pub fn assignment_differences(
             observed,
         };
     let predicted = match predicted {
-        Ok(p) => p,
-        Err(why) => {
+        QuotaPrediction::Assigned(p) => p,
+        unreserved => {
+            let why = unreserved.unreserved_because().unwrap_or_default();
             return vec![difference(
                 "status.admission".into(),
                 Some(format!("no quota reserved ({why})")),
                 Some("quota reserved".into()),
-            )]
+            )];
         }
     };
     let mut out = Vec::new();

@@ -65,29 +65,32 @@ impl FaultConfig {
     /// Parses `SEED[:key=value,…]` (keys `conflict`, `throttle`, `error`, `watch-cut`,
     /// `slow`: shares; `delay-ms`, `retry-after`: integers). Keys not given keep
     /// [`FaultConfig::with_seed`]'s defaults. Errors name the part and what was expected.
-    pub fn parse(spec: &str) -> Result<Self, String> {
+    pub fn parse(spec: &str) -> Result<Self, FaultSpecError> {
+        let bad = |problem: String| FaultSpecError {
+            spec: spec.to_string(),
+            problem,
+        };
         let (seed, rest) = spec.split_once(':').unwrap_or((spec, ""));
-        let seed = seed.trim().parse::<u64>().map_err(|_| {
-            format!("faults `{spec}`: the seed `{seed}` is not an unsigned integer")
-        })?;
+        let seed = seed
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| bad(format!("the seed `{seed}` is not an unsigned integer")))?;
         let mut config = FaultConfig::with_seed(seed);
         for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (key, value) = part
                 .split_once('=')
-                .ok_or_else(|| format!("faults `{spec}`: `{part}` is not key=value"))?;
-            let share = || -> Result<f64, String> {
+                .ok_or_else(|| bad(format!("`{part}` is not key=value")))?;
+            let share = || -> Result<f64, FaultSpecError> {
                 value
                     .parse::<f64>()
                     .ok()
                     .filter(|s| (0.0..=1.0).contains(s))
-                    .ok_or_else(|| {
-                        format!("faults `{spec}`: {key}={value}: expected a share from 0 to 1")
-                    })
+                    .ok_or_else(|| bad(format!("{key}={value}: expected a share from 0 to 1")))
             };
-            let int = || -> Result<u64, String> {
-                value.parse::<u64>().map_err(|_| {
-                    format!("faults `{spec}`: {key}={value}: expected an unsigned integer")
-                })
+            let int = || -> Result<u64, FaultSpecError> {
+                value
+                    .parse::<u64>()
+                    .map_err(|_| bad(format!("{key}={value}: expected an unsigned integer")))
             };
             match key {
                 "conflict" => config.conflict_share = share()?,
@@ -98,18 +101,26 @@ impl FaultConfig {
                 "delay-ms" => config.delay = Duration::from_millis(int()?),
                 "retry-after" => {
                     config.retry_after_seconds = u32::try_from(int()?)
-                        .map_err(|_| format!("faults `{spec}`: retry-after={value}: too large"))?
+                        .map_err(|_| bad(format!("retry-after={value}: too large")))?
                 }
                 other => {
-                    return Err(format!(
-                        "faults `{spec}`: unknown key `{other}`: expected conflict, throttle, \
+                    return Err(bad(format!(
+                        "unknown key `{other}`: expected conflict, throttle, \
                          error, watch-cut, slow, delay-ms or retry-after"
-                    ))
+                    )))
                 }
             }
         }
         Ok(config)
     }
+}
+
+/// A `--faults` spec that does not parse: the spec and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("faults `{spec}`: {problem}")]
+pub struct FaultSpecError {
+    pub spec: String,
+    pub problem: String,
 }
 
 /// One injected fault.
@@ -305,7 +316,10 @@ mod tests {
             ("1:typo=0.1", "unknown key `typo`"),
             ("1:delay-ms=-1", "unsigned integer"),
         ] {
-            let e = FaultConfig::parse(bad).err().unwrap_or_default();
+            let e = FaultConfig::parse(bad)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }

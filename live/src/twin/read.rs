@@ -183,9 +183,8 @@ fn read_node(o: &Value, devices: Option<&Value>, pods: &[PodHolds]) -> Result<No
     let annotations = string_map(kind, o, "/metadata/annotations", "metadata.annotations")?;
     let cpu_millis = match o.pointer("/status/capacity/cpu") {
         None | Some(Value::Null) => 0,
-        Some(v) => {
-            cpu_millis(v).map_err(|m| ReadError::field(kind, &name, "status.capacity.cpu", m))?
-        }
+        Some(v) => cpu_millis(v)
+            .map_err(|e| ReadError::field(kind, &name, "status.capacity.cpu", e.to_string()))?,
     };
     let network = devices.map(read_network).transpose()?.unwrap_or_default();
     let mut devices = devices.map(read_devices).transpose()?;
@@ -209,14 +208,25 @@ fn read_node(o: &Value, devices: Option<&Value>, pods: &[PodHolds]) -> Result<No
     })
 }
 
-pub(crate) fn cpu_millis(v: &Value) -> Result<u64, String> {
+pub(crate) fn cpu_millis(v: &Value) -> Result<u64, CpuQuantityError> {
     let text = match v {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
-        _ => return Err("expected a quantity".into()),
+        _ => return Err(CpuQuantityError::NotAQuantity),
     };
-    let q = parse_quantity(&text).map_err(|e| e.to_string())?;
-    u64::try_from(q.micro() / 1000).map_err(|_| format!("`{text}` is not a non-negative cpu count"))
+    let q = parse_quantity(&text)?;
+    u64::try_from(q.micro() / 1000).map_err(|_| CpuQuantityError::Negative(text))
+}
+
+/// A `cpu` quantity that is no CPU count.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CpuQuantityError {
+    #[error("expected a quantity")]
+    NotAQuantity,
+    #[error(transparent)]
+    Parse(#[from] model::ModelError),
+    #[error("`{0}` is not a non-negative cpu count")]
+    Negative(String),
 }
 
 fn read_namespace(o: &Value) -> Namespace {

@@ -155,7 +155,7 @@ pub fn holds_cards(w: &WorkloadRecord, ready_unobserved: &BTreeSet<String>) -> b
 
 /// The in-flight demands on the rebuilt nodes: for each holding Workload's hostname-level
 /// placement there, its pods not yet charged, scoped to that node and its flavor; the flavor's
-/// scope is added to the node. `Err(hostname)` when that flavor resolves to no card
+/// scope is added to the node. [`Inflight::Unresolved`] when that flavor resolves to no card
 /// population there; admission.md §6.5, §6.8 item 3.
 pub fn inflight_demands(
     world: &World,
@@ -163,7 +163,7 @@ pub fn inflight_demands(
     pool: &mut [ScopedDevices],
     rebuilt: &BTreeSet<String>,
     ready_unobserved: &BTreeSet<String>,
-) -> Result<Result<Vec<FamilyDemand>, String>, ModelError> {
+) -> Result<Inflight, ModelError> {
     let mut out = Vec::new();
     for w in world.workloads.iter().filter(|w| w.name != own) {
         if !holds_cards(w, ready_unobserved) {
@@ -207,7 +207,9 @@ pub fn inflight_demands(
                     .map(flavor_scope)
                     .filter(|s| !s.accelerator_key.is_empty());
                 let Some(scope) = scope else {
-                    return Ok(Err(host.hostname.clone()));
+                    return Ok(Inflight::Unresolved {
+                        hostname: host.hostname.clone(),
+                    });
                 };
                 if !node.scopes.contains(&scope) {
                     node.scopes.push(scope);
@@ -221,7 +223,15 @@ pub fn inflight_demands(
             }
         }
     }
-    Ok(Ok(out))
+    Ok(Inflight::Demands(out))
+}
+
+/// The in-flight demands gate 3 counts, or the host where a holding Workload's flavor
+/// resolves to no card population (the check answers Retry).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Inflight {
+    Demands(Vec<FamilyDemand>),
+    Unresolved { hostname: String },
 }
 
 /// The gate-3 controller; its only memory is the Workloads it answered Ready that the cache
@@ -279,8 +289,10 @@ impl NodeDevicesAdmission {
         rebuild_ledgers(&mut pool, &rebuilt, &world.pods);
         let inflight =
             match inflight_demands(world, &w.name, &mut pool, &rebuilt, &self.ready_unobserved)? {
-                Ok(d) => d,
-                Err(host) => return Ok(Verdict::retry(inflight_unresolved_message(&host))),
+                Inflight::Demands(d) => d,
+                Inflight::Unresolved { hostname } => {
+                    return Ok(Verdict::retry(inflight_unresolved_message(&hostname)))
+                }
             };
         Ok(node_devices_feasibility(&pool, &inflight, &demands))
     }
