@@ -16,9 +16,9 @@ use std::time::Duration;
 use live::client::{
     self, Client, Kubeconfig, Localizer, Quiescence, Quiescer, Readback, RunId, Token,
 };
-use live::twin::operator::{run_operator, OperatorHandle};
-use live::twin::server::TwinHandle;
-use live::twin::store::{Store, StoreConfig};
+use live::operator::{run_operator, OperatorHandle};
+use live::server::http::TwinHandle;
+use live::server::store::{Store, StoreConfig};
 use model::events::{Event, World};
 use model::mutants::Mutant;
 use model::scenario::Scenario;
@@ -40,7 +40,7 @@ pub struct TwinConfig {
     /// On a cluster: shrink candidates judged side by side, each in pools of its own.
     pub shrink_width: usize,
     /// Faults the twin injects into the client's requests (the client retries them).
-    pub faults: Option<live::twin::faults::FaultConfig>,
+    pub faults: Option<live::server::faults::FaultConfig>,
 }
 
 /// The shortest confirm window on a cluster. An operator there is a separate process whose
@@ -263,16 +263,16 @@ impl TwinRunner {
     /// Serves a twin on a free loopback port and connects the client to it.
     pub fn start(config: TwinConfig) -> Result<TwinRunner, TwinError> {
         let infra = |e: String| TwinError::Infrastructure(e);
-        let served = live::twin::server::ServeConfig {
+        let served = live::server::http::ServeConfig {
             faults: config.faults.clone(),
         };
-        let twin = live::twin::server::spawn_configured(None, empty_store(), served)
+        let twin = live::server::http::spawn_configured(None, empty_store(), served)
             .map_err(|e| infra(e.to_string()))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| infra(e.to_string()))?;
-        let yaml = live::twin::kubeconfig::kubeconfig_yaml(twin.url(), "verify-twin");
+        let yaml = live::server::kubeconfig::kubeconfig_yaml(twin.url(), "verify-twin");
         let client = runtime
             .block_on(Client::from_kubeconfig_yaml(&yaml, "verify-twin"))
             .map_err(|e| infra(e.to_string()))?;
@@ -394,7 +394,7 @@ impl TwinRunner {
         let deadline = tokio::time::Instant::now() + budget;
         let store = twin.store();
         while progress.load(Ordering::SeqCst)
-            < store.read(live::twin::store::Store::resource_version)
+            < store.read(live::server::store::Store::resource_version)
             && tokio::time::Instant::now() < deadline
         {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -417,8 +417,8 @@ impl TwinRunner {
             store.read(|s| {
                 quiescer.holdings().iter().any(|(kind, selector, held)| {
                     let selector =
-                        live::twin::selector::Selector::parse(selector.unwrap_or_default(), "")
-                            .unwrap_or_else(|_| live::twin::selector::Selector::everything());
+                        live::server::selector::Selector::parse(selector.unwrap_or_default(), "")
+                            .unwrap_or_else(|_| live::server::selector::Selector::everything());
                     let stored: std::collections::BTreeMap<_, _> = s
                         .list(kind, None, &selector)
                         .map(|l| l.items)
@@ -598,7 +598,7 @@ impl TwinRunner {
                 match &s.events[step - 1] {
                     Event::AwarenessFlip => break,
                     Event::Submit { workload } => {
-                        let mut object = live::twin::workload::workload_object(workload);
+                        let mut object = live::wire::workload::workload_object(workload);
                         object["metadata"]["labels"] =
                             serde_json::json!({ client::RUN_LABEL: run.as_str() });
                         let ns = Some(workload.namespace.as_str());

@@ -5,7 +5,7 @@
 //! a live cluster is only listed.
 //!
 //! One path for both sources: the listed objects ([`Snapshot`]) are loaded into a fresh,
-//! private twin store, which the twin's own reader (`twin::read::read_cluster`) turns into the
+//! private twin store, which the twin's own reader (`operator::read_cluster`) turns into the
 //! model's input; the same store, served on loopback for the duration of the audit, is read
 //! back through the client's `observe`, so both sides reuse the existing conversions.
 //!
@@ -24,9 +24,9 @@ use oracle::{fold, render_findings, DerivationGraph, Difference, Finding};
 use serde_json::{json, Value};
 
 use crate::client::{self, Client, ClientError};
-use crate::twin::kinds::{self, Kind};
-use crate::twin::read::{self, name_of, worker_owned_labels, FIELD_MANAGER};
-use crate::twin::store::{Status, Store, Subresource};
+use crate::server::store::{Status, Store, Subresource};
+use crate::wire::kinds::{self, Kind};
+use crate::wire::read::{self, name_of, worker_owned_labels, FIELD_MANAGER};
 
 /// What `verify audit --context` lists: the kinds of docs/audit.md's kubectl command, plus
 /// Namespaces (which decide where LocalQueues must exist). Kueue's Topology objects
@@ -430,8 +430,8 @@ fn read_model(
 /// The objects in their observed form, read through the client from a private loopback
 /// server over `store` (stopped before returning).
 async fn read_back(store: Store) -> Result<client::Observed, AuditError> {
-    let handle = crate::twin::server::spawn_with_store(None, store).map_err(AuditError::Serve)?;
-    let yaml = crate::twin::kubeconfig::kubeconfig_yaml(handle.url(), AUDIT_CONTEXT);
+    let handle = crate::server::http::spawn_with_store(None, store).map_err(AuditError::Serve)?;
+    let yaml = crate::server::kubeconfig::kubeconfig_yaml(handle.url(), AUDIT_CONTEXT);
     let observed = async {
         Client::from_kubeconfig_yaml(&yaml, AUDIT_CONTEXT)
             .await?

@@ -18,9 +18,9 @@ use common::instance_type;
 use http::{Method, Request};
 use http_body_util::BodyExt;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use live::twin::kubeconfig::kubeconfig_yaml;
-use live::twin::server::{spawn_with_store, TwinHandle};
-use live::twin::store::Store;
+use live::server::http::{spawn_with_store, TwinHandle};
+use live::server::kubeconfig::kubeconfig_yaml;
+use live::server::store::Store;
 use serde_json::{json, Value};
 
 const IT: &str = "/apis/worker.gpustack.ai/v1alpha1/instancetypes";

@@ -1,11 +1,11 @@
 //! The twin store's API semantics, verb by verb, through the public API only.
 
-use live::twin::kinds::{self, CLUSTER_QUEUE, INSTANCE_TYPE, LOCAL_QUEUE, NAMESPACE, NODE, POD};
-use live::twin::selector::Selector;
-use live::twin::status::Status;
-use live::twin::store::{
+use live::server::selector::Selector;
+use live::server::status::Status;
+use live::server::store::{
     DeleteOptions, Deleted, EventType, Patch, Store, StoreConfig, Subresource, WatchEvent,
 };
+use live::wire::kinds::{self, CLUSTER_QUEUE, INSTANCE_TYPE, LOCAL_QUEUE, NAMESPACE, NODE, POD};
 use serde_json::{json, Value};
 
 fn rv(o: &Value) -> u64 {
@@ -21,7 +21,7 @@ fn generation(o: &Value) -> i64 {
         .unwrap_or(0)
 }
 
-fn code<T: std::fmt::Debug>(r: Result<T, live::twin::status::Status>) -> u16 {
+fn code<T: std::fmt::Debug>(r: Result<T, live::server::status::Status>) -> u16 {
     match r {
         Ok(v) => panic!("expected an error, got {v:?}"),
         Err(s) => s.code,
@@ -1039,7 +1039,7 @@ fn validators_prune_and_reject() {
         "spec": {"type": "object", "required": ["os"], "properties": {"os": {"type": "string"}}},
         "status": {"type": "object", "properties": {"phase": {"type": "string"}}}
     }});
-    s.set_validator(&INSTANCE_TYPE, live::twin::structural::validator(schema));
+    s.set_validator(&INSTANCE_TYPE, live::server::structural::validator(schema));
     let c = ok(s.create(
         &INSTANCE_TYPE,
         None,

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use fuzz::twin::{TwinConfig, TWIN_PROPERTY};
-use live::twin::faults::FaultConfig;
+use live::server::faults::FaultConfig;
 use model::mutants::Mutant;
 use scenario::RunDir;
 use soak::series::read_series;

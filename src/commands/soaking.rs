@@ -16,7 +16,7 @@ pub(super) fn soak(args: SoakArgs) -> Result<i32> {
     let faults = args
         .faults
         .as_deref()
-        .map(live::twin::faults::FaultConfig::parse)
+        .map(live::server::faults::FaultConfig::parse)
         .transpose()
         .map_err(|e| UsageError(format!("--faults: {e}")))?;
     if faults.is_some() && !twin {

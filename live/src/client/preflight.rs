@@ -18,7 +18,7 @@ use kube::Api;
 
 use super::{Client, ClientError};
 use crate::crd::{AdmissionCheck, ClusterQueue};
-use crate::twin::kinds::{self, Kind};
+use crate::wire::kinds::{self, Kind};
 
 /// The context name of the embedded twin's kubeconfig (`verify twin serve`, the twin tier).
 pub const TWIN_CONTEXT: &str = "verify-twin";

@@ -16,9 +16,9 @@ pub use nfd::NodeFeature;
 pub use topology::{Topology, TopologySource};
 pub use worker::{Devices, InstanceType};
 
-use crate::twin::kinds::{self, Kind};
-use crate::twin::store::Store;
-use crate::twin::structural;
+use crate::server::store::Store;
+use crate::server::structural;
+use crate::wire::kinds::{self, Kind};
 
 /// Where the real CRDs are read from in tests: `$VERIFY_CRDS_DIR`, else `../shared/crds`
 /// beside the workspace (data only, never copied into the repository).
@@ -89,7 +89,7 @@ pub fn install_shared_validators(store: &mut Store) -> Result<usize, SharedCrdEr
         };
         if let Some(schema) = structural::crd_schema(&crd, None) {
             store.set_validator(kind, structural::validator(schema.clone()));
-            store.set_printer_columns(kind, crate::twin::table::crd_printer_columns(&crd));
+            store.set_printer_columns(kind, crate::server::table::crd_printer_columns(&crd));
             installed += 1;
         }
     }
@@ -105,7 +105,7 @@ pub fn install_shared_validators(store: &mut Store) -> Result<usize, SharedCrdEr
 pub fn install_crd_objects(
     store: &mut Store,
     from_shared: bool,
-) -> Result<usize, crate::twin::status::Status> {
+) -> Result<usize, crate::server::status::Status> {
     let crd_kind = kinds::CUSTOM_RESOURCE_DEFINITION;
     let mut written = 0;
     for (kind, own) in own_crds() {
@@ -125,12 +125,12 @@ pub fn install_crd_objects(
             Some(crd) => crd,
             None => {
                 let mut crd = serde_json::to_value(&own).map_err(|e| {
-                    crate::twin::status::Status::bad_request(format!("the CRD of {name}: {e}"))
+                    crate::server::status::Status::bad_request(format!("the CRD of {name}: {e}"))
                 })?;
                 // the real CRDs' short names and categories (the discovery tables carry
                 // them), which the generated CRDs do not declare
-                let short = crate::twin::discovery::short_names(&kind);
-                let categories = crate::twin::discovery::categories(&kind);
+                let short = crate::server::discovery::short_names(&kind);
+                let categories = crate::server::discovery::categories(&kind);
                 if let Some(names) = crd
                     .pointer_mut("/spec/names")
                     .and_then(serde_json::Value::as_object_mut)
@@ -159,17 +159,17 @@ pub fn install_validators(store: &mut Store) {
             store.set_validator(&kind, structural::validator(schema));
         }
         if let Ok(value) = serde_json::to_value(&crd) {
-            store.set_printer_columns(&kind, crate::twin::table::crd_printer_columns(&value));
+            store.set_printer_columns(&kind, crate::server::table::crd_printer_columns(&value));
         }
     }
     // Pods (core, no CRD): the apiserver's checks on what a charging Pod carries
-    crate::twin::pod::install_validator(store);
+    crate::wire::pod::install_validator(store);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::twin::selector::Selector;
+    use crate::server::selector::Selector;
 
     #[test]
     fn the_chain_crds_are_listed_as_established_objects_and_serve_as_before() {
@@ -192,9 +192,9 @@ mod tests {
         assert!(names.contains(&"instancetypes.worker.gpustack.ai".to_string()));
         let it = store.get(&crd_kind, None, "instancetypes.worker.gpustack.ai");
         let it = it.unwrap_or_default();
-        assert!(crate::twin::crds::has_condition(&it, "Established"));
+        assert!(crate::server::crds::has_condition(&it, "Established"));
         // discovery keeps the real CRDs' short names
-        let doc = crate::twin::discovery::api_resource_list_named(
+        let doc = crate::server::discovery::api_resource_list_named(
             store.kinds(),
             "kueue.x-k8s.io",
             "v1beta2",

@@ -8,7 +8,7 @@ use model::devices::{Devices, Mode};
 use serde_json::{json, Map, Value};
 
 use super::kinds;
-use super::status::Cause;
+use crate::server::status::Cause;
 
 /// The image of a charging Pod's containers: it never runs (a fake Node has no kubelet).
 const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
@@ -233,7 +233,7 @@ pub(crate) fn is_dns_label(s: &str) -> bool {
 }
 
 /// Plugs [`validate`] into a store for Pods.
-pub fn install_validator(store: &mut super::store::Store) {
+pub fn install_validator(store: &mut crate::server::store::Store) {
     store.set_validator(&kinds::POD, Box::new(validate));
 }
 

@@ -21,9 +21,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use super::kinds::{Kind, StatusOnCreate};
 pub use super::selector::Selector;
 pub use super::status::{Cause, Status};
+pub use crate::wire::kinds::{Kind, StatusOnCreate};
 
 /// Per-kind validation hook: returns the pruned object or the causes of rejection.
 pub type Validator = Box<dyn Fn(&Value) -> Result<Value, Vec<Cause>> + Send + Sync>;
@@ -50,7 +50,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
             history_limit: 1000,
-            kinds: super::kinds::served(),
+            kinds: crate::wire::kinds::served(),
             uid: Box::new(sequential_uid),
             clock: step_clock(EPOCH_2025, 1),
             require_namespace: true,
@@ -564,7 +564,7 @@ impl Store {
     /// Puts `object` in as another server listed it: its uid, creationTimestamp, generation,
     /// managedFields, finalizers and deletionTimestamp are kept, and nothing is validated,
     /// defaulted or admitted (that server did it). Only the resourceVersion becomes this
-    /// store's. What a mirror of a real cluster is built from (`crate::controller`).
+    /// store's. What a mirror of a real cluster is built from (`crate::operator::controller`).
     pub fn restore(&mut self, kind: &Kind, object: Value) -> Result<Value, Status> {
         self.served(kind)?;
         let object = into_object(object)?;
@@ -925,10 +925,10 @@ impl Store {
                 ));
             }
         }
-        if *kind == super::kinds::NAMESPACE && finalizers(&current).is_empty() {
+        if *kind == crate::wire::kinds::NAMESPACE && finalizers(&current).is_empty() {
             return Ok(self.terminate_namespace(&key, current));
         }
-        if *kind == super::kinds::CUSTOM_RESOURCE_DEFINITION
+        if *kind == crate::wire::kinds::CUSTOM_RESOURCE_DEFINITION
             && meta.get("deletionTimestamp").is_none()
         {
             return Ok(self.delete_crd(&key, current));
@@ -951,7 +951,7 @@ impl Store {
             m.insert("generation".into(), Value::from(generation + 1));
         }
         marked.insert("metadata".into(), Value::Object(m));
-        if *kind == super::kinds::NAMESPACE {
+        if *kind == crate::wire::kinds::NAMESPACE {
             // held by a finalizer of its own: Terminating until it is removed (the twin's
             // namespace controller leaves its contents to the clients then)
             marked.insert("status".into(), serde_json::json!({"phase": "Terminating"}));
@@ -989,7 +989,7 @@ impl Store {
                 self.commit(&kind, &k, None, Some(o));
             }
         }
-        self.commit(&super::kinds::NAMESPACE, key, None, Some(current));
+        self.commit(&crate::wire::kinds::NAMESPACE, key, None, Some(current));
         Deleted::Finalizing(Value::Object(terminating))
     }
 
@@ -1002,10 +1002,10 @@ impl Store {
         if self.dry {
             return;
         }
-        if *kind == super::kinds::CUSTOM_RESOURCE_DEFINITION {
+        if *kind == crate::wire::kinds::CUSTOM_RESOURCE_DEFINITION {
             self.reconcile_crd(&key.name);
         }
-        if *kind == super::kinds::NAMESPACE {
+        if *kind == crate::wire::kinds::NAMESPACE {
             self.default_service_account(&key.name);
         }
     }
@@ -1013,11 +1013,11 @@ impl Store {
     /// The serviceaccount controller's `default` ServiceAccount in a new namespace: written
     /// through a typed client that sends no managed fields, so it carries none.
     fn default_service_account(&mut self, namespace: &str) {
-        let sa = super::kinds::SERVICE_ACCOUNT;
+        let sa = crate::wire::kinds::SERVICE_ACCOUNT;
         if !self.kinds.contains(&sa) || self.get(&sa, Some(namespace), "default").is_ok() {
             return;
         }
-        let Ok(live) = self.get(&super::kinds::NAMESPACE, None, namespace) else {
+        let Ok(live) = self.get(&crate::wire::kinds::NAMESPACE, None, namespace) else {
             return;
         };
         if live.pointer("/metadata/deletionTimestamp").is_some() {
@@ -1037,7 +1037,7 @@ impl Store {
     /// objects deleted and its kinds unserved, then loses the cleanup finalizer (and goes,
     /// when it was the last); a CRD gone leaves no kind behind.
     fn reconcile_crd(&mut self, name: &str) {
-        let crd_kind = super::kinds::CUSTOM_RESOURCE_DEFINITION;
+        let crd_kind = crate::wire::kinds::CUSTOM_RESOURCE_DEFINITION;
         let Ok(crd) = self.get(&crd_kind, None, name) else {
             return;
         };
@@ -1162,7 +1162,7 @@ impl Store {
 
     /// The autoregister controller's pass (see [`Store::install_api_services`]).
     fn sync_api_services(&mut self) {
-        let kind = super::kinds::API_SERVICE;
+        let kind = crate::wire::kinds::API_SERVICE;
         if !self.api_services || self.dry || !self.kinds.contains(&kind) {
             return;
         }
@@ -1225,7 +1225,7 @@ impl Store {
     /// condition, the answer the client gets (generation unchanged); the cleanup then runs at
     /// once ([`Store::reconcile_crd`]).
     fn delete_crd(&mut self, key: &Key, current: Object) -> Deleted {
-        let crd_kind = super::kinds::CUSTOM_RESOURCE_DEFINITION;
+        let crd_kind = crate::wire::kinds::CUSTOM_RESOURCE_DEFINITION;
         let mut marked = current.clone();
         let now = self.stamp();
         let mut m = take_meta(&mut marked);
@@ -1410,7 +1410,10 @@ impl Store {
                 name: key.namespace.clone(),
             };
             if !self.objects.contains_key(&ns_key) {
-                return Err(Status::not_found(&super::kinds::NAMESPACE, &key.namespace));
+                return Err(Status::not_found(
+                    &crate::wire::kinds::NAMESPACE,
+                    &key.namespace,
+                ));
             }
         }
         if self.objects.contains_key(&key) {
@@ -1476,7 +1479,7 @@ impl Store {
             }
         };
         let entries = entries_of(managers, &now);
-        if *kind == super::kinds::NAMESPACE {
+        if *kind == crate::wire::kinds::NAMESPACE {
             namespace_finalizer(&mut object);
         }
         let mut meta = take_meta(&mut object);
@@ -1750,13 +1753,13 @@ fn pruned_paths(given: &Value, kept: &Value, at: &str, out: &mut Vec<String>) {
 /// lowercase RFC 1123 label, every other kind's a lowercase RFC 1123 subdomain
 /// (apimachinery `ValidateObjectMeta` with the kind's name validation; messages as its).
 fn invalid_name(kind: &Kind, name: &str) -> Option<Cause> {
-    if *kind == super::kinds::API_SERVICE {
+    if *kind == crate::wire::kinds::API_SERVICE {
         // an APIService is named `<version>.<group>` (core: `v1.`), checked against its
         // spec by the aggregator's own validation, not as a subdomain
         return None;
     }
-    let message = if *kind == super::kinds::NAMESPACE {
-        if super::pod::is_dns_label(name) {
+    let message = if *kind == crate::wire::kinds::NAMESPACE {
+        if crate::wire::pod::is_dns_label(name) {
             return None;
         }
         format!("Invalid value: \"{name}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
@@ -1981,7 +1984,7 @@ fn check_finalizers_while_deleting(
 /// The `kubernetes.io/metadata.name` label the apiserver sets on every write of a Namespace
 /// (owned by the writer, as kube-apiserver 1.37 records it).
 fn prepare_namespace(kind: &Kind, object: &mut Object) {
-    if *kind != super::kinds::NAMESPACE {
+    if *kind != crate::wire::kinds::NAMESPACE {
         return;
     }
     let name = name_of(object);
@@ -2623,7 +2626,7 @@ mod tests {
             rendered,
             [".metadata.labels.x", ".spec.a", ".spec.b.c", ".spec.e"]
         );
-        let node = &super::super::kinds::NODE;
+        let node = &crate::wire::kinds::NODE;
         let entry = Managed::new(
             "m",
             Operation::Apply,

@@ -9,11 +9,11 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::discovery;
-use super::kinds::Kind;
 use super::selector::Selector;
 use super::status::Status;
 use super::store::{manager_or_user_agent, DeleteOptions, Deleted, Patch, Store, Subresource};
 use super::table;
+use crate::wire::kinds::Kind;
 
 /// The default (and the longest) watch a client gets when it sends no `timeoutSeconds`.
 pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
@@ -820,8 +820,8 @@ fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::twin::kinds::{ALL, DEVICES, NAMESPACE, NODE, WORKLOAD};
-    use crate::twin::store::manager_from_user_agent;
+    use crate::server::store::manager_from_user_agent;
+    use crate::wire::kinds::{ALL, DEVICES, NAMESPACE, NODE, WORKLOAD};
 
     fn target(path: &str) -> Result<Target, u16> {
         parse_path(&ALL, path).map_err(|s| s.code)

@@ -21,8 +21,8 @@ use serde_json::{json, Map, Value};
 
 use super::kinds::{self, Kind};
 use super::pod::{charging_pod, pod_holds};
-use super::selector::Selector;
-use super::store::{DeleteOptions, Status, Store};
+use crate::server::selector::Selector;
+use crate::server::store::{DeleteOptions, Status, Store};
 
 /// The field manager the reference operator applies Node labels with; labels it owns are its
 /// own output, so [`read_cluster`] leaves them out of the input.
@@ -887,7 +887,7 @@ mod tests {
 
     #[test]
     fn a_label_patched_over_the_workers_apply_is_read_as_input() {
-        use crate::twin::store::{Patch, Subresource};
+        use crate::server::store::{Patch, Subresource};
         let mut store = Store::default();
         let node = json!({"apiVersion": "v1", "kind": "Node",
                           "metadata": {"name": "n", "labels": {"zone": "a"}}});
@@ -1057,9 +1057,9 @@ mod tests {
             Err(e) => eprintln!("skipped the CRD check: {}: {e}", crd.display()),
             Ok(text) => {
                 let crd: Value = serde_norway::from_str(&text).unwrap();
-                let schema = crate::twin::structural::crd_schema(&crd, None).unwrap();
+                let schema = crate::server::structural::crd_schema(&crd, None).unwrap();
                 assert_eq!(
-                    crate::twin::structural::validate(schema, &o).as_ref(),
+                    crate::server::structural::validate(schema, &o).as_ref(),
                     Ok(&o)
                 );
             }
@@ -1111,7 +1111,7 @@ mod tests {
         let node = c.nodes.iter().find(|n| !n.network.is_empty()).unwrap();
         let mut store = Store::default();
         assert_eq!(write_mock(&mut store, &c), Ok(()));
-        crate::twin::operator::reconcile(&mut store, &c.settings, None).unwrap();
+        crate::operator::reconcile(&mut store, &c.settings, None).unwrap();
         let o = store
             .get(&kinds::NODE, None, &node.name)
             .expect("the node is there");
