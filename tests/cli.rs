@@ -652,10 +652,10 @@ fn an_unmet_coverage_floor_exits_4_and_a_bad_floor_exits_2() {
 /// is tested in live/tests/audit.rs).
 mod audit_and_cleanup {
     use super::{scratch, verify};
-    use live::audit::AUDITED_KINDS;
     use live::operator::{reconcile, write_mock};
     use live::server::store::{Selector, Store};
     use live::wire::kinds;
+    use live::wire::kinds::AUDITED_KINDS;
     use serde_json::{json, Value};
 
     /// The walkthrough reconciled by the twin's reference operator, listed as kubectl would;

@@ -12,8 +12,8 @@ use live::server::store::{Store, StoreConfig};
 fn walkthrough_snapshot() -> live::audit::Snapshot {
     let cluster = model::examples::walkthrough();
     let mut store = Store::new(StoreConfig::default());
-    live::crd::install_validators(&mut store);
-    live::wire::read::write_mock(&mut store, &cluster).expect("mocks");
+    live::server::schemas::install_validators(&mut store);
+    live::operator::write_mock(&mut store, &cluster).expect("mocks");
     // the joint AdmissionCheck, Active as an installed operator keeps it (the audit reads it)
     live::operator::admission::write_joint_check(&mut store, true).expect("the joint check");
     let (twin, operator) =

@@ -255,7 +255,7 @@ struct Session {
 
 fn empty_store() -> Store {
     let mut store = Store::new(StoreConfig::default());
-    live::crd::install_validators(&mut store);
+    live::server::schemas::install_validators(&mut store);
     store
 }
 

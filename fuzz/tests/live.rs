@@ -22,8 +22,8 @@ const CONTEXT: &str = "kind-verify-test";
 /// A twin holding the walkthrough cluster, its operator mutated by `mutant`.
 fn cluster(mutant: Option<Mutant>) -> (TwinHandle, OperatorHandle, Kubeconfig) {
     let mut store = Store::new(StoreConfig::default());
-    live::crd::install_validators(&mut store);
-    live::wire::read::write_mock(&mut store, &model::examples::walkthrough())
+    live::server::schemas::install_validators(&mut store);
+    live::operator::write_mock(&mut store, &model::examples::walkthrough())
         .expect("the walkthrough mocks");
     let settings = model::Settings {
         mutant,

@@ -24,25 +24,10 @@ use oracle::{fold, render_findings, DerivationGraph, Difference, Finding};
 use serde_json::{json, Value};
 
 use crate::client::{self, Client, ClientError};
+use crate::operator::input;
 use crate::server::store::{Status, Store, Subresource};
-use crate::wire::kinds::{self, Kind};
+use crate::wire::kinds::{self, Kind, AUDITED_KINDS};
 use crate::wire::read::{self, name_of, worker_owned_labels, FIELD_MANAGER};
-
-/// What `verify audit --context` lists: the kinds of docs/audit.md's kubectl command, plus
-/// Namespaces (which decide where LocalQueues must exist). Kueue's Topology objects
-/// (`gpustack-<profile>`, kueue.x-k8s.io/v1beta2 as the twin serves them) are the model's
-/// `Derived.topologies`.
-pub const AUDITED_KINDS: [Kind; 9] = [
-    kinds::NAMESPACE,
-    kinds::NODE,
-    kinds::DEVICES,
-    kinds::INSTANCE_TYPE,
-    kinds::RESOURCE_FLAVOR,
-    kinds::CLUSTER_QUEUE,
-    kinds::LOCAL_QUEUE,
-    kinds::ADMISSION_CHECK,
-    kinds::TOPOLOGY,
-];
 
 /// Audited kinds an older dump command did not list: a dump holding no object of one of them
 /// most likely never asked for it (a cluster the operator manages has at least the
@@ -411,7 +396,7 @@ fn read_model(
     settings: &Settings,
     source: &str,
 ) -> Result<model::Cluster, AuditError> {
-    let cluster = read::read_cluster(store, settings).map_err(|e| match e {
+    let cluster = crate::operator::read_cluster(store, settings).map_err(|e| match e {
         read::ReadError::Field {
             kind,
             name,
@@ -462,7 +447,7 @@ fn load(snapshot: &Snapshot) -> Result<(Store, NamespaceSource), AuditError> {
             .collect();
         for ns in &named {
             let o = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            read::write_object(&mut store, &kinds::NAMESPACE, None, &o)
+            input::write_object(&mut store, &kinds::NAMESPACE, None, &o)
                 .map_err(|s| status_error(source, "(inferred Namespace)", ns, s))?;
         }
         NamespaceSource::FromLocalQueues(named.into_iter().collect())
@@ -476,7 +461,7 @@ fn load(snapshot: &Snapshot) -> Result<(Store, NamespaceSource), AuditError> {
         let ns = ns.filter(|_| kind.namespaced);
         let mut o = o.clone();
         keep_deleting(&mut o);
-        read::write_object(&mut store, kind, ns, &o)
+        input::write_object(&mut store, kind, ns, &o)
             .map_err(|s| status_error(source, &at, &name_of(&o), s))?;
         if *kind == kinds::NODE {
             reapply_worker_labels(&mut store, &o)

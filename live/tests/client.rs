@@ -36,7 +36,7 @@ mod tempdir {
 
 fn twin(settings: Settings) -> Twin {
     let mut store = Store::new(StoreConfig::default());
-    live::crd::install_validators(&mut store);
+    live::server::schemas::install_validators(&mut store);
     let (handle, operator) =
         spawn_twin_with_operator(None, store, settings).expect("the twin serves on loopback");
     let dir = std::env::temp_dir().join(format!(

@@ -16,7 +16,7 @@ use model::examples::walkthrough;
 fn the_controller_process_writes_what_the_model_derives() {
     let cluster = walkthrough();
     let mut store = Store::default();
-    live::crd::install_validators(&mut store);
+    live::server::schemas::install_validators(&mut store);
     assert_eq!(write_mock(&mut store, &cluster), Ok(()));
     assert!(live::operator::admission::write_joint_check(&mut store, true).is_ok());
     let twin = spawn_with_store(None, store).expect("a twin");

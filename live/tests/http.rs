@@ -1257,7 +1257,7 @@ fn kubectl_works_against_the_twin_when_installed() {
 /// endpoint is not counted.
 #[test]
 fn the_clock_endpoint_advances_the_virtual_clock() {
-    use live::server::clock::CLOCK_PATH;
+    use live::wire::clock::CLOCK_PATH;
     let twin = twin();
     let addr = twin.addr();
     let rv = twin

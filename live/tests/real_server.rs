@@ -1397,8 +1397,8 @@ fn the_twin_answers_as_the_real_apiserver_does() {
     // the twin validates as the real server does: the real CRDs where ../shared has them,
     // the project's own elsewhere (scripts/kube installs the same)
     let mut store = Store::default();
-    live::crd::install_validators(&mut store);
-    match live::crd::install_shared_validators(&mut store) {
+    live::server::schemas::install_validators(&mut store);
+    match live::server::schemas::install_shared_validators(&mut store) {
         Ok(n) if n > 0 => {}
         Ok(_) => {
             println!(
@@ -1410,7 +1410,7 @@ fn the_twin_answers_as_the_real_apiserver_does() {
         Err(e) => panic!("{e}"),
     }
     // the CRDs a real cluster lists, the same files
-    if let Err(e) = live::crd::install_crd_objects(&mut store, true) {
+    if let Err(e) = live::server::schemas::install_crd_objects(&mut store, true) {
         panic!("the CRD objects: {e}");
     }
     store.install_api_services();

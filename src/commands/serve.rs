@@ -41,9 +41,9 @@ pub(super) fn twin_serve(
         clock: live::server::store::wall_clock(),
         ..live::server::store::StoreConfig::default()
     });
-    live::crd::install_validators(&mut store);
+    live::server::schemas::install_validators(&mut store);
     // the chain's CRDs listed as objects, as a real cluster lists those it installed
-    live::crd::install_crd_objects(&mut store, false)
+    live::server::schemas::install_crd_objects(&mut store, false)
         .map_err(|e| anyhow::anyhow!("writing the CRD objects: {}", e.message))?;
     // and the local APIServices of what it serves, kept as the aggregator keeps them
     store.install_api_services();
@@ -52,7 +52,7 @@ pub(super) fn twin_serve(
     live::operator::admission::write_joint_check(&mut store, operator.settings.joint_check_active)
         .map_err(|e| anyhow::anyhow!("writing the joint AdmissionCheck: {}", e.message))?;
     if walkthrough {
-        live::wire::read::write_mock(&mut store, &model::examples::walkthrough())
+        live::operator::write_mock(&mut store, &model::examples::walkthrough())
             .map_err(|e| anyhow::anyhow!("mocking the walkthrough cluster: {}", e.message))?;
     }
     let serve = live::server::http::ServeConfig {

@@ -3,7 +3,7 @@
 //! cluster has no such endpoint and no clock a client may move: callers ask only a twin.
 
 use super::{Client, ClientError};
-use crate::server::clock::{advance_body, CLOCK_PATH};
+use crate::wire::clock::{advance_body, CLOCK_PATH};
 
 impl Client {
     /// Advances the twin's clock `seconds` (one request; not retried: the endpoint is never

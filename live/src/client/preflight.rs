@@ -363,7 +363,7 @@ impl Client {
 /// their `/status`, InstanceTypes, charging Pods — which teardown also lists) and the
 /// Workloads whose gate-3 verdicts it reads back.
 pub fn needed_verbs(access: Access) -> Vec<(&'static str, Kind, Option<&'static str>)> {
-    let mut out: Vec<_> = crate::audit::AUDITED_KINDS
+    let mut out: Vec<_> = kinds::AUDITED_KINDS
         .into_iter()
         .map(|k| ("list", k, None))
         .collect();

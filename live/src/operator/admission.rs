@@ -89,7 +89,7 @@ pub fn write_joint_check(
     store: &mut Store,
     active: bool,
 ) -> Result<(), crate::server::status::Status> {
-    crate::wire::read::write_object(
+    super::input::write_object(
         store,
         &kinds::ADMISSION_CHECK,
         None,

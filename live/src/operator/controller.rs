@@ -572,7 +572,7 @@ async fn pass(
         // what the pass read, for the credits stand-in (before the reconcile writes)
         let cluster = config
             .credits_capacity
-            .then(|| crate::wire::read::read_cluster(&store, &config.settings).ok())
+            .then(|| crate::operator::read_cluster(&store, &config.settings).ok())
             .flatten();
         let reconciled = reconcile_with(
             &mut store,

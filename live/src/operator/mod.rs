@@ -21,9 +21,11 @@ use serde_json::{json, Map, Value};
 
 pub mod admission;
 pub mod controller;
+pub mod input;
 
-pub use crate::wire::read::{mock_objects, read_cluster, write_mock, ReadError, FIELD_MANAGER};
+pub use crate::wire::read::{mock_objects, ReadError, FIELD_MANAGER};
 pub use crate::wire::render::render;
+pub use input::{read_cluster, write_mock};
 
 use crate::server::http::{spawn_configured, ServeConfig, SharedStore, TwinHandle};
 use crate::server::selector::Selector;
@@ -722,7 +724,7 @@ mod tests {
             ready: true,
         }];
         let mut store = Store::default();
-        crate::wire::read::write_mock(&mut store, &cluster).expect("mock");
+        super::input::write_mock(&mut store, &cluster).expect("mock");
         let first = reconcile(&mut store, &cluster.settings, None).expect("reconcile");
         let names = |store: &Store| -> Vec<String> {
             store

@@ -1759,7 +1759,7 @@ fn invalid_name(kind: &Kind, name: &str) -> Option<Cause> {
         return None;
     }
     let message = if *kind == crate::wire::kinds::NAMESPACE {
-        if crate::wire::pod::is_dns_label(name) {
+        if super::pods::is_dns_label(name) {
             return None;
         }
         format!("Invalid value: \"{name}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")

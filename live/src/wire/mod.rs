@@ -4,6 +4,7 @@
 //! ([`render`], [`read::mock_objects`]). Pure conversions: it imports neither [`crate::server`]
 //! nor [`crate::operator`] (`tests/layering.rs`).
 
+pub mod clock;
 pub mod kinds;
 pub mod pod;
 pub mod read;
