@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 
 use crate::client::{self, Client, ClientError};
 use crate::operator::input;
-use crate::server::store::{Status, Store, Subresource};
+use crate::server::store::{ApplyRequest, Status, Store, Subresource};
 use crate::wire::kinds::{self, Kind, AUDITED_KINDS};
 use crate::wire::read::{self, name_of, worker_owned_labels, FIELD_MANAGER};
 
@@ -504,14 +504,14 @@ fn reapply_worker_labels(store: &mut Store, node: &Value) -> Result<(), Status> 
     let config = json!({"apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": labels}});
     store
-        .apply(
-            &kinds::NODE,
-            None,
-            &name,
-            Subresource::Main,
+        .apply(ApplyRequest {
+            kind: &kinds::NODE,
+            namespace: None,
+            name: &name,
+            subresource: Subresource::Main,
             config,
-            FIELD_MANAGER,
-            true,
-        )
+            field_manager: FIELD_MANAGER,
+            force: true,
+        })
         .map(|_| ())
 }

@@ -71,7 +71,7 @@ mod tests {
 
     #[test]
     fn a_label_patched_over_the_workers_apply_is_read_as_input() {
-        use crate::server::store::{Patch, Subresource};
+        use crate::server::store::{ApplyRequest, Patch, Subresource};
         let mut store = Store::default();
         let node = json!({"apiVersion": "v1", "kind": "Node",
                           "metadata": {"name": "n", "labels": {"zone": "a"}}});
@@ -85,15 +85,15 @@ mod tests {
         assert!(store.create(&kinds::NODE, None, node).is_ok());
         let applied = json!({"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": "n", "labels": {"gpustack.ai/managed": "true"}}});
-        let by_worker = store.apply(
-            &kinds::NODE,
-            None,
-            "n",
-            Subresource::Main,
-            applied,
-            FIELD_MANAGER,
-            true,
-        );
+        let by_worker = store.apply(ApplyRequest {
+            kind: &kinds::NODE,
+            namespace: None,
+            name: "n",
+            subresource: Subresource::Main,
+            config: applied,
+            field_manager: FIELD_MANAGER,
+            force: true,
+        });
         assert!(by_worker.is_ok());
         // the worker's own label is its output, not input
         assert_eq!(read(&store).get("gpustack.ai/managed"), None);

@@ -29,7 +29,7 @@ pub use input::{read_cluster, write_mock};
 
 use crate::server::http::{spawn_configured, ServeConfig, SharedStore, TwinHandle};
 use crate::server::selector::Selector;
-use crate::server::store::{DeleteOptions, Status, Store, Subresource};
+use crate::server::store::{ApplyRequest, DeleteOptions, Status, Store, Subresource};
 use crate::wire::kinds::{self, Kind};
 pub use admission::QuotaBy;
 
@@ -204,15 +204,15 @@ fn merge_node_features(store: &mut Store, writes: &mut Writes) -> Result<(), Ope
         let config = json!({"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": node, "labels": labels}});
         store
-            .apply(
-                &kinds::NODE,
-                None,
-                &node,
-                Subresource::Main,
-                config.clone(),
-                NFD_FIELD_MANAGER,
-                true,
-            )
+            .apply(ApplyRequest {
+                kind: &kinds::NODE,
+                namespace: None,
+                name: &node,
+                subresource: Subresource::Main,
+                config: config.clone(),
+                field_manager: NFD_FIELD_MANAGER,
+                force: true,
+            })
             .map_err(write_err("apply", &kinds::NODE, &node))?;
         if store.resource_version() != before {
             writes.done.push(("apply", "Node", node.clone()));
@@ -236,15 +236,15 @@ fn apply_node_labels(
     let config =
         json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}});
     store
-        .apply(
-            &kinds::NODE,
-            None,
+        .apply(ApplyRequest {
+            kind: &kinds::NODE,
+            namespace: None,
             name,
-            Subresource::Main,
-            config.clone(),
-            FIELD_MANAGER,
-            true,
-        )
+            subresource: Subresource::Main,
+            config: config.clone(),
+            field_manager: FIELD_MANAGER,
+            force: true,
+        })
         .map_err(write_err("apply", &kinds::NODE, name))?;
     if store.resource_version() != before {
         writes.done.push(("apply", "Node", name.to_string()));

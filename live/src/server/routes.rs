@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 use super::discovery;
 use super::selector::Selector;
 use super::status::Status;
-use super::store::{manager_or_user_agent, DeleteOptions, Deleted, Patch, Store, Subresource};
+use super::store::{
+    manager_or_user_agent, ApplyRequest, DeleteOptions, Deleted, Patch, Store, Subresource,
+};
 use super::table;
 use crate::wire::kinds::Kind;
 
@@ -748,7 +750,15 @@ fn patch(
             let config = decode_yaml(req.body)?;
             let manager = query.get("fieldManager").unwrap_or("");
             let existed = store.get(kind, ns, name).is_ok();
-            let applied = store.apply(kind, ns, name, sub, config, manager, query.flag("force"))?;
+            let applied = store.apply(ApplyRequest {
+                kind,
+                namespace: ns,
+                name,
+                subresource: sub,
+                config,
+                field_manager: manager,
+                force: query.flag("force"),
+            })?;
             return Ok(Reply::ok(if existed { 200 } else { 201 }, applied));
         }
         _ => return Err(unsupported_patch(kind, req.content_type)),

@@ -3,6 +3,21 @@
 
 use super::*;
 
+/// One server-side apply (a `PATCH` with `application/apply-patch+yaml`): the object it
+/// addresses, the configuration applied and the field manager applying it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApplyRequest<'a> {
+    pub kind: &'a Kind,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+    pub subresource: Subresource,
+    /// The applied configuration (nulls in it are dropped).
+    pub config: Value,
+    pub field_manager: &'a str,
+    /// Take the fields another manager owns instead of answering 409.
+    pub force: bool,
+}
+
 impl Store {
     /// Server-side apply of `config` by `field_manager` (creates the object if absent).
     ///
@@ -15,17 +30,16 @@ impl Store {
     /// changes is a conflict: 409 naming manager and field unless `force`, which moves the
     /// field to this manager. Applying a value equal to the live one shares the field.
     /// Nulls in `config` are dropped.
-    #[allow(clippy::too_many_arguments)]
-    pub fn apply(
-        &mut self,
-        kind: &Kind,
-        namespace: Option<&str>,
-        name: &str,
-        subresource: Subresource,
-        config: Value,
-        field_manager: &str,
-        force: bool,
-    ) -> Result<Value, Status> {
+    pub fn apply(&mut self, request: ApplyRequest<'_>) -> Result<Value, Status> {
+        let ApplyRequest {
+            kind,
+            namespace,
+            name,
+            subresource,
+            config,
+            field_manager,
+            force,
+        } = request;
         match subresource {
             Subresource::Main => self.served(kind)?,
             Subresource::Status => self.status_served(kind)?,

@@ -30,7 +30,9 @@ mod meta;
 mod served;
 mod time;
 
-pub use apply::{manager_from_user_agent, manager_or_user_agent, NO_MANAGER, UNKNOWN_MANAGER};
+pub use apply::{
+    manager_from_user_agent, manager_or_user_agent, ApplyRequest, NO_MANAGER, UNKNOWN_MANAGER,
+};
 pub use meta::{EventType, Gone, WatchEvent, NAMESPACE_NAME_LABEL};
 pub use time::{rfc3339, sequential_uid, step_clock, unix_seconds_of, wall_clock, EPOCH_2025};
 use {apply::*, meta::*, time::*};
