@@ -162,8 +162,6 @@ mod tests {
     }
 
     /// Only an advance moves the virtual clock's count; stamps after it read later.
-
-    /// Only an advance moves the virtual clock's count; stamps after it read later.
     #[test]
     fn the_virtual_clock_counts_only_advances() {
         let mut store = Store::default();
