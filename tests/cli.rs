@@ -652,10 +652,10 @@ fn an_unmet_coverage_floor_exits_4_and_a_bad_floor_exits_2() {
 /// is tested in live/tests/audit.rs).
 mod audit_and_cleanup {
     use super::{scratch, verify};
-    use live::audit::AUDITED_KINDS;
-    use live::twin::kinds;
-    use live::twin::operator::{reconcile, write_mock};
-    use live::twin::store::{Selector, Store};
+    use live::operator::{reconcile, write_mock};
+    use live::server::store::{Selector, Store};
+    use live::wire::kinds;
+    use live::wire::kinds::AUDITED_KINDS;
     use serde_json::{json, Value};
 
     /// The walkthrough reconciled by the twin's reference operator, listed as kubectl would;
@@ -665,7 +665,7 @@ mod audit_and_cleanup {
         let c = model::examples::walkthrough();
         let mut store = Store::default();
         assert_eq!(write_mock(&mut store, &c), Ok(()));
-        assert!(live::twin::admission::write_joint_check(&mut store, true).is_ok());
+        assert!(live::operator::admission::write_joint_check(&mut store, true).is_ok());
         assert!(reconcile(&mut store, &c.settings, None).is_ok());
         // the kinds of docs/audit.md's kubectl command: the audited ones but Namespaces
         let items: Vec<Value> = AUDITED_KINDS
@@ -722,7 +722,7 @@ mod audit_and_cleanup {
     fn cleanup_refuses_a_real_cluster_without_context() {
         let kubeconfig = scratch(
             "audit-kubeconfig",
-            &live::twin::kubeconfig::kubeconfig_yaml("https://10.0.0.1:6443", "docker-desktop"),
+            &live::server::kubeconfig::kubeconfig_yaml("https://10.0.0.1:6443", "docker-desktop"),
         );
         let out = verify(&[
             "cleanup",

@@ -436,7 +436,7 @@ fn the_live_mig_block_toggles_the_cards_over_ssh_and_puts_them_back() {
     let mut cluster = world.cluster().clone();
     cluster.nodes.retain(|n| n.devices.is_some());
     assert!(cluster.nodes[0].devices.as_ref().unwrap().groups[0].cards[0].is_partitioned());
-    for (_, _, object) in live::twin::read::mock_objects(&cluster) {
+    for (_, _, object) in live::wire::read::mock_objects(&cluster) {
         let path = match object["kind"].as_str() {
             Some("Node") => "/api/v1/nodes",
             Some("Devices") => "/apis/worker.gpustack.ai/v1alpha1/devices",

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use live::audit::{Audit, Snapshot};
 use live::client::RUN_LABEL;
-use live::twin::kinds::{self, Kind};
-use live::twin::read::{name_of, read_devices};
+use live::wire::kinds::{self, Kind};
+use live::wire::read::{name_of, read_devices};
 use model::devices::DeviceGroup;
 use serde_json::Value;
 

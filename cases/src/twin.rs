@@ -142,7 +142,7 @@ impl ApiCases {
     /// The scenario's `joint` expectations judged on the twin: its Workloads kept and read
     /// back at each expectation's step (`ApiTarget::workloads_at_steps`), the
     /// `gpustack-model-deployment-joint` entry's state and message and `spec.active` read as a
-    /// phase (`live::twin::workload::joint_phase_on_wire`).
+    /// phase (`live::wire::workload::joint_phase_on_wire`).
     fn joint_rows(&self, mutant: Option<Mutant>, s: &Scenario) -> Vec<Row> {
         let asks = joint_asks(s);
         if asks.is_empty() {
@@ -164,9 +164,9 @@ impl ApiCases {
             .zip(found)
             .map(
                 |((index, step, workload, phase, contains, lacks, check), o)| {
-                    let (got, message) = live::twin::workload::joint_phase_on_wire(o.as_ref());
+                    let (got, message) = live::wire::workload::joint_phase_on_wire(o.as_ref());
                     let active = o.as_ref().map_or("no Workload".to_string(), |o| {
-                        format!("spec.active={}", live::twin::workload::is_active(o))
+                        format!("spec.active={}", live::wire::workload::is_active(o))
                     });
                     let held = joint_answered(phase, contains, lacks, got, &message);
                     let read = if message.is_empty() {

@@ -6,19 +6,19 @@ use cases::index::PoolShape;
 use cases::probe::{pool_rows, pools_of_shape, PoolChoice, POOL_CHECK};
 use cases::Status;
 use live::client::Client;
-use live::twin::operator::spawn_twin_with_operator;
-use live::twin::store::{Store, StoreConfig};
+use live::operator::spawn_twin_with_operator;
+use live::server::store::{Store, StoreConfig};
 
 fn walkthrough_snapshot() -> live::audit::Snapshot {
     let cluster = model::examples::walkthrough();
     let mut store = Store::new(StoreConfig::default());
-    live::crd::install_validators(&mut store);
-    live::twin::read::write_mock(&mut store, &cluster).expect("mocks");
+    live::server::schemas::install_validators(&mut store);
+    live::operator::write_mock(&mut store, &cluster).expect("mocks");
     // the joint AdmissionCheck, Active as an installed operator keeps it (the audit reads it)
-    live::twin::admission::write_joint_check(&mut store, true).expect("the joint check");
+    live::operator::admission::write_joint_check(&mut store, true).expect("the joint check");
     let (twin, operator) =
         spawn_twin_with_operator(None, store, cluster.settings.clone()).expect("a twin");
-    let yaml = live::twin::kubeconfig::kubeconfig_yaml(twin.url(), "pools");
+    let yaml = live::server::kubeconfig::kubeconfig_yaml(twin.url(), "pools");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -33,7 +33,7 @@ fn walkthrough_snapshot() -> live::audit::Snapshot {
             let its = s
                 .items
                 .iter()
-                .filter(|(_, k, _)| *k == live::twin::kinds::INSTANCE_TYPE)
+                .filter(|(_, k, _)| *k == live::wire::kinds::INSTANCE_TYPE)
                 .count();
             if its >= 3 {
                 return s;

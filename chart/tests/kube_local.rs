@@ -18,7 +18,7 @@ struct Server {
     /// Ready, schedulable Nodes: `scripts/kube start` registers one worker; the twin has none.
     ready_nodes: usize,
     /// The in-process twin, served while the server lives.
-    _twin: Option<live::twin::server::TwinHandle>,
+    _twin: Option<live::server::http::TwinHandle>,
 }
 
 fn kube_local() -> Option<Server> {
@@ -36,12 +36,12 @@ fn kube_local() -> Option<Server> {
 
 /// An embedded twin on loopback, its kubeconfig in a file for kubectl.
 fn twin() -> Server {
-    let handle = live::twin::server::spawn_with_store(None, live::twin::store::Store::default())
+    let handle = live::server::http::spawn_with_store(None, live::server::store::Store::default())
         .expect("serve a twin");
     let dir = std::env::temp_dir().join(format!("verify-chart-checks-{}", token()));
     std::fs::create_dir_all(&dir).expect("a dir");
     let kubeconfig = dir.join("kubeconfig");
-    let text = live::twin::kubeconfig::kubeconfig_yaml(handle.url(), live::client::TWIN_CONTEXT);
+    let text = live::server::kubeconfig::kubeconfig_yaml(handle.url(), live::client::TWIN_CONTEXT);
     std::fs::write(&kubeconfig, text).expect("write the kubeconfig");
     Server {
         kubeconfig,

@@ -688,7 +688,7 @@ pub fn counterexample(f: &Failure, mutant: Option<Mutant>) -> reports::Counterex
 
 /// The differences of a model-against-model divergence in Kubernetes field paths: both
 /// derivations at the divergent step rendered as the twin's operator writes them
-/// (`live::client::expected`, the renderer of `live::twin::render`) and diffed as the twin
+/// (`live::client::expected`, the renderer of `live::wire::render`) and diffed as the twin
 /// tier diffs what it reads back, plus the event effects that differ. The model's own rows
 /// stand when the rendering shows no difference.
 fn kube_fields(cx: &reports::Counterexample, observed: &Scenario) -> Vec<oracle::Difference> {
@@ -733,7 +733,7 @@ pub const ISSUE_RUN: &str = "verify-issue";
 /// operator: Namespaces, Nodes (labels, annotations, CPU capacity, a NoSchedule taint so no
 /// real Pod lands), a NodeFeature per Node and its Devices, labelled `run=verify-issue`. The
 /// same objects the live tier writes (`live::client::mock::run_objects`, built from the twin's
-/// own conversion `live::twin::read::mock_objects`), so the issue shows what `verify` tested.
+/// own conversion `live::wire::read::mock_objects`), so the issue shows what `verify` tested.
 pub fn cluster_manifests(
     s: &Scenario,
 ) -> Result<Vec<serde_json::Value>, live::client::ClientError> {

@@ -9,9 +9,9 @@ use std::time::Duration;
 use fuzz::{scenario_for, FuzzConfig, LiveConfig, Tier};
 use generators::ShapeConfig;
 use live::client::{localize, Client, Kubeconfig, Token};
-use live::twin::operator::{spawn_twin, OperatorHandle};
-use live::twin::server::{ServeConfig, TwinHandle};
-use live::twin::store::{Store, StoreConfig};
+use live::operator::{spawn_twin, OperatorHandle};
+use live::server::http::{ServeConfig, TwinHandle};
+use live::server::store::{Store, StoreConfig};
 use model::events::{Effect, World};
 use model::mutants::Mutant;
 use proptest::prelude::*;
@@ -22,8 +22,8 @@ const CONTEXT: &str = "kind-verify-test";
 /// A twin holding the walkthrough cluster, its operator mutated by `mutant`.
 fn cluster(mutant: Option<Mutant>) -> (TwinHandle, OperatorHandle, Kubeconfig) {
     let mut store = Store::new(StoreConfig::default());
-    live::crd::install_validators(&mut store);
-    live::twin::read::write_mock(&mut store, &model::examples::walkthrough())
+    live::server::schemas::install_validators(&mut store);
+    live::operator::write_mock(&mut store, &model::examples::walkthrough())
         .expect("the walkthrough mocks");
     let settings = model::Settings {
         mutant,
@@ -31,7 +31,7 @@ fn cluster(mutant: Option<Mutant>) -> (TwinHandle, OperatorHandle, Kubeconfig) {
     };
     let (twin, operator) =
         spawn_twin(None, store, ServeConfig::default(), settings).expect("the twin serves");
-    let yaml = live::twin::kubeconfig::kubeconfig_yaml(twin.url(), CONTEXT);
+    let yaml = live::server::kubeconfig::kubeconfig_yaml(twin.url(), CONTEXT);
     let kubeconfig = Kubeconfig::from_yaml(&yaml).expect("a kubeconfig");
     (twin, operator, kubeconfig)
 }

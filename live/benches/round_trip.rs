@@ -10,7 +10,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
-use live::twin::server::spawn_on_loopback;
+use live::server::http::spawn_on_loopback;
 use tokio::net::TcpStream;
 
 /// One request on the kept-alive connection; the status code (the body is read to its end).

@@ -5,7 +5,7 @@
 //! a live cluster is only listed.
 //!
 //! One path for both sources: the listed objects ([`Snapshot`]) are loaded into a fresh,
-//! private twin store, which the twin's own reader (`twin::read::read_cluster`) turns into the
+//! private twin store, which the twin's own reader (`operator::read_cluster`) turns into the
 //! model's input; the same store, served on loopback for the duration of the audit, is read
 //! back through the client's `observe`, so both sides reuse the existing conversions.
 //!
@@ -24,25 +24,10 @@ use oracle::{fold, render_findings, DerivationGraph, Difference, Finding};
 use serde_json::{json, Value};
 
 use crate::client::{self, Client, ClientError};
-use crate::twin::kinds::{self, Kind};
-use crate::twin::read::{self, name_of, worker_owned_labels, FIELD_MANAGER};
-use crate::twin::store::{Status, Store, Subresource};
-
-/// What `verify audit --context` lists: the kinds of docs/audit.md's kubectl command, plus
-/// Namespaces (which decide where LocalQueues must exist). Kueue's Topology objects
-/// (`gpustack-<profile>`, kueue.x-k8s.io/v1beta2 as the twin serves them) are the model's
-/// `Derived.topologies`.
-pub const AUDITED_KINDS: [Kind; 9] = [
-    kinds::NAMESPACE,
-    kinds::NODE,
-    kinds::DEVICES,
-    kinds::INSTANCE_TYPE,
-    kinds::RESOURCE_FLAVOR,
-    kinds::CLUSTER_QUEUE,
-    kinds::LOCAL_QUEUE,
-    kinds::ADMISSION_CHECK,
-    kinds::TOPOLOGY,
-];
+use crate::operator::input;
+use crate::server::store::{ApplyRequest, Status, Store, Subresource};
+use crate::wire::kinds::{self, Kind, AUDITED_KINDS};
+use crate::wire::read::{self, name_of, worker_owned_labels, FIELD_MANAGER};
 
 /// Audited kinds an older dump command did not list: a dump holding no object of one of them
 /// most likely never asked for it (a cluster the operator manages has at least the
@@ -416,7 +401,7 @@ fn read_model(
     settings: &Settings,
     source: &str,
 ) -> Result<model::Cluster, AuditError> {
-    let cluster = read::read_cluster(store, settings).map_err(|e| match e {
+    let cluster = crate::operator::read_cluster(store, settings).map_err(|e| match e {
         read::ReadError::Field {
             kind,
             name,
@@ -435,8 +420,8 @@ fn read_model(
 /// The objects in their observed form, read through the client from a private loopback
 /// server over `store` (stopped before returning).
 async fn read_back(store: Store) -> Result<client::Observed, AuditError> {
-    let handle = crate::twin::server::spawn_with_store(None, store).map_err(AuditError::Serve)?;
-    let yaml = crate::twin::kubeconfig::kubeconfig_yaml(handle.url(), AUDIT_CONTEXT);
+    let handle = crate::server::http::spawn_with_store(None, store).map_err(AuditError::Serve)?;
+    let yaml = crate::server::kubeconfig::kubeconfig_yaml(handle.url(), AUDIT_CONTEXT);
     let observed = async {
         Client::from_kubeconfig_yaml(&yaml, AUDIT_CONTEXT)
             .await?
@@ -467,7 +452,7 @@ fn load(snapshot: &Snapshot) -> Result<(Store, NamespaceSource), AuditError> {
             .collect();
         for ns in &named {
             let o = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            read::write_object(&mut store, &kinds::NAMESPACE, None, &o)
+            input::write_object(&mut store, &kinds::NAMESPACE, None, &o)
                 .map_err(|s| status_error(source, "(inferred Namespace)", ns, s))?;
         }
         NamespaceSource::FromLocalQueues(named.into_iter().collect())
@@ -481,7 +466,7 @@ fn load(snapshot: &Snapshot) -> Result<(Store, NamespaceSource), AuditError> {
         let ns = ns.filter(|_| kind.namespaced);
         let mut o = o.clone();
         keep_deleting(&mut o);
-        read::write_object(&mut store, kind, ns, &o)
+        input::write_object(&mut store, kind, ns, &o)
             .map_err(|s| status_error(source, &at, &name_of(&o), s))?;
         if *kind == kinds::NODE {
             reapply_worker_labels(&mut store, &o)
@@ -524,14 +509,14 @@ fn reapply_worker_labels(store: &mut Store, node: &Value) -> Result<(), Status> 
     let config = json!({"apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": labels}});
     store
-        .apply(
-            &kinds::NODE,
-            None,
-            &name,
-            Subresource::Main,
+        .apply(ApplyRequest {
+            kind: &kinds::NODE,
+            namespace: None,
+            name: &name,
+            subresource: Subresource::Main,
             config,
-            FIELD_MANAGER,
-            true,
-        )
+            field_manager: FIELD_MANAGER,
+            force: true,
+        })
         .map(|_| ())
 }

@@ -9,10 +9,10 @@ mod common;
 use std::time::Duration;
 
 use common::{get, post, runtime};
-use live::twin::operator::{spawn_twin_with_operator, write_mock, OperatorHandle};
-use live::twin::server::TwinHandle;
-use live::twin::store::Store;
-use live::twin::workload::{outcome_of, read_check, workload_object};
+use live::operator::{spawn_twin_with_operator, write_mock, OperatorHandle};
+use live::server::http::TwinHandle;
+use live::server::store::Store;
+use live::wire::workload::{outcome_of, read_check, workload_object};
 use model::cluster::Cluster;
 use model::examples::{walkthrough, workload};
 use model::labels::{HOSTNAME, NODE_DEVICES_CHECK};

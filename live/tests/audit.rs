@@ -4,11 +4,12 @@
 //! file and the field. Quantities are compared by value however the dump spells them, and the
 //! queues' AdmissionChecks are predicted from the AdmissionChecks the dump lists.
 
-use live::audit::{audit, AuditError, CheckState, NamespaceSource, Snapshot, AUDITED_KINDS};
-use live::twin::admission::write_joint_check;
-use live::twin::kinds::{self, Kind};
-use live::twin::operator::{reconcile, write_mock};
-use live::twin::store::{Selector, Store};
+use live::audit::{audit, AuditError, CheckState, NamespaceSource, Snapshot};
+use live::operator::admission::write_joint_check;
+use live::operator::{reconcile, write_mock};
+use live::server::store::{Selector, Store};
+use live::wire::kinds::AUDITED_KINDS;
+use live::wire::kinds::{self, Kind};
 use model::examples::{walkthrough, WALKTHROUGH_FLAVORS};
 use model::labels::{JOINT_CHECK, NODE_DEVICES_CHECK};
 use model::Settings;

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use live::client::{diff, expected, mocked_cluster, Client, Quiescence, Quiescer, RunId};
-use live::twin::kubeconfig::kubeconfig_yaml;
-use live::twin::operator::{spawn_twin_with_operator, OperatorHandle};
-use live::twin::server::TwinHandle;
-use live::twin::store::{Store, StoreConfig};
+use live::operator::{spawn_twin_with_operator, OperatorHandle};
+use live::server::http::TwinHandle;
+use live::server::kubeconfig::kubeconfig_yaml;
+use live::server::store::{Store, StoreConfig};
 use model::events::{Event, World};
 use model::mutants::Mutant;
 use model::Settings;
@@ -36,7 +36,7 @@ mod tempdir {
 
 fn twin(settings: Settings) -> Twin {
     let mut store = Store::new(StoreConfig::default());
-    live::crd::install_validators(&mut store);
+    live::server::schemas::install_validators(&mut store);
     let (handle, operator) =
         spawn_twin_with_operator(None, store, settings).expect("the twin serves on loopback");
     let dir = std::env::temp_dir().join(format!(

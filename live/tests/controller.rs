@@ -1,14 +1,14 @@
-//! `verify operator`'s controller process (`live::controller::run`) against a served twin
+//! `verify operator`'s controller process (`live::operator::controller::run`) against a served twin
 //! that runs no operator of its own: from the walkthrough's mocks alone it writes every object
 //! the model derives, through watches and replayed writes, and then settles.
 
 use std::time::Duration;
 
-use live::controller::{run, ControllerConfig};
-use live::twin::kubeconfig::kubeconfig_yaml;
-use live::twin::operator::{render, write_mock, QuotaBy};
-use live::twin::server::spawn_with_store;
-use live::twin::store::Store;
+use live::operator::controller::{run, ControllerConfig};
+use live::operator::{render, write_mock, QuotaBy};
+use live::server::http::spawn_with_store;
+use live::server::kubeconfig::kubeconfig_yaml;
+use live::server::store::Store;
 use model::derive::derive;
 use model::examples::walkthrough;
 
@@ -16,9 +16,9 @@ use model::examples::walkthrough;
 fn the_controller_process_writes_what_the_model_derives() {
     let cluster = walkthrough();
     let mut store = Store::default();
-    live::crd::install_validators(&mut store);
+    live::server::schemas::install_validators(&mut store);
     assert_eq!(write_mock(&mut store, &cluster), Ok(()));
-    assert!(live::twin::admission::write_joint_check(&mut store, true).is_ok());
+    assert!(live::operator::admission::write_joint_check(&mut store, true).is_ok());
     let twin = spawn_with_store(None, store).expect("a twin");
     let shared = twin.store();
     let wanted = render(&derive(&cluster));
@@ -49,9 +49,9 @@ fn the_controller_process_writes_what_the_model_derives() {
             all_there = shared.read(|s| {
                 wanted
                     .iter()
-                    .filter(|(k, _, _)| *k != live::twin::kinds::NODE)
+                    .filter(|(k, _, _)| *k != live::wire::kinds::NODE)
                     .all(|(k, ns, o)| {
-                        let name = live::twin::read::name_of(o);
+                        let name = live::wire::read::name_of(o);
                         s.get(k, ns.as_deref(), &name)
                             .is_ok_and(|got| got.get("spec") == o.get("spec"))
                     })
@@ -75,9 +75,9 @@ fn the_controller_process_writes_what_the_model_derives() {
     let labelled = shared.read(|s| {
         wanted
             .iter()
-            .filter(|(k, _, _)| *k == live::twin::kinds::NODE)
+            .filter(|(k, _, _)| *k == live::wire::kinds::NODE)
             .all(|(k, _, o)| {
-                let name = live::twin::read::name_of(o);
+                let name = live::wire::read::name_of(o);
                 let got = s.get(k, None, &name).unwrap_or_default();
                 o.pointer("/metadata/labels")
                     .and_then(|l| l.as_object())

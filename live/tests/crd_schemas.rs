@@ -1,10 +1,10 @@
 //! `structural::validate` against the real CRD schemas in ../shared/crds (read at test time;
 //! each test prints a reason and passes vacuously when the directory is absent).
 
-use live::twin::kinds::{self, Kind};
-use live::twin::status::Cause;
-use live::twin::store::{Patch, Store, Subresource};
-use live::twin::structural::{crd_schema, validate, validator};
+use live::server::status::Cause;
+use live::server::store::{Patch, Store, Subresource};
+use live::server::structural::{crd_schema, validate, validator};
+use live::wire::kinds::{self, Kind};
 use serde_json::{json, Value};
 
 use live::crd::shared_crds_dir as crds_dir;

@@ -12,13 +12,13 @@ use std::time::Duration;
 use common::{apply_yaml, call, get, instance_type, patch, post, put, runtime, send};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use live::twin::counters::{Counts, COUNTERS_PATH};
-use live::twin::faults::{Fault, FaultConfig};
-use live::twin::kubeconfig::kubeconfig_yaml;
-use live::twin::server::{
+use live::server::counters::{Counts, COUNTERS_PATH};
+use live::server::faults::{Fault, FaultConfig};
+use live::server::http::{
     spawn_configured, spawn_on_loopback, spawn_with_store, ServeConfig, TwinHandle,
 };
-use live::twin::store::{Store, StoreConfig};
+use live::server::kubeconfig::kubeconfig_yaml;
+use live::server::store::{Store, StoreConfig};
 use serde_json::{json, Value};
 
 /// The longest wait for one watch event before the test fails.
@@ -743,7 +743,7 @@ fn watch_streams_events_written_after_it_started() {
         // writes made straight on the store (no notification) reach watchers too
         let store = twin.store().inner();
         let direct = match store.lock() {
-            Ok(mut s) => s.create(&live::twin::kinds::NODE, None, node("direct", "east")),
+            Ok(mut s) => s.create(&live::wire::kinds::NODE, None, node("direct", "east")),
             Err(e) => panic!("lock: {e}"),
         };
         assert!(direct.is_ok());
@@ -1038,7 +1038,7 @@ fn charging_pod_for(node: &str) -> Value {
             ..DeviceGroup::default()
         }],
     };
-    live::twin::pod::charging_pod(node, "charging", &devices).unwrap_or(Value::Null)
+    live::wire::pod::charging_pod(node, "charging", &devices).unwrap_or(Value::Null)
 }
 
 /// The kubectl to run: `$VERIFY_KUBECTL`, else `kubectl` on PATH.
@@ -1257,18 +1257,18 @@ fn kubectl_works_against_the_twin_when_installed() {
 /// endpoint is not counted.
 #[test]
 fn the_clock_endpoint_advances_the_virtual_clock() {
-    use live::twin::clock::CLOCK_PATH;
+    use live::wire::clock::CLOCK_PATH;
     let twin = twin();
     let addr = twin.addr();
     let rv = twin
         .store()
-        .read(live::twin::store::Store::resource_version);
+        .read(live::server::store::Store::resource_version);
     let (code, body) = runtime().block_on(post(addr, CLOCK_PATH, json!({"advance": "30m"})));
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["advancedSeconds"], json!(1800));
     assert_eq!(
         twin.store()
-            .read(live::twin::store::Store::resource_version),
+            .read(live::server::store::Store::resource_version),
         rv + 1
     );
     let (code, created) = runtime().block_on(post(addr, NODES, node("late", "east")));

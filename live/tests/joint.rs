@@ -4,11 +4,11 @@
 
 use std::path::PathBuf;
 
-use live::twin::kinds::{self, Kind};
-use live::twin::operator::{reconcile, write_mock};
-use live::twin::store::{DeleteOptions, Store};
-use live::twin::structural::{crd_schema, validate};
-use live::twin::workload::{read_check, read_joint_check, workload_object};
+use live::operator::{reconcile, write_mock};
+use live::server::store::{DeleteOptions, Store};
+use live::server::structural::{crd_schema, validate};
+use live::wire::kinds::{self, Kind};
+use live::wire::workload::{read_check, read_joint_check, workload_object};
 use model::admission::joint::{DeclaredRole, DeploymentReplica};
 use model::admission::{CheckState, Verdict};
 use model::cluster::{Cluster, Namespace};
@@ -173,7 +173,7 @@ fn the_twin_writes_the_models_joint_states() {
 }
 
 fn active(o: &Value) -> bool {
-    live::twin::workload::is_active(o)
+    live::wire::workload::is_active(o)
 }
 
 fn delete(store: &mut Store, world: &mut World, name: &str) {

@@ -4,12 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use live::twin::kinds::{self, Kind};
-use live::twin::operator::{
-    mock_objects, read_cluster, reconcile, reconcile_logged, render, write_mock,
-};
-use live::twin::store::{DeleteOptions, Selector, Store};
-use live::twin::structural::{crd_schema, validate};
+use live::operator::{mock_objects, read_cluster, reconcile, reconcile_logged, render, write_mock};
+use live::server::store::{DeleteOptions, Selector, Store};
+use live::server::structural::{crd_schema, validate};
+use live::wire::kinds::{self, Kind};
 use model::cluster::{Cluster, Node, Settings};
 use model::derive::derive;
 use model::devices::{Card, DeviceGroup, Devices, Ledger, Mode, ProfileCount};
@@ -433,7 +431,7 @@ fn every_rendered_object_exists_in_its_crd_unpruned() {
 
 #[test]
 fn the_served_twin_reconciles_after_a_write() {
-    use live::twin::operator::spawn_twin_with_operator;
+    use live::operator::spawn_twin_with_operator;
     let c = walkthrough();
     let spawned = spawn_twin_with_operator(None, Store::default(), c.settings.clone());
     let Ok((twin, operator)) = spawned else {
@@ -522,7 +520,7 @@ fn reconcile_through_crd_validators_is_idempotent() {
         let Some(s) = schema(kind) else {
             continue;
         };
-        store.set_validator(kind, live::twin::structural::validator(s));
+        store.set_validator(kind, live::server::structural::validator(s));
     }
     let mut c = walkthrough();
     c.nodes.push(mig_node());
@@ -541,7 +539,7 @@ fn reconcile_through_crd_validators_is_idempotent() {
 }
 
 /// Polls `shared` until `done` holds (bounded; the wait is on the store's state, never on time).
-fn wait_until(shared: &live::twin::server::SharedStore, done: impl Fn(&Store) -> bool) -> bool {
+fn wait_until(shared: &live::server::http::SharedStore, done: impl Fn(&Store) -> bool) -> bool {
     for _ in 0..1000 {
         if shared.read(&done) {
             return true;
@@ -555,7 +553,7 @@ fn wait_until(shared: &live::twin::server::SharedStore, done: impl Fn(&Store) ->
 /// objects: here `quota-off-by-one` gives every flavor one card less than the model.
 #[test]
 fn a_lagging_operator_runs_the_mutated_rule() {
-    use live::twin::operator::{spawn_twin_with_operator, OperatorConfig};
+    use live::operator::{spawn_twin_with_operator, OperatorConfig};
     use model::mutants::Mutant;
     let c = walkthrough();
     let mut mutated = c.clone();
@@ -612,7 +610,7 @@ fn a_lagging_operator_runs_the_mutated_rule() {
 /// the real Kueue CRDs unpruned (skipped with a printed reason when ../shared/crds is absent).
 #[test]
 fn workloads_verdicts_and_the_admission_check_fit_their_crds_unpruned() {
-    use live::twin::workload::workload_object;
+    use live::wire::workload::workload_object;
     use model::examples::workload;
     let (Some(wl_schema), Some(ac_schema)) =
         (schema(&kinds::WORKLOAD), schema(&kinds::ADMISSION_CHECK))

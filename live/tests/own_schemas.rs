@@ -4,8 +4,8 @@
 //! schema requires under an object verify writes is one verify always writes.
 
 use live::crd::{own_crds, own_schema, shared_crd, SharedCrdError};
-use live::twin::kinds::Kind;
-use live::twin::structural::crd_schema;
+use live::server::structural::crd_schema;
+use live::wire::kinds::Kind;
 use serde_json::Value;
 
 fn real_schema(kind: &Kind) -> Option<Value> {
@@ -170,7 +170,7 @@ fn the_walk_catches_a_missing_field_a_wrong_type_and_an_unwritten_required_field
 #[test]
 fn own_printer_columns_are_the_real_ones() {
     let columns = |crd: &Value| -> Vec<Value> {
-        live::twin::table::crd_printer_columns(crd)
+        live::server::table::crd_printer_columns(crd)
             .iter()
             .map(|c| {
                 serde_json::json!([

@@ -10,11 +10,11 @@ use kube::config::Kubeconfig;
 use live::audit::{audit, Snapshot};
 use live::client::preflight::{choose_context, load_kubeconfig, Refused};
 use live::client::{connect, mocked_cluster, Access, Client, RunId, Runs, TWIN_CONTEXT};
-use live::twin::kinds::{self, Kind};
-use live::twin::kubeconfig::kubeconfig_yaml;
-use live::twin::operator::{reconcile, write_mock};
-use live::twin::server::{spawn_with_store, TwinHandle};
-use live::twin::store::{Store, StoreConfig};
+use live::operator::{reconcile, write_mock};
+use live::server::http::{spawn_with_store, TwinHandle};
+use live::server::kubeconfig::kubeconfig_yaml;
+use live::server::store::{Store, StoreConfig};
+use live::wire::kinds::{self, Kind};
 use model::examples::walkthrough;
 use model::labels::NODE_DEVICES_CHECK;
 use model::Settings;
@@ -42,7 +42,7 @@ fn operator_store() -> Store {
     let c = walkthrough();
     let mut store = Store::default();
     assert_eq!(write_mock(&mut store, &c), Ok(()));
-    assert!(live::twin::admission::write_joint_check(&mut store, true).is_ok());
+    assert!(live::operator::admission::write_joint_check(&mut store, true).is_ok());
     assert!(reconcile(&mut store, &c.settings, None).is_ok());
     assert!(
         store
@@ -101,7 +101,7 @@ fn the_live_audit_lists_only_and_writes_nothing() {
             .list(
                 &kinds::RESOURCE_FLAVOR,
                 None,
-                &live::twin::store::Selector::everything(),
+                &live::server::store::Selector::everything(),
             )
             .expect("lists")
             .items
@@ -115,8 +115,8 @@ fn the_live_audit_lists_only_and_writes_nothing() {
             &kinds::RESOURCE_FLAVOR,
             None,
             &name,
-            live::twin::store::Subresource::Main,
-            &live::twin::store::Patch::Merge(patch),
+            live::server::store::Subresource::Main,
+            &live::server::store::Patch::Merge(patch),
         )
         .expect("patched");
         name
@@ -265,7 +265,7 @@ fn access_reviews_are_asked_under_any_context_and_the_twin_allows_them() {
     assert_eq!(missing, Vec::<String>::new());
     let reviews = handle
         .counters()
-        .requests("create", live::twin::routes::ACCESS_REVIEWS);
+        .requests("create", live::server::routes::ACCESS_REVIEWS);
     assert!(reviews > 0, "no access review was asked");
 }
 

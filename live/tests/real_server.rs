@@ -18,9 +18,9 @@ use common::instance_type;
 use http::{Method, Request};
 use http_body_util::BodyExt;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use live::twin::kubeconfig::kubeconfig_yaml;
-use live::twin::server::{spawn_with_store, TwinHandle};
-use live::twin::store::Store;
+use live::server::http::{spawn_with_store, TwinHandle};
+use live::server::kubeconfig::kubeconfig_yaml;
+use live::server::store::Store;
 use serde_json::{json, Value};
 
 const IT: &str = "/apis/worker.gpustack.ai/v1alpha1/instancetypes";
@@ -1397,8 +1397,8 @@ fn the_twin_answers_as_the_real_apiserver_does() {
     // the twin validates as the real server does: the real CRDs where ../shared has them,
     // the project's own elsewhere (scripts/kube installs the same)
     let mut store = Store::default();
-    live::crd::install_validators(&mut store);
-    match live::crd::install_shared_validators(&mut store) {
+    live::server::schemas::install_validators(&mut store);
+    match live::server::schemas::install_shared_validators(&mut store) {
         Ok(n) if n > 0 => {}
         Ok(_) => {
             println!(
@@ -1410,7 +1410,7 @@ fn the_twin_answers_as_the_real_apiserver_does() {
         Err(e) => panic!("{e}"),
     }
     // the CRDs a real cluster lists, the same files
-    if let Err(e) = live::crd::install_crd_objects(&mut store, true) {
+    if let Err(e) = live::server::schemas::install_crd_objects(&mut store, true) {
         panic!("the CRD objects: {e}");
     }
     store.install_api_services();

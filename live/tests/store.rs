@@ -1,11 +1,12 @@
 //! The twin store's API semantics, verb by verb, through the public API only.
 
-use live::twin::kinds::{self, CLUSTER_QUEUE, INSTANCE_TYPE, LOCAL_QUEUE, NAMESPACE, NODE, POD};
-use live::twin::selector::Selector;
-use live::twin::status::Status;
-use live::twin::store::{
-    DeleteOptions, Deleted, EventType, Patch, Store, StoreConfig, Subresource, WatchEvent,
+use live::server::selector::Selector;
+use live::server::status::Status;
+use live::server::store::{
+    ApplyRequest, DeleteOptions, Deleted, EventType, Patch, Store, StoreConfig, Subresource,
+    WatchEvent,
 };
+use live::wire::kinds::{self, CLUSTER_QUEUE, INSTANCE_TYPE, LOCAL_QUEUE, NAMESPACE, NODE, POD};
 use serde_json::{json, Value};
 
 fn rv(o: &Value) -> u64 {
@@ -21,7 +22,7 @@ fn generation(o: &Value) -> i64 {
         .unwrap_or(0)
 }
 
-fn code<T: std::fmt::Debug>(r: Result<T, live::twin::status::Status>) -> u16 {
+fn code<T: std::fmt::Debug>(r: Result<T, live::server::status::Status>) -> u16 {
     match r {
         Ok(v) => panic!("expected an error, got {v:?}"),
         Err(s) => s.code,
@@ -759,15 +760,15 @@ fn server_side_apply_creates_merges_and_records_managers() {
     let cfg = json!({"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "InstanceType",
                      "metadata": {"name": "t", "labels": {"pool": "a"}},
                      "spec": {"os": "linux", "arch": "amd64"}, "status": {"phase": "ignored"}});
-    let created = ok(s.apply(
-        &INSTANCE_TYPE,
-        None,
-        "t",
-        Subresource::Main,
-        cfg,
-        "alice",
-        false,
-    ));
+    let created = ok(s.apply(ApplyRequest {
+        kind: &INSTANCE_TYPE,
+        namespace: None,
+        name: "t",
+        subresource: Subresource::Main,
+        config: cfg,
+        field_manager: "alice",
+        force: false,
+    }));
     assert_eq!(created["spec"], json!({"os": "linux", "arch": "amd64"}));
     assert!(created.get("status").is_none());
     assert_eq!(generation(&created), 1);
@@ -780,15 +781,15 @@ fn server_side_apply_creates_merges_and_records_managers() {
         json!({"f:metadata": {"f:labels": {"f:pool": {}}}, "f:spec": {"f:arch": {}, "f:os": {}}})
     );
     // bob applies a disjoint field: no conflict, both are managers
-    let bob = ok(s.apply(
-        &INSTANCE_TYPE,
-        None,
-        "t",
-        Subresource::Main,
-        json!({"spec": {"inactive": true}}),
-        "bob",
-        false,
-    ));
+    let bob = ok(s.apply(ApplyRequest {
+        kind: &INSTANCE_TYPE,
+        namespace: None,
+        name: "t",
+        subresource: Subresource::Main,
+        config: json!({"spec": {"inactive": true}}),
+        field_manager: "bob",
+        force: false,
+    }));
     assert_eq!(
         bob["spec"],
         json!({"os": "linux", "arch": "amd64", "inactive": true})
@@ -799,72 +800,72 @@ fn server_side_apply_creates_merges_and_records_managers() {
         Some(2)
     );
     // bob applying alice's field with the same value is shared, not a conflict
-    ok(s.apply(
-        &INSTANCE_TYPE,
-        None,
-        "t",
-        Subresource::Main,
-        json!({"spec": {"inactive": true, "os": "linux"}}),
-        "bob",
-        false,
-    ));
+    ok(s.apply(ApplyRequest {
+        kind: &INSTANCE_TYPE,
+        namespace: None,
+        name: "t",
+        subresource: Subresource::Main,
+        config: json!({"spec": {"inactive": true, "os": "linux"}}),
+        field_manager: "bob",
+        force: false,
+    }));
     // alice stops applying arch: it is removed; re-applying is idempotent (no new rv)
-    let less = ok(s.apply(
-        &INSTANCE_TYPE,
-        None,
-        "t",
-        Subresource::Main,
-        json!({"metadata": {"labels": {"pool": "a"}}, "spec": {"os": "linux"}}),
-        "alice",
-        false,
-    ));
+    let less = ok(s.apply(ApplyRequest {
+        kind: &INSTANCE_TYPE,
+        namespace: None,
+        name: "t",
+        subresource: Subresource::Main,
+        config: json!({"metadata": {"labels": {"pool": "a"}}, "spec": {"os": "linux"}}),
+        field_manager: "alice",
+        force: false,
+    }));
     assert!(less["spec"].get("arch").is_none());
-    let same = ok(s.apply(
-        &INSTANCE_TYPE,
-        None,
-        "t",
-        Subresource::Main,
-        json!({"metadata": {"labels": {"pool": "a"}}, "spec": {"os": "linux"}}),
-        "alice",
-        false,
-    ));
+    let same = ok(s.apply(ApplyRequest {
+        kind: &INSTANCE_TYPE,
+        namespace: None,
+        name: "t",
+        subresource: Subresource::Main,
+        config: json!({"metadata": {"labels": {"pool": "a"}}, "spec": {"os": "linux"}}),
+        field_manager: "alice",
+        force: false,
+    }));
     assert_eq!(same, less);
     assert_eq!(rv(&same), rv(&less));
     // os stays while bob still owns it, even when alice stops applying it
-    let alice_drops_os = ok(s.apply(
-        &INSTANCE_TYPE,
-        None,
-        "t",
-        Subresource::Main,
-        json!({"metadata": {"labels": {"pool": "a"}}}),
-        "alice",
-        false,
-    ));
+    let alice_drops_os = ok(s.apply(ApplyRequest {
+        kind: &INSTANCE_TYPE,
+        namespace: None,
+        name: "t",
+        subresource: Subresource::Main,
+        config: json!({"metadata": {"labels": {"pool": "a"}}}),
+        field_manager: "alice",
+        force: false,
+    }));
     assert_eq!(alice_drops_os["spec"]["os"], "linux");
 }
 
 #[test]
 fn server_side_apply_conflicts_and_force() {
     let mut s = store();
-    ok(s.apply(
-        &INSTANCE_TYPE,
-        None,
-        "t",
-        Subresource::Main,
-        json!({"spec": {"os": "linux", "arch": "amd64"}}),
-        "alice",
-        false,
-    ));
+    ok(s.apply(ApplyRequest {
+        kind: &INSTANCE_TYPE,
+        namespace: None,
+        name: "t",
+        subresource: Subresource::Main,
+        config: json!({"spec": {"os": "linux", "arch": "amd64"}}),
+        field_manager: "alice",
+        force: false,
+    }));
     let e = s
-        .apply(
-            &INSTANCE_TYPE,
-            None,
-            "t",
-            Subresource::Main,
-            json!({"spec": {"os": "windows", "arch": "arm64"}}),
-            "bob",
-            false,
-        )
+        .apply(ApplyRequest {
+            kind: &INSTANCE_TYPE,
+            namespace: None,
+            name: "t",
+            subresource: Subresource::Main,
+            config: json!({"spec": {"os": "windows", "arch": "arm64"}}),
+            field_manager: "bob",
+            force: false,
+        })
         .err();
     assert_eq!(e.as_ref().map(|e| e.code), Some(409));
     assert_eq!(
@@ -880,27 +881,27 @@ fn server_side_apply_conflicts_and_force() {
     assert_eq!(ok(s.get(&INSTANCE_TYPE, None, "t"))["spec"]["os"], "linux");
     // replacing a whole owned subtree conflicts too
     assert_eq!(
-        code(s.apply(
-            &INSTANCE_TYPE,
-            None,
-            "t",
-            Subresource::Main,
-            json!({"spec": "flat"}),
-            "carol",
-            false
-        )),
+        code(s.apply(ApplyRequest {
+            kind: &INSTANCE_TYPE,
+            namespace: None,
+            name: "t",
+            subresource: Subresource::Main,
+            config: json!({"spec": "flat"}),
+            field_manager: "carol",
+            force: false
+        })),
         409
     );
     // force takes ownership
-    let forced = ok(s.apply(
-        &INSTANCE_TYPE,
-        None,
-        "t",
-        Subresource::Main,
-        json!({"spec": {"os": "windows"}}),
-        "bob",
-        true,
-    ));
+    let forced = ok(s.apply(ApplyRequest {
+        kind: &INSTANCE_TYPE,
+        namespace: None,
+        name: "t",
+        subresource: Subresource::Main,
+        config: json!({"spec": {"os": "windows"}}),
+        field_manager: "bob",
+        force: true,
+    }));
     assert_eq!(forced["spec"]["os"], "windows");
     let managers: Vec<(String, Value)> = forced["metadata"]["managedFields"]
         .as_array()
@@ -923,15 +924,15 @@ fn server_side_apply_conflicts_and_force() {
     );
     // alice now conflicts with bob on os
     assert_eq!(
-        code(s.apply(
-            &INSTANCE_TYPE,
-            None,
-            "t",
-            Subresource::Main,
-            json!({"spec": {"os": "linux", "arch": "amd64"}}),
-            "alice",
-            false
-        )),
+        code(s.apply(ApplyRequest {
+            kind: &INSTANCE_TYPE,
+            namespace: None,
+            name: "t",
+            subresource: Subresource::Main,
+            config: json!({"spec": {"os": "linux", "arch": "amd64"}}),
+            field_manager: "alice",
+            force: false
+        })),
         409
     );
 }
@@ -940,35 +941,35 @@ fn server_side_apply_conflicts_and_force() {
 fn server_side_apply_on_status_and_errors() {
     let mut s = store();
     assert_eq!(
-        code(s.apply(
-            &INSTANCE_TYPE,
-            None,
-            "t",
-            Subresource::Status,
-            json!({"status": {"phase": "A"}}),
-            "ctl",
-            false
-        )),
+        code(s.apply(ApplyRequest {
+            kind: &INSTANCE_TYPE,
+            namespace: None,
+            name: "t",
+            subresource: Subresource::Status,
+            config: json!({"status": {"phase": "A"}}),
+            field_manager: "ctl",
+            force: false
+        })),
         404
     );
-    ok(s.apply(
-        &INSTANCE_TYPE,
-        None,
-        "t",
-        Subresource::Main,
-        json!({"spec": {"os": "linux"}}),
-        "admin",
-        false,
-    ));
-    let st = ok(s.apply(
-        &INSTANCE_TYPE,
-        None,
-        "t",
-        Subresource::Status,
-        json!({"spec": {"os": "x"}, "status": {"phase": "Active"}}),
-        "ctl",
-        false,
-    ));
+    ok(s.apply(ApplyRequest {
+        kind: &INSTANCE_TYPE,
+        namespace: None,
+        name: "t",
+        subresource: Subresource::Main,
+        config: json!({"spec": {"os": "linux"}}),
+        field_manager: "admin",
+        force: false,
+    }));
+    let st = ok(s.apply(ApplyRequest {
+        kind: &INSTANCE_TYPE,
+        namespace: None,
+        name: "t",
+        subresource: Subresource::Status,
+        config: json!({"spec": {"os": "x"}, "status": {"phase": "Active"}}),
+        field_manager: "ctl",
+        force: false,
+    }));
     assert_eq!(st["status"]["phase"], "Active");
     assert_eq!(st["spec"]["os"], "linux");
     assert_eq!(generation(&st), 1);
@@ -981,52 +982,52 @@ fn server_side_apply_on_status_and_errors() {
         Some(json!("status"))
     );
     assert_eq!(
-        code(s.apply(
-            &INSTANCE_TYPE,
-            None,
-            "t",
-            Subresource::Main,
-            json!({}),
-            "",
-            false
-        )),
+        code(s.apply(ApplyRequest {
+            kind: &INSTANCE_TYPE,
+            namespace: None,
+            name: "t",
+            subresource: Subresource::Main,
+            config: json!({}),
+            field_manager: "",
+            force: false
+        })),
         422
     );
     assert_eq!(
-        code(s.apply(
-            &INSTANCE_TYPE,
-            None,
-            "t",
-            Subresource::Main,
-            json!({"metadata": {"name": "u"}}),
-            "m",
-            false
-        )),
+        code(s.apply(ApplyRequest {
+            kind: &INSTANCE_TYPE,
+            namespace: None,
+            name: "t",
+            subresource: Subresource::Main,
+            config: json!({"metadata": {"name": "u"}}),
+            field_manager: "m",
+            force: false
+        })),
         400
     );
     assert_eq!(
-        code(s.apply(
-            &INSTANCE_TYPE,
-            None,
-            "t",
-            Subresource::Main,
-            json!({"kind": "Node"}),
-            "m",
-            false
-        )),
+        code(s.apply(ApplyRequest {
+            kind: &INSTANCE_TYPE,
+            namespace: None,
+            name: "t",
+            subresource: Subresource::Main,
+            config: json!({"kind": "Node"}),
+            field_manager: "m",
+            force: false
+        })),
         400
     );
     // a stale resourceVersion in an apply is a conflict
     assert_eq!(
-        code(s.apply(
-            &INSTANCE_TYPE,
-            None,
-            "t",
-            Subresource::Main,
-            json!({"metadata": {"resourceVersion": "1"}, "spec": {"arch": "x"}}),
-            "m",
-            false
-        )),
+        code(s.apply(ApplyRequest {
+            kind: &INSTANCE_TYPE,
+            namespace: None,
+            name: "t",
+            subresource: Subresource::Main,
+            config: json!({"metadata": {"resourceVersion": "1"}, "spec": {"arch": "x"}}),
+            field_manager: "m",
+            force: false
+        })),
         409
     );
 }
@@ -1039,7 +1040,7 @@ fn validators_prune_and_reject() {
         "spec": {"type": "object", "required": ["os"], "properties": {"os": {"type": "string"}}},
         "status": {"type": "object", "properties": {"phase": {"type": "string"}}}
     }});
-    s.set_validator(&INSTANCE_TYPE, live::twin::structural::validator(schema));
+    s.set_validator(&INSTANCE_TYPE, live::server::structural::validator(schema));
     let c = ok(s.create(
         &INSTANCE_TYPE,
         None,
@@ -1128,15 +1129,15 @@ fn node_labels(labels: Value) -> Value {
 }
 
 fn apply_node(s: &mut Store, labels: Value, manager: &str, force: bool) -> Result<Value, Status> {
-    s.apply(
-        &NODE,
-        None,
-        "n",
-        Subresource::Main,
-        node_labels(labels),
-        manager,
+    s.apply(ApplyRequest {
+        kind: &NODE,
+        namespace: None,
+        name: "n",
+        subresource: Subresource::Main,
+        config: node_labels(labels),
+        field_manager: manager,
         force,
-    )
+    })
 }
 
 fn conflict_of(r: Result<Value, Status>) -> (String, Vec<(String, String, String)>) {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use live::twin::faults::FaultConfig;
+use live::server::faults::FaultConfig;
 use model::mutants::Mutant;
 use scenario::RunDir;
 use soak::series::read_series;

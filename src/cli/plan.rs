@@ -57,14 +57,14 @@ impl SoakArgs {
 
     /// `--faults` parsed; refused off the twin tier (only the embedded twin injects them) and
     /// with `--mutant` on a cluster (the cluster runs its own operator).
-    pub fn faults(&self) -> Result<Option<live::twin::faults::FaultConfig>, String> {
+    pub fn faults(&self) -> Result<Option<live::server::faults::FaultConfig>, String> {
         if self.tier() == Tier::Live && self.mutant.is_some() {
             return Err(crate::live_run::NO_MUTANT_ON_A_CLUSTER.into());
         }
         let faults = self
             .faults
             .as_deref()
-            .map(live::twin::faults::FaultConfig::parse)
+            .map(live::server::faults::FaultConfig::parse)
             .transpose()
             .map_err(|e| format!("--faults: {e}"))?;
         if faults.is_some() && self.tier() != Tier::Twin {

@@ -29,15 +29,15 @@ pub(super) fn operator(args: crate::cli::OperatorArgs) -> Result<Outcome> {
         Some(path) => read_json(path)?,
         None => model::Settings::default(),
     };
-    let config = live::controller::ControllerConfig {
+    let config = live::operator::controller::ControllerConfig {
         settings,
         quota_by: match args.quota_by {
-            crate::cli::QuotaBy::Kueue => live::twin::operator::QuotaBy::Kueue,
-            crate::cli::QuotaBy::Model => live::twin::operator::QuotaBy::Model,
+            crate::cli::QuotaBy::Kueue => live::operator::QuotaBy::Kueue,
+            crate::cli::QuotaBy::Model => live::operator::QuotaBy::Model,
         },
         nfd_master: !args.no_nfd_master,
         credits_capacity: args.credits_capacity,
-        ..live::controller::ControllerConfig::default()
+        ..live::operator::controller::ControllerConfig::default()
     };
     live::client::preflight::block_on(async {
         let client = match connect_announced(
@@ -61,8 +61,8 @@ pub(super) fn operator(args: crate::cli::OperatorArgs) -> Result<Outcome> {
             }
         }
         let log = |line: &str| outln!("operator: {line}");
-        let stop = live::controller::interrupted();
-        match live::controller::run(client.kube().clone(), config, stop, log).await {
+        let stop = live::operator::controller::interrupted();
+        match live::operator::controller::run(client.kube().clone(), config, stop, log).await {
             Ok(()) => Ok(Outcome::Held),
             Err(e) => {
                 eprintln!("verify operator: {e}");

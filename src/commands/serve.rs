@@ -21,7 +21,7 @@ pub(super) fn twin_serve(
     let faults = run
         .faults
         .as_deref()
-        .map(live::twin::faults::FaultConfig::parse)
+        .map(live::server::faults::FaultConfig::parse)
         .transpose()
         .map_err(|e| UsageError(format!("--faults: {e}")))?;
     let mutant = run
@@ -30,35 +30,35 @@ pub(super) fn twin_serve(
         .map(str::parse::<model::mutants::Mutant>)
         .transpose()
         .map_err(|e| UsageError(format!("--mutant: {e}")))?;
-    let operator = live::twin::operator::OperatorConfig {
+    let operator = live::operator::OperatorConfig {
         settings: model::Settings {
             mutant,
             ..model::Settings::default()
         },
         lag: std::time::Duration::from_millis(run.lag_ms),
     };
-    let mut store = live::twin::store::Store::new(live::twin::store::StoreConfig {
-        clock: live::twin::store::wall_clock(),
-        ..live::twin::store::StoreConfig::default()
+    let mut store = live::server::store::Store::new(live::server::store::StoreConfig {
+        clock: live::server::store::wall_clock(),
+        ..live::server::store::StoreConfig::default()
     });
-    live::crd::install_validators(&mut store);
+    live::server::schemas::install_validators(&mut store);
     // the chain's CRDs listed as objects, as a real cluster lists those it installed
-    live::crd::install_crd_objects(&mut store, false)
+    live::server::schemas::install_crd_objects(&mut store, false)
         .map_err(|e| anyhow::anyhow!("writing the CRD objects: {}", e.message))?;
     // and the local APIServices of what it serves, kept as the aggregator keeps them
     store.install_api_services();
     // the joint AdmissionCheck the queues reference, as the operator's joint controller keeps
     // it (the twin runs none), so an audit of the twin finds what its queues name
-    live::twin::admission::write_joint_check(&mut store, operator.settings.joint_check_active)
+    live::operator::admission::write_joint_check(&mut store, operator.settings.joint_check_active)
         .map_err(|e| anyhow::anyhow!("writing the joint AdmissionCheck: {}", e.message))?;
     if walkthrough {
-        live::twin::read::write_mock(&mut store, &model::examples::walkthrough())
+        live::operator::write_mock(&mut store, &model::examples::walkthrough())
             .map_err(|e| anyhow::anyhow!("mocking the walkthrough cluster: {}", e.message))?;
     }
-    let serve = live::twin::server::ServeConfig {
+    let serve = live::server::http::ServeConfig {
         faults: faults.clone(),
     };
-    let (handle, _operator) = live::twin::operator::spawn_twin(port, store, serve, operator)
+    let (handle, _operator) = live::operator::spawn_twin(port, store, serve, operator)
         .map_err(|e| UsageError(format!("cannot serve the twin on 127.0.0.1: {e}")))?;
     outln!("twin: serving the Kubernetes API on {}", handle.url());
     if let Some(f) = &faults {
@@ -72,7 +72,7 @@ pub(super) fn twin_serve(
             f.slow_share,
             f.delay.as_millis(),
             handle.url(),
-            live::twin::counters::COUNTERS_PATH
+            live::server::counters::COUNTERS_PATH
         );
     }
     if let Some(m) = mutant {
@@ -81,7 +81,7 @@ pub(super) fn twin_serve(
     if let Some(path) = kubeconfig_out {
         std::fs::write(
             path,
-            live::twin::kubeconfig::kubeconfig_yaml(handle.url(), &run.context_name),
+            live::server::kubeconfig::kubeconfig_yaml(handle.url(), &run.context_name),
         )
         .with_context(|| format!("writing the kubeconfig to {}", path.display()))?;
         outln!(

@@ -1,9 +1,9 @@
-//! Moving the embedded twin's virtual clock (`twin::clock`, `POST /verify/v1/clock`): how the
+//! Moving the embedded twin's virtual clock (`server::clock`, `POST /verify/v1/clock`): how the
 //! twin tier steps what the model steps as an event with no clock (`Event::JointTimeout`). A
 //! cluster has no such endpoint and no clock a client may move: callers ask only a twin.
 
 use super::{Client, ClientError};
-use crate::twin::clock::{advance_body, CLOCK_PATH};
+use crate::wire::clock::{advance_body, CLOCK_PATH};
 
 impl Client {
     /// Advances the twin's clock `seconds` (one request; not retried: the endpoint is never

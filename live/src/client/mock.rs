@@ -1,6 +1,6 @@
 //! Writing a model cluster into a cluster as the mocks a kubelet, NFD and the Device Manager
 //! would leave (research/devices.md §2.4): the objects come from the twin's own conversion
-//! (`twin::read::mock_objects`), each labelled with the run, plus a NodeFeature per Node tied
+//! (`wire::read::mock_objects`), each labelled with the run, plus a NodeFeature per Node tied
 //! by `nfd.node.kubernetes.io/node-name`, and fake Nodes tainted so no real Pod lands.
 //! [`Client::sync`] moves the cluster from one shape to the next with the fewest writes.
 
@@ -13,8 +13,8 @@ use serde_json::{json, Map, Value};
 use super::scoped::describe;
 use super::{Client, ClientError, RunId, MOCK_TAINT, RUN_LABEL};
 use crate::crd::nfd::NODE_NAME_LABEL;
-use crate::twin::kinds::{self, Kind};
-use crate::twin::read::{mock_objects, name_of};
+use crate::wire::kinds::{self, Kind};
+use crate::wire::read::{mock_objects, name_of};
 
 /// The cluster as the run writes it, which is what the model must be asked about: every node
 /// carries the run label, the system namespace (home of the mocked NodeFeatures) exists, and

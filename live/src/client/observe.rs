@@ -2,7 +2,7 @@
 //! labels), ResourceFlavors, InstanceTypes, ClusterQueues and LocalQueues, each reduced to the
 //! part the operator writes (labels minus the run label, annotations, spec, and an
 //! InstanceType's status). The expected side is the model's derivation rendered by the twin's
-//! own renderer (`twin::render`), reduced through the same typed round trip, so both sides
+//! own renderer (`wire::render`), reduced through the same typed round trip, so both sides
 //! differ only where the objects do; `oracle::diff_objects` reports field by field, comparing
 //! quantity and int-or-string fields by value (`6400k` = `6400000`, `"72"` = `72`), so a
 //! cluster that spells a quota or a view differently is not a difference.
@@ -17,8 +17,8 @@ use serde_json::{json, Map, Value};
 use super::scoped::{normalized, Scoped};
 use super::{Client, ClientError, RUN_LABEL};
 use crate::crd::{ClusterQueue, InstanceType, LocalQueue, ResourceFlavor, Topology};
-use crate::twin::kinds::{self, Kind};
-use crate::twin::render::render;
+use crate::wire::kinds::{self, Kind};
+use crate::wire::render::render;
 
 /// Observed (or expected) objects by kind, then identity (`name`; LocalQueue `namespace/name`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -38,7 +38,7 @@ impl Observed {
 
     pub(crate) fn insert(&mut self, kind: &Kind, object: Value) {
         let Some(k) = object_kind(kind) else { return };
-        let name = crate::twin::read::name_of(&object);
+        let name = crate::wire::read::name_of(&object);
         let id = match object
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)

@@ -55,7 +55,7 @@ impl Client {
         }
         let cpu = v
             .pointer("/status/capacity/cpu")
-            .map(crate::twin::read::cpu_millis)
+            .map(crate::wire::read::cpu_millis)
             .transpose()
             .map_err(|source| OverlayError::Cpu {
                 name: name_of(),

@@ -18,7 +18,7 @@ use kube::Api;
 
 use super::{Client, ClientError};
 use crate::crd::{AdmissionCheck, ClusterQueue};
-use crate::twin::kinds::{self, Kind};
+use crate::wire::kinds::{self, Kind};
 
 /// The context name of the embedded twin's kubeconfig (`verify twin serve`, the twin tier).
 pub const TWIN_CONTEXT: &str = "verify-twin";
@@ -371,7 +371,7 @@ impl Client {
 /// their `/status`, InstanceTypes, charging Pods — which teardown also lists) and the
 /// Workloads whose gate-3 verdicts it reads back.
 pub fn needed_verbs(access: Access) -> Vec<(&'static str, Kind, Option<&'static str>)> {
-    let mut out: Vec<_> = crate::audit::AUDITED_KINDS
+    let mut out: Vec<_> = kinds::AUDITED_KINDS
         .into_iter()
         .map(|k| ("list", k, None))
         .collect();

@@ -19,7 +19,7 @@ use super::localize::Token;
 use super::scoped::Scoped;
 use super::{Client, Observed, RunId};
 use crate::crd::{ClusterQueue, Devices, InstanceType, LocalQueue, ResourceFlavor, Topology};
-use crate::twin::kinds::{self, Kind};
+use crate::wire::kinds::{self, Kind};
 
 /// How a wait ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,7 +94,7 @@ fn changes<K: Scoped>(
     // (key, settled, object), or `None` outside the run's pools
     let object = move |o: &K| {
         let v = serde_json::to_value(o).unwrap_or(Value::Null);
-        let name = crate::twin::read::name_of(&v);
+        let name = crate::wire::read::name_of(&v);
         let key = match v.pointer("/metadata/namespace").and_then(Value::as_str) {
             Some(ns) => format!("{kind}/{ns}/{name}"),
             None => format!("{kind}/{name}"),
@@ -373,7 +373,7 @@ pub type Versions = BTreeMap<(String, String), String>;
 
 /// `((namespace, name), resourceVersion)` of an object as served.
 pub fn place_and_version(o: &Value) -> ((String, String), String) {
-    use crate::twin::read::meta_text;
+    use crate::wire::read::meta_text;
     (
         (meta_text(o, "namespace"), meta_text(o, "name")),
         meta_text(o, "resourceVersion"),

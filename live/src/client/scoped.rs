@@ -118,7 +118,7 @@ impl Client {
         namespace: Option<&str>,
         object: Value,
     ) -> Result<K, ClientError> {
-        let name = crate::twin::read::name_of(&object);
+        let name = crate::wire::read::name_of(&object);
         let what = format!("creating {}", describe(&K::kind(&()), namespace, &name));
         let object: K = typed(object, &what)?;
         let api = self.api::<K>(namespace);

@@ -127,5 +127,5 @@ impl Client {
     }
 }
 
-/// The finalizer `twin::read::mock_objects` puts on objects it mocks as deleting.
+/// The finalizer `wire::read::mock_objects` puts on objects it mocks as deleting.
 const MOCK_FINALIZER: &str = "verify.gpustack.ai/mock";

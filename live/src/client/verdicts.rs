@@ -26,7 +26,7 @@ use super::retry::{already_exists, not_found};
 use super::scoped::describe;
 use super::{Client, ClientError, RunId, RUN_LABEL};
 use crate::crd::Workload;
-use crate::twin::workload::{kueue_assignments, read_check, verdict_of, workload_object};
+use crate::wire::workload::{kueue_assignments, read_check, verdict_of, workload_object};
 use model::admission::demands::PodSetAssignment;
 
 /// The verdict the wire must give for a Workload the model judged `outcome`, if gate 3 gave

@@ -39,7 +39,7 @@ impl ApiTarget {
         s: &Scenario,
         run: &RunId,
         reads: &[(usize, String)],
-        operator: &live::twin::operator::OperatorHandle,
+        operator: &live::operator::OperatorHandle,
     ) -> Result<Vec<Option<serde_json::Value>>, ApiError> {
         use live::crd::Workload as WireWorkload;
         let client = &self.client;
@@ -54,7 +54,7 @@ impl ApiTarget {
                 match &s.events[step - 1] {
                     Event::AwarenessFlip => break,
                     Event::Submit { workload } => {
-                        let mut object = live::twin::workload::workload_object(workload);
+                        let mut object = live::wire::workload::workload_object(workload);
                         object["metadata"]["labels"] =
                             serde_json::json!({ client::RUN_LABEL: run.as_str() });
                         let ns = Some(workload.namespace.as_str());

@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use live::client::{self, Client, ClientError, Kubeconfig, RunId, Token};
-use live::twin::server::TwinHandle;
-use live::twin::store::{Store, StoreConfig};
+use live::server::http::TwinHandle;
+use live::server::store::{Store, StoreConfig};
 use model::events::Event;
 use model::mutants::Mutant;
 use model::scenario::Scenario;
@@ -48,7 +48,7 @@ pub struct ApiConfig {
     /// On a cluster: shrink candidates judged side by side, each in pools of its own.
     pub shrink_width: usize,
     /// Faults the embedded twin injects into the client's requests (the client retries them).
-    pub faults: Option<live::twin::faults::FaultConfig>,
+    pub faults: Option<live::server::faults::FaultConfig>,
 }
 
 /// The shortest confirm window on a cluster. An operator there is a separate process whose
@@ -183,23 +183,23 @@ pub struct ApiTarget {
 
 fn empty_store() -> Store {
     let mut store = Store::new(StoreConfig::default());
-    live::crd::install_validators(&mut store);
+    live::server::schemas::install_validators(&mut store);
     store
 }
 
 impl ApiTarget {
     /// Serves an embedded twin on a free loopback port and connects the client to it.
     pub fn start(config: ApiConfig) -> Result<ApiTarget, ApiError> {
-        let served = live::twin::server::ServeConfig {
+        let served = live::server::http::ServeConfig {
             faults: config.faults.clone(),
         };
-        let twin = live::twin::server::spawn_configured(None, empty_store(), served)
+        let twin = live::server::http::spawn_configured(None, empty_store(), served)
             .map_err(ApiError::Serve)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(ApiError::Serve)?;
-        let yaml = live::twin::kubeconfig::kubeconfig_yaml(twin.url(), "verify-twin");
+        let yaml = live::server::kubeconfig::kubeconfig_yaml(twin.url(), "verify-twin");
         let client = runtime.block_on(Client::from_kubeconfig_yaml(&yaml, "verify-twin"))?;
         Ok(ApiTarget::assemble(
             Backend::Embedded(twin),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use live::client::{self, Localizer, Quiescence, Quiescer, Readback, RunId, Token};
-use live::twin::operator::{run_operator, OperatorHandle};
+use live::operator::{run_operator, OperatorHandle};
 use model::events::{Event, World};
 use model::mutants::Mutant;
 use model::scenario::Scenario;
@@ -281,7 +281,7 @@ impl ApiTarget {
         let deadline = tokio::time::Instant::now() + budget;
         let store = twin.store();
         while progress.load(Ordering::SeqCst)
-            < store.read(live::twin::store::Store::resource_version)
+            < store.read(live::server::store::Store::resource_version)
             && tokio::time::Instant::now() < deadline
         {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -304,8 +304,8 @@ impl ApiTarget {
             store.read(|s| {
                 quiescer.holdings().iter().any(|(kind, selector, held)| {
                     let selector =
-                        live::twin::selector::Selector::parse(selector.unwrap_or_default(), "")
-                            .unwrap_or_else(|_| live::twin::selector::Selector::everything());
+                        live::server::selector::Selector::parse(selector.unwrap_or_default(), "")
+                            .unwrap_or_else(|_| live::server::selector::Selector::everything());
                     let stored: std::collections::BTreeMap<_, _> = s
                         .list(kind, None, &selector)
                         .map(|l| l.items)

@@ -10,7 +10,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::kinds::Kind;
+use crate::wire::kinds::Kind;
 
 /// The index document's path of a group version: `api/v1` or `apis/<group>/<version>`.
 pub fn group_version_path(group: &str, version: &str) -> String {
@@ -167,7 +167,7 @@ fn hash(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::twin::kinds;
+    use crate::wire::kinds;
 
     #[test]
     fn a_patch_declares_field_validation_for_its_kind() {

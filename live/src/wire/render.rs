@@ -72,7 +72,7 @@ fn meta(name: &str, labels: &Labels, annotations: &Labels) -> Value {
 }
 
 /// An `ownerReferences[]` entry without its `uid`, which only the store knows: the writer
-/// resolves it ([`super::operator`]) before the object is sent. `blockOwnerDeletion` is left
+/// resolves it ([`crate::operator`]) before the object is sent. `blockOwnerDeletion` is left
 /// out when false, as Go's `omitempty` pointer leaves it.
 pub fn owner_reference(o: &model::objects::OwnerReference) -> Value {
     let mut r = json!({"apiVersion": o.api_version, "kind": o.kind, "name": o.name});

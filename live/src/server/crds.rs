@@ -6,8 +6,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::kinds::Kind;
 use super::status::Cause;
+use crate::wire::kinds::Kind;
 
 type Object = Map<String, Value>;
 

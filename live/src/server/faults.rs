@@ -12,8 +12,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
-use super::kinds::Kind;
 use super::status::{Status, StatusDetails};
+use crate::wire::kinds::Kind;
 
 /// Which faults to inject, and how often (each share in `0.0..=1.0` of eligible requests).
 #[derive(Debug, Clone, PartialEq)]

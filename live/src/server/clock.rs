@@ -9,9 +9,7 @@ use serde_json::{json, Value};
 
 use super::status::Status;
 use super::store::Store;
-
-/// The admin endpoint.
-pub const CLOCK_PATH: &str = "/verify/v1/clock";
+use crate::wire::clock::CLOCK_PATH;
 
 /// What the endpoint answers: the clock's reading and the seconds advanced so far.
 fn reading(store: &mut Store) -> Value {
@@ -50,14 +48,10 @@ pub fn advance_of(body: &[u8]) -> Result<u64, Status> {
         .map_err(|e| Status::bad_request(format!("{CLOCK_PATH}: advance {text:?}: {e}")))
 }
 
-/// The body that advances the clock by `seconds`.
-pub fn advance_body(seconds: u64) -> Value {
-    json!({"advance": format!("{seconds}s")})
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::clock::advance_body;
 
     #[test]
     fn an_advance_moves_the_clock_and_bad_bodies_are_refused() {

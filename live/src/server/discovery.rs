@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use super::kinds::Kind;
+use crate::wire::kinds::Kind;
 
 /// Verbs of a main resource the twin serves (no `deletecollection`: the store has none).
 pub const RESOURCE_VERBS: [&str; 7] = [
@@ -221,7 +221,7 @@ pub fn version_info() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::twin::kinds::{self, ALL};
+    use crate::wire::kinds::{self, ALL};
 
     #[test]
     fn the_three_groups_are_listed_with_their_preferred_version() {

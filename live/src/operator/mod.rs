@@ -19,14 +19,19 @@ use model::labels::{
 };
 use serde_json::{json, Map, Value};
 
-pub use super::read::{mock_objects, read_cluster, write_mock, ReadError, FIELD_MANAGER};
-pub use super::render::render;
+pub mod admission;
+pub mod controller;
+pub mod input;
 
-pub use super::admission::QuotaBy;
-use super::kinds::{self, Kind};
-use super::selector::Selector;
-use super::server::{spawn_configured, ServeConfig, SharedStore, TwinHandle};
-use super::store::{DeleteOptions, Status, Store, Subresource};
+pub use crate::wire::read::{mock_objects, ReadError, FIELD_MANAGER};
+pub use crate::wire::render::render;
+pub use input::{read_cluster, write_mock};
+
+use crate::server::http::{spawn_configured, ServeConfig, SharedStore, TwinHandle};
+use crate::server::selector::Selector;
+use crate::server::store::{ApplyRequest, DeleteOptions, Status, Store, Subresource};
+use crate::wire::kinds::{self, Kind};
+pub use admission::QuotaBy;
 
 /// Why a reconcile stopped: the input could not be read, or the store refused a write.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -48,7 +53,7 @@ pub struct Writes {
     /// `(verb, kind, namespace/name)` per write, in order.
     pub done: Vec<(&'static str, &'static str, String)>,
     /// Each server-side apply that changed a Node, with what was applied: what a mirror
-    /// replays on the server it mirrors (`crate::controller`).
+    /// replays on the server it mirrors (`crate::operator::controller`).
     pub applies: Vec<NodeApply>,
 }
 
@@ -101,15 +106,14 @@ pub fn reconcile_with(
     };
     // the node-devices check and the Workloads' verdicts (gates 1–5 by the model); views
     // follow the cards admitted Workloads hold, as `model::events::World::observe`
-    super::admission::ensure_admission_check(store, settings, &mut writes)?;
-    let published =
-        super::admission::judge_workloads(store, &cluster, &derived, quota_by, &mut writes)?
-            .map(|state| state.observe());
+    admission::ensure_admission_check(store, settings, &mut writes)?;
+    let published = admission::judge_workloads(store, &cluster, &derived, quota_by, &mut writes)?
+        .map(|state| state.observe());
     let rendered = render(published.as_ref().unwrap_or(&derived));
     for (kind, namespace, object) in &rendered {
         let ns = namespace.as_deref();
         if *kind == kinds::NODE {
-            let name = super::read::name_of(object);
+            let name = crate::wire::read::name_of(object);
             apply_node_labels(
                 store,
                 &name,
@@ -200,15 +204,15 @@ fn merge_node_features(store: &mut Store, writes: &mut Writes) -> Result<(), Ope
         let config = json!({"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": node, "labels": labels}});
         store
-            .apply(
-                &kinds::NODE,
-                None,
-                &node,
-                Subresource::Main,
-                config.clone(),
-                NFD_FIELD_MANAGER,
-                true,
-            )
+            .apply(ApplyRequest {
+                kind: &kinds::NODE,
+                namespace: None,
+                name: &node,
+                subresource: Subresource::Main,
+                config: config.clone(),
+                field_manager: NFD_FIELD_MANAGER,
+                force: true,
+            })
             .map_err(write_err("apply", &kinds::NODE, &node))?;
         if store.resource_version() != before {
             writes.done.push(("apply", "Node", node.clone()));
@@ -232,15 +236,15 @@ fn apply_node_labels(
     let config =
         json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}});
     store
-        .apply(
-            &kinds::NODE,
-            None,
+        .apply(ApplyRequest {
+            kind: &kinds::NODE,
+            namespace: None,
             name,
-            Subresource::Main,
-            config.clone(),
-            FIELD_MANAGER,
-            true,
-        )
+            subresource: Subresource::Main,
+            config: config.clone(),
+            field_manager: FIELD_MANAGER,
+            force: true,
+        })
         .map_err(write_err("apply", &kinds::NODE, name))?;
     if store.resource_version() != before {
         writes.done.push(("apply", "Node", name.to_string()));
@@ -271,7 +275,7 @@ fn ensure(
     desired: &Value,
     writes: &mut Writes,
 ) -> Result<(), OperatorError> {
-    let name = super::read::name_of(desired);
+    let name = crate::wire::read::name_of(desired);
     let key = match ns {
         Some(ns) => format!("{ns}/{name}"),
         None => name.clone(),
@@ -429,7 +433,7 @@ fn operator_owned(kind: &Kind, o: &Value) -> bool {
 /// Deletes the operator's objects the derivation no longer has, dependents first.
 fn prune(
     store: &mut Store,
-    rendered: &[super::render::Rendered],
+    rendered: &[crate::wire::render::Rendered],
     writes: &mut Writes,
 ) -> Result<(), OperatorError> {
     for kind in [
@@ -441,14 +445,14 @@ fn prune(
         let wanted: BTreeSet<(Option<String>, String)> = rendered
             .iter()
             .filter(|(k, _, _)| *k == kind)
-            .map(|(_, ns, o)| (ns.clone(), super::read::name_of(o)))
+            .map(|(_, ns, o)| (ns.clone(), crate::wire::read::name_of(o)))
             .collect();
         let existing = store
             .list(&kind, None, &Selector::everything())
             .map_err(write_err("list", &kind, ""))?
             .items;
         for o in existing.iter().filter(|o| operator_owned(&kind, o)) {
-            let name = super::read::name_of(o);
+            let name = crate::wire::read::name_of(o);
             let ns = o
                 .pointer("/metadata/namespace")
                 .and_then(Value::as_str)
@@ -482,7 +486,7 @@ fn delete_orphan_devices(
         .map_err(write_err("list", &kind, ""))?
         .items
         .iter()
-        .map(super::read::name_of)
+        .map(crate::wire::read::name_of)
         .filter(|n| !cluster.nodes.iter().any(|node| &node.name == n))
         .collect();
     for name in orphans {
@@ -720,7 +724,7 @@ mod tests {
             ready: true,
         }];
         let mut store = Store::default();
-        super::super::read::write_mock(&mut store, &cluster).expect("mock");
+        super::input::write_mock(&mut store, &cluster).expect("mock");
         let first = reconcile(&mut store, &cluster.settings, None).expect("reconcile");
         let names = |store: &Store| -> Vec<String> {
             store
@@ -728,7 +732,7 @@ mod tests {
                 .expect("list")
                 .items
                 .iter()
-                .map(super::super::read::name_of)
+                .map(crate::wire::read::name_of)
                 .collect()
         };
         let zoned = "gpustack-fnv64-f7b1861ac0399767";

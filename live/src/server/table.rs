@@ -12,8 +12,8 @@
 
 use serde_json::{json, Value};
 
-use super::kinds::{self, Kind};
 use super::store::unix_seconds_of;
+use crate::wire::kinds::{self, Kind};
 
 /// Whether the Accept header asks for a Table first (before plain JSON).
 pub fn wants_table(accept: &str) -> bool {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::kinds::Kind;
+use crate::wire::kinds::Kind;
 
 /// One reason a request was rejected, as `metav1.StatusCause`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -284,7 +284,7 @@ fn resource_details(kind: &Kind, name: &str) -> StatusDetails {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::twin::kinds;
+    use crate::wire::kinds;
 
     #[test]
     fn not_found_has_the_metav1_shape() {

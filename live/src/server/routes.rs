@@ -9,11 +9,13 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::discovery;
-use super::kinds::Kind;
 use super::selector::Selector;
 use super::status::Status;
-use super::store::{manager_or_user_agent, DeleteOptions, Deleted, Patch, Store, Subresource};
+use super::store::{
+    manager_or_user_agent, ApplyRequest, DeleteOptions, Deleted, Patch, Store, Subresource,
+};
 use super::table;
+use crate::wire::kinds::Kind;
 
 /// The default (and the longest) watch a client gets when it sends no `timeoutSeconds`.
 pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
@@ -748,7 +750,15 @@ fn patch(
             let config = decode_yaml(req.body)?;
             let manager = query.get("fieldManager").unwrap_or("");
             let existed = store.get(kind, ns, name).is_ok();
-            let applied = store.apply(kind, ns, name, sub, config, manager, query.flag("force"))?;
+            let applied = store.apply(ApplyRequest {
+                kind,
+                namespace: ns,
+                name,
+                subresource: sub,
+                config,
+                field_manager: manager,
+                force: query.flag("force"),
+            })?;
             return Ok(Reply::ok(if existed { 200 } else { 201 }, applied));
         }
         _ => return Err(unsupported_patch(kind, req.content_type)),
@@ -820,8 +830,8 @@ fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::twin::kinds::{ALL, DEVICES, NAMESPACE, NODE, WORKLOAD};
-    use crate::twin::store::manager_from_user_agent;
+    use crate::server::store::manager_from_user_agent;
+    use crate::wire::kinds::{ALL, DEVICES, NAMESPACE, NODE, WORKLOAD};
 
     fn target(path: &str) -> Result<Target, u16> {
         parse_path(&ALL, path).map_err(|s| s.code)

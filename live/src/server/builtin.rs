@@ -7,8 +7,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::kinds::{self, Kind};
 use super::status::{Cause, Status};
+use crate::wire::kinds::{self, Kind};
 
 type Object = Map<String, Value>;
 

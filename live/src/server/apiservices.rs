@@ -8,7 +8,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::kinds::Kind;
+use crate::wire::kinds::Kind;
 
 /// The label the autoregister controllers mark their APIServices with.
 pub const AUTOMANAGED: &str = "kube-aggregator.kubernetes.io/automanaged";
@@ -83,7 +83,7 @@ pub fn is_automanaged(object: &Map<String, Value>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::twin::kinds;
+    use crate::wire::kinds;
 
     #[test]
     fn one_per_served_group_version_with_the_real_priorities() {

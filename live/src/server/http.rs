@@ -28,12 +28,12 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
-use super::clock::CLOCK_PATH;
 use super::counters::{Counters, Counts, COUNTERS_PATH};
 use super::faults::{fault_status, Decision, Eligible, FaultConfig, Faults};
 use super::routes::{self, ApiRequest, Query, Reply, Target, WatchRequest};
 use super::status::Status;
 use super::store::{Store, WatchEvent};
+use crate::wire::clock::CLOCK_PATH;
 
 /// How often a watcher re-checks the store for writes that did not notify.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);

@@ -431,6 +431,22 @@ pub fn by_kind(api_version: &str, kind: &str) -> Option<Kind> {
         .copied()
 }
 
+/// What `verify audit --context` lists: the kinds of docs/audit.md's kubectl command, plus
+/// Namespaces (which decide where LocalQueues must exist). Kueue's Topology objects
+/// (`gpustack-<profile>`, kueue.x-k8s.io/v1beta2 as the twin serves them) are the model's
+/// `Derived.topologies`.
+pub const AUDITED_KINDS: [Kind; 9] = [
+    NAMESPACE,
+    NODE,
+    DEVICES,
+    INSTANCE_TYPE,
+    RESOURCE_FLAVOR,
+    CLUSTER_QUEUE,
+    LOCAL_QUEUE,
+    ADMISSION_CHECK,
+    TOPOLOGY,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,14 +33,14 @@ use model::derive::Derived;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use crate::twin::admission::joint_check_object;
-use crate::twin::kinds::{self, Kind};
-use crate::twin::operator::{
+use crate::operator::admission::joint_check_object;
+use crate::operator::{
     reconcile_with, NodeApply, OperatorError, QuotaBy, Writes, OPERATOR_FIELD_MANAGER,
 };
-use crate::twin::read::{meta_text, name_of};
-use crate::twin::store::{wall_clock, Store, StoreConfig};
-use crate::twin::structural;
+use crate::server::store::{wall_clock, Store, StoreConfig};
+use crate::server::structural;
+use crate::wire::kinds::{self, Kind};
+use crate::wire::read::{meta_text, name_of};
 
 /// How the controller process runs.
 #[derive(Debug, Clone)]
@@ -399,7 +399,7 @@ async fn replay(
             let Some(apply) = applies.next() else {
                 continue;
             };
-            if apply.manager == crate::twin::operator::NFD_FIELD_MANAGER && !nfd_master {
+            if apply.manager == crate::operator::NFD_FIELD_MANAGER && !nfd_master {
                 continue;
             }
             let before = known.version_of(&(kind.kind, String::new(), key.clone()));
@@ -572,7 +572,7 @@ async fn pass(
         // what the pass read, for the credits stand-in (before the reconcile writes)
         let cluster = config
             .credits_capacity
-            .then(|| crate::twin::read::read_cluster(&store, &config.settings).ok())
+            .then(|| crate::operator::read_cluster(&store, &config.settings).ok())
             .flatten();
         let reconciled = reconcile_with(
             &mut store,

@@ -18,7 +18,7 @@
 //! A ModelDeployment replica left waiting (a Pending entry) is requeued on every pass, as
 //! Kueue requeues it, so its siblings see it and the set opens once quota frees.
 //!
-//! The park after the bound is measured on the twin's virtual clock (`twin::clock`: only an
+//! The park after the bound is measured on the twin's virtual clock (`server::clock`: only an
 //! admin request moves it): a held replica whose joint entry has been Pending longer than 30
 //! minutes of advances since its `lastTransitionTime` (`heldPast`) parks its deployment as
 //! the model's `Event::JointTimeout` does (`AdmissionState::joint_timeout`: only a settled,
@@ -37,12 +37,12 @@ use model::labels::NODE_DEVICES_CHECK;
 use model::lifecycle::{AdmissionState, JointPhase};
 use serde_json::{json, Value};
 
-use super::kinds;
-use super::operator::{write_err, OperatorError, Writes};
-use super::read::name_of;
-use super::selector::Selector;
-use super::store::Store;
-use super::workload::{
+use super::{write_err, OperatorError, Writes};
+use crate::server::selector::Selector;
+use crate::server::store::Store;
+use crate::wire::kinds;
+use crate::wire::read::name_of;
+use crate::wire::workload::{
     is_active, kueue_assignments, read_check, read_joint_check, read_workload, verdict_of,
     with_check, with_joint_check,
 };
@@ -85,8 +85,11 @@ pub fn joint_check_object(active: bool) -> Value {
 
 /// Writes the joint AdmissionCheck ([`joint_check_object`]) into `store`, standing in for the
 /// operator's joint controller: what `verify twin serve` and the tests' twin clusters start with.
-pub fn write_joint_check(store: &mut Store, active: bool) -> Result<(), super::status::Status> {
-    super::read::write_object(
+pub fn write_joint_check(
+    store: &mut Store,
+    active: bool,
+) -> Result<(), crate::server::status::Status> {
+    super::input::write_object(
         store,
         &kinds::ADMISSION_CHECK,
         None,
