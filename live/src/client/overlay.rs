@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::localize::OverlayNode;
 use super::{Client, ClientError, RUN_LABEL};
 use crate::crd::Devices;
-use crate::twin::read::CpuQuantityError;
+use crate::wire::read::CpuQuantityError;
 
 impl Client {
     /// The real node `name` as a run may mock onto it, or why it may not (one line).
