@@ -38,12 +38,24 @@ fn main() {
     let outcome = match commands::dispatch(args.command) {
         Ok(outcome) => outcome,
         Err(e) => {
-            eprintln!("verify: {e:#}");
+            eprintln!("verify: {}", said_once(&e));
             e.downcast_ref::<commands::UsageError>()
                 .map_or(Outcome::Inconclusive, |_| Outcome::Usage)
         }
     };
     std::process::exit(exit_code(outcome));
+}
+
+/// The error and its causes, each said once: a library error names its source in its own
+/// message, so a cause whose text was already said is not repeated.
+fn said_once(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1).map(ToString::to_string) {
+        if !text.contains(&cause) {
+            text = format!("{text}: {cause}");
+        }
+    }
+    text
 }
 
 /// DESIGN.md "Exit codes", the only place they are numbers (also `verify --help`,

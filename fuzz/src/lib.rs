@@ -4,6 +4,7 @@
 //! lane of a cluster) and diffed against the model.
 
 pub mod coverage;
+pub mod record;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

@@ -2,29 +2,6 @@
 
 use super::*;
 
-/// The ledger entries a run did not reproduce whose recorded minimal scenario no longer
-/// fails on the model (entries found on the twin are not judged here: that needs a twin).
-pub(super) fn possibly_fixed(
-    ledger: &reports::Ledger,
-    seen: &[reports::FindingEntry],
-) -> Vec<reports::Signature> {
-    reports::findings::unseen(ledger, seen, |path| {
-        let s = scenario::load(path).ok()?;
-        let on_twin = s.expect.iter().any(|e| {
-            matches!(e, model::scenario::Expectation::Violation { property, .. }
-                if property == tier::TWIN_PROPERTY)
-        });
-        if on_twin {
-            return None;
-        }
-        Some(oracle::replay(&s).recorded.iter().any(|(_, r)| *r))
-    })
-    .into_iter()
-    .filter(|(_, reproduces)| *reproduces == Some(false))
-    .map(|(k, _)| k.signature.clone())
-    .collect()
-}
-
 /// `verify findings [list|accept SIG|retire SIG]`.
 pub(super) fn findings(
     action: Option<crate::cli::FindingsCommand>,
