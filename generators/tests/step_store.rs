@@ -1,4 +1,5 @@
-//! A derivation served by a step store (`model::steps`, installed by `verify check`) returns
+//! A derivation served by a step store (`model::steps`, handed to its worlds by `verify check`
+//! as a `model::derive::Deriver`) returns
 //! exactly what the model returns without one: after every event of generated scenarios, for
 //! the world's own derivation, what it publishes and a fresh derivation. One store serves every
 //! scenario, so it holds steps of other clusters, other settings and other histories, which a
@@ -10,10 +11,10 @@ use std::sync::Arc;
 use generators::check::tables::StepMemo;
 use generators::{arb_scenario, ShapeConfig};
 use model::cluster::{Cluster, SharedOnceMax};
-use model::derive::{derive, DerivedNode};
+use model::derive::{derive, DerivedNode, Deriver};
 use model::events::{Event, World};
 use model::objects::{ClusterQueue, InstanceType};
-use model::steps::{with_store, StepStore};
+use model::steps::StepStore;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
@@ -59,7 +60,7 @@ impl StepStore for Counting {
 #[test]
 fn a_stored_derivation_equals_the_models_after_every_event() {
     let counting = Arc::new(Counting::default());
-    let store: Arc<dyn StepStore> = counting.clone();
+    let deriver = Deriver::with_steps(counting.clone());
     let strategy = arb_scenario(&ShapeConfig::default());
     let mut runner = TestRunner::new_with_rng(
         Config {
@@ -75,7 +76,7 @@ fn a_stored_derivation_equals_the_models_after_every_event() {
             .expect("a scenario")
             .current();
         for cluster in variants(&scenario.cluster) {
-            replay_both(&store, case, cluster, &scenario.events);
+            replay_both(&deriver, case, cluster, &scenario.events);
         }
     }
     let asked = counting.asked.load(Ordering::Relaxed);
@@ -100,29 +101,29 @@ fn variants(cluster: &Cluster) -> Vec<Cluster> {
 }
 
 /// Replays `events` on `cluster` with and without the store; every derivation must agree.
-fn replay_both(store: &Arc<dyn StepStore>, case: usize, cluster: Cluster, events: &[Event]) {
+fn replay_both(deriver: &Deriver, case: usize, cluster: Cluster, events: &[Event]) {
     {
         let mut plain = World::new(cluster.clone());
-        let mut stored = with_store(store, || World::new(cluster));
+        let mut stored = World::with_deriver(cluster, deriver.clone());
         assert_eq!(
             stored.admission.derived, plain.admission.derived,
             "case {case}: the initial derivation"
         );
         for (i, event) in events.iter().enumerate() {
             let effect = plain.apply(event);
-            let stored_effect = with_store(store, || stored.apply(event));
+            let stored_effect = stored.apply(event);
             assert_eq!(stored_effect, effect, "case {case}, event {i}: {event:?}");
             assert_eq!(
                 stored.admission.derived, plain.admission.derived,
                 "case {case}, event {i}: the world's derivation after {event:?}"
             );
             assert_eq!(
-                with_store(store, || stored.observe()),
+                stored.observe(),
                 plain.observe(),
                 "case {case}, event {i}: what the world publishes"
             );
             assert_eq!(
-                with_store(store, || derive(stored.cluster())),
+                deriver.derive(stored.cluster()),
                 derive(plain.cluster()),
                 "case {case}, event {i}: a fresh derivation"
             );

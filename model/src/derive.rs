@@ -2,6 +2,7 @@
 //! Each step calls the one rule that decides it; this file only wires them together.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +18,7 @@ use crate::objects::{
 };
 use crate::provenance::{NoRecord, Provenance, Record};
 use crate::queue::{FlavorPlacement, PoolFlavor, PoolNode, QueueWorld, Settled};
-use crate::steps::{self, step_key, StepStore};
+use crate::steps::{step_key, StepStore};
 use crate::units::UNITS_PER_CARD;
 use crate::{detail, explain, flavor, nodefeature, pool, queue, views, webhook};
 
@@ -66,7 +67,7 @@ impl Derived {
 /// its own nodes only (a pool step never scans the whole cluster).
 struct NodeTable<'a> {
     rows: Vec<(&'a Node, &'a DerivedNode)>,
-    /// Each row's node-step key when a step store is installed (zeros otherwise): a pool step's
+    /// Each row's node-step key when a step store serves the derivation (zeros otherwise): a pool step's
     /// key names its nodes by these instead of hashing them again.
     keys: &'a [u64],
     by_name: HashMap<&'a str, usize>,
@@ -253,25 +254,76 @@ pub fn derive_explained(cluster: &Cluster) -> (Derived, Provenance) {
     (derived, provenance)
 }
 
-/// [`derive_after`] telling `rec` each decision. A recording derivation reads no step store:
-/// a step served from the store was decided by an earlier derivation, so its decisions would
-/// be missing (the store is a cache of these same steps, so the objects are the same).
+/// [`derive_after`] telling `rec` each decision.
 pub fn derive_recorded<R: Record>(
+    cluster: &Cluster,
+    previous: Option<&Derived>,
+    rec: &mut R,
+) -> Derived {
+    derive_through(None, cluster, previous, rec)
+}
+
+/// How a caller derives: plainly (the default), or through a [`StepStore`] it owns that keeps
+/// the per-node and per-pool steps of earlier derivations (`verify check`). Either way the
+/// objects are the same; only the work differs. It is the one value a caller hands the model's
+/// deriving paths (`Deriver::derive_after`, `events::World`, `lifecycle::AdmissionState`), so
+/// a later incremental derivation (re-deriving from a previous one only what a change
+/// touches) can grow here without new parameters.
+#[derive(Clone, Default)]
+pub struct Deriver {
+    steps: Option<Arc<dyn StepStore>>,
+}
+
+impl Deriver {
+    /// A derivation that computes every step and keeps nothing.
+    pub fn plain() -> Self {
+        Deriver::default()
+    }
+
+    /// A derivation served by `steps`: a step whose key it holds is taken from it.
+    pub fn with_steps(steps: Arc<dyn StepStore>) -> Self {
+        Deriver { steps: Some(steps) }
+    }
+
+    /// [`derive`] through this deriver.
+    pub fn derive(&self, cluster: &Cluster) -> Derived {
+        self.derive_after(cluster, None)
+    }
+
+    /// [`derive_after`] through this deriver.
+    pub fn derive_after(&self, cluster: &Cluster, previous: Option<&Derived>) -> Derived {
+        derive_through(self.steps.as_deref(), cluster, previous, &mut NoRecord)
+    }
+}
+
+impl std::fmt::Debug for Deriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deriver")
+            .field("steps", &self.steps.is_some())
+            .finish()
+    }
+}
+
+/// The derivation, with `store` serving its steps when given. A recording derivation reads no
+/// store: a step served from the store was decided by an earlier derivation, so its decisions
+/// would be missing (the store is a cache of these same steps, so the objects are the same).
+fn derive_through<R: Record>(
+    store: Option<&dyn StepStore>,
     cluster: &Cluster,
     previous: Option<&Derived>,
     rec: &mut R,
 ) -> Derived {
     let settings = &cluster.settings;
     let mut general_keys = GeneralKeys::default();
-    let store = if R::ON { None } else { steps::installed() };
-    let settings_key = store.as_deref().map_or(0, |s| step_key(s, settings));
+    let store = if R::ON { None } else { store };
+    let settings_key = store.map_or(0, |s| step_key(s, settings));
     let (nodes, node_keys): (Vec<DerivedNode>, Vec<u64>) = cluster
         .nodes
         .iter()
         .map(|n| {
             let g_key = general_keys.of(n);
             let (derived, key) = stored_node(
-                store.as_deref(),
+                store,
                 n,
                 g_key,
                 &cluster.topology_sources,
@@ -306,7 +358,7 @@ pub fn derive_recorded<R: Record>(
         .map(|(name, (spec, derived))| {
             let before = previous.and_then(|p| p.cluster_queues.iter().find(|q| q.name == name));
             derive_pool(
-                store.as_deref().map(|s| (s, settings_key)),
+                store.map(|s| (s, settings_key)),
                 &name,
                 spec,
                 derived,
@@ -374,7 +426,7 @@ impl<'a> GeneralKeys<'a> {
     }
 }
 
-/// [`derive_node`], from the store when one is installed, with the step's key (0 without a
+/// [`derive_node`], from the store when one serves the derivation, with the step's key (0 without a
 /// store): the step reads the node (labels, annotations, Devices), its gKey and the settings
 /// (`settings_key` is theirs), and nothing else.
 fn stored_node(
@@ -464,8 +516,8 @@ fn instance_type_specs(
 
 /// Rules 12–16 and 19–23: one pool's InstanceType and ClusterQueue. The step reads the pool's
 /// name, spec and authorship, its queue as it was, the settings, the flavors its selector picks,
-/// those flavors' nodes and the Devices its devices selector matches; with a store installed
-/// (and the settings' key), those are its key.
+/// those flavors' nodes and the Devices its devices selector matches; with a store (and the
+/// settings' key), those are its key.
 #[allow(clippy::too_many_arguments)]
 fn derive_pool<'a, R: Record>(
     store: Option<(&dyn StepStore, u64)>,
@@ -871,4 +923,101 @@ fn pool_devices(queue: &ClusterQueue, nodes: &NodeTable<'_>) -> Vec<usize> {
     pool::pool_devices_selector(&queue.labels)
         .map(|selector| nodes.devices_matching(&selector))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::hash_map::DefaultHasher;
+    use std::hash::Hasher;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::events::{Event, World};
+    use crate::examples::{large_mixed, walkthrough};
+
+    /// A step store keeping every step, counting the steps it served without computing.
+    #[derive(Default)]
+    struct Kept {
+        nodes: Mutex<HashMap<u64, DerivedNode>>,
+        pools: Mutex<HashMap<u64, (InstanceType, ClusterQueue)>>,
+        served: Mutex<usize>,
+    }
+
+    impl Kept {
+        fn get_or<T: Clone>(
+            &self,
+            table: &Mutex<HashMap<u64, T>>,
+            key: u64,
+            compute: &mut dyn FnMut() -> T,
+        ) -> T {
+            let kept = table.lock().unwrap().get(&key).cloned();
+            if let Some(value) = kept {
+                *self.served.lock().unwrap() += 1;
+                return value;
+            }
+            let value = compute();
+            table.lock().unwrap().insert(key, value.clone());
+            value
+        }
+    }
+
+    impl StepStore for Kept {
+        fn key(&self, write: &dyn Fn(&mut dyn Hasher)) -> u64 {
+            let mut h = DefaultHasher::new();
+            write(&mut h);
+            h.finish()
+        }
+
+        fn node(&self, key: u64, compute: &mut dyn FnMut() -> DerivedNode) -> DerivedNode {
+            self.get_or(&self.nodes, key, compute)
+        }
+
+        fn pool(
+            &self,
+            key: u64,
+            compute: &mut dyn FnMut() -> (InstanceType, ClusterQueue),
+        ) -> (InstanceType, ClusterQueue) {
+            self.get_or(&self.pools, key, compute)
+        }
+    }
+
+    #[test]
+    fn a_derivation_through_a_step_store_equals_a_plain_one() {
+        let kept = Arc::new(Kept::default());
+        let deriver = Deriver::with_steps(kept.clone());
+        let mut flipped = walkthrough();
+        flipped.settings.aware_cpu_manufacturer ^= true;
+        flipped.settings.mixed_on_node ^= true;
+        // One store across clusters and settings: a key missing an input would hand out
+        // another cluster's step.
+        for cluster in [walkthrough(), flipped, large_mixed(6, 2)] {
+            let plain = derive(&cluster);
+            assert_eq!(deriver.derive(&cluster), plain, "first derivation");
+            assert_eq!(deriver.derive(&cluster), plain, "served from the store");
+            assert_eq!(
+                deriver.derive_after(&cluster, Some(&plain)),
+                derive_after(&cluster, Some(&plain)),
+                "re-derivation"
+            );
+        }
+        assert!(*kept.served.lock().unwrap() > 0, "the store served no step");
+    }
+
+    #[test]
+    fn a_world_deriving_through_a_step_store_steps_as_a_plain_one() {
+        let deriver = Deriver::with_steps(Arc::new(Kept::default()));
+        let mut plain = World::new(walkthrough());
+        let mut stored = World::with_deriver(walkthrough(), deriver);
+        let leaving = plain.cluster().nodes[0].name.clone();
+        for event in [
+            Event::AwarenessFlip,
+            Event::MixingFlip,
+            Event::NodeLeave { name: leaving },
+            Event::AwarenessFlip,
+        ] {
+            assert_eq!(stored.apply(&event), plain.apply(&event), "{event:?}");
+            assert_eq!(stored.admission.derived, plain.admission.derived);
+            assert_eq!(stored.observe(), plain.observe());
+        }
+    }
 }

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::{Cluster, ExistingInstanceType, Namespace, Node};
-use crate::derive::{derive_after, Derived};
+use crate::derive::{Derived, Deriver};
 use crate::devices::Capability;
 use crate::flavor::{flavor_transitions, FlavorTransition};
 use crate::ledger::seed;
@@ -126,8 +126,13 @@ pub struct World {
 
 impl World {
     pub fn new(cluster: Cluster) -> Self {
+        Self::with_deriver(cluster, Deriver::plain())
+    }
+
+    /// [`World::new`], deriving through `deriver` now and after every event.
+    pub fn with_deriver(cluster: Cluster, deriver: Deriver) -> Self {
         let mut world = World {
-            admission: AdmissionState::new(cluster),
+            admission: AdmissionState::with_deriver(cluster, deriver),
         };
         world.remember_authored();
         world
@@ -323,7 +328,7 @@ impl World {
     pub fn flip_mixing(&mut self) -> (Effect, Vec<FlavorTransition>) {
         let s = &mut self.admission.cluster.settings;
         s.mixed_on_node = !s.mixed_on_node;
-        let next = derive_after(self.cluster(), Some(&self.admission.derived));
+        let next = self.observe();
         let transitions = self.transitions_to(&next);
         let dropped = dropped_flavors(&transitions);
         let dropped: Vec<&str> = dropped.iter().map(String::as_str).collect();
@@ -362,7 +367,7 @@ impl World {
 
     /// Re-derives the structure after a shape change, from the last quiescence.
     fn reshape(&mut self) -> Effect {
-        let next = derive_after(self.cluster(), Some(&self.admission.derived));
+        let next = self.observe();
         self.admission.derived = next;
         self.remember_authored();
         Effect::Reshaped

@@ -32,7 +32,7 @@ use crate::admission::joint::{
     NOT_A_GROUP_MESSAGE,
 };
 use crate::cluster::Cluster;
-use crate::derive::{derive, derive_after, Derived};
+use crate::derive::{Derived, Deriver};
 use crate::devices::Card;
 use crate::error::ModelError;
 use crate::fit::{desired_fit_labels, fit_pin, node_is_managed, pod_set_fit_demand, FitQuestion};
@@ -199,6 +199,8 @@ pub struct AdmissionState {
     /// deployments on a queue that references the check). A held replica also has a hold
     /// (its quota, no charges yet).
     pub joint: BTreeMap<String, JointMember>,
+    /// How this world derives its objects (plain unless its owner hands it a step store).
+    pub deriver: Deriver,
 }
 
 /// Where a ModelDeployment replica's Workload stands under the joint check.
@@ -231,7 +233,12 @@ pub fn workload_key(w: &Workload) -> String {
 
 impl AdmissionState {
     pub fn new(cluster: Cluster) -> Self {
-        let derived = derive(&cluster);
+        Self::with_deriver(cluster, Deriver::plain())
+    }
+
+    /// [`AdmissionState::new`], deriving through `deriver` now and on every re-derivation.
+    pub fn with_deriver(cluster: Cluster, deriver: Deriver) -> Self {
+        let derived = deriver.derive(&cluster);
         let instances = carved_instances(&cluster);
         AdmissionState {
             cluster,
@@ -240,6 +247,7 @@ impl AdmissionState {
             holds: BTreeMap::new(),
             instances,
             joint: BTreeMap::new(),
+            deriver,
         }
     }
 
@@ -258,12 +266,13 @@ impl AdmissionState {
             holds: BTreeMap::new(),
             instances: carved_instances(&self.cluster),
             joint: BTreeMap::new(),
+            deriver: self.deriver.clone(),
         }
     }
 
     /// The objects as the operator would publish them now (views follow the ledger).
     pub fn observe(&self) -> Derived {
-        derive_after(&self.cluster, Some(&self.derived))
+        self.deriver.derive_after(&self.cluster, Some(&self.derived))
     }
 
     /// Judges `w` through every gate and, when admitted, charges it (R1–R22).

@@ -1,12 +1,11 @@
-//! An optional store for the derivation's per-node and per-pool steps, so a caller that derives
-//! many similar clusters (`verify check`: thousands of worlds that differ in one node or one
-//! card) re-uses the steps whose inputs did not change. The model stays pure: each step's key
-//! fingerprints everything the step reads, and a derivation with a store installed returns
-//! exactly what it returns without one (tested in `derive.rs` and by `generators`' checks).
+//! A store for the derivation's per-node and per-pool steps, so a caller that derives many
+//! similar clusters (`verify check`: thousands of worlds that differ in one node or one card)
+//! re-uses the steps whose inputs did not change. The caller owns the store and hands it to a
+//! [`Deriver`](crate::derive::Deriver); the model keeps none. Each step's key fingerprints
+//! everything the step reads, so a derivation through a store returns exactly what it returns
+//! without one (tested in `derive.rs` and by `generators`' checks).
 
-use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
 
 use crate::derive::DerivedNode;
 use crate::objects::{ClusterQueue, InstanceType};
@@ -26,30 +25,6 @@ pub trait StepStore: Send + Sync {
         key: u64,
         compute: &mut dyn FnMut() -> (InstanceType, ClusterQueue),
     ) -> (InstanceType, ClusterQueue);
-}
-
-thread_local! {
-    static STORE: RefCell<Option<Arc<dyn StepStore>>> = const { RefCell::new(None) };
-}
-
-/// Runs `f` with `store` serving this thread's derivations (the previous store, if any, is
-/// restored afterwards, also on unwind).
-pub fn with_store<R>(store: &Arc<dyn StepStore>, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<Arc<dyn StepStore>>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let previous = self.0.take();
-            STORE.with(|s| *s.borrow_mut() = previous);
-        }
-    }
-    let _restore = Restore(STORE.with(|s| s.borrow_mut().replace(Arc::clone(store))));
-    f()
-}
-
-/// The store installed on this thread, if any (cloned out, so a step computing on a miss never
-/// holds the thread's slot).
-pub(crate) fn installed() -> Option<Arc<dyn StepStore>> {
-    STORE.with(|s| s.borrow().clone())
 }
 
 /// The key of a step whose inputs are `inputs`.

@@ -64,7 +64,7 @@ pub fn check_all(s: &Scenario) -> Vec<Violation> {
     let (admitted, end) = admission_run(s);
     [
         invariance_from(s, &base, &derive_after),
-        pool_isolation_from(s, &base),
+        pool_isolation_from(s, &base, &derive_after),
         structure_initially_and_after(s, &base, &end),
         accounting_from(s, &base),
         admitted,
@@ -307,21 +307,26 @@ pub fn map_names(
 /// digit); every flavor of a queue has the queue's os/arch; under CPU awareness every flavor
 /// of a queue with a real CPU group carries that group's key.
 pub fn pool_isolation(s: &Scenario) -> Result<(), Violation> {
-    pool_isolation_from(s, &derive(&s.cluster))
+    pool_isolation_with(s, &derive_after)
 }
 
-fn pool_isolation_from(s: &Scenario, base: &Derived) -> Result<(), Violation> {
+/// [`pool_isolation`] of another chain implementation (one served by a step store).
+pub fn pool_isolation_with(s: &Scenario, chain: Chain<'_>) -> Result<(), Violation> {
+    pool_isolation_from(s, &chain(&s.cluster, None), chain)
+}
+
+fn pool_isolation_from(s: &Scenario, base: &Derived, chain: Chain<'_>) -> Result<(), Violation> {
     os_arch_unmixed(base)?;
     if s.cluster.settings.aware_cpu_manufacturer {
         cpu_groups_unmixed(base)?;
     } else {
         let mut aware = s.cluster.clone();
         aware.settings.aware_cpu_manufacturer = true;
-        cpu_groups_unmixed(&derive(&aware))?;
+        cpu_groups_unmixed(&chain(&aware, None))?;
     }
     let (intruded, key) = with_intruder(&s.cluster);
     let pools: BTreeSet<String> = base.instance_types.iter().map(|i| i.name.clone()).collect();
-    let d = diff_restricted(base, &derive(&intruded), &pools);
+    let d = diff_restricted(base, &chain(&intruded, None), &pools);
     if d.is_empty() {
         Ok(())
     } else {

@@ -7,7 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use model::derive::{derive, derive_after, Derived};
+use model::cluster::Cluster;
+use model::derive::Derived;
 use model::devices::Mode;
 use model::events::World;
 use model::objects::StopPolicy;
@@ -159,8 +160,9 @@ pub fn credits_within_quota(
 /// Each published InstanceType's views equal those of a fresh derivation of the same cluster
 /// (same name, queue live in both) and of a re-derivation from the published quiescence.
 pub fn views_fresh(w: &World, observed: &Derived) -> Check {
-    let fresh = derive(w.cluster());
-    let again = derive_after(w.cluster(), Some(observed));
+    let deriver = &w.admission.deriver;
+    let fresh = deriver.derive(w.cluster());
+    let again = deriver.derive_after(w.cluster(), Some(observed));
     let live = |d: &Derived, name: &str| {
         d.cluster_queues
             .iter()
@@ -207,14 +209,18 @@ pub fn m3_accounting(w: &World, observed: &Derived) -> Check {
     Ok(())
 }
 
-/// [M3] invariance, pool isolation and idempotence of the cluster as it stands.
+/// [M3] invariance, pool isolation and idempotence of the cluster as it stands, derived as
+/// the world derives.
 pub fn m3_shape(w: &World) -> Check {
     let s = Scenario {
         name: "state".into(),
         cluster: w.cluster().clone(),
         ..Scenario::default()
     };
-    m3::invariance(&s)?;
-    m3::pool_isolation(&s)?;
-    m3::idempotence(&s).map_err(Breach::from)
+    let chain = |c: &Cluster, previous: Option<&Derived>| {
+        w.admission.deriver.derive_after(c, previous)
+    };
+    m3::invariance_with(&s, &chain)?;
+    m3::pool_isolation_with(&s, &chain)?;
+    m3::idempotence_with(&s, &chain).map_err(Breach::from)
 }

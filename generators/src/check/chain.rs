@@ -249,6 +249,7 @@ impl ChainModel {
                 // The palette draws no ModelDeployment replica: the joint check is Ready at
                 // once for every template, so nothing is ever held by it.
                 joint: BTreeMap::new(),
+                deriver: self.tables.deriver(),
             },
         }
     }
@@ -355,24 +356,20 @@ impl ChainModel {
             .tables
             .world_bits
             .get_or(fingerprint(&s.world_key()), || {
-                self.tables.deriving(|| {
-                    let w = self.world_of(s);
-                    let bits = props::world_verdicts(&w);
-                    self.give_back(s.structure, w);
-                    bits
-                })
+                let w = self.world_of(s);
+                let bits = props::world_verdicts(&w);
+                self.give_back(s.structure, w);
+                bits
             });
         // The [M3] shape checks read the cluster only: shape and authored InstanceTypes.
         let authored = self.tables.authored_fingerprint(s.structure);
         let shape = self.tables.shape_ok.get_or(
             fingerprint(&(s.present, s.mig, s.extra_ns, s.aware, s.mixed, authored)),
             || {
-                self.tables.deriving(|| {
-                    let w = self.world_of(&self.free_cards(s));
-                    let ok = props::m3_shape(&w).is_ok();
-                    self.give_back(s.structure, w);
-                    ok
-                })
+                let w = self.world_of(&self.free_cards(s));
+                let ok = props::m3_shape(&w).is_ok();
+                self.give_back(s.structure, w);
+                ok
             },
         );
         let bits = world | (u32::from(shape) << props::M3_SHAPE) | props::status_verdicts(self, s);
@@ -430,10 +427,9 @@ impl ChainModel {
             s.structure,
             action,
         ));
-        self.tables.structure_after.get_or(key, || {
-            self.tables
-                .deriving(|| self.derive_structure_after(s, action))
-        })
+        self.tables
+            .structure_after
+            .get_or(key, || self.derive_structure_after(s, action))
     }
 
     fn derive_structure_after(&self, s: &State, action: &Action) -> u32 {
@@ -478,13 +474,11 @@ impl ChainModel {
                 }
                 if spans_others {
                     // An evicted hold charged other nodes too: the model releases them.
-                    (next.cards, next.mig) = self.tables.deriving(|| {
-                        let mut w = self.world_of(s);
-                        w.apply(&Event::NodeLeave {
-                            name: palette::node_name(i),
-                        });
-                        self.cards_of(&w)
+                    let mut w = self.world_of(s);
+                    w.apply(&Event::NodeLeave {
+                        name: palette::node_name(i),
                     });
+                    (next.cards, next.mig) = self.cards_of(&w);
                 }
                 next.present &= !(1 << i);
                 for c in 0..self.cards {
@@ -562,17 +556,13 @@ impl ChainModel {
             .any(|k| matches!(s.workloads[*k], Status::Admitted(_)));
         if charged {
             // Released against the card rows the holds were charged on, as the model does.
-            next.cards = self.tables.deriving(|| {
-                let mut w = self.world_of(s);
-                for k in &victims {
-                    if let (Status::Admitted(_), Some(t)) =
-                        (s.workloads[*k], self.templates.get(*k))
-                    {
-                        let _ = w.admission.finish(&t.namespace, &t.name);
-                    }
+            let mut w = self.world_of(s);
+            for k in &victims {
+                if let (Status::Admitted(_), Some(t)) = (s.workloads[*k], self.templates.get(*k)) {
+                    let _ = w.admission.finish(&t.namespace, &t.name);
                 }
-                self.cards_of(&w).0
-            });
+            }
+            next.cards = self.cards_of(&w).0;
         }
         for k in victims {
             next.workloads[k] = Status::Idle;
@@ -595,10 +585,10 @@ impl ChainModel {
         let (cards, refused) = self.inflight_charged(s);
         let scratch = State { cards, ..*s };
         let key = fingerprint(&(scratch.world_key(), self.tables.quota_key(&s.workloads), k));
-        let (status, unplaceable) = self.tables.judged.get_or(key, || {
-            self.tables
-                .deriving(|| self.judge_alone(&scratch, template))
-        });
+        let (status, unplaceable) = self
+            .tables
+            .judged
+            .get_or(key, || self.judge_alone(&scratch, template));
         let fault = match (unplaceable, refused) {
             (true, _) => Fault::Unplaceable,
             (false, true) => Fault::ChargeRefused,

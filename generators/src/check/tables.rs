@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use model::cluster::ExistingInstanceType;
-use model::derive::{Derived, DerivedNode};
+use model::derive::{Derived, DerivedNode, Deriver};
 use model::ledger::{seed, Charge};
 use model::lifecycle::Hold;
 use model::objects::{ClusterQueue, InstanceType};
@@ -70,8 +70,8 @@ pub struct MemoStat {
 /// A renaming of node slots: slot `i` becomes slot `perm[i]`.
 pub type Perm = [u8; MAX_NODES];
 
-/// The derivation's per-node and per-pool steps, kept for the check (`model::steps`): a world
-/// that differs from one derived before in one node's cards re-derives only that node and the
+/// The derivation's per-node and per-pool steps, kept for the check and handed to every world
+/// it builds as a `model::derive::Deriver` (`model::steps`): a world that differs from one derived before in one node's cards re-derives only that node and the
 /// pools it backs.
 pub struct StepMemo {
     pub nodes: Memo<DerivedNode>,
@@ -187,10 +187,9 @@ impl Tables {
         }
     }
 
-    /// Runs model work `f` with the check's step store serving its derivations.
-    pub fn deriving<R>(&self, f: impl FnOnce() -> R) -> R {
-        let store: Arc<dyn StepStore> = self.steps.clone();
-        model::steps::with_store(&store, f)
+    /// How the check's worlds derive: through its step memo.
+    pub fn deriver(&self) -> Deriver {
+        Deriver::with_steps(self.steps.clone())
     }
 
     pub fn card_row(&self, id: u16) -> Arc<CardState> {
