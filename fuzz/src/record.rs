@@ -10,7 +10,8 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use outcome::{Concluded, Outcome};
-use reports::{Coverage, FindingEntry, FloorCheck, Ledger, ReportError, RunRecorder, RunSummary};
+use reports::record::ReportError;
+use reports::{Coverage, FindingEntry, FloorCheck, Ledger, RunRecorder, RunSummary};
 use scenario::{Regressions, RunDir, ScenarioError};
 
 use crate::{counterexample, seed_list, Failure, FuzzConfig, FuzzReport};
@@ -151,7 +152,10 @@ impl FuzzRun {
         let recorded = self
             .recorder
             .record_finding(&counterexample(f, self.mutant))
-            .map_err(writing(format!("writing the counterexample of seed {}", f.seed)))?;
+            .map_err(writing(format!(
+                "writing the counterexample of seed {}",
+                f.seed
+            )))?;
         if self.mutant.is_none() && !recorded.known && recorded.first {
             self.regressions
                 .lock()

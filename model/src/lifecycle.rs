@@ -272,7 +272,8 @@ impl AdmissionState {
 
     /// The objects as the operator would publish them now (views follow the ledger).
     pub fn observe(&self) -> Derived {
-        self.deriver.derive_after(&self.cluster, Some(&self.derived))
+        self.deriver
+            .derive_after(&self.cluster, Some(&self.derived))
     }
 
     /// Judges `w` through every gate and, when admitted, charges it (R1–R22).

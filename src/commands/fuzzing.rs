@@ -86,7 +86,12 @@ pub(super) fn fuzz(args: FuzzArgs) -> Result<Outcome> {
     )
     .map_err(|e| anyhow::anyhow!(e))?;
     bar.finish_and_clear();
-    if let Some(e) = write_errors.into_inner().unwrap_or_default().into_iter().next() {
+    if let Some(e) = write_errors
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .next()
+    {
         return Err(e.into());
     }
     for (seed, why) in &report.inconclusive {
