@@ -24,9 +24,9 @@ pub enum RecordError {
     RunDir {
         /// The folder run directories go in.
         base: PathBuf,
-        /// What the filesystem said.
+        /// What the filesystem said (boxed: the error stays small on the happy path).
         #[source]
-        source: ScenarioError,
+        source: Box<ScenarioError>,
     },
     /// A file of the run directory could not be written.
     #[error("{what}: {source}")]
@@ -35,7 +35,7 @@ pub enum RecordError {
         what: String,
         /// The report writer's error.
         #[source]
-        source: ReportError,
+        source: Box<ReportError>,
     },
     /// The regression file could not be appended to.
     #[error("appending seed {seed} to {}: {source}", path.display())]
@@ -46,7 +46,7 @@ pub enum RecordError {
         path: PathBuf,
         /// What the filesystem said.
         #[source]
-        source: ScenarioError,
+        source: Box<ScenarioError>,
     },
 }
 
@@ -101,7 +101,7 @@ impl FuzzRun {
     ) -> Result<FuzzRun, RecordError> {
         let dir = RunDir::create_now(&record.run_base).map_err(|source| RecordError::RunDir {
             base: record.run_base.clone(),
-            source,
+            source: Box::new(source),
         })?;
         let total = seed_list(config).len() as u64;
         let summary = RunSummary::start(
@@ -164,7 +164,7 @@ impl FuzzRun {
                 .map_err(|source| RecordError::Regression {
                     seed: f.seed,
                     path: self.regressions_path.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
         }
         let shrunk = if f.shrinks == 0 && !recorded.first {
@@ -267,7 +267,10 @@ fn seed_range(config: &FuzzConfig) -> String {
 /// A report writer's error, said with what was being written.
 fn writing(what: impl Into<String>) -> impl FnOnce(ReportError) -> RecordError {
     let what = what.into();
-    move |source| RecordError::Report { what, source }
+    move |source| RecordError::Report {
+        what,
+        source: Box::new(source),
+    }
 }
 
 impl FuzzReport {
