@@ -203,7 +203,8 @@ fn three_seeds_leave_nothing(twin: &Served) -> String {
     out
 }
 
-/// Starts a long live run and returns it with its run id, once it has started writing.
+/// Starts a long live run and returns it with its run id as it prints it (its run
+/// directory's name, upper-case letters included), once it has started writing.
 fn long_run(twin: &Served, runs: &Path) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_verify"))
         .args(fuzz_args(
@@ -225,12 +226,23 @@ fn long_run(twin: &Served, runs: &Path) -> (Child, String) {
         .spawn()
         .expect("start the run");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let run = loop {
+    let mut run = None;
+    loop {
         let line = lines.next().expect("the run prints its label").unwrap();
-        if let Some(rest) = line.strip_prefix("run label: verify.gpustack.ai/run=") {
-            break rest.split('.').next().unwrap().to_string();
+        if let Some(dir) = line.strip_prefix("run directory: ") {
+            let id = Path::new(dir).file_name().unwrap().to_string_lossy();
+            run = Some(id.into_owned());
         }
-    };
+        // the label is printed once the run is about to write
+        if line.starts_with("run label: verify.gpustack.ai/run=") {
+            break;
+        }
+    }
+    let run = run.expect("the run prints its directory before its label");
+    assert!(
+        run.chars().any(|c| c.is_ascii_uppercase()),
+        "the printed id ({run}) keeps its upper-case T and Z"
+    );
     // keep draining stdout so the run never blocks on a full pipe
     std::thread::spawn(move || for _ in lines {});
     (child, run)
@@ -322,6 +334,29 @@ fn a_case_runs_live_in_run_unique_pools_and_leaves_nothing() {
         "{out}"
     );
     assert_eq!(traces(&twin.addr), Vec::<String>::new());
+}
+
+/// `--teardown-budget 18446744073709551615s` once panicked in the teardown ("overflow when
+/// adding duration to instant") and left the case's objects behind: the largest budget is "no
+/// deadline within the run".
+#[test]
+fn the_largest_teardown_budget_tears_down_without_a_panic() {
+    let twin = serve("budget", true);
+    let o = verify(&[
+        "case",
+        "14",
+        "--context",
+        CONTEXT,
+        "--kubeconfig",
+        twin.kubeconfig.to_str().unwrap(),
+        "--yes",
+        "--teardown-budget",
+        "18446744073709551615s",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(!out.contains("panicked"), "{out}");
+    assert_eq!(traces(&twin.addr), Vec::<String>::new(), "{out}");
 }
 
 /// `verify case --block mig` on `twin`'s context, confirmed.

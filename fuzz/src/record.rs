@@ -14,7 +14,7 @@ use reports::record::ReportError;
 use reports::{Coverage, FindingEntry, FloorCheck, Ledger, RunRecorder, RunSummary};
 use scenario::{Regressions, RunDir, ScenarioError};
 
-use crate::{counterexample, seed_list, Failure, FuzzConfig, FuzzReport};
+use crate::{counterexample, Failure, FuzzConfig, FuzzReport};
 
 /// Why the run's record could not be kept.
 #[derive(Debug, thiserror::Error)]
@@ -103,7 +103,7 @@ impl FuzzRun {
             base: record.run_base.clone(),
             source: Box::new(source),
         })?;
-        let total = seed_list(config).len() as u64;
+        let total = crate::SeedPlan::of(config).len();
         let summary = RunSummary::start(
             dir.id(),
             &record.command,
@@ -136,11 +136,12 @@ impl FuzzRun {
         self.recorder.path()
     }
 
-    /// The run's id as its objects' run label carries it (lower case: label values are).
+    /// The run's id as its objects' run label carries it ([`live::client::RunId`]: lower case).
     pub fn run_label(&self) -> String {
         self.path()
             .file_name()
-            .map(|n| n.to_string_lossy().to_lowercase())
+            .and_then(|n| live::client::RunId::new(&n.to_string_lossy()).ok())
+            .map(|id| id.as_str().to_string())
             .unwrap_or_default()
     }
 
@@ -219,7 +220,8 @@ impl FuzzRun {
                 .possibly_fixed(possibly_fixed(&self.ledger, &seen))
                 .map_err(writing("recording possibly fixed findings"))?;
         }
-        self.recorder
+        let summary = self
+            .recorder
             .finish(
                 reports::Figures {
                     ran: report.ran,
@@ -231,7 +233,13 @@ impl FuzzRun {
                 coverage,
                 floors,
             )
-            .map_err(writing("finishing the run directory"))
+            .map_err(writing("finishing the run directory"))?;
+        if !report.interrupted {
+            return Ok(summary);
+        }
+        self.recorder
+            .interrupted()
+            .map_err(writing("recording the interruption"))
     }
 }
 

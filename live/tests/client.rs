@@ -185,6 +185,17 @@ fn run_ids_are_label_values() {
     assert!(RunId::new("-x").is_err());
     assert!(RunId::new("a/b").is_err());
     assert!(RunId::new(&"x".repeat(64)).is_err());
+    // a run prints its directory's name; its objects carry that id lower-cased
+    assert_eq!(
+        RunId::new("20261201T181703Z-4ddea6")
+            .expect("valid")
+            .as_str(),
+        "20261201t181703z-4ddea6"
+    );
+    assert_eq!(
+        RunId::new("Case-14").expect("valid").selector(),
+        "verify.gpustack.ai/run=case-14"
+    );
 }
 
 #[test]

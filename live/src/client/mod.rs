@@ -11,6 +11,7 @@
 
 pub mod cleanup;
 pub mod clock;
+pub mod deadline;
 pub mod derived;
 pub mod localize;
 pub mod mock;
@@ -69,12 +70,17 @@ pub enum ClientError {
     Object { object: String, message: String },
 }
 
-/// One run's id, valid as a label value.
+/// One run's id, valid as a label value. Label values compare case-sensitively, and a run
+/// labels its objects with its id lower-cased (the token built from it names objects, and
+/// object names are lower-case), while it prints its run directory's name
+/// (`runs/20261201T181703Z-4ddea6`): an id is kept lower-cased, so `verify cleanup --run`
+/// finds the run by the id as printed, whatever its case.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RunId(String);
 
 impl RunId {
     pub fn new(id: &str) -> Result<RunId, ClientError> {
+        let lower = id.to_ascii_lowercase();
         let ok = !id.is_empty()
             && id.len() <= 63
             && id
@@ -83,7 +89,7 @@ impl RunId {
             && id.starts_with(|c: char| c.is_ascii_alphanumeric())
             && id.ends_with(|c: char| c.is_ascii_alphanumeric());
         if ok {
-            Ok(RunId(id.to_string()))
+            Ok(RunId(lower))
         } else {
             Err(ClientError::RunId(id.to_string()))
         }
@@ -110,6 +116,9 @@ pub struct Target {
 #[derive(Clone)]
 pub struct Client {
     kube: kube::Client,
+    /// The bearer token of the context's user, if any: what an embedded twin that issued it
+    /// answers with ([`Client::is_embedded_twin`]).
+    token: Option<String>,
     target: Target,
     retry: RetryPolicy,
     /// The last `Retry-After` the server sent, recorded by a response layer.
@@ -170,6 +179,10 @@ impl Client {
             .await
             .map_err(|e| context_error(e.to_string()))?;
         let server = config.cluster_url.to_string();
+        let token = config.auth_info.token.as_ref().map(|t| {
+            use secrecy::ExposeSecret;
+            t.expose_secret().to_string()
+        });
         let retry_after = Arc::new(Mutex::new(None));
         let cell = retry_after.clone();
         let requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -194,6 +207,7 @@ impl Client {
                 context: context.to_string(),
                 server: server.trim_end_matches('/').to_string(),
             },
+            token,
             retry: RetryPolicy::default(),
             retry_after,
             kept_namespaces: Arc::default(),
