@@ -418,9 +418,21 @@ fn pace(config: &SoakConfig, applied: u64, started: Instant) {
     let Some(rate) = config.rate.filter(|r| *r > 0.0) else {
         return;
     };
-    let due = Duration::from_secs_f64(applied as f64 / rate);
-    if let Some(wait) = due.checked_sub(started.elapsed()) {
-        std::thread::sleep(wait.min(config.duration));
+    // a rate so low that the next event is due past what a Duration holds: wait out the soak
+    let due = Duration::try_from_secs_f64(applied as f64 / rate).unwrap_or(Duration::MAX);
+    let elapsed = started.elapsed();
+    if let Some(wait) = due.checked_sub(elapsed) {
+        // never past the soak's end, and in slices so a Ctrl-C is heard within one
+        let wait = wait.min(config.duration.saturating_sub(elapsed));
+        let slice = Duration::from_millis(200);
+        let until = Instant::now().checked_add(wait);
+        while !config.stop.load(Ordering::Relaxed) {
+            let left = until.map_or(slice, |u| u.saturating_duration_since(Instant::now()));
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(slice));
+        }
     }
 }
 

@@ -25,7 +25,7 @@ impl Client {
         token: &Token,
         budget: Duration,
     ) -> Result<Vec<String>, ClientError> {
-        let deadline = tokio::time::Instant::now() + budget;
+        let deadline = super::deadline::deadline_after(budget);
         self.until_gone::<ResourceFlavor>(token, deadline).await?;
         for name in self.keyed::<InstanceType>(token).await? {
             self.delete::<InstanceType>(None, &name).await?;

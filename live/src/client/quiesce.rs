@@ -308,7 +308,7 @@ impl Quiescer {
     /// Waits until nothing has changed for `window` (counted from this call or the last
     /// change) and every object is settled, or `budget` runs out.
     pub async fn wait(&mut self, window: Duration, budget: Duration) -> Quiescence {
-        let deadline = Instant::now() + budget;
+        let deadline = super::deadline::deadline_after(budget);
         let mut last_change = Instant::now();
         let mut changes = 0;
         loop {

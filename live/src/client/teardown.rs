@@ -41,7 +41,7 @@ impl Client {
     ) -> Result<Teardown, ClientError> {
         let mut report = Teardown::default();
         self.delete_mocks(run, &mut report).await?;
-        let deadline = tokio::time::Instant::now() + budget;
+        let deadline = super::deadline::deadline_after(budget);
         let derived = self.remove_derived(token, budget).await?;
         self.delete_labelled::<Namespace>(run, &mut report).await?;
         // a cluster empties a deleted namespace before it goes

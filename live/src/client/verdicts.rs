@@ -157,7 +157,7 @@ impl Client {
         let mut object = workload_object(w);
         object["metadata"]["labels"] = serde_json::json!({ RUN_LABEL: run.as_str() });
         let ns = Some(w.namespace.as_str());
-        let deadline = tokio::time::Instant::now() + budget;
+        let deadline = super::deadline::deadline_after(budget);
         let api: Api<Workload> = Api::namespaced(self.kube().clone(), &w.namespace);
         let what = describe("Workload", ns, &w.name);
         let created = loop {

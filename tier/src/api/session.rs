@@ -278,7 +278,7 @@ impl ApiTarget {
             return;
         };
         let progress = operator.reconciled();
-        let deadline = tokio::time::Instant::now() + budget;
+        let deadline = live::client::deadline::deadline_after(budget);
         let store = twin.store();
         while progress.load(Ordering::SeqCst)
             < store.read(live::server::store::Store::resource_version)
@@ -299,7 +299,7 @@ impl ApiTarget {
             return;
         };
         let store = twin.store();
-        let deadline = tokio::time::Instant::now() + self.config.budget;
+        let deadline = live::client::deadline::deadline_after(self.config.budget);
         let behind = |quiescer: &Quiescer| {
             store.read(|s| {
                 quiescer.holdings().iter().any(|(kind, selector, held)| {
@@ -426,7 +426,7 @@ impl ApiTarget {
         // differences as the observation before it; while they keep changing the operator is
         // still converging (on a cluster its pass may span several quiet windows), so wait
         // again, within the budget.
-        let deadline = tokio::time::Instant::now() + self.config.budget;
+        let deadline = live::client::deadline::deadline_after(self.config.budget);
         let mut differences: Vec<oracle::Difference> = Vec::new();
         let mut window = self.config.window;
         loop {
