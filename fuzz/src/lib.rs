@@ -58,6 +58,9 @@ pub struct FuzzConfig {
     pub stop_at_first: bool,
     /// Where the live tier writes (required by [`Tier::Live`]).
     pub live: Option<LiveConfig>,
+    /// Set on Ctrl-C on any tier: workers take no further seed, the run finishes its reports
+    /// and says it was interrupted (a live run's own flag is [`LiveConfig::interrupt`]).
+    pub interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Default for FuzzConfig {
@@ -75,6 +78,7 @@ impl Default for FuzzConfig {
             shrink_steps: 4096,
             stop_at_first: false,
             live: None,
+            interrupt: std::sync::Arc::default(),
         }
     }
 }
@@ -131,21 +135,102 @@ impl FuzzReport {
     }
 }
 
-/// The seeds a run judges: regressions first, then the (sharded) range or the one seed.
-pub fn seed_list(config: &FuzzConfig) -> Vec<u64> {
-    let mut seeds: Vec<u64> = config.regressions.clone();
-    let range: Vec<u64> = match config.seed {
-        Some(s) => vec![s],
-        None => (0..config.seeds)
-            .filter(|s| config.shard.is_none_or(|(i, n)| n > 0 && s % n == i))
-            .collect(),
-    };
-    for s in range {
-        if !seeds.contains(&s) {
-            seeds.push(s);
+/// The seeds a run judges: regressions first, then the (sharded) range or the one seed, a
+/// range seed already replayed as a regression once. Lazy: `--seeds 18446744073709551615` is
+/// a long run, not every seed allocated up front (which aborted the process).
+#[derive(Clone, Debug)]
+pub struct SeedPlan {
+    regressions: Vec<u64>,
+    one: Option<u64>,
+    count: u64,
+    shard: Option<(u64, u64)>,
+}
+
+impl SeedPlan {
+    pub fn of(config: &FuzzConfig) -> SeedPlan {
+        SeedPlan {
+            regressions: config.regressions.clone(),
+            one: config.seed,
+            count: config.seeds,
+            shard: config.shard.filter(|(i, n)| *n > 0 && i < n),
         }
     }
-    seeds
+
+    /// Positions of the range part.
+    fn range_len(&self) -> u64 {
+        match (self.one, self.shard) {
+            (Some(_), _) => 1,
+            (None, Some((i, n))) => self.count.saturating_sub(i).div_ceil(n),
+            (None, None) => self.count,
+        }
+    }
+
+    /// The range part's seed at position `k`.
+    fn range_seed(&self, k: u64) -> u64 {
+        match (self.one, self.shard) {
+            (Some(s), _) => s,
+            (None, Some((i, n))) => i + k * n,
+            (None, None) => k,
+        }
+    }
+
+    fn in_range(&self, seed: u64) -> bool {
+        match (self.one, self.shard) {
+            (Some(s), _) => seed == s,
+            (None, Some((i, n))) => seed < self.count && seed % n == i,
+            (None, None) => seed < self.count,
+        }
+    }
+
+    /// Positions in all: each is a seed or a repeat ([`SeedPlan::at`]).
+    pub fn positions(&self) -> u64 {
+        (self.regressions.len() as u64).saturating_add(self.range_len())
+    }
+
+    /// Seeds judged: the positions less the range seeds the regressions already replayed.
+    pub fn len(&self) -> u64 {
+        let mut repeated: Vec<u64> = self
+            .regressions
+            .iter()
+            .copied()
+            .filter(|s| self.in_range(*s))
+            .collect();
+        repeated.sort_unstable();
+        repeated.dedup();
+        self.positions() - repeated.len() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Position `i`: `None` past the end, `Some(None)` a range seed the regressions already
+    /// replayed, else its seed.
+    pub fn at(&self, i: u64) -> Option<Option<u64>> {
+        let first = self.regressions.len() as u64;
+        if let Some(&s) = usize::try_from(i)
+            .ok()
+            .and_then(|i| self.regressions.get(i))
+        {
+            return Some(Some(s));
+        }
+        let k = i - first;
+        if k >= self.range_len() {
+            return None;
+        }
+        let seed = self.range_seed(k);
+        Some((!self.regressions.contains(&seed)).then_some(seed))
+    }
+
+    /// The seeds in order.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.positions()).filter_map(|i| self.at(i).flatten())
+    }
+}
+
+/// [`SeedPlan::iter`] collected (for small runs and tests).
+pub fn seed_list(config: &FuzzConfig) -> Vec<u64> {
+    SeedPlan::of(config).iter().collect()
 }
 
 /// The deterministic random source of one seed.
@@ -527,7 +612,7 @@ pub fn run_observed(
     on_done: &(dyn Fn(u64, Option<&Failure>) + Sync),
     on_generated: &(dyn Fn(&Scenario) + Sync),
 ) -> Result<FuzzReport, FuzzError> {
-    let seeds = seed_list(config);
+    let seeds = SeedPlan::of(config);
     let started = Instant::now();
     let next = AtomicU64::new(0);
     let ran = AtomicU64::new(0);
@@ -559,16 +644,18 @@ pub fn run_observed(
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    if config
-                        .live
-                        .as_ref()
-                        .is_some_and(|l| l.interrupt.load(Ordering::Relaxed))
+                    if config.interrupt.load(Ordering::Relaxed)
+                        || config
+                            .live
+                            .as_ref()
+                            .is_some_and(|l| l.interrupt.load(Ordering::Relaxed))
                     {
                         interrupted.store(true, Ordering::Relaxed);
                         break;
                     }
-                    let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-                    let Some(&seed) = seeds.get(i) else { break };
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(at) = seeds.at(i) else { break };
+                    let Some(seed) = at else { continue };
                     match judge_seed_folding(
                         seed,
                         config,

@@ -1,7 +1,7 @@
 //! The fuzz loop: seeds are deterministic, shards partition the range, and every mutant of the
 //! catalog is found within 500 seeds and shrinks to a small scenario.
 
-use fuzz::{judge_seed, run, scenario_for, seed_list, FuzzConfig};
+use fuzz::{judge_seed, run, scenario_for, seed_list, FuzzConfig, SeedPlan};
 use generators::ShapeConfig;
 use model::mutants::Mutant;
 
@@ -42,6 +42,40 @@ fn shards_partition_the_range_and_regressions_come_first() {
     });
     assert_eq!(&with_regressions[..3], &[42, 3, 0]);
     assert_eq!(with_regressions.iter().filter(|&&s| s == 3).count(), 1);
+}
+
+/// `--seeds 18446744073709551615` is a long run, planned lazily (it once aborted allocating
+/// every seed); the count of seeds judged matches the seeds listed.
+#[test]
+fn a_huge_seed_range_is_planned_lazily_and_counted_once_per_seed() {
+    let plan = SeedPlan::of(&FuzzConfig {
+        seeds: u64::MAX,
+        regressions: vec![5, 7, 5],
+        shard: Some((1, 2)),
+        ..FuzzConfig::default()
+    });
+    assert_eq!(plan.iter().take(6).collect::<Vec<_>>(), [5, 7, 5, 1, 3, 9]);
+    assert_eq!(plan.len(), 3 + (u64::MAX - 1).div_ceil(2) - 2);
+    for config in [
+        FuzzConfig {
+            seeds: 10,
+            regressions: vec![3, 42, 3],
+            ..FuzzConfig::default()
+        },
+        FuzzConfig {
+            seeds: 11,
+            shard: Some((2, 4)),
+            regressions: vec![6, 7],
+            ..FuzzConfig::default()
+        },
+        FuzzConfig {
+            seed: Some(4),
+            regressions: vec![4],
+            ..FuzzConfig::default()
+        },
+    ] {
+        assert_eq!(SeedPlan::of(&config).len(), seed_list(&config).len() as u64);
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 pub use tier::Tier;
 
+mod bounds;
 mod cluster;
 mod plan;
 mod run;
@@ -76,7 +77,7 @@ pub enum Command {
         /// Seeds to try per mutant.
         #[arg(long, default_value_t = 500)]
         seeds: u64,
-        #[arg(long)]
+        #[arg(long, value_parser = bounds::workers())]
         jobs: Option<usize>,
         /// Tier the mutants are fuzzed on (`twin`: the twin's operator runs each mutant).
         #[arg(long, value_enum, default_value_t = Tier::Model)]

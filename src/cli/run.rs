@@ -14,7 +14,7 @@ pub struct FuzzArgs {
     /// Parallel workers (default: the cores on the model tier, four per core on the twin
     /// tier, whose workers mostly wait for quiescence; two on a cluster). On a cluster each
     /// worker's seeds get their own pools, so `--parallel K` runs K seeds side by side.
-    #[arg(long, visible_alias = "parallel")]
+    #[arg(long, visible_alias = "parallel", value_parser = bounds::workers())]
     pub jobs: Option<usize>,
     /// Run one slice of the seed range, `I/N` (seeds with seed % N == I).
     #[arg(long, value_parser = parse_shard)]
@@ -36,8 +36,8 @@ pub struct FuzzArgs {
     /// not reproduce a failure (each is a full run of the candidate).
     #[arg(long)]
     pub shrink_budget: Option<u32>,
-    /// Largest generated cluster, in nodes.
-    #[arg(long, default_value_t = 4)]
+    /// Largest generated cluster, in nodes (at most 1000).
+    #[arg(long, default_value_t = 4, value_parser = bounds::max_nodes())]
     pub max_nodes: usize,
     /// Where run directories go.
     #[arg(long, default_value = "runs")]
@@ -65,8 +65,8 @@ pub struct SoakArgs {
     /// How long to churn (e.g. `90s`, `30m`, `8h`).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
     pub duration: std::time::Duration,
-    /// Events per second (default: as fast as quiescence allows).
-    #[arg(long)]
+    /// Events per second, above 0 (default: as fast as quiescence allows).
+    #[arg(long, value_parser = bounds::rate)]
     pub rate: Option<f64>,
     /// Seed of the initial cluster and of the event stream.
     #[arg(long, default_value_t = 0)]
@@ -90,11 +90,11 @@ pub struct SoakArgs {
     /// Drive a mutated model, or on the twin tier a mutated operator; the soak must catch it.
     #[arg(long)]
     pub mutant: Option<model::mutants::Mutant>,
-    /// Largest initial cluster, in nodes (the stream keeps it within twice that).
-    #[arg(long, default_value_t = 4)]
+    /// Largest initial cluster, in nodes, at most 1000 (the stream keeps it within twice that).
+    #[arg(long, default_value_t = 4, value_parser = bounds::max_nodes())]
     pub max_nodes: usize,
-    /// Try to advance the checkpoint every this many events.
-    #[arg(long, default_value_t = 50)]
+    /// Try to advance the checkpoint every this many events (at least 1).
+    #[arg(long, default_value_t = 50, value_parser = bounds::at_least_one())]
     pub checkpoint_every: u64,
     /// Where run directories go.
     #[arg(long, default_value = "runs")]
@@ -115,7 +115,8 @@ pub struct CheckArgs {
     pub cards: usize,
     #[arg(long, default_value_t = 4)]
     pub workloads: usize,
-    #[arg(long, default_value_t = 1)]
+    /// Worker threads of the search (1 to 256).
+    #[arg(long, default_value_t = 1, value_parser = bounds::workers())]
     pub threads: usize,
     /// Breadth-first (default): shortest counterexample, no symmetry reduction.
     #[arg(long, conflicts_with = "dfs")]

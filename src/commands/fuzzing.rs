@@ -26,7 +26,14 @@ pub(super) fn fuzz(args: FuzzArgs) -> Result<Outcome> {
         // one node hosts one seed's mocks at a time
         config.jobs = 1;
     }
-    let total = fuzz::seed_list(&config).len() as u64;
+    if prepared.is_none() {
+        // before the run directory is printed, so a Ctrl-C from then on is heard; a live run's
+        // handler is installed by its preparation (it also restores MIG cards)
+        let stop = config.interrupt.clone();
+        ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::Relaxed))
+            .context("installing the Ctrl-C handler")?;
+    }
+    let total = fuzz::SeedPlan::of(&config).len();
     let ledger = reports::Ledger::load(&args.known).map_err(|e| UsageError(e.to_string()))?;
     let record = fuzz::record::RecordConfig {
         run_base: args.run_dir.clone(),
@@ -103,9 +110,7 @@ pub(super) fn fuzz(args: FuzzArgs) -> Result<Outcome> {
     let mut leftovers = report.leftovers.clone();
     if let Some(p) = &prepared {
         leftovers.extend(p.sweep(&run_id));
-        if report.interrupted {
-            outln!("INTERRUPTED: stopped before every seed was judged; torn down");
-        }
+
         for l in &leftovers {
             outln!("LEFTOVER {l}");
         }
@@ -121,6 +126,14 @@ pub(super) fn fuzz(args: FuzzArgs) -> Result<Outcome> {
                 p.context
             );
         }
+    }
+    if report.interrupted {
+        let torn = if prepared.is_some() {
+            "; torn down"
+        } else {
+            ""
+        };
+        outln!("INTERRUPTED: stopped before every seed was judged{torn}");
     }
     if report.ran == 0 {
         outln!("NOTHING WAS VERIFIED: no seed was run");
