@@ -47,3 +47,75 @@ pub struct Workload {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deployment: Option<crate::admission::joint::DeploymentReplica>,
 }
+
+/// A request or limit below zero, where it sits in its Workload.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "pod_sets[{pod_set}].containers[{container}].{list}[{resource}]: `{quantity}`: must be \
+     greater than or equal to 0"
+)]
+pub struct NegativeQuantity {
+    pub pod_set: usize,
+    pub container: usize,
+    /// `requests` or `limits`.
+    pub list: &'static str,
+    pub resource: String,
+    pub quantity: String,
+}
+
+/// A request or limit below zero is refused by Kubernetes before any rule reads it
+/// (apimachinery validation `ValidateNonnegativeQuantity`: "must be greater than or equal to
+/// 0"), so a Workload asking for `-1` cards is bad input, never one to admit. Unparsable
+/// quantities stay for the rule that reads them (the module's note).
+pub fn validate_nonnegative(w: &Workload) -> Result<(), NegativeQuantity> {
+    for (pod_set, ps) in w.pod_sets.iter().enumerate() {
+        for (container, c) in ps.containers.iter().enumerate() {
+            for (list, resources) in [("requests", &c.requests), ("limits", &c.limits)] {
+                for (name, raw) in resources {
+                    if crate::credits::parse_quantity(raw).is_ok_and(|q| q.micro() < 0) {
+                        return Err(NegativeQuantity {
+                            pod_set,
+                            container,
+                            list,
+                            resource: name.clone(),
+                            quantity: raw.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod nonnegative_tests {
+    use super::*;
+
+    fn asking(qty: &str) -> Workload {
+        Workload {
+            pod_sets: vec![PodSet {
+                containers: vec![Container {
+                    requests: [("nvidia.com/gpu".to_string(), qty.to_string())].into(),
+                    ..Container::default()
+                }],
+                ..PodSet::default()
+            }],
+            ..Workload::default()
+        }
+    }
+
+    #[test]
+    fn a_negative_request_is_refused_with_where_it_sits() {
+        let e = validate_nonnegative(&asking("-1")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "pod_sets[0].containers[0].requests[nvidia.com/gpu]: `-1`: must be greater than \
+             or equal to 0"
+        );
+        assert!(validate_nonnegative(&asking("-500m")).is_err());
+        for ok in ["0", "1", "500m", "not-a-quantity"] {
+            assert!(validate_nonnegative(&asking(ok)).is_ok(), "{ok}");
+        }
+    }
+}

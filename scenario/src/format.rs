@@ -56,7 +56,39 @@ pub(crate) fn scenario_from_yaml(text: &str, origin: &str) -> Result<Scenario, S
         });
     }
     model::derive::validate(&scenario.cluster).map_err(|e| invalid(text, origin, e))?;
+    submitted_quantities(&scenario).map_err(|(field, problem)| ScenarioError::Invalid {
+        at: Location::new(origin, locate(text, field.segments())),
+        field,
+        problem,
+    })?;
     Ok(scenario)
+}
+
+/// Every submitted Workload's requests and limits are at least 0
+/// ([`model::workload::validate_nonnegative`]); the error is the quantity's field path.
+fn submitted_quantities(s: &Scenario) -> Result<(), (FieldPath, String)> {
+    for (i, event) in s.events.iter().enumerate() {
+        let model::events::Event::Submit { workload } = event else {
+            continue;
+        };
+        model::workload::validate_nonnegative(workload).map_err(|n| {
+            let field = FieldPath::root()
+                .key("events")
+                .index(i)
+                .key("workload")
+                .key("pod_sets")
+                .index(n.pod_set)
+                .key("containers")
+                .index(n.container)
+                .key(n.list)
+                .key(&n.resource);
+            (
+                field,
+                format!("`{}`: must be greater than or equal to 0", n.quantity),
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Reads and parses the scenario file at `path` (a case file's header is checked and

@@ -96,16 +96,52 @@ pub fn dispatch(command: Command) -> Result<Outcome> {
 /// The live operator's settings: `--operator-settings FILE`, else the operator's defaults.
 fn operator_settings(live: &crate::cli::LiveArgs) -> Result<model::Settings> {
     match &live.operator_settings {
-        Some(path) => read_json(path),
+        Some(path) => read_settings(path),
         None => Ok(model::Settings::default()),
     }
 }
 
+/// An operator-settings file. Every key must be a setting: a typo in a real cluster's settings
+/// (`mixedOnNode` for `mixed_on_node`) would otherwise leave that setting at its default and
+/// the verdicts judged against a cluster the file does not describe.
+fn read_settings(path: &Path) -> Result<model::Settings> {
+    let mut unknown = Vec::new();
+    let settings: model::Settings = read_json_with(path, |key| unknown.push(key))?;
+    if unknown.is_empty() {
+        return Ok(settings);
+    }
+    let known = serde_json::to_value(model::Settings::default())
+        .ok()
+        .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()))
+        .unwrap_or_default();
+    Err(UsageError(format!(
+        "{}: unknown setting(s) {}; the settings are {}",
+        path.display(),
+        unknown
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        known.join(", ")
+    ))
+    .into())
+}
+
 /// A JSON file as `T`; errors name the file, the line and the field serde stopped at.
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    read_json_with(path, |_| {})
+}
+
+/// [`read_json`], handing each key `T` does not know (as its path, `a.b`) to `ignored`.
+fn read_json_with<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    mut ignored: impl FnMut(String),
+) -> Result<T> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
     let de = &mut serde_json::Deserializer::from_str(&text);
+    let mut note = |p: serde_ignored::Path<'_>| ignored(p.to_string());
+    let de = serde_ignored::Deserializer::new(de, &mut note);
     serde_path_to_error::deserialize(de).map_err(|e| {
         UsageError(format!(
             "{}: field `{}`: {}",
