@@ -8,7 +8,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use live::client::preflight::{self, Access, TWIN_CONTEXT};
+use live::client::preflight::{self, Access};
 use live::client::{Client, Kubeconfig, RunId, RUN_LABEL};
 use outcome::{Concluded, Outcome};
 
@@ -51,8 +51,14 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, Outcome> {
                 Outcome::Usage
             })?;
     let kubeconfig = loaded.kubeconfig.clone();
-    let (server, overlay) = preflight::block_on(async {
+    let (server, overlay, twin) = preflight::block_on(async {
         let client = Client::from_kubeconfig(loaded.kubeconfig, &context)
+            .await
+            .map_err(|e| {
+                eprintln!("verify: {e}");
+                Outcome::Usage
+            })?;
+        preflight::implicit_twin_answers(&client, args.cluster.context.as_deref(), Access::Mutating)
             .await
             .map_err(|e| {
                 eprintln!("verify: {e}");
@@ -82,13 +88,14 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, Outcome> {
             },
             None => None,
         };
-        Ok((client.target().server.clone(), overlay))
+        Ok((client.target().server.clone(), overlay, client.is_embedded_twin().await))
     })
     .map_err(|e| {
         eprintln!("verify: {e}");
         Outcome::Inconclusive
     })??;
-    if context != TWIN_CONTEXT && !args.cluster.yes {
+    // the server is asked, never trusted by its context's name
+    if !twin && !args.cluster.yes {
         confirm(&format!(
             "verify will write {what} on context `{context}` ({server}), every object labelled \
              {RUN_LABEL}, and delete them afterwards."

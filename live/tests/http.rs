@@ -841,6 +841,7 @@ fn shutdown_stops_serving() {
 fn faulty_twin(faults: FaultConfig) -> TwinHandle {
     let config = ServeConfig {
         faults: Some(faults),
+        ..ServeConfig::default()
     };
     match spawn_configured(None, Store::default(), config) {
         Ok(t) => t,

@@ -1,8 +1,8 @@
 //! Connecting safely, preflight, `verify audit --context` and `verify cleanup`, against the
 //! embedded twin: the live audit writes nothing (the store's resourceVersion is unchanged),
 //! mutating commands refuse a real cluster without `--context`, the kubeconfig is never
-//! written, preflight names each missing piece, access reviews are skipped only for the
-//! twin's own context, and cleanup leaves nothing labelled.
+//! written, the twin is recognised by asking it (never by its context's name), preflight
+//! names each missing piece, and cleanup leaves nothing labelled.
 
 use std::path::{Path, PathBuf};
 
@@ -186,6 +186,55 @@ fn the_twin_context_needs_no_flag_and_the_kubeconfig_is_never_written() {
         choose_context(&l, None, Access::Mutating).ok(),
         Some(TWIN_CONTEXT.to_string())
     );
+}
+
+/// The twin is recognised by asking it, never by a context's name: a kubeconfig context named
+/// `verify-twin` spares a mutating command `--context` only when its server answers with the
+/// token that kubeconfig carries.
+#[test]
+fn a_context_named_like_the_twin_is_taken_only_if_its_server_answers_as_the_twin() {
+    let dir = temp_dir("identity");
+    let token = live::wire::identity::new_token();
+    let twin = live::server::http::spawn_configured(
+        None,
+        operator_store(),
+        live::server::http::ServeConfig {
+            identity: Some(token.clone()),
+            ..Default::default()
+        },
+    )
+    .expect("twin");
+    let write = |name: &str, url: &str, token: Option<&str>| {
+        let path = dir.0.join(name);
+        let yaml = live::server::kubeconfig::kubeconfig_yaml_with_token(url, TWIN_CONTEXT, token);
+        std::fs::write(&path, yaml).expect("write kubeconfig");
+        path
+    };
+    let issued = write("issued", twin.url(), Some(&token));
+    let unissued = write("unissued", twin.url(), None);
+    let forged = write("forged", twin.url(), Some("verify-twin-0"));
+    // a server that is no twin: another twin playing a cluster issues no token
+    let cluster = spawn_with_store(None, operator_store()).expect("cluster");
+    let elsewhere = write("elsewhere", cluster.url(), Some(&token));
+    runtime().block_on(async {
+        let client = connect(Some(&issued), None, Access::Mutating)
+            .await
+            .expect("the issuing twin is taken without --context");
+        assert!(client.is_embedded_twin().await);
+        for path in [&unissued, &forged, &elsewhere] {
+            let err = connect(Some(path), None, Access::Mutating)
+                .await
+                .err()
+                .unwrap_or_else(|| panic!("{} was taken as the twin", path.display()));
+            assert_eq!(err.outcome(), Outcome::Usage, "{err}");
+            assert!(err.to_string().contains("--context verify-twin"), "{err}");
+            // named explicitly, it is the user's choice (and the confirmation's)
+            let client = connect(Some(path), Some(TWIN_CONTEXT), Access::Mutating)
+                .await
+                .expect("connects with --context");
+            assert!(!client.is_embedded_twin().await);
+        }
+    });
 }
 
 #[test]

@@ -26,7 +26,7 @@ pub(super) async fn connect_checked(
 /// `verify operator`: the reference operator against a cluster until Ctrl-C.
 pub(super) fn operator(args: crate::cli::OperatorArgs) -> Result<Outcome> {
     let settings = match &args.operator_settings {
-        Some(path) => read_json(path)?,
+        Some(path) => read_settings(path)?,
         None => model::Settings::default(),
     };
     let config = live::operator::controller::ControllerConfig {
@@ -51,7 +51,8 @@ pub(super) fn operator(args: crate::cli::OperatorArgs) -> Result<Outcome> {
             Err(code) => return Ok(code),
         };
         let target = client.target().clone();
-        if target.context != live::client::TWIN_CONTEXT && !args.cluster.yes {
+        // the server is asked, never trusted by its context's name
+        if !args.cluster.yes && !client.is_embedded_twin().await {
             if let Err(code) = crate::live_run::confirm(&format!(
                 "verify will run the reference operator on context `{}` ({}): it creates, \
                  updates and deletes the operator's objects there until stopped.",
@@ -161,7 +162,8 @@ pub(super) fn cleanup(args: CleanupArgs) -> Result<Outcome> {
             Err(code) => return Ok(code),
         };
         let target = client.target().clone();
-        if target.context != live::client::TWIN_CONTEXT && !args.cluster.yes {
+        // the server is asked, never trusted by its context's name
+        if !args.cluster.yes && !client.is_embedded_twin().await {
             let which = match &args.run {
                 Some(id) => format!("run {id} (and its attempts {id}.*)"),
                 None => "every run".into(),

@@ -55,8 +55,13 @@ pub(super) fn twin_serve(
         live::operator::write_mock(&mut store, &model::examples::walkthrough())
             .map_err(|e| anyhow::anyhow!("mocking the walkthrough cluster: {}", e.message))?;
     }
+    // served as verify's own twin, it issues a token to be recognised by; under any other
+    // context name it plays a cluster and answers as one
+    let identity =
+        (run.context_name == live::client::TWIN_CONTEXT).then(live::wire::identity::new_token);
     let serve = live::server::http::ServeConfig {
         faults: faults.clone(),
+        identity: identity.clone(),
     };
     let (handle, _operator) = live::operator::spawn_twin(port, store, serve, operator)
         .map_err(|e| UsageError(format!("cannot serve the twin on 127.0.0.1: {e}")))?;
@@ -81,7 +86,11 @@ pub(super) fn twin_serve(
     if let Some(path) = kubeconfig_out {
         std::fs::write(
             path,
-            live::server::kubeconfig::kubeconfig_yaml(handle.url(), &run.context_name),
+            live::server::kubeconfig::kubeconfig_yaml_with_token(
+                handle.url(),
+                &run.context_name,
+                identity.as_deref(),
+            ),
         )
         .with_context(|| format!("writing the kubeconfig to {}", path.display()))?;
         outln!(
@@ -90,8 +99,16 @@ pub(super) fn twin_serve(
             run.context_name
         );
     }
+    // Ctrl-C stops the server and exits 0, as documented
+    let (stopped, stop) = std::sync::mpsc::channel();
+    ctrlc::set_handler(move || {
+        let _ = stopped.send(());
+    })
+    .context("installing the Ctrl-C handler")?;
     outln!("stop with Ctrl-C");
-    handle.wait().context("the twin stopped")?;
+    let _ = stop.recv();
+    handle.shutdown().context("stopping the twin")?;
+    outln!("twin: stopped");
     Ok(Outcome::Held)
 }
 

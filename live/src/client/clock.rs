@@ -4,8 +4,23 @@
 
 use super::{Client, ClientError};
 use crate::wire::clock::{advance_body, CLOCK_PATH};
+use crate::wire::identity::{token_of, TWIN_PATH};
 
 impl Client {
+    /// Whether the server is the embedded twin that issued this client's token, asked of the
+    /// server itself ([`crate::wire::identity`]). A kubeconfig context's name proves nothing:
+    /// `verify-twin` may point anywhere.
+    pub async fn is_embedded_twin(&self) -> bool {
+        let Some(mine) = &self.token else {
+            return false;
+        };
+        let Ok(request) = http::Request::get(TWIN_PATH).body(Vec::new()) else {
+            return false;
+        };
+        let answer: Result<serde_json::Value, _> = self.kube().request(request).await;
+        answer.is_ok_and(|v| token_of(&v) == Some(mine.as_str()))
+    }
+
     /// Advances the twin's clock `seconds` (one request; not retried: the endpoint is never
     /// faulted). Returns the seconds advanced so far in all.
     pub async fn advance_twin_clock(&self, seconds: u64) -> Result<u64, ClientError> {

@@ -1,10 +1,12 @@
 //! Connecting safely, and the read-only preflight (issue 7 "Connecting"; DESIGN.md "Safety on
 //! a real cluster"). The kubeconfig is found as kubectl finds it (`--kubeconfig`, else
 //! `KUBECONFIG`, else `~/.kube/config`) and never written, so its current context never
-//! changes. Mutating commands must name `--context` on a real cluster; only the embedded twin,
-//! recognised by its context name [`TWIN_CONTEXT`], may be used without it. Preflight checks
+//! changes. Mutating commands must name `--context` on a real cluster; only the embedded twin
+//! may be used without it: a current context named [`TWIN_CONTEXT`] is taken only once its
+//! server answers as a twin ([`Client::is_embedded_twin`]), never on the name alone. Preflight checks
 //! (GETs, discovery and SelfSubjectAccessReviews, which write nothing) report each missing
-//! piece on one line.
+//! piece on one line. Each is retried as every other request of the client is
+//! ([`Client::retrying`]): one 500 or 429 must not end a run at its preflight.
 
 use std::path::{Path, PathBuf};
 
@@ -164,8 +166,29 @@ pub async fn connect(
     access: Access,
 ) -> Result<Client, ConnectError> {
     let loaded = load_kubeconfig(explicit)?;
-    let context = choose_context(&loaded, context, access)?;
-    Ok(Client::from_kubeconfig(loaded.kubeconfig, &context).await?)
+    let chosen = choose_context(&loaded, context, access)?;
+    let client = Client::from_kubeconfig(loaded.kubeconfig, &chosen).await?;
+    implicit_twin_answers(&client, context, access).await?;
+    Ok(client)
+}
+
+/// A mutating command let off `--context` because the current context is named
+/// [`TWIN_CONTEXT`] goes on only if the server answers as a twin.
+pub async fn implicit_twin_answers(
+    client: &Client,
+    context: Option<&str>,
+    access: Access,
+) -> Result<(), Refused> {
+    if context.is_some() || access == Access::ReadOnly || client.is_embedded_twin().await {
+        return Ok(());
+    }
+    let target = client.target();
+    Err(Refused(format!(
+        "refusing to change a cluster without --context: the current context `{}` ({}) is \
+         named like the embedded twin but its server does not answer as one; pass it \
+         explicitly to confirm (--context {})",
+        target.context, target.server, target.context
+    )))
 }
 
 /// Why [`connect`] failed: a refusal (exit 2) or the kubeconfig/connection (exit 3).
@@ -234,7 +257,13 @@ impl Client {
     /// The image of the `gpustack` Deployments in [`OPERATOR_NAMESPACE`], or why it is unknown.
     async fn operator_version(&self) -> String {
         let api: Api<Deployment> = Api::namespaced(self.kube().clone(), OPERATOR_NAMESPACE);
-        match api.list(&ListParams::default()).await {
+        let what = format!("listing Deployments in {OPERATOR_NAMESPACE}");
+        let all = ListParams::default();
+        match self
+            .retrying(&what, || api.list(&all))
+            .await
+            .map_err(api_error)
+        {
             Ok(list) => {
                 let images: Vec<String> = list
                     .items
@@ -264,8 +293,11 @@ impl Client {
     pub async fn preflight(&self, access: Access, operator: bool) -> Vec<String> {
         let mut missing = Vec::new();
         for kind in SERVED_KINDS {
-            if let Err(why) = self.served(&kind).await {
-                missing.push(why.to_string());
+            match self.served(&kind).await {
+                Ok(()) => {}
+                // no answer even after retries: every other check would say the same again
+                Err(why) if why.is_unanswered() => return vec![why.to_string()],
+                Err(why) => missing.push(why.to_string()),
             }
         }
         if operator {
@@ -279,15 +311,23 @@ impl Client {
     async fn operator_objects(&self) -> Vec<String> {
         let mut missing = Vec::new();
         let checks: Api<AdmissionCheck> = Api::all(self.kube().clone());
-        match checks.get_opt(NODE_DEVICES_CHECK).await {
+        let what = format!("reading AdmissionCheck {NODE_DEVICES_CHECK}");
+        match self
+            .retrying(&what, || checks.get_opt(NODE_DEVICES_CHECK))
+            .await
+        {
             Ok(Some(_)) => {}
             Ok(None) => missing.push(format!(
                 "AdmissionCheck {NODE_DEVICES_CHECK} does not exist: is the operator installed?"
             )),
-            Err(e) => missing.push(format!("AdmissionCheck {NODE_DEVICES_CHECK}: {e}")),
+            Err(e) => missing.push(e.to_string()),
         }
         let queues: Api<ClusterQueue> = Api::all(self.kube().clone());
-        match queues.list(&ListParams::default()).await {
+        let all = ListParams::default();
+        match self
+            .retrying("listing ClusterQueues", || queues.list(&all))
+            .await
+        {
             Ok(l)
                 if l.items.iter().any(|q| {
                     q.metadata
@@ -298,27 +338,34 @@ impl Client {
             Ok(_) => missing.push(format!(
                 "no ClusterQueue named {POOL_QUEUE_PREFIX}…: the operator has derived no pool"
             )),
-            Err(e) => missing.push(format!("listing ClusterQueues: {e}")),
+            Err(e) => missing.push(e.to_string()),
         }
         missing
     }
 
     /// `Err` (a preflight line) unless discovery lists `kind` at its group/version.
     async fn served(&self, kind: &Kind) -> Result<(), Unserved> {
-        let listed = if kind.group.is_empty() {
-            self.kube().list_core_api_resources(kind.version).await
-        } else {
-            self.kube()
-                .list_api_group_resources(&kind.api_version())
-                .await
-        };
+        let api_version = kind.api_version();
+        let what = format!("discovery of {api_version}");
+        let listed = self
+            .retrying(&what, || async {
+                if kind.group.is_empty() {
+                    self.kube().list_core_api_resources(kind.version).await
+                } else {
+                    self.kube().list_api_group_resources(&api_version).await
+                }
+            })
+            .await
+            .map_err(api_error);
         match listed {
             Ok(l) if l.resources.iter().any(|r| r.name == kind.plural) => Ok(()),
-            Ok(_) | Err(kube::Error::Api(_)) => Err(Unserved::Missing {
-                kind: kind.kind,
-                resource: kind.qualified_resource(),
-                api_version: kind.api_version(),
-            }),
+            Ok(_) | Err(kube::Error::Api(kube::core::ErrorResponse { code: 404, .. })) => {
+                Err(Unserved::Missing {
+                    kind: kind.kind,
+                    resource: kind.qualified_resource(),
+                    api_version: kind.api_version(),
+                })
+            }
             Err(source) => Err(Unserved::Discovery {
                 api_version: kind.api_version(),
                 source: Box::new(source),
@@ -331,6 +378,7 @@ impl Client {
     async fn access_reviews(&self, access: Access) -> Vec<String> {
         let mut out = Vec::new();
         let api: Api<SelfSubjectAccessReview> = Api::all(self.kube().clone());
+        let post = PostParams::default();
         for (verb, kind, subresource) in needed_verbs(access) {
             let review = SelfSubjectAccessReview {
                 spec: SelfSubjectAccessReviewSpec {
@@ -349,7 +397,13 @@ impl Client {
                 Some(s) => format!("{verb} {}/{s}", kind.qualified_resource()),
                 None => format!("{verb} {}", kind.qualified_resource()),
             };
-            match api.create(&PostParams::default(), &review).await {
+            let asked = self
+                .retrying(&format!("reviewing access to {what}"), || {
+                    api.create(&post, &review)
+                })
+                .await
+                .map_err(api_error);
+            match asked {
                 Ok(r) if r.status.as_ref().is_some_and(|s| s.allowed) => {}
                 Ok(r) => out.push(format!(
                     "not allowed to {what}{}",
@@ -424,6 +478,23 @@ mod tests {
         assert!(!mutating
             .iter()
             .any(|(v, k, _)| *k == kinds::ADMISSION_CHECK && *v != "list"));
+    }
+}
+
+/// The server's error inside a retried request's [`ClientError`], for the callers that tell
+/// an answer (a 403, a 404) from a failure to get one.
+fn api_error(e: ClientError) -> kube::Error {
+    match e {
+        ClientError::Api { source, .. } => *source,
+        other => kube::Error::Service(Box::new(other)),
+    }
+}
+
+impl Unserved {
+    /// Whether the server gave no answer at all (refused, unreachable, TLS), as opposed to an
+    /// answer saying no.
+    fn is_unanswered(&self) -> bool {
+        matches!(self, Unserved::Discovery { source, .. } if !matches!(**source, kube::Error::Api(_)))
     }
 }
 

@@ -34,6 +34,7 @@ use super::routes::{self, ApiRequest, Query, Reply, Target, WatchRequest};
 use super::status::Status;
 use super::store::{Store, WatchEvent};
 use crate::wire::clock::CLOCK_PATH;
+use crate::wire::identity::{identity_body, TWIN_PATH};
 
 /// How often a watcher re-checks the store for writes that did not notify.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
@@ -127,16 +128,19 @@ impl http_body::Body for Body {
     }
 }
 
-/// How a twin serves: the faults it injects into client requests (none by default).
+/// How a twin serves: the faults it injects into client requests (none by default), and the
+/// token it answers [`TWIN_PATH`] with (none: it answers there as a cluster does, 404).
 #[derive(Debug, Clone, Default)]
 pub struct ServeConfig {
     pub faults: Option<FaultConfig>,
+    pub identity: Option<String>,
 }
 
 /// What every connection of one server shares: the store, the fault source, the counters.
 #[derive(Clone)]
 struct Served {
     store: SharedStore,
+    identity: Option<Arc<str>>,
     faults: Option<Arc<Faults>>,
     counters: Arc<Counters>,
 }
@@ -174,6 +178,7 @@ pub async fn serve_configured(
     let served = Served {
         store,
         faults: config.faults.clone().map(|f| Arc::new(Faults::new(f))),
+        identity: config.identity.as_deref().map(Arc::from),
         counters,
     };
     let local = listener.local_addr()?;
@@ -315,6 +320,9 @@ async fn respond(served: Served, req: Request<Incoming>) -> Result<Response<Body
     if path == COUNTERS_PATH {
         let counts = serde_json::to_value(served.counters.snapshot()).unwrap_or(Value::Null);
         return Ok(json_response(200, &counts));
+    }
+    if let (TWIN_PATH, Some(token)) = (path, &served.identity) {
+        return Ok(json_response(200, &identity_body(token)));
     }
     if path == CLOCK_PATH {
         let method = parts.method.as_str();

@@ -1,6 +1,7 @@
 //! A kubeconfig pointing at the twin: one cluster, one user, one context, all named after the
-//! context (client-go clientcmd v1 `Config`). Plain HTTP on loopback, so no TLS settings and
-//! no credentials.
+//! context (client-go clientcmd v1 `Config`). Plain HTTP on loopback, so no TLS settings; the
+//! only credential is the token a twin issued to be recognised by
+//! ([`crate::wire::identity`]), if any.
 
 /// A YAML string literal: JSON's double-quoted form is valid YAML.
 fn quoted(s: &str) -> String {
@@ -10,15 +11,21 @@ fn quoted(s: &str) -> String {
 /// The kubeconfig YAML for a twin serving at `url` (e.g. `http://127.0.0.1:8080`), with
 /// cluster, user and context all named `context`, which is also the current context.
 pub fn kubeconfig_yaml(url: &str, context: &str) -> String {
+    kubeconfig_yaml_with_token(url, context, None)
+}
+
+/// [`kubeconfig_yaml`] whose user carries `token` (the twin's identity token) when given.
+pub fn kubeconfig_yaml_with_token(url: &str, context: &str, token: Option<&str>) -> String {
     let name = quoted(context);
     let server = quoted(url);
+    let user = token.map_or("{}".to_string(), |t| format!("{{token: {}}}", quoted(t)));
     format!(
         "apiVersion: v1\n\
          kind: Config\n\
          clusters:\n\
          - name: {name}\n  cluster:\n    server: {server}\n\
          users:\n\
-         - name: {name}\n  user: {{}}\n\
+         - name: {name}\n  user: {user}\n\
          contexts:\n\
          - name: {name}\n  context:\n    cluster: {name}\n    user: {name}\n\
          current-context: {name}\n\
@@ -45,6 +52,13 @@ mod tests {
         assert_eq!(doc["contexts"][0]["context"]["user"], "verify-twin");
         assert_eq!(doc["users"][0]["name"], "verify-twin");
         assert!(doc["users"][0]["user"].is_object());
+    }
+
+    #[test]
+    fn a_token_is_the_user_credential() {
+        let text = kubeconfig_yaml_with_token("http://127.0.0.1:1", "verify-twin", Some("t-1"));
+        let doc: Value = serde_norway::from_str(&text).unwrap_or_default();
+        assert_eq!(doc["users"][0]["user"]["token"], "t-1");
     }
 
     #[test]

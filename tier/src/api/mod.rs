@@ -192,6 +192,7 @@ impl ApiTarget {
     pub fn start(config: ApiConfig) -> Result<ApiTarget, ApiError> {
         let served = live::server::http::ServeConfig {
             faults: config.faults.clone(),
+            ..live::server::http::ServeConfig::default()
         };
         let twin = live::server::http::spawn_configured(None, empty_store(), served)
             .map_err(ApiError::Serve)?;
