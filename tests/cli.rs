@@ -198,6 +198,73 @@ fn the_minimal_example_replays_and_holds() {
     );
 }
 
+/// A scenario with nothing to derive, step or expect holds vacuously: the replay says it
+/// verified nothing (exit 0) instead of "held".
+#[test]
+fn an_empty_scenario_verifies_nothing_and_says_so() {
+    for (name, body) in [
+        ("empty.yaml", "name: empty\ncluster: {}\nevents: []\n"),
+        (
+            "no-nodes.yaml",
+            "name: n\ncluster:\n  namespaces: [{name: default}]\nevents: []\n",
+        ),
+    ] {
+        let file = scratch(name, body);
+        let out = verify(&["replay", file.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert!(text.contains("NOTHING WAS VERIFIED"), "{text}");
+        assert!(!text.contains("held"), "{text}");
+    }
+}
+
+/// Kubernetes refuses a negative request before any rule reads it: a scenario submitting
+/// one is bad input naming the quantity's field, not a Workload to admit.
+#[test]
+fn a_negative_gpu_request_is_refused_with_its_field() {
+    let minimal = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenario/examples/minimal.yaml"),
+    )
+    .unwrap();
+    let body = minimal.replace("nvidia.com/gpu: \"1\"", "nvidia.com/gpu: \"-1\"");
+    assert_ne!(body, minimal);
+    let file = scratch("negative.yaml", &body);
+    let out = verify(&["replay", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(r#"events[0].workload.pod_sets[0].containers[0].requests."nvidia.com/gpu""#),
+        "{err}"
+    );
+    assert!(err.contains("must be greater than or equal to 0"), "{err}");
+}
+
+/// A typo in an operator-settings file would leave that setting at its default and judge a
+/// cluster the file does not describe: unknown keys are refused by name.
+#[test]
+fn an_unknown_operator_setting_is_refused_by_name() {
+    let settings = scratch(
+        "settings.json",
+        r#"{"mixed_on_node": true, "mixedOnNode": true}"#,
+    );
+    // the settings are read before the cluster is contacted
+    let out = verify(&[
+        "operator",
+        "--operator-settings",
+        settings.to_str().unwrap(),
+        "--context",
+        "nowhere",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "--yes",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("settings.json"), "{err}");
+    assert!(err.contains("`mixedOnNode`"), "{err}");
+    assert!(err.contains("mixed_on_node"), "{err}");
+}
+
 #[test]
 fn a_malformed_scenario_names_the_line_and_field() {
     let bad = scratch(
@@ -704,6 +771,40 @@ mod audit_and_cleanup {
         assert!(text.contains("1 finding(s), 1 difference(s)"), "{text}");
     }
 
+    /// A cluster lists kinds one after another: a LocalQueue listed after its namespace went
+    /// (a run's teardown just before) is left out as going with it, not a bad input or a
+    /// divergence (back-to-back runs exited 2 on it).
+    #[test]
+    fn local_queues_of_a_namespace_that_went_are_left_out() {
+        let mut doc = walkthrough_dump();
+        let items = doc["items"].as_array_mut().expect("items");
+        let mut gone = items
+            .iter()
+            .find(|o| o["kind"] == "LocalQueue")
+            .expect("a LocalQueue")
+            .clone();
+        gone["metadata"]["namespace"] = json!("run-gone");
+        items.push(gone);
+        let namespaces: std::collections::BTreeSet<String> = items
+            .iter()
+            .filter_map(|o| o["metadata"]["namespace"].as_str())
+            .filter(|ns| *ns != "run-gone")
+            .map(str::to_string)
+            .collect();
+        for ns in namespaces {
+            items.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
+        }
+        let dump = scratch("audit-gone-namespace.json", &doc.to_string());
+        let out = verify(&["audit", "--snapshot", dump.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert!(
+            text.contains("left out: 1 object(s) in namespaces not listed"),
+            "{text}"
+        );
+        assert!(text.contains("LocalQueue run-gone/"), "{text}");
+    }
+
     #[test]
     fn a_bad_dump_exits_2_naming_file_and_field() {
         let bad = scratch(
@@ -784,4 +885,103 @@ fn a_closed_stdout_neither_panics_nor_loses_the_run_summary() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Ctrl-C and kills: a stopped run says it was interrupted (exit 3, summary `interrupted`);
+/// a killed run's summary, still `running`, reads as `interrupted` once its process is gone;
+/// `twin serve` stops on Ctrl-C with exit 0.
+mod interrupted {
+    use std::io::{BufRead, BufReader};
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+
+    /// A long model-tier fuzz run and its run directory, once it printed it (its Ctrl-C
+    /// handler is installed by then).
+    fn long_fuzz(name: &str) -> (Child, PathBuf) {
+        let runs = std::env::temp_dir().join(format!("verify-int-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&runs);
+        std::fs::create_dir_all(&runs).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_verify"))
+            .args([
+                "fuzz", "--tier", "model", "--seeds", "1000000", "--jobs", "1",
+            ])
+            .arg("--run-dir")
+            .arg(&runs)
+            .arg("--regressions")
+            .arg(runs.join("regressions.txt"))
+            .arg("--known")
+            .arg(runs.join("known.yaml"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the run");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let dir = loop {
+            let line = lines.next().expect("the run prints its directory").unwrap();
+            if let Some(d) = line.strip_prefix("run directory: ") {
+                break PathBuf::from(d);
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        (child, dir)
+    }
+
+    fn signal(child: &Child, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(ok.success());
+    }
+
+    fn verdict(dir: &Path) -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_verify"))
+            .args(["report", dir.to_str().unwrap(), "--format", "json"])
+            .output()
+            .expect("verify report");
+        let summary: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("the summary as JSON");
+        summary["verdict"].as_str().unwrap_or_default().to_string()
+    }
+
+    #[test]
+    fn a_fuzz_run_stopped_by_ctrl_c_exits_3_and_says_interrupted() {
+        let (mut child, dir) = long_fuzz("sigint");
+        signal(&child, "-INT");
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(3), "{status:?}");
+        assert_eq!(verdict(&dir), "interrupted");
+    }
+
+    #[test]
+    fn a_killed_fuzz_run_reads_as_interrupted() {
+        let (mut child, dir) = long_fuzz("sigkill");
+        signal(&child, "-KILL");
+        let _ = child.wait();
+        let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+        assert!(summary.contains("\"running\""), "{summary}");
+        assert_eq!(verdict(&dir), "interrupted");
+    }
+
+    #[test]
+    fn twin_serve_stops_on_ctrl_c_with_exit_0() {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_verify"))
+            .args(["twin", "serve"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the twin");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        // the handler is installed before this line
+        for line in lines.by_ref() {
+            if line.unwrap().starts_with("stop with Ctrl-C") {
+                break;
+            }
+        }
+        signal(&child, "-INT");
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{status:?}");
+        let rest: Vec<String> = lines.map_while(Result::ok).collect();
+        assert!(rest.iter().any(|l| l == "twin: stopped"), "{rest:?}");
+    }
 }

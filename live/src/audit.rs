@@ -276,6 +276,8 @@ pub struct Audit {
     pub checks: Vec<(&'static str, CheckState)>,
     /// Kinds the dump did not list, not judged (plural names; [`Snapshot::unlisted`]).
     pub not_in_dump: Vec<&'static str>,
+    /// Objects left out because their namespace was not listed ([`Loaded::gone`]).
+    pub in_gone_namespaces: Vec<String>,
     pub differences: Vec<Difference>,
     pub findings: Vec<Finding>,
 }
@@ -303,6 +305,15 @@ impl Audit {
                 ns.join(", ")
             ),
         };
+        if !self.in_gone_namespaces.is_empty() {
+            let _ = writeln!(
+                out,
+                "left out: {} object(s) in namespaces not listed, going with their namespace \
+                 ({})",
+                self.in_gone_namespaces.len(),
+                self.in_gone_namespaces.join(", ")
+            );
+        }
         let checks: Vec<String> = self
             .checks
             .iter()
@@ -331,7 +342,11 @@ impl Audit {
 /// checks' activity read from the snapshot) and compares, folding divergences along the
 /// derivation graph.
 pub async fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, AuditError> {
-    let (store, namespaces) = load(snapshot)?;
+    let Loaded {
+        store,
+        namespaces,
+        gone,
+    } = load(snapshot)?;
     let settings = snapshot.settings_with_checks(settings);
     let derived = predict(&store, &settings, &snapshot.source)?;
     let mut observed = read_back(store).await?;
@@ -360,6 +375,7 @@ pub async fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, Au
             .map(|c| (*c, snapshot.check_state(c)))
             .collect(),
         not_in_dump: snapshot.unlisted.iter().map(|k| k.plural).collect(),
+        in_gone_namespaces: gone,
         differences,
         findings,
     })
@@ -383,7 +399,7 @@ fn observed_kind(kind: &Kind) -> Option<oracle::ObjectKind> {
 /// the checks' activity as listed), validated: what a read-only report about the cluster's
 /// shape reads.
 pub fn cluster_of(snapshot: &Snapshot, settings: &Settings) -> Result<model::Cluster, AuditError> {
-    let (store, _) = load(snapshot)?;
+    let store = load(snapshot)?.store;
     read_model(
         &store,
         &snapshot.settings_with_checks(settings),
@@ -433,13 +449,32 @@ async fn read_back(store: Store) -> Result<client::Observed, AuditError> {
     Ok(observed?)
 }
 
+/// A snapshot loaded into a store.
+struct Loaded {
+    store: Store,
+    namespaces: NamespaceSource,
+    /// Namespaced objects whose namespace is not listed, as `Kind namespace/name`. A cluster
+    /// lists kinds one after another: a namespace deleted between its listing and that of its
+    /// LocalQueues (a run's teardown just before) leaves them listed without it. They go with
+    /// their namespace; judging them would judge a deletion in flight (issue [M16]: back-to-back
+    /// runs failed 7 of 10 audits on them).
+    gone: Vec<String>,
+}
+
 /// A fresh store holding the snapshot: Namespaces first (listed, or those the LocalQueues
 /// name), then Nodes with the labels the worker owns re-applied under its field manager (so the
 /// reader tells input labels from output ones, when managedFields were listed), then the rest.
-fn load(snapshot: &Snapshot) -> Result<(Store, NamespaceSource), AuditError> {
+fn load(snapshot: &Snapshot) -> Result<Loaded, AuditError> {
     let source = snapshot.source.as_str();
     let mut store = Store::default();
+    let mut gone = Vec::new();
     let listed = snapshot.count(&kinds::NAMESPACE);
+    let listed_names: BTreeSet<&str> = snapshot
+        .items
+        .iter()
+        .filter(|(_, k, _)| *k == kinds::NAMESPACE)
+        .filter_map(|(_, _, o)| o.pointer("/metadata/name")?.as_str())
+        .collect();
     let namespaces = if listed > 0 {
         NamespaceSource::Listed(listed)
     } else {
@@ -464,6 +499,10 @@ fn load(snapshot: &Snapshot) -> Result<(Store, NamespaceSource), AuditError> {
         let at = format!("items[{i}]");
         let ns = o.pointer("/metadata/namespace").and_then(Value::as_str);
         let ns = ns.filter(|_| kind.namespaced);
+        if let Some(ns) = ns.filter(|ns| listed > 0 && !listed_names.contains(ns)) {
+            gone.push(format!("{} {ns}/{}", kind.kind, name_of(o)));
+            continue;
+        }
         let mut o = o.clone();
         keep_deleting(&mut o);
         input::write_object(&mut store, kind, ns, &o)
@@ -473,7 +512,11 @@ fn load(snapshot: &Snapshot) -> Result<(Store, NamespaceSource), AuditError> {
                 .map_err(|s| status_error(source, &at, &name_of(&o), s))?;
         }
     }
-    Ok((store, namespaces))
+    Ok(Loaded {
+        store,
+        namespaces,
+        gone,
+    })
 }
 
 fn status_error(source: &str, at: &str, name: &str, s: Status) -> AuditError {

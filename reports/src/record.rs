@@ -249,6 +249,19 @@ impl RunRecorder {
         .map(|_| ())
     }
 
+    /// Marks a finished run as stopped before every seed was judged: `interrupted`, unless a
+    /// counterexample already failed it.
+    pub fn interrupted(&self) -> Result<RunSummary, ReportError> {
+        let summary = self.update(|s| {
+            if s.verdict != Verdict::Failed {
+                s.verdict = Verdict::Interrupted;
+            }
+        })?;
+        self.dir
+            .replace_file(JUNIT_FILE, junit_xml(&summary)?.as_bytes())?;
+        Ok(summary)
+    }
+
     /// Ends the run: final figures, coverage and floors, the verdict, the coverage plot,
     /// `junit.xml` and the summary. Returns the final summary.
     pub fn finish(

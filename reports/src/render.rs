@@ -91,11 +91,12 @@ pub fn load_run(path: &Path) -> Result<LoadedRun, ReportError> {
     let summary_path = path.join(SUMMARY_FILE);
     let text = read(&summary_path)?;
     let de = &mut serde_json::Deserializer::from_str(&text);
-    let summary: RunSummary =
+    let mut summary: RunSummary =
         serde_path_to_error::deserialize(de).map_err(|e| ReportError::Read {
             path: summary_path.clone(),
             why: format!("field `{}`: {}", e.path(), e.inner()),
         })?;
+    summary.settle_if_gone();
     let csv_path = path.join(DIVERGENCES_FILE);
     let rows = if csv_path.exists() {
         let mut reader = csv::Reader::from_path(&csv_path).map_err(|e| ReportError::Read {

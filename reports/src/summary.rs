@@ -23,6 +23,9 @@ pub enum Verdict {
     CoverageUnmet,
     /// No seed was judged.
     NothingVerified,
+    /// Stopped before every seed was judged: by Ctrl-C, or killed (a `running` summary whose
+    /// process is gone, [`RunSummary::settle_if_gone`]).
+    Interrupted,
 }
 
 impl outcome::Concluded for Verdict {
@@ -33,7 +36,7 @@ impl outcome::Concluded for Verdict {
             Verdict::Held | Verdict::Known => outcome::Outcome::Held,
             Verdict::NothingVerified => outcome::Outcome::NothingVerified,
             Verdict::Failed => outcome::Outcome::Failed,
-            Verdict::Running => outcome::Outcome::Inconclusive,
+            Verdict::Running | Verdict::Interrupted => outcome::Outcome::Inconclusive,
             Verdict::CoverageUnmet => outcome::Outcome::CoverageUnmet,
         }
     }
@@ -70,6 +73,7 @@ impl Verdict {
             Verdict::Known => "known",
             Verdict::CoverageUnmet => "coverage-unmet",
             Verdict::NothingVerified => "nothing-verified",
+            Verdict::Interrupted => "interrupted",
         }
     }
 }
@@ -153,6 +157,10 @@ pub struct RunSummary {
     /// Relative paths of the run's plots.
     #[serde(default)]
     pub plots: Vec<String>,
+    /// The process writing the run, so a reader can tell a run still going from one killed
+    /// while `running`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 impl RunSummary {
@@ -174,8 +182,23 @@ impl RunSummary {
             findings: Vec::new(),
             possibly_fixed: Vec::new(),
             plots: Vec::new(),
+            pid: Some(std::process::id()),
         }
     }
+
+    /// A summary still `running` whose process is gone was killed: it says `interrupted`.
+    /// Where processes cannot be looked up (no `/proc`), or the process is there, it stays.
+    pub fn settle_if_gone(&mut self) {
+        if self.verdict == Verdict::Running && self.pid.is_some_and(process_gone) {
+            self.verdict = Verdict::Interrupted;
+        }
+    }
+}
+
+/// Whether process `pid` is known to have ended (Linux `/proc`; elsewhere never known).
+fn process_gone(pid: u32) -> bool {
+    let proc = std::path::Path::new("/proc");
+    proc.join("self").exists() && !proc.join(pid.to_string()).exists()
 }
 
 #[cfg(test)]

@@ -13,7 +13,10 @@ fn verdict_style(v: Verdict) -> Style {
     let colour = match v {
         Verdict::Held | Verdict::Known => AnsiColor::Green,
         Verdict::Failed => AnsiColor::Red,
-        Verdict::CoverageUnmet | Verdict::Running | Verdict::NothingVerified => AnsiColor::Yellow,
+        Verdict::CoverageUnmet
+        | Verdict::Running
+        | Verdict::NothingVerified
+        | Verdict::Interrupted => AnsiColor::Yellow,
     };
     Style::new().fg_color(Some(colour.into())).bold()
 }

@@ -13,9 +13,10 @@ pub(super) fn cases_index() -> Result<Outcome> {
 
 /// The live tier of `verify case`: a prepared cluster (banner, preflight, confirmation), its
 /// hardware probed read-only, one lane of a run named after the case.
+/// The live case tier, and the run's Ctrl-C flag.
 pub(super) fn live_case_tier(
     args: &crate::cli::CaseArgs,
-) -> std::result::Result<cases::CaseTier, Outcome> {
+) -> std::result::Result<(cases::CaseTier, Interrupt), Outcome> {
     if args.mutant.is_some() {
         eprintln!("verify: {}", crate::live_run::NO_MUTANT_ON_A_CLUSTER);
         return Err(Outcome::Usage);
@@ -98,7 +99,8 @@ pub(super) fn live_case_tier(
         nvidia = true;
     }
     let tier = cases::CaseTier::on_cluster(runner, hardware).with_pool_rows(pool_rows);
-    Ok(match mig {
+    let interrupt = p.interrupt.clone();
+    let tier = match mig {
         // without the card the MIG cases skip before their hardware step
         Some(node) if nvidia => {
             let node = node.interrupted_by(p.interrupt.clone());
@@ -108,8 +110,12 @@ pub(super) fn live_case_tier(
             })
         }
         _ => tier,
-    })
+    };
+    Ok((tier, interrupt))
 }
+
+/// Set by Ctrl-C during a live run.
+pub(super) type Interrupt = std::sync::Arc<std::sync::atomic::AtomicBool>;
 
 /// The live tier's pool rows of each case in `numbers` that needs a pool shape: the cluster's
 /// pool that has it, and its audit against the model (read-only, from `snapshot`).
@@ -219,13 +225,17 @@ pub(super) fn case(args: crate::cli::CaseArgs) -> Result<Outcome> {
             return Ok(gated.outcome());
         }
     }
+    let mut interrupt = None;
     let twin_tier = match chosen {
         Tier::Twin => Some(
             cases::CaseTier::twin(args.mutant)
                 .map_err(|e| anyhow::anyhow!("starting the embedded twin: {e}"))?,
         ),
         Tier::Live => match live_case_tier(&args) {
-            Ok(t) => Some(t),
+            Ok((t, flag)) => {
+                interrupt = Some(flag);
+                Some(t)
+            }
             Err(code) => return Ok(code),
         },
         Tier::Model => None,
@@ -236,6 +246,11 @@ pub(super) fn case(args: crate::cli::CaseArgs) -> Result<Outcome> {
     };
     let runs = run_on(runner).map_err(UsageError)?;
     print_case_runs(&runs, args.format)?;
+    // a case cut short by Ctrl-C was not judged: its failed steps are the interruption's
+    if interrupt.is_some_and(|i| i.load(std::sync::atomic::Ordering::Relaxed)) {
+        outln!("INTERRUPTED: stopped before the case finished; torn down");
+        return Ok(Outcome::Inconclusive);
+    }
     Ok(runs.outcome())
 }
 
