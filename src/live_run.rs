@@ -58,6 +58,10 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, Outcome> {
                 eprintln!("verify: {e}");
                 Outcome::Usage
             })?;
+        if let Err(e) = client.reachable().await {
+            eprintln!("verify: {e}");
+            return Err(Outcome::Inconclusive);
+        }
         for line in client.banner().await {
             outln!("{line}");
         }

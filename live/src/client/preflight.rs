@@ -261,7 +261,11 @@ impl Client {
     /// The read-only preflight: each missing piece one line (empty: ready). `access` picks the
     /// verbs the access reviews ask about; `operator` also requires the operator's
     /// AdmissionCheck and ClusterQueues (a cleanup does not need them).
+    /// A server that does not answer is one line ([`Client::reachable`]).
     pub async fn preflight(&self, access: Access, operator: bool) -> Vec<String> {
+        if let Err(e) = self.reachable().await {
+            return vec![e.to_string()];
+        }
         let mut missing = Vec::new();
         for kind in SERVED_KINDS {
             if let Err(why) = self.served(&kind).await {
