@@ -6,16 +6,25 @@ use clap::{Parser, Subcommand, ValueEnum};
 pub use tier::Tier;
 
 mod cluster;
+mod output;
 mod plan;
 mod run;
 
 pub use cluster::*;
+pub use output::*;
 pub use run::*;
 
 /// Verifier for the GPUStack operator's scheduling chain.
 #[derive(Debug, Parser)]
 #[command(name = "verify", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
+    /// Log more on stderr: -v info, -vv debug (kube-rs's requests), -vvv trace. RUST_LOG,
+    /// when set, wins.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Log errors only, and draw no progress bar.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -149,6 +158,15 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// Print a completion script for SHELL on standard output (e.g. `verify completions bash
+    /// > ~/.local/share/bash-completion/completions/verify`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on standard output (`verify man | man -l -`).
+    #[command(alias = "manpage")]
+    Man,
 }
 
 /// `verify findings` subcommands.
@@ -202,8 +220,9 @@ pub enum TwinCommand {
         /// (research/chain.md §15); the reference operator derives the rest.
         #[arg(long)]
         walkthrough: bool,
-        /// Inject faults into client requests, replayable from a seed:
-        /// `SEED[:conflict=0.05,throttle=0.05,error=0.05,watch-cut=0.2,slow=0.05,delay-ms=20,retry-after=1]`.
+        /// Inject faults into client requests, replayable from a seed: `SEED[:SPEC]`, SPEC a
+        /// comma-separated list of rates and knobs, e.g. `7:conflict=0.05,throttle=0.05,
+        /// error=0.05,watch-cut=0.2,slow=0.05,delay-ms=20,retry-after=1` (no spaces).
         #[arg(long, value_name = "SEED[:SPEC]")]
         faults: Option<String>,
         /// Run the reference operator with this mutated rule (`verify mutants --list`).

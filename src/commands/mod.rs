@@ -15,6 +15,7 @@ mod ledger;
 mod locked;
 mod offline;
 mod serve;
+mod shell;
 mod soaking;
 
 pub(crate) use cluster::*;
@@ -23,6 +24,7 @@ use ledger::*;
 use locked::*;
 use offline::*;
 use serve::*;
+use shell::*;
 use soaking::*;
 
 /// Bad input or a missing required input: exit 2.
@@ -30,9 +32,12 @@ use soaking::*;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-pub fn dispatch(command: Command) -> Result<Outcome> {
+/// Runs `command`; `ui` says whether progress is drawn (`-q` draws none).
+pub fn dispatch(command: Command, ui: &crate::cli::Ui) -> Result<Outcome> {
+    tracing::info!("{} (verify {})", command_line(), env!("CARGO_PKG_VERSION"));
+    tracing::debug!(?command, "dispatching");
     match command {
-        Command::Fuzz(args) => fuzz(args),
+        Command::Fuzz(args) => fuzz(args, ui.progress),
         Command::Replay { file } => replay(&file),
         Command::Check(args) => check(args),
         Command::Soak(args) => soak(args),
@@ -90,7 +95,17 @@ pub fn dispatch(command: Command) -> Result<Outcome> {
         Command::Cleanup(args) => cleanup(args),
         Command::Operator(args) => operator(args),
         Command::Chart(c) => crate::chart_cmd::dispatch(c),
+        Command::Completions { shell } => Ok(completions(shell)),
+        Command::Man => man_page(),
     }
+}
+
+/// The command line as typed, for the run's summary and the log.
+fn command_line() -> String {
+    std::iter::once("verify".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The live operator's settings: `--operator-settings FILE`, else the operator's defaults.
