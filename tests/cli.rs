@@ -787,7 +787,7 @@ fn a_closed_stdout_neither_panics_nor_loses_the_run_summary() {
 }
 
 /// Command-line conventions (issue [M16]): completions, the man page, wrapped help, the log on
-/// stderr, and one sentence for a server that cannot be reached.
+/// stderr, `-o json`, and one sentence for a server that cannot be reached.
 mod conventions {
     use super::*;
 
@@ -799,6 +799,21 @@ mod conventions {
             cmd.env("RUST_LOG", directives);
         }
         cmd.output().expect("run verify")
+    }
+
+    fn json(out: &Output) -> serde_json::Value {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "not one JSON document ({e}):\n{}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
     }
 
     #[test]
@@ -893,6 +908,47 @@ mod conventions {
             verify_log(&["-q", "-v", "cases"], None).status.code(),
             Some(2)
         );
+    }
+
+    #[test]
+    fn tables_print_as_one_json_document_with_o_json() {
+        let cases = json(&verify(&["cases", "-o", "json"]));
+        let rows = cases["cases"].as_array().expect("cases[]");
+        assert_eq!(Some(rows.len() as u64), cases["total"].as_u64());
+        let case14 = rows.iter().find(|c| c["number"] == 14).expect("case 14");
+        assert_eq!(case14["modelled"], true, "{case14}");
+        assert_eq!(case14["posture"], "MUTATING", "{case14}");
+
+        let findings = json(&verify(&["findings", "list", "-o", "json"]));
+        let first = &findings["findings"][0];
+        assert!(first["signature"].as_str().is_some(), "{findings}");
+        assert!(first["status"].as_str().is_some(), "{findings}");
+
+        let mutants = json(&verify(&["mutants", "--list", "--output-format", "json"]));
+        let names: Vec<&str> = mutants["mutants"]
+            .as_array()
+            .expect("mutants[]")
+            .iter()
+            .filter_map(|m| m["name"].as_str())
+            .collect();
+        assert!(names.contains(&"quota-off-by-one"), "{names:?}");
+        let kill_table = verify(&["mutants", "-o", "json", "--seeds", "1"]);
+        assert_eq!(kill_table.status.code(), Some(2), "JSON is for --list only");
+
+        let case = json(&verify(&["case", "14", "-o", "json"]));
+        let run = &case["runs"][0];
+        assert_eq!(run["number"], 14, "{case}");
+        assert_eq!(run["verdict"]["kind"], "pass", "{case}");
+        let skipped = run["verdict"]["skipped"].as_u64().expect("skipped");
+        let line = run["verdict_line"].as_str().unwrap_or_default();
+        assert!(line.starts_with("CASE 14 PASS"), "{case}");
+        let rows = run["rows"].as_array().expect("rows[]");
+        let status = |s: &str| rows.iter().filter(|r| r["status"] == s).count() as u64;
+        assert_eq!((status("FAIL"), status("SKIP")), (0, skipped), "{case}");
+        assert!(status("PASS") > 0, "{case}");
+        assert!(rows
+            .iter()
+            .all(|r| r["check"].is_string() && r["object"].is_string()));
     }
 
     /// kubectl says "The connection to the server … was refused": one sentence, not a

@@ -82,6 +82,8 @@ pub enum Command {
     Mutants {
         #[arg(long)]
         list: bool,
+        #[command(flatten)]
+        output: OutputArgs,
         /// Seeds to try per mutant.
         #[arg(long, default_value_t = 500)]
         seeds: u64,
@@ -103,7 +105,7 @@ pub enum Command {
     },
     /// The operator's locked e2e cases: number, locked title, scope, Needs, mutation posture,
     /// and whether verify models it (with the reason when it does not).
-    Cases,
+    Cases(OutputArgs),
     /// Run one locked case (`verify case 14`) or a hardware block (`--block mig|rdma`): a
     /// `STATUS | CHECK | OBJECT` table, then a verdict. Exit 0 pass or skip (a skip prints
     /// NOTHING WAS VERIFIED), 1 any FAIL, 2 input required or tier not available yet.
@@ -173,7 +175,7 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum FindingsCommand {
     /// Print the ledger: each finding's status, title, signature, scenario and first sighting.
-    List,
+    List(OutputArgs),
     /// Add a finding of a run to the ledger (its smallest scenario copied to .verify/known/),
     /// or change the status of one already there.
     Accept {

@@ -1,8 +1,24 @@
 //! The conventions every command shares: how much is logged on stderr (`-v`, `-q`,
-//! `RUST_LOG`) and whether a progress bar is drawn. Resolved here, without I/O, into plain
-//! values `main.rs` and the commands use.
+//! `RUST_LOG`), whether a progress bar is drawn, and `-o json` for the commands that print
+//! tables. Resolved here, without I/O, into plain values `main.rs` and the commands use.
 
 use super::*;
+
+/// `-o/--output-format`: a command's table as text, or as one JSON document on stdout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    #[default]
+    Table,
+    Json,
+}
+
+/// The `-o/--output-format` option of a command that prints a table.
+#[derive(Clone, Copy, Debug, Default, clap::Args)]
+pub struct OutputArgs {
+    /// Print the table as text, or as one JSON document.
+    #[arg(short = 'o', long = "output-format", value_enum, default_value_t)]
+    pub format: OutputFormat,
+}
 
 /// The crates of this workspace: the targets `-v`/`-q` set the level of.
 const OUR_CRATES: [&str; 14] = [
@@ -80,5 +96,38 @@ mod tests {
         }
         let argv = ["verify", "-q", "-v", "cases"];
         assert!(Cli::try_parse_from(argv).is_err(), "-q and -v together");
+    }
+
+    #[test]
+    fn tables_take_output_format_json() {
+        let json = |line: &str| match cli(line).command {
+            Command::Cases(o) => o.format,
+            Command::Mutants { output, .. } => output.format,
+            Command::Findings {
+                action: Some(FindingsCommand::List(o)),
+                ..
+            } => o.format,
+            Command::Case(args) => match args.format {
+                CaseFormat::Json => OutputFormat::Json,
+                _ => OutputFormat::Table,
+            },
+            other => panic!("`verify {line}` parsed as {other:?}"),
+        };
+        assert_eq!(json("cases"), OutputFormat::Table);
+        for line in [
+            "cases -o json",
+            "cases --output-format json",
+            "mutants --list -o json",
+            "findings list -o json",
+            "case 14 -o json",
+            "case 14 --output-format json",
+            "case 14 --format json",
+        ] {
+            assert_eq!(json(line), OutputFormat::Json, "verify {line}");
+        }
+        let Command::Case(args) = cli("case 14 -o junit").command else {
+            panic!("not case")
+        };
+        assert_eq!(args.format, CaseFormat::Junit);
     }
 }

@@ -6,7 +6,8 @@ use anyhow::{Context, Result};
 use outcome::{Concluded, Outcome};
 
 use crate::cli::{
-    AuditArgs, CheckArgs, CleanupArgs, Command, Format, FuzzArgs, SoakArgs, Tier, TwinCommand,
+    AuditArgs, CheckArgs, CleanupArgs, Command, Format, FuzzArgs, OutputFormat, SoakArgs, Tier,
+    TwinCommand,
 };
 
 mod cluster;
@@ -62,17 +63,24 @@ pub fn dispatch(command: Command, ui: &crate::cli::Ui) -> Result<Outcome> {
         ),
         Command::Mutants {
             list,
+            output,
             seeds,
             jobs,
             tier,
             twin,
         } => {
             let tier = if twin { Tier::Twin } else { tier };
-            mutants(list, seeds, jobs.unwrap_or(tier.default_jobs()), tier)
+            if list {
+                return Ok(list_mutants(output.format));
+            }
+            if output.format == OutputFormat::Json {
+                return Err(UsageError("-o json applies to `verify mutants --list`".into()).into());
+            }
+            mutants(seeds, jobs.unwrap_or(tier.default_jobs()), tier)
         }
         Command::Conformance { dir } => conformance(&dir),
         Command::Derive { cluster, format } => derive(cluster.as_deref(), format),
-        Command::Cases => cases_index(),
+        Command::Cases(output) => cases_index(output.format),
         Command::Case(args) => case(args),
         Command::Report {
             run_dir,
