@@ -193,6 +193,10 @@ fn case(args: ChartCaseArgs) -> Result<Outcome> {
                 Ok(xml) => outln!("{xml}"),
                 Err(e) => return Err(chart::ChartError::Tool(e.to_string())),
             },
+            CaseFormat::Json => match cases::render::case_json(std::slice::from_ref(run)) {
+                Ok(json) => outln!("{json}"),
+                Err(e) => return Err(chart::ChartError::Tool(e.to_string())),
+            },
         }
         Ok(())
     };

@@ -58,6 +58,10 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, Outcome> {
                 eprintln!("verify: {e}");
                 Outcome::Usage
             })?;
+        if let Err(e) = client.reachable().await {
+            eprintln!("verify: {e}");
+            return Err(Outcome::Inconclusive);
+        }
         preflight::implicit_twin_answers(&client, args.cluster.context.as_deref(), Access::Mutating)
             .await
             .map_err(|e| {

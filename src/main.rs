@@ -22,6 +22,7 @@ mod chart_cmd;
 mod cli;
 mod commands;
 mod live_run;
+mod logging;
 
 use clap::Parser;
 use outcome::Outcome;
@@ -35,7 +36,9 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let args = cli::Cli::parse();
-    let outcome = match commands::dispatch(args.command) {
+    let ui = args.ui();
+    logging::init(&ui);
+    let outcome = match commands::dispatch(args.command, &ui) {
         Ok(outcome) => outcome,
         Err(e) => {
             eprintln!("verify: {}", said_once(&e));

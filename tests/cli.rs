@@ -983,5 +983,209 @@ mod interrupted {
         assert_eq!(status.code(), Some(0), "{status:?}");
         let rest: Vec<String> = lines.map_while(Result::ok).collect();
         assert!(rest.iter().any(|l| l == "twin: stopped"), "{rest:?}");
+
+/// Command-line conventions (issue [M16]): completions, the man page, wrapped help, the log on
+/// stderr, `-o json`, and one sentence for a server that cannot be reached.
+mod conventions {
+    use super::*;
+
+    /// `verify ARGS` with `RUST_LOG` set to `rust_log`, or unset.
+    fn verify_log(args: &[&str], rust_log: Option<&str>) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_verify"));
+        cmd.args(args).env_remove("RUST_LOG");
+        if let Some(directives) = rust_log {
+            cmd.env("RUST_LOG", directives);
+        }
+        cmd.output().expect("run verify")
+    }
+
+    fn json(out: &Output) -> serde_json::Value {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "not one JSON document ({e}):\n{}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+
+    #[test]
+    fn completions_name_the_subcommands_and_the_man_page_is_roff() {
+        let out = verify(&["completions", "bash"]);
+        assert_eq!(out.status.code(), Some(0));
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(script.contains("_verify"), "{script}");
+        assert!(script.contains("fuzz"), "{script}");
+        for shell in ["zsh", "fish", "elvish", "powershell"] {
+            let out = verify(&["completions", shell]);
+            assert_eq!(out.status.code(), Some(0), "{shell}");
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains("fuzz"),
+                "{shell}"
+            );
+        }
+        assert_eq!(verify(&["completions", "tcsh"]).status.code(), Some(2));
+        for man in ["man", "manpage"] {
+            let out = verify(&[man]);
+            assert_eq!(out.status.code(), Some(0));
+            let page = String::from_utf8_lossy(&out.stdout);
+            assert!(page.contains(".TH"), "{page}");
+            assert!(page.contains("verify"), "{page}");
+        }
+    }
+
+    /// `verify PATH… --help` and, recursively, the help of each subcommand it lists.
+    fn assert_help_wrapped(path: &mut Vec<String>, seen: &mut usize) {
+        let mut args = path.clone();
+        args.push("--help".into());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = verify(&args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let help = String::from_utf8_lossy(&out.stdout);
+        let longest = help.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(
+            longest <= 100,
+            "{args:?}: a line of {longest} chars\n{help}"
+        );
+        *seen += 1;
+        let commands = help
+            .split("\nCommands:\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n\n").next())
+            .unwrap_or("");
+        // a command's line starts with two spaces and its name; wrapped text is indented more
+        let names: Vec<String> = commands
+            .lines()
+            .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|name| *name != "help")
+            .map(str::to_string)
+            .collect();
+        for name in names {
+            path.push(name);
+            assert_help_wrapped(path, seen);
+            path.pop();
+        }
+    }
+
+    #[test]
+    fn help_is_wrapped_at_100_columns_without_a_terminal() {
+        let mut seen = 0;
+        assert_help_wrapped(&mut Vec::new(), &mut seen);
+        assert!(seen > 20, "only {seen} help pages found");
+    }
+
+    #[test]
+    fn verbose_and_rust_log_write_a_log_on_stderr_and_quiet_refuses_verbose() {
+        let plain = verify_log(&["cases"], None);
+        assert_eq!(plain.status.code(), Some(0));
+        assert!(plain.stderr.is_empty(), "{:?}", plain.stderr);
+        let verbose = verify_log(&["-v", "cases"], None);
+        assert_eq!(verbose.status.code(), Some(0));
+        let log = String::from_utf8_lossy(&verbose.stderr);
+        assert!(
+            log.contains("INFO") && log.contains("verify -v cases"),
+            "{log}"
+        );
+        assert_eq!(verbose.stdout, plain.stdout, "the log leaves stdout alone");
+        let debug = verify_log(&["cases"], Some("debug"));
+        let log = String::from_utf8_lossy(&debug.stderr);
+        assert!(
+            log.contains("DEBUG") && log.contains("dispatching"),
+            "{log}"
+        );
+        // RUST_LOG wins over -q
+        let env_wins = verify_log(&["-q", "cases"], Some("verify=debug"));
+        assert!(String::from_utf8_lossy(&env_wins.stderr).contains("dispatching"));
+        assert_eq!(
+            verify_log(&["-q", "-v", "cases"], None).status.code(),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn tables_print_as_one_json_document_with_o_json() {
+        let cases = json(&verify(&["cases", "-o", "json"]));
+        let rows = cases["cases"].as_array().expect("cases[]");
+        assert_eq!(Some(rows.len() as u64), cases["total"].as_u64());
+        let case14 = rows.iter().find(|c| c["number"] == 14).expect("case 14");
+        assert_eq!(case14["modelled"], true, "{case14}");
+        assert_eq!(case14["posture"], "MUTATING", "{case14}");
+
+        let findings = json(&verify(&["findings", "list", "-o", "json"]));
+        let first = &findings["findings"][0];
+        assert!(first["signature"].as_str().is_some(), "{findings}");
+        assert!(first["status"].as_str().is_some(), "{findings}");
+
+        let mutants = json(&verify(&["mutants", "--list", "--output-format", "json"]));
+        let names: Vec<&str> = mutants["mutants"]
+            .as_array()
+            .expect("mutants[]")
+            .iter()
+            .filter_map(|m| m["name"].as_str())
+            .collect();
+        assert!(names.contains(&"quota-off-by-one"), "{names:?}");
+        let kill_table = verify(&["mutants", "-o", "json", "--seeds", "1"]);
+        assert_eq!(kill_table.status.code(), Some(2), "JSON is for --list only");
+
+        let case = json(&verify(&["case", "14", "-o", "json"]));
+        let run = &case["runs"][0];
+        assert_eq!(run["number"], 14, "{case}");
+        assert_eq!(run["verdict"]["kind"], "pass", "{case}");
+        let skipped = run["verdict"]["skipped"].as_u64().expect("skipped");
+        let line = run["verdict_line"].as_str().unwrap_or_default();
+        assert!(line.starts_with("CASE 14 PASS"), "{case}");
+        let rows = run["rows"].as_array().expect("rows[]");
+        let status = |s: &str| rows.iter().filter(|r| r["status"] == s).count() as u64;
+        assert_eq!((status("FAIL"), status("SKIP")), (0, skipped), "{case}");
+        assert!(status("PASS") > 0, "{case}");
+        assert!(rows
+            .iter()
+            .all(|r| r["check"].is_string() && r["object"].is_string()));
+    }
+
+    /// kubectl says "The connection to the server … was refused": one sentence, not a
+    /// preflight line per check that could not run.
+    #[test]
+    fn an_unreachable_server_is_one_sentence_naming_it_and_exits_3() {
+        let kubeconfig = scratch(
+            "unreachable-kubeconfig",
+            &live::server::kubeconfig::kubeconfig_yaml("https://127.0.0.1:1", "nowhere"),
+        );
+        let dir = scratch_dir("unreachable");
+        let k = kubeconfig.to_str().unwrap();
+        let runs = dir.join("runs");
+        let regressions = dir.join("r.txt");
+        for args in [
+            vec!["audit", "--kubeconfig", k, "--context", "nowhere"],
+            vec![
+                "fuzz",
+                "--kubeconfig",
+                k,
+                "--context",
+                "nowhere",
+                "--yes",
+                "--seeds",
+                "1",
+                "--run-dir",
+                runs.to_str().unwrap(),
+                "--regressions",
+                regressions.to_str().unwrap(),
+            ],
+        ] {
+            let out = verify_log(&args, None);
+            let err = String::from_utf8_lossy(&out.stderr);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(out.status.code(), Some(3), "{args:?}: {err}{text}");
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            assert!(err.contains("https://127.0.0.1:1"), "{err}");
+            assert!(err.to_lowercase().contains("refused"), "{err}");
+            assert!(!text.contains("PREFLIGHT"), "{text}");
+        }
     }
 }

@@ -2,9 +2,10 @@
 //! verdict line; `NOTHING WAS VERIFIED` whenever no check ran. JUnit XML for CI.
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use serde::Serialize;
 
 use crate::index::IndexEntry;
-use crate::run::{CaseRun, Status, Verdict};
+use crate::run::{CaseRun, Row, Status, Verdict};
 
 /// The banner, the table and the verdict line of one case.
 pub fn case_text(run: &CaseRun) -> String {
@@ -92,6 +93,75 @@ pub fn index_text(entries: &[IndexEntry]) -> String {
         entries.len()
     ));
     out
+}
+
+/// `verify case N -o json`: every case run's rows and verdict, as one document.
+#[derive(Serialize)]
+pub struct CaseRunsJson<'a> {
+    pub runs: Vec<CaseRunJson<'a>>,
+}
+
+/// One case run: what [`case_text`] prints, as data.
+#[derive(Serialize)]
+pub struct CaseRunJson<'a> {
+    pub number: u32,
+    pub title: &'a str,
+    pub tier: &'static str,
+    pub rows: &'a [Row],
+    pub verdict: &'a Verdict,
+    /// The verdict line of the table ([`verdict_line`]).
+    pub verdict_line: String,
+}
+
+/// [`CaseRunsJson`] of `runs`, pretty-printed.
+pub fn case_json(runs: &[CaseRun]) -> serde_json::Result<String> {
+    let runs = runs
+        .iter()
+        .map(|r| CaseRunJson {
+            number: r.number,
+            title: &r.title,
+            tier: r.tier.name(),
+            rows: &r.rows,
+            verdict: &r.verdict,
+            verdict_line: verdict_line(r),
+        })
+        .collect();
+    serde_json::to_string_pretty(&CaseRunsJson { runs })
+}
+
+/// `verify cases -o json`: the index, each entry with what [`index_text`] derives from it.
+#[derive(Serialize)]
+pub struct IndexJson<'a> {
+    pub cases: Vec<IndexRowJson<'a>>,
+    pub total: usize,
+    pub modelled: usize,
+}
+
+/// One index entry, its posture and whether it is modelled.
+#[derive(Serialize)]
+pub struct IndexRowJson<'a> {
+    #[serde(flatten)]
+    pub entry: &'a IndexEntry,
+    pub modelled: bool,
+    pub posture: &'static str,
+}
+
+/// [`IndexJson`] of `entries`, pretty-printed.
+pub fn index_json(entries: &[IndexEntry]) -> serde_json::Result<String> {
+    let cases: Vec<IndexRowJson> = entries
+        .iter()
+        .map(|entry| IndexRowJson {
+            entry,
+            modelled: entry.modelled(),
+            posture: entry.posture(),
+        })
+        .collect();
+    let modelled = cases.iter().filter(|c| c.modelled).count();
+    serde_json::to_string_pretty(&IndexJson {
+        total: cases.len(),
+        modelled,
+        cases,
+    })
 }
 
 /// JUnit XML: one suite per case, one test case per row (FAIL → failure, SKIP → skipped).

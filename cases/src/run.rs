@@ -8,7 +8,8 @@ use crate::library::LockedCase;
 use crate::tier::Tier;
 
 /// A row's status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum Status {
     Pass,
     Fail,
@@ -26,17 +27,19 @@ impl Status {
 }
 
 /// `STATUS | CHECK | OBJECT`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Row {
     pub status: Status,
     pub check: String,
     pub object: String,
     /// For an expectation row, its index in the scenario's `expect` list.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub expectation: Option<usize>,
 }
 
-/// How a case ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How a case ended (as JSON: `{"kind": "pass", "skipped": 0}`, …).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Verdict {
     /// No FAIL and at least one PASS.
     Pass {
@@ -55,8 +58,14 @@ pub enum Verdict {
     },
     /// The tier cannot run cases yet: exit 2.
     Unavailable {
+        #[serde(serialize_with = "tier_name")]
         tier: Tier,
     },
+}
+
+/// A tier as its name (`model`, `twin`, `live`).
+fn tier_name<S: serde::Serializer>(tier: &Tier, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(tier.name())
 }
 
 impl Concluded for Verdict {

@@ -251,6 +251,25 @@ fn preflight_passes_on_the_operators_twin() {
     assert_eq!(missing, Vec::<String>::new());
 }
 
+/// A server nobody answers on: one line naming it and the cause, not a line per check.
+#[test]
+fn an_unreachable_server_is_one_preflight_line_naming_it() {
+    let dir = temp_dir("unreachable");
+    let path = dir.0.join("kubeconfig-nowhere");
+    std::fs::write(&path, kubeconfig_yaml("https://127.0.0.1:1", "nowhere")).expect("write");
+    let (reached, missing) = runtime().block_on(async {
+        let client = Client::connect(&path, "nowhere").await.expect("connects");
+        (
+            client.reachable().await,
+            client.preflight(Access::Mutating, true).await,
+        )
+    });
+    let e = reached.expect_err("nothing listens on port 1");
+    assert_eq!(e.server, "https://127.0.0.1:1");
+    assert!(e.cause.to_lowercase().contains("refused"), "{e}");
+    assert_eq!(missing, vec![e.to_string()]);
+}
+
 #[test]
 fn preflight_names_each_missing_piece() {
     let served: Vec<Kind> = kinds::ALL

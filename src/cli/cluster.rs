@@ -193,7 +193,7 @@ pub struct ChartCaseArgs {
     /// Case 4: the replica count.
     #[arg(long, default_value_t = 2)]
     pub replicas: u32,
-    /// Output: the case table, or JUnit XML for CI.
-    #[arg(long, value_enum, default_value_t = CaseFormat::Table)]
+    /// Output: the case table, JUnit XML for CI, or the rows and verdict as JSON.
+    #[arg(short = 'o', long, visible_alias = "output-format", value_enum, default_value_t = CaseFormat::Table)]
     pub format: CaseFormat,
 }

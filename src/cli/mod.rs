@@ -7,16 +7,25 @@ pub use tier::Tier;
 
 mod bounds;
 mod cluster;
+mod output;
 mod plan;
 mod run;
 
 pub use cluster::*;
+pub use output::*;
 pub use run::*;
 
 /// Verifier for the GPUStack operator's scheduling chain.
 #[derive(Debug, Parser)]
 #[command(name = "verify", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
+    /// Log more on stderr: -v info, -vv debug (kube-rs's requests), -vvv trace. RUST_LOG,
+    /// when set, wins.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Log errors only, and draw no progress bar.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -74,6 +83,8 @@ pub enum Command {
     Mutants {
         #[arg(long)]
         list: bool,
+        #[command(flatten)]
+        output: OutputArgs,
         /// Seeds to try per mutant.
         #[arg(long, default_value_t = 500)]
         seeds: u64,
@@ -95,7 +106,7 @@ pub enum Command {
     },
     /// The operator's locked e2e cases: number, locked title, scope, Needs, mutation posture,
     /// and whether verify models it (with the reason when it does not).
-    Cases,
+    Cases(OutputArgs),
     /// Run one locked case (`verify case 14`) or a hardware block (`--block mig|rdma`): a
     /// `STATUS | CHECK | OBJECT` table, then a verdict. Exit 0 pass or skip (a skip prints
     /// NOTHING WAS VERIFIED), 1 any FAIL, 2 input required or tier not available yet.
@@ -150,13 +161,22 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// Print a completion script for SHELL on standard output (e.g. `verify completions bash
+    /// > ~/.local/share/bash-completion/completions/verify`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on standard output (`verify man | man -l -`).
+    #[command(alias = "manpage")]
+    Man,
 }
 
 /// `verify findings` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum FindingsCommand {
     /// Print the ledger: each finding's status, title, signature, scenario and first sighting.
-    List,
+    List(OutputArgs),
     /// Add a finding of a run to the ledger (its smallest scenario copied to .verify/known/),
     /// or change the status of one already there.
     Accept {
@@ -203,8 +223,9 @@ pub enum TwinCommand {
         /// (research/chain.md §15); the reference operator derives the rest.
         #[arg(long)]
         walkthrough: bool,
-        /// Inject faults into client requests, replayable from a seed:
-        /// `SEED[:conflict=0.05,throttle=0.05,error=0.05,watch-cut=0.2,slow=0.05,delay-ms=20,retry-after=1]`.
+        /// Inject faults into client requests, replayable from a seed: `SEED[:SPEC]`, SPEC a
+        /// comma-separated list of rates and knobs, e.g. `7:conflict=0.05,throttle=0.05,
+        /// error=0.05,watch-cut=0.2,slow=0.05,delay-ms=20,retry-after=1` (no spaces).
         #[arg(long, value_name = "SEED[:SPEC]")]
         faults: Option<String>,
         /// Run the reference operator with this mutated rule (`verify mutants --list`).

@@ -160,8 +160,8 @@ pub struct CaseArgs {
     pub tier: Option<Tier>,
     #[command(flatten)]
     pub live: LiveArgs,
-    /// Output: the case table, or JUnit XML for CI.
-    #[arg(long, value_enum, default_value_t = CaseFormat::Table)]
+    /// Output: the case table, JUnit XML for CI, or the rows and verdict as JSON.
+    #[arg(short = 'o', long, visible_alias = "output-format", value_enum, default_value_t = CaseFormat::Table)]
     pub format: CaseFormat,
     /// Run on a mutated model (see `verify mutants --list`): the case should fail.
     #[arg(long)]
@@ -178,6 +178,7 @@ pub enum CaseBlock {
 pub enum CaseFormat {
     Table,
     Junit,
+    Json,
 }
 
 /// `I/N` with I < N.

@@ -88,6 +88,10 @@ pub(crate) async fn connect_announced(
             return Err(e.outcome());
         }
     };
+    if let Err(e) = client.reachable().await {
+        eprintln!("verify: {e}");
+        return Err(Outcome::Inconclusive);
+    }
     for line in client.banner().await {
         outln!("{line}");
     }

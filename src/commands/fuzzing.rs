@@ -4,7 +4,8 @@ use super::*;
 
 /// `verify fuzz`: announce the tier, replay regressions, run the seeds with each
 /// counterexample recorded as found (`fuzz::record::FuzzRun`), end with the summary table.
-pub(super) fn fuzz(args: FuzzArgs) -> Result<Outcome> {
+/// `progress`: draw the progress bar (on a terminal; `-q` draws none).
+pub(super) fn fuzz(args: FuzzArgs, progress: bool) -> Result<Outcome> {
     use std::sync::Mutex;
 
     let tier = args.tier();
@@ -43,6 +44,15 @@ pub(super) fn fuzz(args: FuzzArgs) -> Result<Outcome> {
         strict: args.strict,
     };
     let run = fuzz::record::FuzzRun::start(&config, record, regressions)?;
+    tracing::info!(path = %run.path().display(), "run directory created");
+    tracing::debug!(
+        tier = ?config.tier,
+        seeds = config.seeds,
+        jobs = config.jobs,
+        shard = ?config.shard,
+        regressions = config.regressions.len(),
+        "fuzz config"
+    );
     outln!("run directory: {}", run.path().display());
     let run_id = run.run_label();
     if let Some(p) = &prepared {
@@ -60,7 +70,10 @@ pub(super) fn fuzz(args: FuzzArgs) -> Result<Outcome> {
             overlay: p.overlay.clone(),
         });
     }
-    let bar = indicatif::ProgressBar::new(total);
+    let bar = match progress {
+        true => indicatif::ProgressBar::new(total),
+        false => indicatif::ProgressBar::hidden(),
+    };
     bar.set_style(
         indicatif::ProgressStyle::with_template(
             "{bar:30} {pos}/{len} seeds  {msg}  {per_sec}  eta {eta}",
@@ -157,14 +170,6 @@ pub(super) fn fuzz(args: FuzzArgs) -> Result<Outcome> {
     let summary = run.finish(&report, coverage, floors)?;
     reports::terminal::print_summary(&summary);
     Ok(report.outcome(&summary, !leftovers.is_empty()))
-}
-
-/// The command line as typed, for the run's summary.
-fn command_line() -> String {
-    std::iter::once("verify".to_string())
-        .chain(std::env::args().skip(1))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// One recorded counterexample as a line above the progress bar.

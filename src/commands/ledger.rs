@@ -16,8 +16,11 @@ pub(super) fn findings(
             list_ledger(&ledger, known);
             Ok(Outcome::Held)
         }
-        Some(FindingsCommand::List) => {
-            list_ledger(&ledger, known);
+        Some(FindingsCommand::List(output)) => {
+            match output.format {
+                OutputFormat::Table => list_ledger(&ledger, known),
+                OutputFormat::Json => outln!("{}", ledger_json(&ledger, known)?),
+            }
             Ok(Outcome::Held)
         }
         Some(FindingsCommand::Retire { signature }) => {
@@ -74,6 +77,21 @@ pub(super) fn list_ledger(ledger: &reports::Ledger, known: &Path) {
         ledger.findings.len(),
         known.display()
     );
+}
+
+/// `verify findings list -o json`: the ledger's entries and where it was read.
+#[derive(serde::Serialize)]
+struct LedgerJson<'a> {
+    ledger: &'a Path,
+    findings: &'a [reports::KnownFinding],
+}
+
+/// The ledger as one JSON document.
+fn ledger_json(ledger: &reports::Ledger, known: &Path) -> serde_json::Result<String> {
+    serde_json::to_string_pretty(&LedgerJson {
+        ledger: known,
+        findings: &ledger.findings,
+    })
 }
 
 /// `verify findings accept SIG`: a run's finding into the ledger (its smallest scenario

@@ -2,12 +2,15 @@
 
 use super::*;
 
-/// `verify cases`: the locked case index.
-pub(super) fn cases_index() -> Result<Outcome> {
+/// `verify cases`: the locked case index, as a table or JSON.
+pub(super) fn cases_index(format: OutputFormat) -> Result<Outcome> {
     if let Some(e) = cases::index::index_error() {
         return Err(UsageError(e).into());
     }
-    out!("{}", cases::render::index_text(cases::index()));
+    match format {
+        OutputFormat::Table => out!("{}", cases::render::index_text(cases::index())),
+        OutputFormat::Json => outln!("{}", cases::render::index_json(cases::index())?),
+    }
     Ok(Outcome::Held)
 }
 
@@ -254,7 +257,7 @@ pub(super) fn case(args: crate::cli::CaseArgs) -> Result<Outcome> {
     Ok(runs.outcome())
 }
 
-/// Each case's table (and a block summary), or JUnit XML.
+/// Each case's table (and a block summary), JUnit XML, or JSON.
 pub(super) fn print_case_runs(
     runs: &[cases::CaseRun],
     format: crate::cli::CaseFormat,
@@ -277,6 +280,7 @@ pub(super) fn print_case_runs(
                 cases::render::junit(runs).map_err(|e| UsageError(e.to_string()))?
             )
         }
+        crate::cli::CaseFormat::Json => outln!("{}", cases::render::case_json(runs)?),
     }
     Ok(())
 }

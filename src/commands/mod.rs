@@ -6,7 +6,8 @@ use anyhow::{Context, Result};
 use outcome::{Concluded, Outcome};
 
 use crate::cli::{
-    AuditArgs, CheckArgs, CleanupArgs, Command, Format, FuzzArgs, SoakArgs, Tier, TwinCommand,
+    AuditArgs, CheckArgs, CleanupArgs, Command, Format, FuzzArgs, OutputFormat, SoakArgs, Tier,
+    TwinCommand,
 };
 
 mod cluster;
@@ -15,6 +16,7 @@ mod ledger;
 mod locked;
 mod offline;
 mod serve;
+mod shell;
 mod soaking;
 
 pub(crate) use cluster::*;
@@ -23,6 +25,7 @@ use ledger::*;
 use locked::*;
 use offline::*;
 use serve::*;
+use shell::*;
 use soaking::*;
 
 /// Bad input or a missing required input: exit 2.
@@ -30,9 +33,12 @@ use soaking::*;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-pub fn dispatch(command: Command) -> Result<Outcome> {
+/// Runs `command`; `ui` says whether progress is drawn (`-q` draws none).
+pub fn dispatch(command: Command, ui: &crate::cli::Ui) -> Result<Outcome> {
+    tracing::info!("{} (verify {})", command_line(), env!("CARGO_PKG_VERSION"));
+    tracing::debug!(?command, "dispatching");
     match command {
-        Command::Fuzz(args) => fuzz(args),
+        Command::Fuzz(args) => fuzz(args, ui.progress),
         Command::Replay { file } => replay(&file),
         Command::Check(args) => check(args),
         Command::Soak(args) => soak(args),
@@ -57,17 +63,24 @@ pub fn dispatch(command: Command) -> Result<Outcome> {
         ),
         Command::Mutants {
             list,
+            output,
             seeds,
             jobs,
             tier,
             twin,
         } => {
             let tier = if twin { Tier::Twin } else { tier };
-            mutants(list, seeds, jobs.unwrap_or(tier.default_jobs()), tier)
+            if list {
+                return Ok(list_mutants(output.format));
+            }
+            if output.format == OutputFormat::Json {
+                return Err(UsageError("-o json applies to `verify mutants --list`".into()).into());
+            }
+            mutants(seeds, jobs.unwrap_or(tier.default_jobs()), tier)
         }
         Command::Conformance { dir } => conformance(&dir),
         Command::Derive { cluster, format } => derive(cluster.as_deref(), format),
-        Command::Cases => cases_index(),
+        Command::Cases(output) => cases_index(output.format),
         Command::Case(args) => case(args),
         Command::Report {
             run_dir,
@@ -90,7 +103,17 @@ pub fn dispatch(command: Command) -> Result<Outcome> {
         Command::Cleanup(args) => cleanup(args),
         Command::Operator(args) => operator(args),
         Command::Chart(c) => crate::chart_cmd::dispatch(c),
+        Command::Completions { shell } => Ok(completions(shell)),
+        Command::Man => man_page(),
     }
+}
+
+/// The command line as typed, for the run's summary and the log.
+fn command_line() -> String {
+    std::iter::once("verify".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The live operator's settings: `--operator-settings FILE`, else the operator's defaults.

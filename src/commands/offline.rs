@@ -130,15 +130,48 @@ pub(super) fn issue_report(
     write_or_print(&text, output)
 }
 
-/// `verify mutants`: the catalog, or the kill table over `seeds` seeds each.
-pub(super) fn mutants(list: bool, seeds: u64, jobs: usize, tier: Tier) -> Result<Outcome> {
+/// `verify mutants --list -o json`: the catalog.
+#[derive(serde::Serialize)]
+struct MutantsJson {
+    mutants: Vec<MutantJson>,
+}
+
+/// One mutant: its name (`--mutant NAME`) and the bug it injects.
+#[derive(serde::Serialize)]
+struct MutantJson {
+    name: &'static str,
+    description: &'static str,
+}
+
+/// `verify mutants --list`: each mutant's name and what it does, as a table or JSON.
+pub(super) fn list_mutants(format: OutputFormat) -> Outcome {
     use model::mutants::Mutant;
-    if list {
-        for m in Mutant::ALL {
-            outln!("{:<32} {}", m.name(), m.describe());
+    match format {
+        OutputFormat::Table => {
+            for m in Mutant::ALL {
+                outln!("{:<32} {}", m.name(), m.describe());
+            }
         }
-        return Ok(Outcome::Held);
+        OutputFormat::Json => {
+            let doc = MutantsJson {
+                mutants: Mutant::ALL
+                    .iter()
+                    .map(|m| MutantJson {
+                        name: m.name(),
+                        description: m.describe(),
+                    })
+                    .collect(),
+            };
+            // plain strings only: serialising cannot fail
+            outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        }
     }
+    Outcome::Held
+}
+
+/// `verify mutants`: the kill table over `seeds` seeds per mutant.
+pub(super) fn mutants(seeds: u64, jobs: usize, tier: Tier) -> Result<Outcome> {
+    use model::mutants::Mutant;
     outln!("{}", tier.banner());
     outln!("each mutant fuzzed for up to {seeds} seeds");
     outln!(

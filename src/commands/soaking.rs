@@ -72,6 +72,8 @@ pub(super) fn soak(args: SoakArgs) -> Result<Outcome> {
     outln!("{}", target.describe());
     let dir = scenario::RunDir::create_now(&args.run_dir)
         .with_context(|| format!("creating a run directory under {}", args.run_dir.display()))?;
+    tracing::info!(path = %dir.path().display(), "run directory created");
+    tracing::debug!(?config, "soak config");
     outln!(
         "soak: seed {}, for {}, run directory {}",
         args.seed,

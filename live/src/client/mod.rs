@@ -19,6 +19,7 @@ pub mod observe;
 pub mod overlay;
 pub mod preflight;
 pub mod quiesce;
+pub mod reach;
 pub mod retry;
 pub mod scoped;
 pub mod teardown;
@@ -38,6 +39,7 @@ pub use mock::{mocked_cluster, mocked_cluster_keeping};
 pub use observe::{diff, expected, Observed};
 pub use preflight::{connect, Access, ConnectError, TWIN_CONTEXT};
 pub use quiesce::{Quiescence, Quiescer};
+pub use reach::Unreachable;
 pub use retry::RetryPolicy;
 pub use teardown::Teardown;
 pub use verdicts::{

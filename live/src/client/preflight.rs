@@ -182,6 +182,11 @@ pub async fn implicit_twin_answers(
     if context.is_some() || access == Access::ReadOnly || client.is_embedded_twin().await {
         return Ok(());
     }
+    // a server that does not answer at all is the caller's to report ([`Client::reachable`],
+    // exit 3), not a refusal of its name; nothing is written to it either way
+    if client.reachable().await.is_err() {
+        return Ok(());
+    }
     let target = client.target();
     Err(Refused(format!(
         "refusing to change a cluster without --context: the current context `{}` ({}) is \
@@ -290,7 +295,11 @@ impl Client {
     /// The read-only preflight: each missing piece one line (empty: ready). `access` picks the
     /// verbs the access reviews ask about; `operator` also requires the operator's
     /// AdmissionCheck and ClusterQueues (a cleanup does not need them).
+    /// A server that does not answer is one line ([`Client::reachable`]).
     pub async fn preflight(&self, access: Access, operator: bool) -> Vec<String> {
+        if let Err(e) = self.reachable().await {
+            return vec![e.to_string()];
+        }
         let mut missing = Vec::new();
         for kind in SERVED_KINDS {
             match self.served(&kind).await {
