@@ -983,6 +983,8 @@ mod interrupted {
         assert_eq!(status.code(), Some(0), "{status:?}");
         let rest: Vec<String> = lines.map_while(Result::ok).collect();
         assert!(rest.iter().any(|l| l == "twin: stopped"), "{rest:?}");
+    }
+}
 
 /// Command-line conventions (issue [M16]): completions, the man page, wrapped help, the log on
 /// stderr, `-o json`, and one sentence for a server that cannot be reached.
