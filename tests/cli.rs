@@ -891,6 +891,7 @@ fn a_closed_stdout_neither_panics_nor_loses_the_run_summary() {
 /// a killed run's summary, still `running`, reads as `interrupted` once its process is gone;
 /// `twin serve` stops on Ctrl-C with exit 0.
 mod interrupted {
+    use super::common::signal;
     use std::io::{BufRead, BufReader};
     use std::path::{Path, PathBuf};
     use std::process::{Child, Command, Stdio};
@@ -925,14 +926,6 @@ mod interrupted {
         };
         std::thread::spawn(move || for _ in lines {});
         (child, dir)
-    }
-
-    fn signal(child: &Child, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(ok.success());
     }
 
     fn verdict(dir: &Path) -> String {

@@ -6,6 +6,7 @@ mod common;
 
 use common::http_get as get;
 use common::http_post as post;
+use common::signal;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -257,14 +258,6 @@ fn some_delay() -> Duration {
     Duration::from_millis(300 + u64::from(nanos % 1500))
 }
 
-fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(ok.success());
-}
-
 #[test]
 fn a_run_interrupted_by_sigint_tears_down_everything_it_wrote() {
     let twin = serve("sigint", true);
@@ -299,10 +292,9 @@ fn a_run_killed_by_sigkill_is_finished_by_verify_cleanup() {
     assert_eq!(traces(&twin.addr), Vec::<String>::new(), "{}", text(&o));
 }
 
-#[test]
-fn a_case_runs_live_in_run_unique_pools_and_leaves_nothing() {
-    let twin = serve("case", true);
-    let o = verify(&[
+/// `verify case 14` on `twin`'s context, confirmed, with `extra` flags.
+fn live_case_14(twin: &Served, extra: &[&str]) -> Output {
+    let mut args = vec![
         "case",
         "14",
         "--context",
@@ -310,7 +302,15 @@ fn a_case_runs_live_in_run_unique_pools_and_leaves_nothing() {
         "--kubeconfig",
         twin.kubeconfig.to_str().unwrap(),
         "--yes",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    verify(&args)
+}
+
+#[test]
+fn a_case_runs_live_in_run_unique_pools_and_leaves_nothing() {
+    let twin = serve("case", true);
+    let o = live_case_14(&twin, &[]);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("(tier: live)"), "{out}");
@@ -342,17 +342,7 @@ fn a_case_runs_live_in_run_unique_pools_and_leaves_nothing() {
 #[test]
 fn the_largest_teardown_budget_tears_down_without_a_panic() {
     let twin = serve("budget", true);
-    let o = verify(&[
-        "case",
-        "14",
-        "--context",
-        CONTEXT,
-        "--kubeconfig",
-        twin.kubeconfig.to_str().unwrap(),
-        "--yes",
-        "--teardown-budget",
-        "18446744073709551615s",
-    ]);
+    let o = live_case_14(&twin, &["--teardown-budget", "18446744073709551615s"]);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(!out.contains("panicked"), "{out}");

@@ -1,6 +1,7 @@
 //! Helpers the binary's end-to-end tests share.
 
 use std::io::{Read, Write};
+use std::process::{Child, Command};
 
 /// The `127.0.0.1:PORT` that `verify twin serve`'s first line (`… on http://127.0.0.1:PORT`)
 /// names.
@@ -39,4 +40,14 @@ pub fn http_post(addr: &str, path: &str, body: &str) -> String {
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     response
+}
+
+/// Sends `sig` (`-INT`, `-KILL`) to `child` with kill(1).
+#[allow(dead_code)] // not every test binary signals
+pub fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
 }
