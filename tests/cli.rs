@@ -265,6 +265,24 @@ fn an_unknown_operator_setting_is_refused_by_name() {
     assert!(err.contains("mixed_on_node"), "{err}");
 }
 
+/// A file of deeply nested flow collections is refused before the YAML parser sees it (the
+/// parser's time grows with depth squared: 10 s for 40 KB of `[[[…]]]`), naming where.
+#[test]
+fn deeply_nested_yaml_is_refused_where_it_passes_the_bound() {
+    let depth = 20_000;
+    let body = format!(
+        "name: x\ncluster: {{}}\nevents: {}{}\n",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    let file = scratch("nested.yaml", &body);
+    let out = verify(&["replay", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("nested.yaml:3:73"), "{err}");
+    assert!(err.contains("nested deeper than 64 levels"), "{err}");
+}
+
 #[test]
 fn a_malformed_scenario_names_the_line_and_field() {
     let bad = scratch(

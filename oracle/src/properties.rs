@@ -3,7 +3,7 @@
 //! states what must hold of the result; none re-implements a rule. Each does a handful of
 //! derivations, so `check_all` stays within the fuzzer's budget on small clusters.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use model::cluster::{Cluster, Node, SharedOnceMax};
 use model::derive::{derive, derive_after, Derived};
@@ -634,8 +634,21 @@ pub fn structure_of(when: &str, d: &Derived, cluster: &Cluster) -> Result<(), Vi
             )],
         ));
     }
+    // one index of the LocalQueues, not a scan per namespace per InstanceType: with the scan a
+    // replay of N namespace events took time growing as N^3 (issue [M16], "Slow inputs")
+    let served: HashSet<(&str, &str, &str)> = d
+        .local_queues
+        .iter()
+        .map(|l| {
+            (
+                l.namespace.as_str(),
+                l.name.as_str(),
+                l.cluster_queue.as_str(),
+            )
+        })
+        .collect();
     for it in &d.instance_types {
-        entrance_is_served(it, d, &namespaces).or_else(fail)?;
+        entrance_is_served(it, &served, &namespaces).or_else(fail)?;
     }
     Ok(())
 }
@@ -653,7 +666,7 @@ fn count<'a>(names: impl Iterator<Item = &'a str>) -> BTreeMap<&'a str, usize> {
 /// eligible namespace.
 fn entrance_is_served(
     it: &InstanceType,
-    d: &Derived,
+    served: &HashSet<(&str, &str, &str)>,
     namespaces: &BTreeSet<&str>,
 ) -> Result<(), (String, Vec<Difference>)> {
     let entrance = &it.status.entrance;
@@ -677,11 +690,7 @@ fn entrance_is_served(
         ));
     }
     for ns in namespaces {
-        let served = d
-            .local_queues
-            .iter()
-            .any(|l| l.namespace == *ns && l.name == *entrance && l.cluster_queue == it.name);
-        if !served {
+        if !served.contains(&(*ns, entrance.as_str(), it.name.as_str())) {
             return Err((
                 format!(
                     "InstanceType {}: expected entrance `{entrance}` to name its LocalQueue in namespace {ns}, got none",

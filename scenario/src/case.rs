@@ -21,6 +21,16 @@ pub struct CaseFile {
 
 /// Parses a scenario file that may open with a `case:` header.
 pub fn case_from_yaml(text: &str, origin: &str) -> Result<CaseFile, ScenarioError> {
+    if let Some(at) = crate::nesting::too_deep(text) {
+        return Err(ScenarioError::Syntax {
+            at: Location::new(origin, Some(at)),
+            field: FieldPath::root(),
+            message: format!(
+                "flow collections nested deeper than {} levels: not a scenario",
+                crate::nesting::MAX_FLOW_DEPTH
+            ),
+        });
+    }
     let doc: Option<Value> = serde_norway::from_str(text).ok();
     let header = match doc.as_ref().and_then(|d| d.get("case")) {
         None => None,

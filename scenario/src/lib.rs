@@ -11,6 +11,7 @@ mod case;
 mod error;
 mod format;
 mod locate;
+pub mod nesting;
 mod path;
 mod regressions;
 mod rundir;
