@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Prints issue [M15]'s figures and their ratios to its targets from one run on this machine:
+a full derivation of 1,000 nodes x 8 cards, `verify audit --snapshot` of a 4,000-node dump
+against Python's json.load of the same file (time and max RSS), model-tier fuzz throughput,
+and `verify check`'s default scope on one and two threads against the floor of stateright
+exploring the recorded state graph alone (generators' `check` bench, `graph1`). The 30-minute
+soak's memory is not measured here (docs/benchmarks.md, "Soak").
+
+    python3 scripts/ratios.py            (builds what it runs, release profile)
+    python3 scripts/ratios.py --quick    (skips the check rows: they take about a minute)
+"""
+import json, os, re, subprocess, sys, tempfile, time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+RELEASE = os.path.join(TARGET, "release")
+QUICK = "--quick" in sys.argv
+
+
+def run(cmd, **kw):
+    """Runs `cmd` in the checkout; its stdout, or exits naming the command that failed."""
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, **kw)
+    if p.returncode not in (0, 1):
+        sys.exit(f"ratios: `{' '.join(cmd)}` exited {p.returncode}:\n{p.stderr[-2000:]}")
+    return p.stdout + p.stderr
+
+
+def timed(cmd):
+    """Wall seconds and max RSS (KiB) of one run of `cmd`, from GNU time."""
+    out = run(["/usr/bin/time", "-f", "TIMED %e %M"] + cmd)
+    m = re.search(r"TIMED ([\d.]+) (\d+)", out)
+    return float(m.group(1)), int(m.group(2)), out
+
+
+def row(job, now, target, ratio):
+    print(f"{job:<44} {now:>22} {target:>16} {ratio:>10}")
+
+
+def build():
+    run(["cargo", "build", "--release", "-q", "--bin", "verify"])
+    run(["cargo", "build", "--release", "-q", "-p", "model", "--example", "derive_timing"])
+    run(["cargo", "build", "--release", "-q", "-p", "live", "--example", "audit_dump"])
+    if not QUICK:
+        run(["cargo", "bench", "-q", "-p", "generators", "--bench", "check", "--no-run"])
+
+
+def derivation():
+    out = run([os.path.join(RELEASE, "examples", "derive_timing"), "3", "1000 nodes"])
+    m = re.search(r"mean\s+([\d.]+)(ms|µs|s)", out)
+    ms = float(m.group(1)) * {"ms": 1, "µs": 1e-3, "s": 1e3}[m.group(2)]
+    row("derive 1,000 nodes x 8 cards (mean)", f"{ms:.1f} ms", "<= 2 ms", f"{ms / 2:.1f}x")
+
+
+def audit(work):
+    dump = os.path.join(work, "dump.json")
+    run([os.path.join(RELEASE, "examples", "audit_dump"), "4000", dump])
+    parse = min(parse_seconds(dump) for _ in range(3))
+    secs, rss, out = timed([os.path.join(RELEASE, "verify"), "audit", "--snapshot", dump])
+    if "no divergences" not in out:
+        sys.exit(f"ratios: the audit of the benchmark dump found divergences:\n{out[-2000:]}")
+    row("audit --snapshot, 4,000 nodes / json.load", f"{secs:.2f} s / {parse:.2f} s",
+        "<= 0.6x", f"{secs / parse:.1f}x")
+    row("audit --snapshot max RSS", f"{rss / 1024:.0f} MiB", "<= 128 MiB",
+        f"{rss / 1024 / 128:.1f}x")
+
+
+def parse_seconds(path):
+    start = time.perf_counter()
+    with open(path) as f:
+        json.load(f)
+    return time.perf_counter() - start
+
+
+def fuzz(work):
+    out = run([os.path.join(RELEASE, "verify"), "fuzz", "--tier", "model", "--seeds", "5000",
+               "--max-nodes", "1", "--run-dir", os.path.join(work, "runs"),
+               "--regressions", os.path.join(work, "regressions.txt"),
+               "--known", os.path.join(work, "known.yaml")])
+    m = re.search(r"\((\d+) seeds/s", out)
+    rate = int(m.group(1))
+    row("fuzz --tier model --seeds 5000 --max-nodes 1", f"{rate:,} scenarios/s",
+        ">= 20,000/s", f"{20000 / max(rate, 1):.1f}x")
+
+
+def check(work):
+    floor_out = run(["cargo", "bench", "-q", "-p", "generators", "--bench", "check", "--",
+                     "3", "2", "4", "0", "graph1"])
+    floor = float(re.search(r"stateright alone, 1t\s+\d+\s+\d+\s+\d+\s+([\d.]+)s",
+                            floor_out).group(1))
+    for threads in (1, 2):
+        start = time.perf_counter()
+        out = run([os.path.join(RELEASE, "verify"), "check", "--threads", str(threads),
+                   "--run-dir", os.path.join(work, "runs")])
+        secs = time.perf_counter() - start
+        unique = int(re.search(r"([\d,]+) unique", out).group(1).replace(",", ""))
+        if threads == 1:
+            row("check default scope, 1 thread / floor", f"{secs:.1f} s / {floor:.2f} s",
+                "<= 2.5x", f"{secs / floor:.1f}x")
+        else:
+            row("check default scope, 2 threads", f"{unique / secs:,.0f} unique/s",
+                ">= 500,000/s", f"{500000 / (unique / secs):.1f}x")
+
+
+def main():
+    build()
+    print(f"{'job':<44} {'now':>22} {'target':>16} {'of target':>10}")
+    with tempfile.TemporaryDirectory() as work:
+        derivation()
+        audit(work)
+        fuzz(work)
+        if not QUICK:
+            check(work)
+
+
+if __name__ == "__main__":
+    main()
