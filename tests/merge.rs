@@ -14,6 +14,8 @@
 //! judged first (also between `--jobs 1` and `--jobs 2` unsharded). The merge cannot undo
 //! that; the mutants here shrink within their signature.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -309,5 +311,128 @@ fn shard_auto_outside_an_indexed_job_is_a_usage_error_naming_the_variable() {
     let s = summary(&only_run(&dir.join("runs")));
     assert_eq!(s["seeds"]["range"], "0..4 shard 1/2");
     assert_eq!(s["figures"]["ran"], 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `verify twin serve` playing a cluster whose operator runs the mutant `mutant`; killed on
+/// drop.
+struct Served {
+    child: std::process::Child,
+    kubeconfig: PathBuf,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dir: &Path, mutant: &str) -> Served {
+    use std::io::BufRead;
+    let kubeconfig = dir.join("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_verify"))
+        .args([
+            "twin",
+            "serve",
+            "--walkthrough",
+            "--context-name",
+            "kind-verify",
+        ])
+        .args(["--mutant", mutant, "--kubeconfig-out"])
+        .arg(&kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the twin");
+    let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut addr = String::new();
+    for line in lines {
+        let line = line.unwrap();
+        if addr.is_empty() {
+            addr = common::served_addr(&line);
+        }
+        // the kubeconfig is written once the line naming it is printed
+        if line.starts_with("kubeconfig:") {
+            break;
+        }
+    }
+    // the preflight wants the operator's pools: wait for its first reconcile, bounded
+    for _ in 0..200 {
+        let queues = common::http_get(&addr, "/apis/kueue.x-k8s.io/v1beta2/clusterqueues");
+        if queues.contains("gpustack--") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Served { child, kubeconfig }
+}
+
+/// The Indexed Job path (deploy/fuzz-job.yaml) against a twin playing a cluster whose operator
+/// has a bug: two Pods' worth of `verify fuzz --shard auto --context …`, side by side, their
+/// shard from JOB_COMPLETION_INDEX and VERIFY_SHARD_COUNT as the Job controller and the
+/// manifest set them, merge into the findings of one unsharded live run.
+#[test]
+fn an_indexed_jobs_shards_against_a_served_twin_merge_into_the_unsharded_runs_findings() {
+    let dir = scratch_dir("indexed");
+    let twin = serve(&dir, "entrance-wrong-hash");
+    let fuzz = |run_dir: &str, index: Option<u64>| {
+        // a cluster's finding is new, so a run appends its seed to its regression file: each
+        // run starts from the same (empty) one
+        let regressions = format!("{run_dir}.regressions.txt");
+        std::fs::write(dir.join(&regressions), "").unwrap();
+        let mut c = Command::new(env!("CARGO_BIN_EXE_verify"));
+        c.args(["fuzz", "-q", "--kubeconfig"])
+            .arg(&twin.kubeconfig)
+            .args(["--context", "kind-verify", "--yes", "--seeds", "2"])
+            .args(["--regressions", &regressions, "--known", "known.yaml"])
+            .args(["--run-dir", run_dir])
+            .current_dir(&dir)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if let Some(i) = index {
+            c.args(["--shard", "auto"])
+                .env("JOB_COMPLETION_INDEX", i.to_string())
+                .env("VERIFY_SHARD_COUNT", "2");
+        }
+        c.spawn().expect("run verify")
+    };
+    let check = |child: std::process::Child| {
+        let out = child.wait_with_output().unwrap();
+        // the operator's bug is a new finding: exit 1
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(
+            text(&out).contains("teardown: nothing labelled"),
+            "{}",
+            text(&out)
+        );
+    };
+    check(fuzz("full", None));
+    let shards: Vec<_> = (0..2)
+        .map(|i| fuzz(&format!("shard-{i}"), Some(i)))
+        .collect();
+    shards.into_iter().for_each(check);
+    let parts: Vec<PathBuf> = (0..2)
+        .map(|i| only_run(&dir.join(format!("shard-{i}"))))
+        .collect();
+    for (i, part) in parts.iter().enumerate() {
+        let range = summary(part)["seeds"]["range"].clone();
+        assert_eq!(range, format!("0..2 shard {i}/2"));
+    }
+    let mut args = vec!["report", "--merge", "merged"];
+    let shown: Vec<String> = parts.iter().map(|p| p.display().to_string()).collect();
+    args.extend(shown.iter().map(String::as_str));
+    let out = verify(&args, &dir);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let (full, merged) = (
+        summary(&only_run(&dir.join("full"))),
+        summary(&dir.join("merged")),
+    );
+    assert!(!findings(&full).is_empty());
+    assert_eq!(findings(&merged), findings(&full));
+    assert_eq!(counterexample_seeds(&merged), counterexample_seeds(&full));
+    assert_eq!(merged["context"], full["context"]);
+    assert_eq!(merged["tier"], full["tier"]);
+    drop(twin);
     let _ = std::fs::remove_dir_all(&dir);
 }
