@@ -276,6 +276,9 @@ fn merging_refuses_what_is_not_shards_of_one_campaign() {
     let out = verify(&["report", "--merge", "taken", &a], &dir);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("exists"), "{}", text(&out));
+    // --merge writes a run directory, not a rendering
+    let out = verify(&["report", "--merge", "out", &a, "--format", "json"], &dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     // without --merge, one run directory
     let out = verify(&["report", &a, &c], &dir);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));

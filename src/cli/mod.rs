@@ -124,7 +124,7 @@ pub enum Command {
         #[arg(required = true, value_name = "RUN_DIR")]
         run_dirs: Vec<PathBuf>,
         /// Merge the shard run directories into this new run directory.
-        #[arg(long, value_name = "OUT", conflicts_with_all = ["finding", "output"])]
+        #[arg(long, value_name = "OUT", conflicts_with_all = ["finding", "output", "format"])]
         merge: Option<PathBuf>,
         /// md, json, csv, junit, html, or issue (one finding as Markdown for the operator's
         /// tracker: needs --finding).
