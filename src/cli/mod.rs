@@ -115,9 +115,17 @@ pub enum Command {
     /// counterexamples as Markdown, the summary as JSON, the divergences as CSV, JUnit XML,
     /// or one static offline HTML page with the plots inlined. Exit 2 if the directory has
     /// no readable summary.json.
+    ///
+    /// With `--merge OUT`, joins the run directories of the shards of one `verify fuzz --shard`
+    /// campaign into a new run directory OUT (findings folded by signature, the verdict
+    /// recomputed) and prints its summary; exits with the merged verdict's code.
     Report {
-        /// The run directory.
-        run_dir: PathBuf,
+        /// The run directory (with --merge: every shard's).
+        #[arg(required = true, value_name = "RUN_DIR")]
+        run_dirs: Vec<PathBuf>,
+        /// Merge the shard run directories into this new run directory.
+        #[arg(long, value_name = "OUT", conflicts_with_all = ["finding", "output", "format"])]
+        merge: Option<PathBuf>,
         /// md, json, csv, junit, html, or issue (one finding as Markdown for the operator's
         /// tracker: needs --finding).
         #[arg(long, default_value = "md", value_parser = reports::ReportFormat::parse)]

@@ -16,15 +16,22 @@ impl FuzzArgs {
     }
 
     /// The fuzz loop's config. `regressions` are the regression file's seeds: replayed first,
-    /// unless one seed is asked for. The live tier's connection is added once it is prepared.
-    pub fn fuzz_config(&self, regressions: Vec<u64>) -> fuzz::FuzzConfig {
+    /// unless one seed is asked for. `env` looks up an environment variable (for `--shard
+    /// auto`; the command passes the process's, tests a map). The live tier's connection is
+    /// added once it is prepared. `Err`: a usage error's message.
+    pub fn fuzz_config(
+        &self,
+        regressions: Vec<u64>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<fuzz::FuzzConfig, String> {
         let tier = self.tier();
+        let shard = self.shard.map(|s| s.resolve(env)).transpose()?;
         let mut config = fuzz::FuzzConfig {
             tier,
             seeds: self.seeds,
             seed: self.seed,
             jobs: self.jobs.unwrap_or(tier.default_jobs()),
-            shard: self.shard,
+            shard,
             mutant: self.mutant,
             shape: generators::ShapeConfig {
                 max_nodes: self.max_nodes,
@@ -40,7 +47,39 @@ impl FuzzArgs {
         if let Some(budget) = self.shrink_budget {
             config.twin.shrink_steps = budget;
         }
-        config
+        Ok(config)
+    }
+}
+
+impl Shard {
+    /// `(I, N)`: as given, or for `auto` from an Indexed Job's environment ([`SHARD_INDEX_VAR`],
+    /// [`SHARD_COUNT_VAR`]) as `env` reports it. `Err` names the variable and what it must hold.
+    pub fn resolve(self, env: impl Fn(&str) -> Option<String>) -> Result<(u64, u64), String> {
+        let (i, n) = match self {
+            Shard::Fixed(i, n) => return Ok((i, n)),
+            Shard::Auto => (SHARD_INDEX_VAR, SHARD_COUNT_VAR),
+        };
+        let read = |var: &str, what: &str| -> Result<u64, String> {
+            let value = env(var)
+                .ok_or_else(|| format!("--shard auto: {var} is not set; expected {what}"))?;
+            value.trim().parse().map_err(|_| {
+                format!("--shard auto: {var}=`{value}` is not a whole number; expected {what}")
+            })
+        };
+        let index = read(
+            i,
+            "the Pod's index in an Indexed Job (set by Kubernetes with completionMode: Indexed)",
+        )?;
+        let count = read(
+            n,
+            "the shard count, the Job's completions (set it in the Job's env)",
+        )?;
+        if count == 0 || index >= count {
+            return Err(format!(
+                "--shard auto: {i}={index} and {n}={count}; expected 0 <= {i} < {n}"
+            ));
+        }
+        Ok((index, count))
     }
 }
 
@@ -155,21 +194,28 @@ mod tests {
 
     #[test]
     fn fuzz_runs_on_the_twin_by_default_and_on_the_live_tier_with_a_context() {
-        let plain = fuzz("fuzz --seeds 500").fuzz_config(vec![18137]);
+        let plain = fuzz("fuzz --seeds 500")
+            .fuzz_config(vec![18137], no_env)
+            .unwrap();
         assert_eq!(plain.tier, Tier::Twin);
         assert_eq!(plain.jobs, Tier::Twin.default_jobs());
         assert_eq!((plain.seeds, plain.seed, plain.shard), (500, None, None));
         assert_eq!(plain.regressions, [18137]);
-        let live = fuzz("fuzz --context prod --seeds 3").fuzz_config(Vec::new());
+        let live = fuzz("fuzz --context prod --seeds 3")
+            .fuzz_config(Vec::new(), no_env)
+            .unwrap();
         assert_eq!((live.tier, live.jobs), (Tier::Live, 2));
-        let model = fuzz("fuzz --tier model --jobs 3").fuzz_config(Vec::new());
+        let model = fuzz("fuzz --tier model --jobs 3")
+            .fuzz_config(Vec::new(), no_env)
+            .unwrap();
         assert_eq!((model.tier, model.jobs), (Tier::Model, 3));
     }
 
     #[test]
     fn one_seed_replays_no_regressions_and_the_shrink_budget_reaches_the_twin() {
         let c = fuzz("fuzz --seed 7 --shrink-budget 5 --max-nodes 2 --shard 1/4")
-            .fuzz_config(vec![18137]);
+            .fuzz_config(vec![18137], no_env)
+            .unwrap();
         assert_eq!(c.seed, Some(7));
         assert!(c.regressions.is_empty());
         assert_eq!(c.twin.shrink_steps, 5);
@@ -183,10 +229,72 @@ mod tests {
             "fuzz --shard 4/4",
             "fuzz --shard 1/0",
             "fuzz --shard x",
+            "fuzz --shard Auto",
             "fuzz --twin --context prod",
         ] {
             let argv = std::iter::once("verify").chain(line.split_whitespace());
             assert!(Cli::try_parse_from(argv).is_err(), "`verify {line}` parsed");
+        }
+    }
+
+    /// An environment with nothing set.
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    /// An environment holding `vars` only.
+    fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn shard_auto_takes_the_index_and_count_of_an_indexed_job() {
+        let args = fuzz("fuzz --tier model --seeds 100 --shard auto");
+        assert_eq!(args.shard, Some(Shard::Auto));
+        let env = env_of(&[(SHARD_INDEX_VAR, "2"), (SHARD_COUNT_VAR, "4")]);
+        let c = args.fuzz_config(Vec::new(), env).unwrap();
+        assert_eq!(c.shard, Some((2, 4)));
+        // a fixed shard ignores the environment
+        let fixed = fuzz("fuzz --shard 1/3").fuzz_config(
+            Vec::new(),
+            env_of(&[(SHARD_INDEX_VAR, "0"), (SHARD_COUNT_VAR, "9")]),
+        );
+        assert_eq!(fixed.unwrap().shard, Some((1, 3)));
+    }
+
+    #[test]
+    fn shard_auto_refuses_a_missing_or_bad_variable_naming_it() {
+        let args = fuzz("fuzz --shard auto");
+        for (vars, names, says) in [
+            (&[][..], SHARD_INDEX_VAR, "is not set"),
+            (&[(SHARD_INDEX_VAR, "1")][..], SHARD_COUNT_VAR, "is not set"),
+            (
+                &[(SHARD_INDEX_VAR, "x"), (SHARD_COUNT_VAR, "4")][..],
+                SHARD_INDEX_VAR,
+                "`x` is not a whole number",
+            ),
+            (
+                &[(SHARD_INDEX_VAR, "1"), (SHARD_COUNT_VAR, "-4")][..],
+                SHARD_COUNT_VAR,
+                "`-4` is not a whole number",
+            ),
+            (
+                &[(SHARD_INDEX_VAR, "4"), (SHARD_COUNT_VAR, "4")][..],
+                SHARD_COUNT_VAR,
+                "expected 0 <=",
+            ),
+            (
+                &[(SHARD_INDEX_VAR, "0"), (SHARD_COUNT_VAR, "0")][..],
+                SHARD_COUNT_VAR,
+                "expected 0 <=",
+            ),
+        ] {
+            let why = args.fuzz_config(Vec::new(), env_of(vars)).unwrap_err();
+            assert!(why.contains(names) && why.contains(says), "{vars:?}: {why}");
         }
     }
 

@@ -16,9 +16,11 @@ pub struct FuzzArgs {
     /// worker's seeds get their own pools, so `--parallel K` runs K seeds side by side.
     #[arg(long, visible_alias = "parallel", value_parser = bounds::workers())]
     pub jobs: Option<usize>,
-    /// Run one slice of the seed range, `I/N` (seeds with seed % N == I).
+    /// Run one slice of the seed range, `I/N` (seeds with seed % N == I), or `auto` in a
+    /// Kubernetes Indexed Job: I from `JOB_COMPLETION_INDEX`, N from `VERIFY_SHARD_COUNT`
+    /// (docs/kubernetes.md).
     #[arg(long, value_parser = parse_shard)]
-    pub shard: Option<(u64, u64)>,
+    pub shard: Option<Shard>,
     /// Diff the model against a mutated model (see `verify mutants --list`).
     #[arg(long)]
     pub mutant: Option<model::mutants::Mutant>,
@@ -181,11 +183,34 @@ pub enum CaseFormat {
     Json,
 }
 
-/// `I/N` with I < N.
-fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+/// `--shard`: a slice named on the command line, or one the plan takes from the environment
+/// of a Kubernetes Indexed Job ([`super::plan`] resolves it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shard {
+    /// `I/N`: seeds with seed % N == I.
+    Fixed(u64, u64),
+    /// `auto`: I from [`SHARD_INDEX_VAR`], N from [`SHARD_COUNT_VAR`].
+    Auto,
+}
+
+/// The index of a Pod in an Indexed Job. The Job controller sets it in every container of a
+/// Job with `completionMode: Indexed` (Kubernetes docs, "Jobs: Completion mode": "The Pod
+/// index is available in ... the environment variable JOB_COMPLETION_INDEX"; Kubernetes
+/// 1.22+).
+pub const SHARD_INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
+
+/// The shard count: the Job's `completions`, passed by the manifest (deploy/fuzz-job.yaml),
+/// since Kubernetes does not expose `completions` to the Pod as a variable.
+pub const SHARD_COUNT_VAR: &str = "VERIFY_SHARD_COUNT";
+
+/// `I/N` with I < N, or `auto`.
+fn parse_shard(s: &str) -> Result<Shard, String> {
+    if s == "auto" {
+        return Ok(Shard::Auto);
+    }
     let (i, n) = s
         .split_once('/')
-        .ok_or_else(|| format!("expected I/N (e.g. 0/4), got `{s}`"))?;
+        .ok_or_else(|| format!("expected I/N (e.g. 0/4) or auto, got `{s}`"))?;
     let i: u64 = i
         .parse()
         .map_err(|_| format!("shard index `{i}` is not a number"))?;
@@ -195,7 +220,7 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     if n == 0 || i >= n {
         return Err(format!("shard {i}/{n}: expected 0 <= I < N"));
     }
-    Ok((i, n))
+    Ok(Shard::Fixed(i, n))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

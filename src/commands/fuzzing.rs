@@ -10,6 +10,13 @@ pub(super) fn fuzz(args: FuzzArgs, progress: bool) -> Result<Outcome> {
 
     let tier = args.tier();
     outln!("{}", tier.banner());
+    // bad input (the regression file, `--shard auto` outside an Indexed Job) is refused before
+    // any cluster is contacted
+    let regressions =
+        scenario::Regressions::load(&args.regressions).map_err(|e| UsageError(e.to_string()))?;
+    let mut config = args
+        .fuzz_config(regressions.seeds(), |var| std::env::var(var).ok())
+        .map_err(UsageError)?;
     let prepared = match tier {
         Tier::Live => match crate::live_run::prepare(
             &args.live,
@@ -20,9 +27,6 @@ pub(super) fn fuzz(args: FuzzArgs, progress: bool) -> Result<Outcome> {
         },
         _ => None,
     };
-    let regressions =
-        scenario::Regressions::load(&args.regressions).map_err(|e| UsageError(e.to_string()))?;
-    let mut config = args.fuzz_config(regressions.seeds());
     if prepared.as_ref().is_some_and(|p| p.overlay.is_some()) {
         // one node hosts one seed's mocks at a time
         config.jobs = 1;

@@ -14,6 +14,7 @@ mod cluster;
 mod fuzzing;
 mod ledger;
 mod locked;
+mod merging;
 mod offline;
 mod serve;
 mod shell;
@@ -23,6 +24,7 @@ pub(crate) use cluster::*;
 use fuzzing::*;
 use ledger::*;
 use locked::*;
+use merging::*;
 use offline::*;
 use serve::*;
 use shell::*;
@@ -83,17 +85,33 @@ pub fn dispatch(command: Command, ui: &crate::cli::Ui) -> Result<Outcome> {
         Command::Cases(output) => cases_index(output.format),
         Command::Case(args) => case(args),
         Command::Report {
-            run_dir,
+            run_dirs,
+            merge: Some(out),
+            ..
+        } => merge_shards(&out, &run_dirs),
+        Command::Report {
+            run_dirs,
+            merge: None,
             format,
             output,
             finding,
             known,
-        } => match (format, finding) {
-            (reports::ReportFormat::Issue, Some(sig)) => {
-                issue_report(&run_dir, &sig, &known, output.as_deref())
+        } => {
+            let [run_dir] = &run_dirs[..] else {
+                return Err(UsageError(format!(
+                    "verify report renders one run directory ({} given): to join shards, \
+                     use --merge OUT",
+                    run_dirs.len()
+                ))
+                .into());
+            };
+            match (format, finding) {
+                (reports::ReportFormat::Issue, Some(sig)) => {
+                    issue_report(run_dir, &sig, &known, output.as_deref())
+                }
+                (format, _) => report(run_dir, format, output.as_deref()),
             }
-            (format, _) => report(&run_dir, format, output.as_deref()),
-        },
+        }
         Command::Findings {
             action,
             known,

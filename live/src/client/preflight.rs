@@ -429,16 +429,24 @@ impl Client {
 }
 
 /// `(verb, kind, subresource)` a run needs: a read-only run lists (every audited kind, the
-/// AdmissionChecks among them: the audit reads their `Active` conditions); a mutating run also
-/// creates, patches and deletes what it mocks (Nodes, Namespaces, NodeFeatures, Devices with
-/// their `/status`, InstanceTypes, charging Pods — which teardown also lists) and the
-/// Workloads whose gate-3 verdicts it reads back.
+/// AdmissionChecks among them: the audit reads their `Active` conditions) and gets the
+/// operator's AdmissionCheck (the preflight reads it by name); a mutating run also creates,
+/// patches and deletes what it mocks (Nodes, Namespaces, NodeFeatures, Devices with their
+/// `/status`, InstanceTypes, charging Pods — which teardown also lists, NodeFeatures among
+/// them), watches what quiescence waits on (`quiesce::STREAM_KINDS`), and the Workloads whose
+/// gate-3 verdicts it reads back. deploy/rbac.yaml's ClusterRole is exactly this list
+/// (tests/deploy.rs).
 pub fn needed_verbs(access: Access) -> Vec<(&'static str, Kind, Option<&'static str>)> {
     let mut out: Vec<_> = kinds::AUDITED_KINDS
         .into_iter()
         .map(|k| ("list", k, None))
         .collect();
+    out.push(("get", kinds::ADMISSION_CHECK, None));
     if access == Access::Mutating {
+        out.push(("list", kinds::NODE_FEATURE, None));
+        for kind in super::quiesce::STREAM_KINDS {
+            out.push(("watch", kind, None));
+        }
         for kind in [
             kinds::NODE,
             kinds::NAMESPACE,
@@ -476,17 +484,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_read_only_run_only_lists_and_lists_the_admission_checks() {
+    fn a_read_only_run_only_reads_and_lists_the_admission_checks() {
         let verbs = needed_verbs(Access::ReadOnly);
         assert!(
-            verbs.iter().all(|(v, _, s)| *v == "list" && s.is_none()),
+            verbs
+                .iter()
+                .all(|(v, _, s)| (*v == "list" || *v == "get") && s.is_none()),
             "{verbs:?}"
         );
         assert!(verbs.iter().any(|(_, k, _)| *k == kinds::ADMISSION_CHECK));
         let mutating = needed_verbs(Access::Mutating);
         assert!(!mutating
             .iter()
-            .any(|(v, k, _)| *k == kinds::ADMISSION_CHECK && *v != "list"));
+            .any(|(v, k, _)| *k == kinds::ADMISSION_CHECK && *v != "list" && *v != "get"));
     }
 }
 

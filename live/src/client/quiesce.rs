@@ -165,7 +165,7 @@ pub struct Quiescer {
 /// label them) and Devices (the node-devices check rebuilds their ledger, admission.md §6.5);
 /// nothing but the run writes its NodeFeatures, and what a Namespace changes shows in its
 /// LocalQueues.
-const STREAM_KINDS: [Kind; 7] = [
+pub(crate) const STREAM_KINDS: [Kind; 7] = [
     kinds::NODE,
     kinds::DEVICES,
     kinds::RESOURCE_FLAVOR,

@@ -31,6 +31,11 @@ pub fn prepare(kind: &Kind, name: &str, mut object: Object) -> Result<Object, St
             causes.extend(config_key_causes(&object, "binaryData"));
             invalid_unless_empty(kind, name, causes)?;
         }
+        k if k == kinds::JOB => super::batch::default_job(&mut object),
+        k if k == kinds::CRON_JOB => super::batch::default_cron_job(&mut object),
+        k if k == kinds::PERSISTENT_VOLUME_CLAIM => {
+            super::batch::default_persistent_volume_claim(&mut object)
+        }
         k if k == kinds::DEPLOYMENT => {
             default_deployment(&mut object);
             invalid_unless_empty(kind, name, deployment_causes(&object))?;

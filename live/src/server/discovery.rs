@@ -33,6 +33,9 @@ pub fn short_names(kind: &Kind) -> &'static [&'static str] {
         ("", "Pod") => &["po"],
         ("", "ConfigMap") => &["cm"],
         ("", "ServiceAccount") => &["sa"],
+        // kubernetes pkg/registry/core/persistentvolumeclaim/storage, batch/cronjob/storage
+        ("", "PersistentVolumeClaim") => &["pvc"],
+        ("batch", "CronJob") => &["cj"],
         ("apps", "Deployment") => &["deploy"],
         ("policy", "PodDisruptionBudget") => &["pdb"],
         ("apiextensions.k8s.io", "CustomResourceDefinition") => &["crd", "crds"],
@@ -50,7 +53,8 @@ pub fn short_names(kind: &Kind) -> &'static [&'static str] {
 /// The `categories` of a kind (../shared/crds `names.categories`; core pods are in `all`).
 pub fn categories(kind: &Kind) -> &'static [&'static str] {
     match (kind.group, kind.kind) {
-        ("", "Pod") | ("apps", "Deployment") => &["all"],
+        // kubernetes pkg/registry/batch/{job,cronjob}/storage: Categories() is `all`
+        ("", "Pod") | ("apps", "Deployment") | ("batch", "Job" | "CronJob") => &["all"],
         ("apiextensions.k8s.io", "CustomResourceDefinition") => &["api-extensions"],
         (
             "admissionregistration.k8s.io",

@@ -8,6 +8,7 @@
 //! request ([`clock`]). It decides no operator rule; the kinds and their JSON are [`crate::wire`]'s.
 
 pub mod apiservices;
+pub mod batch;
 pub mod builtin;
 pub mod clock;
 pub mod counters;

@@ -191,6 +191,6 @@ mod tests {
             .filter_map(|p| p["name"].as_str())
             .collect();
         assert!(names.contains(&"fieldValidation"));
-        assert!(document(&served, "batch", "v1").is_none());
+        assert!(document(&served, "autoscaling", "v2").is_none());
     }
 }

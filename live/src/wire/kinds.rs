@@ -159,6 +159,20 @@ pub const CONFIG_MAP: Kind = builtin("", "v1", "ConfigMap", "configmaps", true, 
 /// every new namespace).
 pub const SERVICE_ACCOUNT: Kind =
     builtin("", "v1", "ServiceAccount", "serviceaccounts", true, false);
+/// core/v1 PersistentVolumeClaim (namespaced, status subresource): the run directories of
+/// verify's Kubernetes Jobs (deploy/).
+pub const PERSISTENT_VOLUME_CLAIM: Kind = builtin(
+    "",
+    "v1",
+    "PersistentVolumeClaim",
+    "persistentvolumeclaims",
+    true,
+    true,
+);
+/// batch/v1 Job (namespaced, status subresource): verify's Indexed Job (deploy/).
+pub const JOB: Kind = builtin("batch", "v1", "Job", "jobs", true, true);
+/// batch/v1 CronJob (namespaced, status subresource): verify's nightly soak (deploy/).
+pub const CRON_JOB: Kind = builtin("batch", "v1", "CronJob", "cronjobs", true, true);
 /// apiregistration.k8s.io/v1 APIService (cluster-scoped, status subresource).
 pub const API_SERVICE: Kind = builtin(
     "apiregistration.k8s.io",
@@ -246,14 +260,17 @@ const fn builtin(
 }
 
 /// The built-in kinds beyond the chain's core three, in the order a real apiserver lists
-/// their groups (`GET /apis`: apiregistration, apps, policy, rbac, admissionregistration,
-/// apiextensions, coordination).
-pub const BUILT_IN: [Kind; 12] = [
+/// their groups (`GET /apis`: apiregistration, apps, batch, policy, rbac,
+/// admissionregistration, apiextensions, coordination).
+pub const BUILT_IN: [Kind; 15] = [
     SECRET,
     CONFIG_MAP,
     SERVICE_ACCOUNT,
+    PERSISTENT_VOLUME_CLAIM,
     API_SERVICE,
     DEPLOYMENT,
+    JOB,
+    CRON_JOB,
     POD_DISRUPTION_BUDGET,
     CLUSTER_ROLE,
     CLUSTER_ROLE_BINDING,
@@ -264,10 +281,11 @@ pub const BUILT_IN: [Kind; 12] = [
 ];
 
 /// The API groups of Kubernetes itself: their kinds are not custom resources.
-const BUILT_IN_GROUPS: [&str; 8] = [
+const BUILT_IN_GROUPS: [&str; 9] = [
     "",
     "apiregistration.k8s.io",
     "apps",
+    "batch",
     "policy",
     "rbac.authorization.k8s.io",
     "admissionregistration.k8s.io",
