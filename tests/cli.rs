@@ -738,9 +738,7 @@ fn an_unmet_coverage_floor_exits_4_and_a_bad_floor_exits_2() {
 mod audit_and_cleanup {
     use super::{scratch, verify};
     use live::operator::{reconcile, write_mock};
-    use live::server::store::{Selector, Store};
-    use live::wire::kinds;
-    use live::wire::kinds::AUDITED_KINDS;
+    use live::server::store::Store;
     use serde_json::{json, Value};
 
     /// The walkthrough reconciled by the twin's reference operator, listed as kubectl would;
@@ -752,18 +750,7 @@ mod audit_and_cleanup {
         assert_eq!(write_mock(&mut store, &c), Ok(()));
         assert!(live::operator::admission::write_joint_check(&mut store, true).is_ok());
         assert!(reconcile(&mut store, &c.settings, None).is_ok());
-        // the kinds of docs/audit.md's kubectl command: the audited ones but Namespaces
-        let items: Vec<Value> = AUDITED_KINDS
-            .iter()
-            .filter(|k| **k != kinds::NAMESPACE)
-            .flat_map(|k| {
-                store
-                    .list(k, None, &Selector::everything())
-                    .map(|l| l.items)
-                    .unwrap_or_default()
-            })
-            .collect();
-        json!({"apiVersion": "v1", "kind": "List", "items": items})
+        live::audit::kubectl_dump(&store)
     }
 
     #[test]

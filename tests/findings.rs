@@ -3,6 +3,10 @@
 //! regression file alone and its counterexample replays with exit 1, the upstream issue holds
 //! the cluster's manifests and the replay command, and `verify findings` manages the ledger.
 
+mod common;
+
+use common::text;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -13,19 +17,8 @@ fn verify(args: &[&str]) -> Output {
         .expect("run verify")
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verify-findings-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch_dir("findings", name)
 }
 
 fn s(p: &Path) -> &str {

@@ -16,6 +16,8 @@
 
 mod common;
 
+use common::text;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -30,19 +32,8 @@ fn verify(args: &[&str], cwd: &Path) -> Output {
         .expect("run verify")
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verify-merge-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch_dir("merge", name)
 }
 
 /// The one run directory `verify fuzz --run-dir base` made.

@@ -4,9 +4,8 @@
 //! Run: `cargo run --release -p live --example audit_dump -- 4000 dump.json`
 
 use live::operator::{admission::write_joint_check, reconcile, write_mock};
-use live::server::store::{Selector, Store};
-use live::wire::kinds::{self, AUDITED_KINDS};
-use serde_json::{json, Value};
+use live::server::store::Store;
+use serde_json::Value;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -37,17 +36,7 @@ fn main() {
         eprintln!("audit_dump: reconciling the replicated walkthrough: {e}");
         std::process::exit(1);
     }
-    let items: Vec<Value> = AUDITED_KINDS
-        .iter()
-        .filter(|k| **k != kinds::NAMESPACE)
-        .flat_map(|k| {
-            store
-                .list(k, None, &Selector::everything())
-                .map(|l| l.items)
-                .unwrap_or_default()
-        })
-        .collect();
-    let dump = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    let dump = live::audit::kubectl_dump(&store);
     if let Err(e) = std::fs::write(&out, dump.to_string()) {
         eprintln!("audit_dump: writing {out}: {e}");
         std::process::exit(1);

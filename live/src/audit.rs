@@ -38,6 +38,22 @@ pub const LATER_KINDS: [Kind; 1] = [kinds::TOPOLOGY];
 /// The command docs/audit.md documents for a dump (`verify audit --snapshot`).
 pub const DUMP_COMMAND: &str = "kubectl get nodes,devices,instancetypes,resourceflavors,clusterqueues,localqueues,admissionchecks,topologies -A -o json --show-managed-fields";
 
+/// The objects of `store` as [`DUMP_COMMAND`] lists them: the audited kinds but Namespaces, as
+/// one `List` (what `verify audit --snapshot` reads).
+pub fn kubectl_dump(store: &Store) -> Value {
+    let items: Vec<Value> = AUDITED_KINDS
+        .iter()
+        .filter(|k| **k != kinds::NAMESPACE)
+        .flat_map(|k| {
+            store
+                .list(k, None, &crate::server::store::Selector::everything())
+                .map(|l| l.items)
+                .unwrap_or_default()
+        })
+        .collect();
+    json!({"apiVersion": "v1", "kind": "List", "items": items})
+}
+
 /// The context name of the private loopback server an audit reads its store back through.
 const AUDIT_CONTEXT: &str = "verify-audit";
 

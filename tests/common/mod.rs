@@ -1,5 +1,8 @@
 //! Helpers the binary's end-to-end tests share.
 
+// each test binary uses some of them
+#![allow(dead_code)]
+
 use std::io::{Read, Write};
 use std::process::{Child, Command};
 
@@ -28,7 +31,6 @@ pub fn http_get(addr: &str, path: &str) -> String {
 }
 
 /// One HTTP POST of a JSON `body` to a twin at `addr`; the whole response text.
-#[allow(dead_code)] // not every test binary posts
 pub fn http_post(addr: &str, path: &str, body: &str) -> String {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     write!(
@@ -43,11 +45,27 @@ pub fn http_post(addr: &str, path: &str, body: &str) -> String {
 }
 
 /// Sends `sig` (`-INT`, `-KILL`) to `child` with kill(1).
-#[allow(dead_code)] // not every test binary signals
 pub fn signal(child: &Child, sig: &str) {
     let ok = Command::new("kill")
         .args([sig, &child.id().to_string()])
         .status()
         .expect("kill");
     assert!(ok.success());
+}
+
+/// A command's stdout then stderr, as one text for assertion messages.
+pub fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// An empty scratch directory `verify-<tag>-<pid>-<name>` under the temp dir.
+pub fn scratch_dir(tag: &str, name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("verify-{tag}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
