@@ -223,8 +223,9 @@ pub enum TwinCommand {
         /// Write a kubeconfig (context `verify-twin`, or `--context-name`) here.
         #[arg(long)]
         kubeconfig_out: Option<PathBuf>,
-        /// Name the kubeconfig's context: any name but `verify-twin` makes verify treat the
-        /// twin as a real cluster (it then needs `--context` and a confirmation or `--yes`).
+        /// Name the kubeconfig's context. Under `verify-twin` the twin issues a token (written
+        /// into the kubeconfig) by which verify recognises it; under any other name it issues
+        /// none and plays a real cluster (`--context` and a confirmation or `--yes` needed).
         #[arg(long, default_value = "verify-twin")]
         context_name: String,
         /// Start with the mocked Nodes, Namespaces and Devices of the walkthrough cluster
