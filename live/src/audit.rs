@@ -4,30 +4,31 @@
 //! the derivation graph (`oracle::graph`). It writes nothing, ever: a snapshot is a file, and
 //! a live cluster is only listed.
 //!
-//! One path for both sources: the listed objects ([`Snapshot`]) are loaded into a fresh,
-//! private twin store, which the twin's own reader (`operator::read_cluster`) turns into the
-//! model's input; the same store, served on loopback for the duration of the audit, is read
-//! back through the client's `observe`, so both sides reuse the existing conversions.
+//! One path for both sources: the listed objects ([`Snapshot`]) are parsed once and read in
+//! place, as the server that listed them validated them: the twin's reader
+//! (`wire::read::cluster_from`) turns them into the model's input, and the same values, through
+//! the client's typed round trip (`client::observed_from`), are the observed side of the diff
+//! (issue [M15]: loading them into a twin store and reading them back over loopback HTTP took
+//! 3 s and 600 MiB for 4,000 nodes).
 //!
 //! The AdmissionChecks are read too: a queue references `gpustack-node-devices` and
 //! `gpustack-model-deployment-joint` only while the check is Active (`model::queue::
 //! queue_admission_checks`), so the operator's settings for them come from the listed checks'
 //! `Active` conditions, not from defaults; a check that is not listed is not Active.
 
-use std::collections::BTreeSet;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use model::derive::Derived;
 use model::labels::{JOINT_CHECK, NODE_DEVICES_CHECK};
 use model::Settings;
 use oracle::{fold, render_findings, DerivationGraph, Difference, Finding};
 use serde_json::{json, Value};
 
-use crate::client::{self, Client, ClientError};
-use crate::operator::input;
-use crate::server::store::{ApplyRequest, Status, Store, Subresource};
+use crate::client::{self, Client, ClientError, Observed};
+use crate::server::store::Store;
 use crate::wire::kinds::{self, Kind, AUDITED_KINDS};
-use crate::wire::read::{self, name_of, worker_owned_labels, FIELD_MANAGER};
+use crate::wire::read;
 
 /// Audited kinds an older dump command did not list: a dump holding no object of one of them
 /// most likely never asked for it (a cluster the operator manages has at least the
@@ -54,9 +55,6 @@ pub fn kubectl_dump(store: &Store) -> Value {
     json!({"apiVersion": "v1", "kind": "List", "items": items})
 }
 
-/// The context name of the private loopback server an audit reads its store back through.
-const AUDIT_CONTEXT: &str = "verify-audit";
-
 /// Why an audit could not judge.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
@@ -67,11 +65,9 @@ pub enum AuditError {
         field: String,
         message: String,
     },
-    /// The cluster (or the private loopback server) could not be read.
+    /// The cluster could not be listed.
     #[error(transparent)]
     Client(Box<ClientError>),
-    #[error("serving the audited objects on 127.0.0.1: {0}")]
-    Serve(std::io::Error),
 }
 
 impl outcome::Concluded for AuditError {
@@ -79,7 +75,7 @@ impl outcome::Concluded for AuditError {
     fn outcome(&self) -> outcome::Outcome {
         match self {
             AuditError::Input { .. } => outcome::Outcome::Usage,
-            AuditError::Client(_) | AuditError::Serve(_) => outcome::Outcome::Inconclusive,
+            AuditError::Client(_) => outcome::Outcome::Inconclusive,
         }
     }
 }
@@ -128,7 +124,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// Parses a v1 `List` (`kubectl get … -o json`); `source` names the file in errors.
     pub fn parse(text: &str, source: &str) -> Result<Snapshot, AuditError> {
-        let doc: Value = serde_json::from_str(text)
+        let mut doc: Value = serde_json::from_str(text)
             .map_err(|e| AuditError::input(source, "(document)", format!("not JSON: {e}")))?;
         let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
         if !kind.ends_with("List") {
@@ -138,15 +134,19 @@ impl Snapshot {
                 format!("expected `List` (kubectl get … -o json), found `{kind}`"),
             ));
         }
-        let items = doc
-            .get("items")
-            .and_then(Value::as_array)
-            .ok_or_else(|| AuditError::input(source, "items", "expected an array of objects"))?;
+        // taken, not cloned: each audited item moves into the snapshot
+        let Some(Value::Array(items)) = doc.get_mut("items").map(Value::take) else {
+            return Err(AuditError::input(
+                source,
+                "items",
+                "expected an array of objects",
+            ));
+        };
         let mut out = Snapshot {
             source: source.to_string(),
             ..Snapshot::default()
         };
-        for (i, item) in items.iter().enumerate() {
+        for (i, item) in items.into_iter().enumerate() {
             let text_at = |field: &str| {
                 item.pointer(field)
                     .and_then(Value::as_str)
@@ -166,7 +166,7 @@ impl Snapshot {
                     if k.namespaced {
                         text_at("/metadata/namespace")?;
                     }
-                    out.items.push((i, k, item.clone()));
+                    out.items.push((i, k, item));
                 }
                 None => out.ignored.push(format!("{api_version}/{kind}")),
             }
@@ -357,15 +357,11 @@ impl Audit {
 /// Audits `snapshot`: predicts with the model under `settings` (the operator's flags; the two
 /// checks' activity read from the snapshot) and compares, folding divergences along the
 /// derivation graph.
-pub async fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, AuditError> {
-    let Loaded {
-        store,
-        namespaces,
-        gone,
-    } = load(snapshot)?;
+pub fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, AuditError> {
+    let loaded = load(snapshot)?;
     let settings = snapshot.settings_with_checks(settings);
-    let derived = predict(&store, &settings, &snapshot.source)?;
-    let mut observed = read_back(store).await?;
+    let derived = model::derive::derive(&read_model(&loaded, &settings, &snapshot.source)?);
+    let mut observed = loaded.observed();
     // an administrator's own Topologies (for queues of their own) are not the operator's
     if let Some(topologies) = observed.objects.get_mut(&oracle::ObjectKind::Topology) {
         topologies.retain(|_, o| operator_topology(o));
@@ -380,7 +376,6 @@ pub async fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, Au
     let findings = fold(&differences, &DerivationGraph::from_derived(&derived));
     Ok(Audit {
         source: snapshot.source.clone(),
-        namespaces,
         counts: AUDITED_KINDS
             .iter()
             .map(|k| (k.plural, snapshot.count(k)))
@@ -391,7 +386,8 @@ pub async fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, Au
             .map(|c| (*c, snapshot.check_state(c)))
             .collect(),
         not_in_dump: snapshot.unlisted.iter().map(|k| k.plural).collect(),
-        in_gone_namespaces: gone,
+        namespaces: loaded.namespaces,
+        in_gone_namespaces: loaded.gone,
         differences,
         findings,
     })
@@ -415,59 +411,42 @@ fn observed_kind(kind: &Kind) -> Option<oracle::ObjectKind> {
 /// the checks' activity as listed), validated: what a read-only report about the cluster's
 /// shape reads.
 pub fn cluster_of(snapshot: &Snapshot, settings: &Settings) -> Result<model::Cluster, AuditError> {
-    let store = load(snapshot)?.store;
     read_model(
-        &store,
+        &load(snapshot)?,
         &snapshot.settings_with_checks(settings),
         &snapshot.source,
     )
 }
 
-/// The model's derivation for the cluster in `store` (from scratch: an audit has no history).
-fn predict(store: &Store, settings: &Settings, source: &str) -> Result<Derived, AuditError> {
-    Ok(model::derive::derive(&read_model(store, settings, source)?))
-}
-
+/// The model's input read from the loaded objects (the twin's reader), validated.
 fn read_model(
-    store: &Store,
+    loaded: &Loaded<'_>,
     settings: &Settings,
     source: &str,
 ) -> Result<model::Cluster, AuditError> {
-    let cluster = crate::operator::read_cluster(store, settings).map_err(|e| match e {
-        read::ReadError::Field {
-            kind,
-            name,
-            field,
-            message,
-        } => AuditError::input(source, format!("{kind} {name}: {field}"), message),
-        read::ReadError::List { kind, message } => {
-            AuditError::input(source, kind.to_string(), message)
-        }
-    })?;
+    let cluster =
+        read::cluster_from(settings, |kind| Ok(loaded.list(kind))).map_err(|e| match e {
+            read::ReadError::Field {
+                kind,
+                name,
+                field,
+                message,
+            } => AuditError::input(source, format!("{kind} {name}: {field}"), message),
+            read::ReadError::List { kind, message } => {
+                AuditError::input(source, kind.to_string(), message)
+            }
+        })?;
     model::derive::validate(&cluster)
         .map_err(|e| AuditError::input(source, "(cluster)", e.to_string()))?;
     Ok(cluster)
 }
 
-/// The objects in their observed form, read through the client from a private loopback
-/// server over `store` (stopped before returning).
-async fn read_back(store: Store) -> Result<client::Observed, AuditError> {
-    let handle = crate::server::http::spawn_with_store(None, store).map_err(AuditError::Serve)?;
-    let yaml = crate::server::kubeconfig::kubeconfig_yaml(handle.url(), AUDIT_CONTEXT);
-    let observed = async {
-        Client::from_kubeconfig_yaml(&yaml, AUDIT_CONTEXT)
-            .await?
-            .observe()
-            .await
-    }
-    .await;
-    let _ = tokio::task::spawn_blocking(move || handle.shutdown()).await;
-    Ok(observed?)
-}
-
-/// A snapshot loaded into a store.
-struct Loaded {
-    store: Store,
+/// A snapshot's objects as the audit reads them: per audited kind, in the order a server lists
+/// them (namespace, then name), borrowed from the snapshot; Namespaces inferred from the
+/// LocalQueues when none were listed.
+struct Loaded<'a> {
+    /// The objects of each of [`AUDITED_KINDS`], at that kind's index.
+    by_kind: Vec<Vec<Cow<'a, Value>>>,
     namespaces: NamespaceSource,
     /// Namespaced objects whose namespace is not listed, as `Kind namespace/name`. A cluster
     /// lists kinds one after another: a namespace deleted between its listing and that of its
@@ -477,105 +456,104 @@ struct Loaded {
     gone: Vec<String>,
 }
 
-/// A fresh store holding the snapshot: Namespaces first (listed, or those the LocalQueues
-/// name), then Nodes with the labels the worker owns re-applied under its field manager (so the
-/// reader tells input labels from output ones, when managedFields were listed), then the rest.
-fn load(snapshot: &Snapshot) -> Result<Loaded, AuditError> {
+impl<'a> Loaded<'a> {
+    /// The objects of `kind` (none for a kind the audit does not read, e.g. Pods).
+    fn list(&self, kind: &Kind) -> Vec<&Value> {
+        AUDITED_KINDS
+            .iter()
+            .position(|k| k == kind)
+            .map(|i| self.by_kind[i].iter().map(|o| o.as_ref()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The operator's objects among them, reduced as the client observes a cluster's.
+    fn observed(&self) -> Observed {
+        let mut out = Observed::default();
+        for (kind, objects) in AUDITED_KINDS.iter().zip(&self.by_kind) {
+            for o in objects {
+                out.insert_listed(kind, o);
+            }
+        }
+        out
+    }
+}
+
+/// The snapshot's objects by kind. A listed object was validated and defaulted by the server
+/// that listed it (as `Store::restore` takes a mirrored one), so it is read as it is; an object
+/// listed twice is malformed input.
+fn load(snapshot: &Snapshot) -> Result<Loaded<'_>, AuditError> {
     let source = snapshot.source.as_str();
-    let mut store = Store::default();
-    let mut gone = Vec::new();
-    let listed = snapshot.count(&kinds::NAMESPACE);
     let listed_names: BTreeSet<&str> = snapshot
         .items
         .iter()
         .filter(|(_, k, _)| *k == kinds::NAMESPACE)
-        .filter_map(|(_, _, o)| o.pointer("/metadata/name")?.as_str())
+        .map(|(_, _, o)| meta_str(o, "name"))
         .collect();
-    let namespaces = if listed > 0 {
-        NamespaceSource::Listed(listed)
-    } else {
-        let named: BTreeSet<String> = snapshot
+    let mut by_kind: Vec<Vec<(&str, &str, Cow<'_, Value>)>> = vec![Vec::new(); AUDITED_KINDS.len()];
+    let mut gone = Vec::new();
+    let mut seen: BTreeMap<(usize, &str, &str), usize> = BTreeMap::new();
+    for (i, kind, o) in &snapshot.items {
+        let Some(k) = AUDITED_KINDS.iter().position(|a| a == kind) else {
+            continue;
+        };
+        let name = meta_str(o, "name");
+        let ns = if kind.namespaced {
+            meta_str(o, "namespace")
+        } else {
+            ""
+        };
+        if kind.namespaced && !listed_names.is_empty() && !listed_names.contains(ns) {
+            gone.push(format!("{} {ns}/{name}", kind.kind));
+            continue;
+        }
+        if let Some(first) = seen.insert((k, ns, name), *i) {
+            let id = if ns.is_empty() {
+                name.to_string()
+            } else {
+                format!("{ns}/{name}")
+            };
+            return Err(AuditError::input(
+                source,
+                format!("items[{i}] ({name})"),
+                format!("{} {id} is listed twice (also items[{first}])", kind.kind),
+            ));
+        }
+        by_kind[k].push((ns, name, Cow::Borrowed(o)));
+    }
+    let namespaces = if listed_names.is_empty() {
+        let named: BTreeSet<&str> = snapshot
             .items
             .iter()
             .filter(|(_, k, _)| *k == kinds::LOCAL_QUEUE)
-            .filter_map(|(_, _, o)| o.pointer("/metadata/namespace")?.as_str())
-            .map(str::to_string)
+            .map(|(_, _, o)| meta_str(o, "namespace"))
             .collect();
+        let ns_index = AUDITED_KINDS.iter().position(|k| *k == kinds::NAMESPACE);
         for ns in &named {
             let o = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            input::write_object(&mut store, &kinds::NAMESPACE, None, &o)
-                .map_err(|s| status_error(source, "(inferred Namespace)", ns, s))?;
+            by_kind[ns_index.unwrap_or_default()].push(("", ns, Cow::Owned(o)));
         }
-        NamespaceSource::FromLocalQueues(named.into_iter().collect())
+        NamespaceSource::FromLocalQueues(named.into_iter().map(str::to_string).collect())
+    } else {
+        NamespaceSource::Listed(listed_names.len())
     };
-    let order = |k: &Kind| AUDITED_KINDS.iter().position(|a| a == k);
-    let mut items: Vec<&(usize, Kind, Value)> = snapshot.items.iter().collect();
-    items.sort_by_key(|(i, k, _)| (order(k), *i));
-    for (i, kind, o) in items {
-        let at = format!("items[{i}]");
-        let ns = o.pointer("/metadata/namespace").and_then(Value::as_str);
-        let ns = ns.filter(|_| kind.namespaced);
-        if let Some(ns) = ns.filter(|ns| listed > 0 && !listed_names.contains(ns)) {
-            gone.push(format!("{} {ns}/{}", kind.kind, name_of(o)));
-            continue;
-        }
-        let mut o = o.clone();
-        keep_deleting(&mut o);
-        input::write_object(&mut store, kind, ns, &o)
-            .map_err(|s| status_error(source, &at, &name_of(&o), s))?;
-        if *kind == kinds::NODE {
-            reapply_worker_labels(&mut store, &o)
-                .map_err(|s| status_error(source, &at, &name_of(&o), s))?;
-        }
-    }
+    let by_kind = by_kind
+        .into_iter()
+        .map(|mut objects| {
+            objects.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            objects.into_iter().map(|(_, _, o)| o).collect()
+        })
+        .collect();
     Ok(Loaded {
-        store,
+        by_kind,
         namespaces,
         gone,
     })
 }
 
-fn status_error(source: &str, at: &str, name: &str, s: Status) -> AuditError {
-    AuditError::input(source, format!("{at} ({name})"), s.message)
-}
-
-/// A listed object that is being deleted stays in the store as deleting: without a finalizer
-/// the store would remove it at once.
-fn keep_deleting(o: &mut Value) {
-    let deleting = o
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|v| !v.is_null());
-    let finalized = o
-        .pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .is_some_and(|f| !f.is_empty());
-    if deleting && !finalized {
-        o["metadata"]["finalizers"] = json!(["verify.gpustack.ai/audit"]);
-    }
-}
-
-/// The labels `FIELD_MANAGER` owned on the listed Node, applied again under it.
-fn reapply_worker_labels(store: &mut Store, node: &Value) -> Result<(), Status> {
-    let owned = worker_owned_labels(node);
-    if owned.is_empty() {
-        return Ok(());
-    }
-    let labels: serde_json::Map<String, Value> = owned
-        .iter()
-        .filter_map(|k| Some((k.clone(), node.pointer("/metadata/labels")?.get(k)?.clone())))
-        .collect();
-    let name = name_of(node);
-    let config = json!({"apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": labels}});
-    store
-        .apply(ApplyRequest {
-            kind: &kinds::NODE,
-            namespace: None,
-            name: &name,
-            subresource: Subresource::Main,
-            config,
-            field_manager: FIELD_MANAGER,
-            force: true,
-        })
-        .map(|_| ())
+/// `metadata.<key>` of a parsed item (checked non-empty by [`Snapshot::parse`] where required).
+fn meta_str<'v>(o: &'v Value, key: &str) -> &'v str {
+    o.get("metadata")
+        .and_then(|m| m.get(key))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }

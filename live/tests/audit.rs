@@ -60,11 +60,7 @@ fn dump(store: &Store, kinds: &[Kind], managed_fields: bool) -> Value {
 }
 
 fn run(snapshot: &Snapshot) -> Result<live::audit::Audit, AuditError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(audit(snapshot, &Settings::default()))
+    audit(snapshot, &Settings::default())
 }
 
 fn parse(doc: &Value) -> Snapshot {

@@ -78,9 +78,7 @@ fn live_audit(kubeconfig: &Path) -> live::audit::Audit {
             .await
             .expect("connects");
         let snapshot = Snapshot::list(&client).await.expect("lists");
-        audit(&snapshot, &Settings::default())
-            .await
-            .expect("audits")
+        audit(&snapshot, &Settings::default()).expect("audits")
     })
 }
 

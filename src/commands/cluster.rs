@@ -126,7 +126,7 @@ pub(super) fn audit(args: AuditArgs) -> Result<Outcome> {
             }
         };
         let report = match snapshot {
-            Ok(s) => live::audit::audit(&s, &settings).await,
+            Ok(s) => live::audit::audit(&s, &settings),
             Err(e) => Err(e),
         };
         Ok::<_, UsageError>(Ok(report))

@@ -134,9 +134,7 @@ pub(super) async fn cases_pool_rows(
     if shaped.is_empty() {
         return Ok(Default::default());
     }
-    let audit = live::audit::audit(snapshot, settings)
-        .await
-        .map_err(|e| e.to_string())?;
+    let audit = live::audit::audit(snapshot, settings).map_err(|e| e.to_string())?;
     Ok(shaped
         .into_iter()
         .map(|(n, shape)| (n, cases::probe::pool_rows(snapshot, &audit, Some(shape))))

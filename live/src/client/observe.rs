@@ -53,6 +53,23 @@ impl Observed {
     }
 }
 
+impl Observed {
+    /// Adds an object as a cluster listed it (a parsed `kubectl get -o json` item): through
+    /// verify's type for its kind, as [`Client::observe`] reads it. A Node contributes its
+    /// label map only, which its reader has already required to be strings, so it skips the
+    /// round trip through the whole Node type.
+    pub(crate) fn insert_listed(&mut self, kind: &Kind, object: &Value) {
+        if object_kind(kind) == Some(ObjectKind::NodeLabels) {
+            let labels = object.pointer("/metadata/labels").cloned();
+            let labels = labels.filter(Value::is_object).unwrap_or_else(|| json!({}));
+            let name = object.pointer("/metadata/name").cloned();
+            self.insert(kind, json!({"metadata": {"name": name, "labels": labels}}));
+        } else if object_kind(kind).is_some() {
+            self.insert(kind, through_type(kind, object.clone()));
+        }
+    }
+}
+
 /// The oracle's kind for a twin kind that the operator writes.
 fn object_kind(kind: &Kind) -> Option<ObjectKind> {
     Some(match kind.kind {

@@ -3,6 +3,7 @@
 //! writes a model cluster as the objects a mock kubelet, NFD and Device Manager would leave.
 //! Field names follow the CRDs in shared/crds and research/devices.md §1.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 use model::allocation::{hosted_slices, PodHolds};
@@ -53,46 +54,50 @@ impl ReadError {
 
 /// Reads the cluster shape from the objects `list` gives per kind (research/chain.md §17
 /// inputs). Nodes and Namespaces come in `list`'s order; `settings` are the operator's flags.
-pub fn cluster_from(
+pub fn cluster_from<V: Borrow<Value>>(
     settings: &Settings,
-    mut list: impl FnMut(&Kind) -> Result<Vec<Value>, ReadError>,
+    mut list: impl FnMut(&Kind) -> Result<Vec<V>, ReadError>,
 ) -> Result<Cluster, ReadError> {
-    let devices: BTreeMap<String, Value> = list(&kinds::DEVICES)?
+    let devices: BTreeMap<String, V> = list(&kinds::DEVICES)?
         .into_iter()
-        .map(|o| (name_of(&o), o))
+        .map(|o| (name_of(o.borrow()), o))
         .collect();
     // the Pods bound to each node, whose allocation records the ledger rebuild counts
     // (admission.md §6.5 "Ledger rebuild": Pods listed by spec.nodeName)
     let mut pods: BTreeMap<String, Vec<PodHolds>> = BTreeMap::new();
-    for (node, holds) in list(&kinds::POD)?.iter().filter_map(pod_holds) {
+    for (node, holds) in list(&kinds::POD)?
+        .iter()
+        .filter_map(|o| pod_holds(o.borrow()))
+    {
         pods.entry(node).or_default().push(holds);
     }
     let nodes = list(&kinds::NODE)?
         .iter()
         .map(|o| {
+            let o = o.borrow();
             let name = name_of(o);
             read_node(
                 o,
-                devices.get(&name),
+                devices.get(&name).map(Borrow::borrow),
                 pods.get(&name).map_or(&[], Vec::as_slice),
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
     let namespaces = list(&kinds::NAMESPACE)?
         .iter()
-        .map(read_namespace)
+        .map(|o| read_namespace(o.borrow()))
         .collect();
     let instance_types = list(&kinds::INSTANCE_TYPE)?
         .iter()
-        .map(read_instance_type)
+        .map(|o| read_instance_type(o.borrow()))
         .collect::<Result<Vec<_>, _>>()?;
     let foreign_queues = list(&kinds::CLUSTER_QUEUE)?
         .iter()
-        .filter_map(read_foreign_queue)
+        .filter_map(|o| read_foreign_queue(o.borrow()))
         .collect();
     let topology_sources = list(&kinds::TOPOLOGY_SOURCE)?
         .iter()
-        .map(read_topology_source)
+        .map(|o| read_topology_source(o.borrow()))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Cluster {
         nodes,
