@@ -195,6 +195,28 @@ fn other_kinds_are_ignored_and_counted() {
     assert_eq!(report.differences, [], "{}", report.render());
 }
 
+/// An object listed twice is malformed input naming both items; the items' order is not.
+#[test]
+fn a_twice_listed_object_is_refused_and_order_does_not_matter() {
+    let mut doc = dump(&reconciled(), &kubectl_kinds(), true);
+    let items = doc["items"].as_array_mut().expect("items");
+    items.reverse();
+    let reversed = run(&parse(&doc)).expect("the audit runs");
+    assert_eq!(reversed.differences, [], "{}", reversed.render());
+    let items = doc["items"].as_array_mut().expect("items");
+    let node = items.iter().position(|o| o["kind"] == "Node").expect("a node");
+    let copy = items[node].clone();
+    items.push(copy);
+    let e = run(&parse(&doc)).expect_err("a node listed twice");
+    assert_eq!(e.outcome(), Outcome::Usage);
+    let text = e.to_string();
+    assert!(text.starts_with("dump.json: items["), "{text}");
+    assert!(
+        text.contains("is listed twice") && text.contains(&format!("items[{node}]")),
+        "{text}"
+    );
+}
+
 /// The dump's items of `kind`, mutably.
 fn items_of<'a>(doc: &'a mut Value, kind: &str) -> Vec<&'a mut Value> {
     doc["items"]
