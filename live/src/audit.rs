@@ -23,6 +23,7 @@ use std::fmt::Write as _;
 use model::labels::{JOINT_CHECK, NODE_DEVICES_CHECK};
 use model::Settings;
 use oracle::{fold, render_findings, DerivationGraph, Difference, Finding};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{json, Value};
 
 use crate::client::{self, Client, ClientError, Observed};
@@ -113,7 +114,8 @@ impl AuditError {
 pub struct Snapshot {
     /// Where the objects came from (a file path, or `context C`), named in errors.
     pub source: String,
-    /// Each object with its kind and its index in the source's `items`.
+    /// Each object with its kind and its index in the source's `items`. A parsed dump's
+    /// `metadata.managedFields` hold only the worker's label ownership, all any reader uses.
     pub items: Vec<(usize, Kind, Value)>,
     /// `Kind` of each item of a kind the audit does not read (e.g. Pods), left out.
     pub ignored: Vec<String>,
@@ -124,9 +126,15 @@ pub struct Snapshot {
 impl Snapshot {
     /// Parses a v1 `List` (`kubectl get … -o json`); `source` names the file in errors.
     pub fn parse(text: &str, source: &str) -> Result<Snapshot, AuditError> {
-        let mut doc: Value = serde_json::from_str(text)
-            .map_err(|e| AuditError::input(source, "(document)", format!("not JSON: {e}")))?;
-        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let doc: ListDoc = serde_json::from_str(text).map_err(|e| {
+            let what = if e.is_data() {
+                "not a List object"
+            } else {
+                "not JSON"
+            };
+            AuditError::input(source, "(document)", format!("{what}: {e}"))
+        })?;
+        let kind = doc.kind.as_str().unwrap_or_default();
         if !kind.ends_with("List") {
             return Err(AuditError::input(
                 source,
@@ -134,8 +142,7 @@ impl Snapshot {
                 format!("expected `List` (kubectl get … -o json), found `{kind}`"),
             ));
         }
-        // taken, not cloned: each audited item moves into the snapshot
-        let Some(Value::Array(items)) = doc.get_mut("items").map(Value::take) else {
+        let Some(Items(Some(items))) = doc.items else {
             return Err(AuditError::input(
                 source,
                 "items",
@@ -232,6 +239,69 @@ impl Snapshot {
             joint_check_active: self.check_state(JOINT_CHECK) == CheckState::Active,
             ..settings.clone()
         }
+    }
+}
+
+/// A `List` document as [`Snapshot::parse`] reads it: each item's managed fields are cut down
+/// as it is parsed (`read::keep_worker_label_ownership`), so the dump is never held whole.
+#[derive(serde::Deserialize)]
+struct ListDoc {
+    #[serde(default)]
+    kind: Value,
+    #[serde(default)]
+    items: Option<Items>,
+}
+
+/// A [`ListDoc`]'s `items`: `None` inside when they are not an array.
+struct Items(Option<Vec<Value>>);
+
+impl<'de> Deserialize<'de> for Items {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ItemsVisitor)
+    }
+}
+
+struct ItemsVisitor;
+
+impl<'de> Visitor<'de> for ItemsVisitor {
+    type Value = Items;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Items, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(mut item) = seq.next_element::<Value>()? {
+            read::keep_worker_label_ownership(&mut item);
+            out.push(item);
+        }
+        Ok(Items(Some(out)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Items, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Items(None))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Items, E> {
+        Ok(Items(None))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Items, E> {
+        Ok(Items(None))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Items, E> {
+        Ok(Items(None))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Items, E> {
+        Ok(Items(None))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Items, E> {
+        Ok(Items(None))
     }
 }
 

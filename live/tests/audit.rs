@@ -204,7 +204,10 @@ fn a_twice_listed_object_is_refused_and_order_does_not_matter() {
     let reversed = run(&parse(&doc)).expect("the audit runs");
     assert_eq!(reversed.differences, [], "{}", reversed.render());
     let items = doc["items"].as_array_mut().expect("items");
-    let node = items.iter().position(|o| o["kind"] == "Node").expect("a node");
+    let node = items
+        .iter()
+        .position(|o| o["kind"] == "Node")
+        .expect("a node");
     let copy = items[node].clone();
     items.push(copy);
     let e = run(&parse(&doc)).expect_err("a node listed twice");

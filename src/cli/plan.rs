@@ -136,6 +136,12 @@ impl SoakArgs {
 }
 
 impl CheckArgs {
+    /// Threads asked for, else 2 (issue [M15]) unless `--bfs` asks for the shortest
+    /// counterexample, which only a single breadth-first thread guarantees.
+    pub fn threads(&self) -> usize {
+        self.threads.unwrap_or(if self.bfs { 1 } else { 2 })
+    }
+
     /// The checker's config: breadth-first unless `--dfs`.
     pub fn check_config(&self) -> generators::check::CheckConfig {
         use generators::check::{CheckConfig, Search};
@@ -143,7 +149,7 @@ impl CheckArgs {
             nodes: self.nodes,
             cards: self.cards,
             workloads: self.workloads,
-            threads: self.threads,
+            threads: self.threads(),
             search: if self.dfs { Search::Dfs } else { Search::Bfs },
             symmetry: self.symmetry,
             mutant: self.mutant,
@@ -332,6 +338,14 @@ mod tests {
         let c = bfs.check_config();
         assert_eq!((c.nodes, c.threads), (2, 2));
         assert_eq!(c.search, generators::check::Search::Bfs);
+        let threads = |line: &str| match parse(line) {
+            Command::Check(c) => c.check_config().threads,
+            _ => panic!("not check"),
+        };
+        assert_eq!(threads("check"), 2);
+        assert_eq!(threads("check --dfs"), 2);
+        assert_eq!(threads("check --bfs"), 1, "the shortest counterexample");
+        assert_eq!(threads("check --bfs --threads 2"), 2);
         let Command::Check(dfs) = parse("check --dfs --symmetry") else {
             panic!("not check")
         };

@@ -117,10 +117,12 @@ pub struct CheckArgs {
     pub cards: usize,
     #[arg(long, default_value_t = 4)]
     pub workloads: usize,
-    /// Worker threads of the search (1 to 256).
-    #[arg(long, default_value_t = 1, value_parser = bounds::workers())]
-    pub threads: usize,
-    /// Breadth-first (default): shortest counterexample, no symmetry reduction.
+    /// Worker threads of the search (1 to 256) [default: 2; 1 with --bfs].
+    #[arg(long, value_parser = bounds::workers())]
+    pub threads: Option<usize>,
+    /// Breadth-first on one thread: the shortest counterexample (several threads explore
+    /// level by level only roughly), no symmetry reduction. Without --bfs or --dfs the search
+    /// is breadth-first on 2 threads.
     #[arg(long, conflicts_with = "dfs")]
     pub bfs: bool,
     /// Depth-first: applies symmetry reduction with `--symmetry`.

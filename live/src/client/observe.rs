@@ -54,16 +54,21 @@ impl Observed {
 }
 
 impl Observed {
-    /// Adds an object as a cluster listed it (a parsed `kubectl get -o json` item): through
-    /// verify's type for its kind, as [`Client::observe`] reads it. A Node contributes its
-    /// label map only, which its reader has already required to be strings, so it skips the
-    /// round trip through the whole Node type.
+    /// Adds an object as a cluster listed it (a parsed `kubectl get -o json` item, or one the
+    /// twin renders): through verify's type for its kind, as [`Client::observe`] reads it. A
+    /// Node contributes its label map only (as [`reduce`] takes it), which both sides hold as
+    /// strings, so it skips the round trip through the whole Node type.
     pub(crate) fn insert_listed(&mut self, kind: &Kind, object: &Value) {
         if object_kind(kind) == Some(ObjectKind::NodeLabels) {
-            let labels = object.pointer("/metadata/labels").cloned();
-            let labels = labels.filter(Value::is_object).unwrap_or_else(|| json!({}));
-            let name = object.pointer("/metadata/name").cloned();
-            self.insert(kind, json!({"metadata": {"name": name, "labels": labels}}));
+            let labels = object
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object);
+            let id = crate::wire::read::name_of(object);
+            let labels = labels.cloned().unwrap_or_default();
+            self.objects
+                .entry(ObjectKind::NodeLabels)
+                .or_default()
+                .insert(id, json!({ "labels": labels }));
         } else if object_kind(kind).is_some() {
             self.insert(kind, through_type(kind, object.clone()));
         }
@@ -141,7 +146,7 @@ pub fn expected(derived: &Derived) -> Observed {
         if let Some(ns) = namespace {
             object["metadata"]["namespace"] = json!(ns);
         }
-        out.insert(&kind, through_type(&kind, object));
+        out.insert_listed(&kind, &object);
     }
     out
 }

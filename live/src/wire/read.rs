@@ -165,6 +165,30 @@ pub(crate) fn worker_owned_labels(o: &Value) -> Vec<String> {
         .collect()
 }
 
+/// `metadata.managedFields` cut down to what [`worker_owned_labels`] reads: the
+/// [`FIELD_MANAGER`]'s `Apply` entries, with their label sets only. A dump's managed fields
+/// are about a third of its bytes and no reader looks at the rest.
+pub(crate) fn keep_worker_label_ownership(o: &mut Value) {
+    let Some(entries) = o
+        .pointer_mut("/metadata/managedFields")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    entries.retain(|m| {
+        m.get("manager").and_then(Value::as_str) == Some(FIELD_MANAGER)
+            && m.get("operation").and_then(Value::as_str) == Some("Apply")
+            && m.pointer("/fieldsV1/f:metadata/f:labels").is_some()
+    });
+    for m in entries {
+        let labels = m
+            .pointer_mut("/fieldsV1/f:metadata/f:labels")
+            .map(Value::take);
+        *m = json!({"manager": FIELD_MANAGER, "operation": "Apply",
+            "fieldsV1": {"f:metadata": {"f:labels": labels}}});
+    }
+}
+
 /// A Node: NFD/kubelet labels (the worker's own left out), annotations, `status.capacity.cpu`
 /// in millicores (absent = 0, not reported yet), deletionTimestamp → deleting; each card's
 /// `allocatedSlices` from the allocation records of the Pods bound to it (`pods`), which the
@@ -856,6 +880,10 @@ pub(crate) mod tests {
         ]}});
         assert_eq!(worker_owned_labels(&node), ["gpustack.ai/managed", "x/y"]);
         assert!(worker_owned_labels(&json!({"metadata": {}})).is_empty());
+        let mut kept = node.clone();
+        keep_worker_label_ownership(&mut kept);
+        assert_eq!(worker_owned_labels(&kept), worker_owned_labels(&node));
+        assert!(kept.to_string().len() < node.to_string().len());
     }
 
     #[test]
