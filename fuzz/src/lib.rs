@@ -429,16 +429,18 @@ pub fn judge_seed_folding(
             seed,
             reason: reason.to_string(),
         })?;
-    on_generated(&tree.current());
+    // One scenario for every look: `current()` rebuilds it from the value tree each call.
+    let generated = tree.current();
+    on_generated(&generated);
     // On the twin tier the mutant is the twin operator's; the model tier compares models.
     let model_mutant = if twin.is_some() { None } else { config.mutant };
     let by_model = |s: &Scenario| first_violation(s, model_mutant);
-    let found = match by_model(&tree.current()) {
+    let found = match by_model(&generated) {
         Some((p, f)) => Some(((p, f), false)),
         None => match twin.as_deref_mut() {
             None => None,
             Some(t) => t
-                .judge(&tree.current(), config.mutant)
+                .judge(&generated, config.mutant)
                 .map_err(|e| judged(seed, e))?
                 .map(|d| ((TWIN_PROPERTY.to_string(), twin_found(d)), true)),
         },
@@ -446,7 +448,7 @@ pub fn judge_seed_folding(
     let Some(((property, found), on_twin)) = found else {
         return Ok(None);
     };
-    let unshrunk = failure(seed, config, &property, tree.current(), found.clone(), 0);
+    let unshrunk = failure(seed, config, &property, generated.clone(), found.clone(), 0);
     let first_signature = counterexample(&unshrunk, config.mutant).signature();
     if shrunk.is_some_and(|set| set.lock().is_ok_and(|set| set.contains(&first_signature))) {
         return Ok(Some(unshrunk));
@@ -456,7 +458,7 @@ pub fn judge_seed_folding(
         (true, Some(t))
             if config
                 .mutant
-                .is_some_and(|m| first_violation(&tree.current(), Some(m)).is_some()) =>
+                .is_some_and(|m| first_violation(&generated, Some(m)).is_some()) =>
         {
             let m = config.mutant;
             let (small, _, shrinks) = shrink(&mut tree, found.clone(), config.shrink_steps, |s| {

@@ -131,8 +131,15 @@ impl World {
 
     /// [`World::new`], deriving through `deriver` now and after every event.
     pub fn with_deriver(cluster: Cluster, deriver: Deriver) -> Self {
+        let derived = deriver.derive(&cluster);
+        Self::with_derivation(cluster, derived, deriver)
+    }
+
+    /// [`World::with_deriver`] given `derived`, the derivation of `cluster` by `deriver` the
+    /// caller already made: the same world, one derivation fewer.
+    pub fn with_derivation(cluster: Cluster, derived: Derived, deriver: Deriver) -> Self {
         let mut world = World {
-            admission: AdmissionState::with_deriver(cluster, deriver),
+            admission: AdmissionState::with_derivation(cluster, derived, deriver),
         };
         world.remember_authored();
         world

@@ -239,6 +239,12 @@ impl AdmissionState {
     /// [`AdmissionState::new`], deriving through `deriver` now and on every re-derivation.
     pub fn with_deriver(cluster: Cluster, deriver: Deriver) -> Self {
         let derived = deriver.derive(&cluster);
+        Self::with_derivation(cluster, derived, deriver)
+    }
+
+    /// [`AdmissionState::with_deriver`] given `derived`, the derivation of `cluster` by
+    /// `deriver` the caller already made (the oracle derives each scenario's cluster first).
+    pub fn with_derivation(cluster: Cluster, derived: Derived, deriver: Deriver) -> Self {
         let instances = carved_instances(&cluster);
         AdmissionState {
             cluster,
