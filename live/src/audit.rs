@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 use crate::client::{self, Client, ClientError, Observed};
 use crate::server::store::Store;
 use crate::wire::kinds::{self, Kind, AUDITED_KINDS};
-use crate::wire::read;
+use crate::wire::read::{self, meta_str};
 
 /// Audited kinds an older dump command did not list: a dump holding no object of one of them
 /// most likely never asked for it (a cluster the operator manages has at least the
@@ -529,9 +529,7 @@ struct Loaded<'a> {
 impl<'a> Loaded<'a> {
     /// The objects of `kind` (none for a kind the audit does not read, e.g. Pods).
     fn list(&self, kind: &Kind) -> Vec<&Value> {
-        AUDITED_KINDS
-            .iter()
-            .position(|k| k == kind)
+        audited_index(kind)
             .map(|i| self.by_kind[i].iter().map(|o| o.as_ref()).collect())
             .unwrap_or_default()
     }
@@ -563,7 +561,7 @@ fn load(snapshot: &Snapshot) -> Result<Loaded<'_>, AuditError> {
     let mut gone = Vec::new();
     let mut seen: BTreeMap<(usize, &str, &str), usize> = BTreeMap::new();
     for (i, kind, o) in &snapshot.items {
-        let Some(k) = AUDITED_KINDS.iter().position(|a| a == kind) else {
+        let Some(k) = audited_index(kind) else {
             continue;
         };
         let name = meta_str(o, "name");
@@ -597,10 +595,10 @@ fn load(snapshot: &Snapshot) -> Result<Loaded<'_>, AuditError> {
             .filter(|(_, k, _)| *k == kinds::LOCAL_QUEUE)
             .map(|(_, _, o)| meta_str(o, "namespace"))
             .collect();
-        let ns_index = AUDITED_KINDS.iter().position(|k| *k == kinds::NAMESPACE);
         for ns in &named {
             let o = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            by_kind[ns_index.unwrap_or_default()].push(("", ns, Cow::Owned(o)));
+            let at = audited_index(&kinds::NAMESPACE).unwrap_or_default();
+            by_kind[at].push(("", ns, Cow::Owned(o)));
         }
         NamespaceSource::FromLocalQueues(named.into_iter().map(str::to_string).collect())
     } else {
@@ -620,10 +618,7 @@ fn load(snapshot: &Snapshot) -> Result<Loaded<'_>, AuditError> {
     })
 }
 
-/// `metadata.<key>` of a parsed item (checked non-empty by [`Snapshot::parse`] where required).
-fn meta_str<'v>(o: &'v Value, key: &str) -> &'v str {
-    o.get("metadata")
-        .and_then(|m| m.get(key))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+/// Where `kind` stands in [`AUDITED_KINDS`] (None: a kind the audit does not read).
+fn audited_index(kind: &Kind) -> Option<usize> {
+    AUDITED_KINDS.iter().position(|k| k == kind)
 }

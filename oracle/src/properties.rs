@@ -1024,7 +1024,6 @@ fn release_restores_from(s: &Scenario, base: &Derived) -> Result<(), Violation> 
     }
     let mut w = World::with_derivation(s.cluster.clone(), base.clone(), Deriver::plain());
     let before = w.observe();
-    let shape = w.cluster().clone();
     for wl in &workloads {
         w.apply(&Event::Submit {
             workload: (*wl).clone(),
@@ -1053,7 +1052,7 @@ fn release_restores_from(s: &Scenario, base: &Derived) -> Result<(), Violation> 
             }
         }
     }
-    let d = diff(&before, &observe_unless_unchanged(&w, &shape, &before));
+    let d = diff(&before, &w.observe());
     if d.is_empty() {
         Ok(())
     } else {
@@ -1062,16 +1061,6 @@ fn release_restores_from(s: &Scenario, base: &Derived) -> Result<(), Violation> 
             &d,
         );
         Err(violation(ACCOUNTING, "release_restores", message, d))
-    }
-}
-
-/// What `w` publishes, given `observed`, what it published when its cluster was `shape`:
-/// submitting and finishing never re-derive, so an unchanged cluster derives `observed` again.
-fn observe_unless_unchanged(w: &World, shape: &Cluster, observed: &Derived) -> Derived {
-    if w.cluster() == shape {
-        observed.clone()
-    } else {
-        w.observe()
     }
 }
 

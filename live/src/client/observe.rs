@@ -36,9 +36,21 @@ impl Observed {
         self.len() == 0
     }
 
-    pub(crate) fn insert(&mut self, kind: &Kind, object: Value) {
+    /// Adds an object as a cluster listed it (a parsed `kubectl get -o json` item, or one the
+    /// twin renders): through verify's type for its kind, as [`Client::observe`] reads it. A
+    /// Node contributes its label map only ([`reduce`]), which both sides hold as strings, so
+    /// it skips the round trip through the whole Node type.
+    pub(crate) fn insert_listed(&mut self, kind: &Kind, object: &Value) {
+        match object_kind(kind) {
+            None => {}
+            Some(ObjectKind::NodeLabels) => self.insert(kind, object),
+            Some(_) => self.insert(kind, &through_type(kind, object.clone())),
+        }
+    }
+
+    pub(crate) fn insert(&mut self, kind: &Kind, object: &Value) {
         let Some(k) = object_kind(kind) else { return };
-        let name = crate::wire::read::name_of(&object);
+        let name = crate::wire::read::name_of(object);
         let id = match object
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
@@ -49,29 +61,7 @@ impl Observed {
         self.objects
             .entry(k)
             .or_default()
-            .insert(id, reduce(k, &object));
-    }
-}
-
-impl Observed {
-    /// Adds an object as a cluster listed it (a parsed `kubectl get -o json` item, or one the
-    /// twin renders): through verify's type for its kind, as [`Client::observe`] reads it. A
-    /// Node contributes its label map only (as [`reduce`] takes it), which both sides hold as
-    /// strings, so it skips the round trip through the whole Node type.
-    pub(crate) fn insert_listed(&mut self, kind: &Kind, object: &Value) {
-        if object_kind(kind) == Some(ObjectKind::NodeLabels) {
-            let labels = object
-                .pointer("/metadata/labels")
-                .and_then(Value::as_object);
-            let id = crate::wire::read::name_of(object);
-            let labels = labels.cloned().unwrap_or_default();
-            self.objects
-                .entry(ObjectKind::NodeLabels)
-                .or_default()
-                .insert(id, json!({ "labels": labels }));
-        } else if object_kind(kind).is_some() {
-            self.insert(kind, through_type(kind, object.clone()));
-        }
+            .insert(id, reduce(k, object));
     }
 }
 
@@ -195,7 +185,7 @@ impl Client {
         out: &mut Observed,
     ) -> Result<(), ClientError> {
         for object in self.list::<K>(None, None).await? {
-            out.insert(kind, serde_json::to_value(&object).unwrap_or(Value::Null));
+            out.insert(kind, &serde_json::to_value(&object).unwrap_or(Value::Null));
         }
         Ok(())
     }

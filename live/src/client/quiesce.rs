@@ -221,7 +221,7 @@ impl Quiescer {
         let mut out = Observed::default();
         for (kind, objects) in STREAM_KINDS.iter().zip(&self.cache) {
             for object in objects.values() {
-                out.insert(kind, object.clone());
+                out.insert(kind, object);
             }
         }
         out

@@ -115,11 +115,15 @@ pub fn name_of(o: &Value) -> String {
 
 /// `metadata.<key>` as text (absent or not a string: empty).
 pub fn meta_text(o: &Value, key: &str) -> String {
+    meta_str(o, key).to_string()
+}
+
+/// [`meta_text`], borrowed from `o`.
+pub fn meta_str<'v>(o: &'v Value, key: &str) -> &'v str {
     o.get("metadata")
         .and_then(|m| m.get(key))
         .and_then(Value::as_str)
         .unwrap_or_default()
-        .to_string()
 }
 
 /// A string map at `pointer` (absent = empty); a non-string value is an error naming it.
