@@ -54,7 +54,7 @@ pub fn cluster_hardware(snapshot: &Snapshot) -> Vec<String> {
     let rdma = own(snapshot, kinds::NODE).any(|n| {
         labels_at(n, "/metadata/labels")
             .get(RDMA_CAPABLE)
-            .map(String::as_str)
+            .map(model::labels::Text::as_str)
             == Some("true")
     });
     if rdma {
@@ -107,7 +107,7 @@ fn labels_at(o: &Value, pointer: &str) -> model::labels::Labels {
         .and_then(Value::as_object)
         .into_iter()
         .flatten()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .filter_map(|(k, v)| Some((k.into(), v.as_str()?.into())))
         .collect()
 }
 

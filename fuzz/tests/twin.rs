@@ -113,7 +113,9 @@ fn nodes_are_written_before_their_devices() {
         Event::NodeJoin { node } => {
             assert!(node.devices.is_some());
             assert_eq!(
-                node.labels.get(live::client::RUN_LABEL).map(String::as_str),
+                node.labels
+                    .get(live::client::RUN_LABEL)
+                    .map(model::labels::Text::as_str),
                 Some("r")
             );
         }

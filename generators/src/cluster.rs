@@ -88,7 +88,7 @@ pub fn topology_source_palette() -> Vec<TopologySource> {
         TopologySource {
             name: "fabric".into(),
             levels: vec![tier(1), tier(2)],
-            node_selector: Labels::from([(FABRIC_MEMBER.to_string(), "true".to_string())]),
+            node_selector: model::labels::from_pairs(&[(FABRIC_MEMBER, "true")]),
             ready: true,
         },
         TopologySource {
@@ -106,7 +106,7 @@ pub fn topology_source_palette() -> Vec<TopologySource> {
 /// tier 2, the coarsest, comes first).
 fn label_topology(i: usize, node: &mut Node) {
     let mut put = |k: &str, v: String| {
-        node.labels.insert(k.to_string(), v);
+        node.labels.insert(k.into(), v.into());
     };
     put(REGION, "region-a".into());
     if i % 3 != 2 {

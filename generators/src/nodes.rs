@@ -90,7 +90,7 @@ fn cpu_facts(c: &Cpu, report: CpuReport) -> (Vec<(&'static str, &'static str)>, 
         labels.push((CPU_ID, c.model_id));
     }
     if matches!(report, CpuReport::Everything | CpuReport::NameAndVendor) {
-        annotations.insert(CPU_NAME_ANNOTATION.to_string(), c.name.to_string());
+        annotations.insert(CPU_NAME_ANNOTATION.into(), c.name.into());
     }
     (labels, annotations)
 }
@@ -98,7 +98,7 @@ fn cpu_facts(c: &Cpu, report: CpuReport) -> (Vec<(&'static str, &'static str)>, 
 /// Gives a node its name and the matching `kubernetes.io/hostname` label.
 pub fn name_node(mut node: Node, name: &str) -> Node {
     node.name = name.to_string();
-    node.labels.insert(HOSTNAME.to_string(), name.to_string());
+    node.labels.insert(HOSTNAME.into(), name.into());
     node
 }
 
@@ -123,10 +123,10 @@ pub fn arb_anonymous_node(max_cards: u32, mock: MockKey) -> BoxedStrategy<Node> 
             let mut labels: Labels = [(OS, "linux"), (ARCH, c.arch)]
                 .into_iter()
                 .chain(cpu_labels)
-                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .map(|(k, v)| (k.into(), v.into()))
                 .collect();
             if unmanaged {
-                labels.insert(MANAGED.to_string(), "false".to_string());
+                labels.insert(MANAGED.into(), "false".into());
             }
             // drawn from the Devices, not the stream: earlier seeds keep their scenario
             let network = devices.as_ref().map(network_of).unwrap_or_default();
@@ -190,7 +190,7 @@ mod tests {
         let (labels, annotations) = cpu_facts(c, report);
         let labels = labels
             .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .map(|(k, v)| (k.into(), v.into()))
             .collect();
         (labels, annotations)
     }
@@ -212,6 +212,9 @@ mod tests {
     fn naming_sets_the_hostname() {
         let n = name_node(Node::default(), "node-3");
         assert_eq!(n.name, "node-3");
-        assert_eq!(n.labels.get(HOSTNAME).map(String::as_str), Some("node-3"));
+        assert_eq!(
+            n.labels.get(HOSTNAME).map(model::labels::Text::as_str),
+            Some("node-3")
+        );
     }
 }

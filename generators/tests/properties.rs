@@ -111,7 +111,7 @@ proptest! {
         let names: Vec<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
         for n in &c.nodes {
             prop_assert_eq!(
-                n.labels.get(model::labels::HOSTNAME).map(String::as_str),
+                n.labels.get(model::labels::HOSTNAME).map(model::labels::Text::as_str),
                 Some(n.name.as_str())
             );
         }

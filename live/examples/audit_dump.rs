@@ -18,7 +18,7 @@ fn main() {
             let mut node = base[i % base.len()].clone();
             node.name = format!("{}-{}", node.name, i / base.len());
             node.labels
-                .insert(model::labels::HOSTNAME.into(), node.name.clone());
+                .insert(model::labels::HOSTNAME.into(), node.name.as_str().into());
             node
         })
         .collect();

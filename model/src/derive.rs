@@ -10,7 +10,7 @@ use crate::cluster::{Cluster, Era, Node, Settings, SharedOnceMax, TopologySource
 use crate::devices::Devices;
 use crate::error::ModelError;
 use crate::flavor::Contribution;
-use crate::labels::{self, Labels, DERIVED_FROM_NODE, NOTE_PREFIX};
+use crate::labels::{self, Labels, Text, DERIVED_FROM_NODE, NOTE_PREFIX};
 use crate::mutants::Mutant;
 use crate::objects::{
     ClusterQueue, InstanceType, InstanceTypeSpec, InstanceTypeStatus, LocalQueue, NodeFlavor,
@@ -396,7 +396,7 @@ fn derived_topologies(
     }
     let profiles: BTreeSet<&str> = nodes
         .iter()
-        .filter_map(|n| n.labels.get(labels::TOPOLOGY_PROFILE).map(String::as_str))
+        .filter_map(|n| n.labels.get(labels::TOPOLOGY_PROFILE).map(Text::as_str))
         .collect();
     flavor::generated_topologies(
         nodes
@@ -784,7 +784,7 @@ fn pool_flavor(rf: &ResourceFlavor) -> PoolFlavor {
         per_node_count: rf.flavor.count,
         capacity: rf.capacity,
         acceleratable: rf.flavor.acceleratable,
-        manufacturer: rf.flavor.manufacturer.clone(),
+        manufacturer: rf.flavor.manufacturer.to_string(),
         terminating: false,
     }
 }
@@ -801,7 +801,7 @@ fn queue_world(
     // Validation only tests the flavors' nodeLabels against a node: keep just those keys.
     let keys: BTreeSet<&str> = selected
         .iter()
-        .flat_map(|rf| rf.node_labels.keys().map(String::as_str))
+        .flat_map(|rf| rf.node_labels.keys().map(Text::as_str))
         .collect();
     let pool_nodes = members
         .iter()
@@ -822,7 +822,7 @@ fn queue_world(
                 (
                     rf.name.clone(),
                     FlavorPlacement {
-                        profile: rf.flavor.profile.clone(),
+                        profile: rf.flavor.profile.to_string(),
                         node_labels: rf.node_labels.clone(),
                         topology_name: rf.topology_name.clone().unwrap_or_default(),
                     },
@@ -913,7 +913,7 @@ fn detail_flavor_notes(
     Some(
         rf.annotations
             .iter()
-            .filter_map(|(k, v)| Some((k.strip_prefix(NOTE_PREFIX)?.to_string(), v.clone())))
+            .filter_map(|(k, v)| Some((Text::new(k.strip_prefix(NOTE_PREFIX)?), v.clone())))
             .collect(),
     )
 }

@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 
 use crate::devices::{Capability, Devices, PartitionProfile};
-use crate::labels::Labels;
+use crate::labels::{Labels, Text};
 use crate::objects::{Detail, InstanceTypeSpec, LogicalDetail, PhysicalDetail, SlicedDetail};
 
 /// `AggregateAcceleratorSlicedDetail`: logical counts and physical ceilings summed, overcommit
@@ -127,7 +127,7 @@ pub fn instance_type_detail(
     let Some(notes) = flavor_notes else {
         return Detail::default();
     };
-    let note = |k: &str| notes.get(k).cloned().unwrap_or_default();
+    let note = |k: &str| notes.get(k).map_or_else(String::new, Text::to_string);
     let mut detail = Detail {
         manufacturer: note("manufacturer"),
         product: note("product"),
@@ -222,7 +222,7 @@ fn known_field<'a>(key: &str, fields: impl Iterator<Item = &'a &'a str>) -> Opti
 fn set_string_field(out: &mut Labels, field: String, v: json::Value) -> Result<(), JsonError> {
     match v {
         json::Value::String(s) => {
-            out.insert(field, s);
+            out.insert(field.into(), s.into());
             Ok(())
         }
         json::Value::Null => Ok(()),
@@ -635,10 +635,7 @@ mod tests {
     }
 
     fn notes(pairs: &[(&str, &str)]) -> Labels {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
-            .collect()
+        crate::labels::from_pairs(pairs)
     }
 
     fn accelerated_spec() -> InstanceTypeSpec {
@@ -686,14 +683,8 @@ mod tests {
         );
 
         let aware = instance_type_detail(&accelerated_spec(), true, Some(&n), &[&a, &b]);
-        assert_eq!(
-            aware.cpu.get("manufacturer").map(String::as_str),
-            Some("amd")
-        );
-        assert_eq!(
-            aware.cpu.get("physicalCores").map(String::as_str),
-            Some("32")
-        );
+        assert_eq!(aware.cpu.get("manufacturer").map(Text::as_str), Some("amd"));
+        assert_eq!(aware.cpu.get("physicalCores").map(Text::as_str), Some("32"));
     }
 
     #[test]
@@ -722,9 +713,9 @@ mod tests {
         let raw = r#"{"physicalCores":"32","logicalCores":"64","manufacturer":"x",
                       "cache":{"l2":"1048576","bogus":[1,2]},"extra":{"a":[true,null,1.5e3]}}"#;
         assert!(fold_detail_cpu(&mut d, raw, false));
-        assert_eq!(d.cpu.get("physicalCores").map(String::as_str), Some("32"));
-        assert_eq!(d.cpu.get("logicalCores").map(String::as_str), Some("64"));
-        assert_eq!(d.cpu.get("cache.l2").map(String::as_str), Some("1048576"));
+        assert_eq!(d.cpu.get("physicalCores").map(Text::as_str), Some("32"));
+        assert_eq!(d.cpu.get("logicalCores").map(Text::as_str), Some("64"));
+        assert_eq!(d.cpu.get("cache.l2").map(Text::as_str), Some("1048576"));
         assert!(
             !d.cpu.contains_key("manufacturer"),
             "not a field of the inline CPU"

@@ -3,6 +3,7 @@
 //! the objects are then re-derived at quiescence from where the previous quiescence left them,
 //! so create-only InstanceTypes persist and a drained queue is not mistaken for a new one.
 
+use crate::labels::Text;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::{Cluster, ExistingInstanceType, Namespace, Node};
@@ -387,7 +388,7 @@ impl World {
         for it in derived.instance_types.iter().filter(|it| {
             it.labels
                 .get(crate::labels::DERIVED_FROM_NODE)
-                .map(String::as_str)
+                .map(Text::as_str)
                 == Some("true")
         }) {
             if !known.iter().any(|k| k.name == it.name) {
@@ -437,10 +438,7 @@ mod tests {
             .iter()
             .find(|rf| rf.name == CPU_FLAVOR)
             .unwrap();
-        assert_eq!(
-            rf.node_labels.get(CPU_ONLY).map(String::as_str),
-            Some("true")
-        );
+        assert_eq!(rf.node_labels.get(CPU_ONLY).map(Text::as_str), Some("true"));
         // the accelerated nodes' CPU flavors lost every contributor: retired, their queues
         // had listed them
         let retired: Vec<&FlavorTransition> = transitions

@@ -3,7 +3,7 @@
 
 use crate::cluster::{Cluster, Namespace, Node};
 use crate::devices::{Capability, Card, DeviceGroup, Devices};
-use crate::labels::{Labels, ARCH, CPU_NAME_ANNOTATION, CPU_VENDOR, HOSTNAME, OS};
+use crate::labels::{Labels, Text, ToSmolStr, ARCH, CPU_NAME_ANNOTATION, CPU_VENDOR, HOSTNAME, OS};
 use crate::workload::{Container, PodSet, Workload};
 
 /// A linux/amd64 node as NFD labels it, with its CPU name annotation and core count.
@@ -15,9 +15,10 @@ pub fn nfd_node(name: &str, vendor: &str, cpu_name: &str, cores: u64) -> Node {
         (CPU_VENDOR, vendor),
     ]
     .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .map(|(k, v)| (Text::new_static(k), Text::new(v)))
     .collect();
-    let annotations: Labels = [(CPU_NAME_ANNOTATION.to_string(), cpu_name.to_string())].into();
+    let annotations: Labels =
+        [(Text::new_static(CPU_NAME_ANNOTATION), cpu_name.to_smolstr())].into();
     Node {
         name: name.to_string(),
         labels,

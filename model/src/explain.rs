@@ -7,7 +7,7 @@
 use crate::cluster::{Cluster, Node, SharedOnceMax};
 use crate::derive::DerivedNode;
 use crate::devices::Devices;
-use crate::labels::{self, Labels, GENERAL_PREFIX, MANAGED, TOPOLOGY_PROFILE};
+use crate::labels::{self, Labels, Text, GENERAL_PREFIX, MANAGED, TOPOLOGY_PROFILE};
 use crate::mutants::Mutant;
 use crate::objects::{ClusterQueue, InstanceTypeSpec, LocalQueue, ResourceFlavor};
 use crate::objects::{InstanceTypeStatus, ResourceView};
@@ -129,8 +129,8 @@ pub(crate) fn node<R: Record>(rec: &mut R, node: &Node, g_key: &str, d: &Derived
     });
     let flavors: Vec<&str> = d.flavors.iter().map(|f| f.name.as_str()).collect();
     rec.decide(|| {
-        let managed = d.labels.get(MANAGED).map_or("(unset)", String::as_str);
-        let profile = d.labels.get(TOPOLOGY_PROFILE).map_or("(none)", String::as_str);
+        let managed = d.labels.get(MANAGED).map_or("(unset)", Text::as_str);
+        let profile = d.labels.get(TOPOLOGY_PROFILE).map_or("(none)", Text::as_str);
         decision(
             Kind::Node,
             n,

@@ -20,7 +20,7 @@ use crate::error::ModelError;
 use crate::fit_keys::{
     filter_fit_labels, is_fit_label_key, shared_fit_label_key, sliced_fit_label_key,
 };
-use crate::labels::{Labels, MANAGED};
+use crate::labels::{Labels, Text, ToSmolStr, MANAGED};
 use crate::ledger::{charge, CardLedger, Charge};
 use crate::placement::requirement_admits;
 use crate::pod_webhook::NodeSelectorRequirement;
@@ -75,11 +75,11 @@ pub fn fit_labels_of(devices: &Devices) -> Labels {
         let a_key = group.accelerator_key();
         let sliced_key = sliced_fit_label_key(&a_key);
         if sliceable && is_fit_label_key(&sliced_key) {
-            out.insert(sliced_key, max_free_units.to_string());
+            out.insert(sliced_key, max_free_units.to_smolstr());
         }
         let shared_key = shared_fit_label_key(&a_key);
         if shareable && is_fit_label_key(&shared_key) {
-            out.insert(shared_key, free_share_cards.to_string());
+            out.insert(shared_key, free_share_cards.to_smolstr());
         }
     }
     out
@@ -100,7 +100,7 @@ pub fn node_is_managed(labels: &Labels) -> bool {
 }
 
 /// A metadata.labels merge patch: `Some(v)` sets, `None` removes.
-pub type LabelPatch = BTreeMap<String, Option<String>>;
+pub type LabelPatch = BTreeMap<Text, Option<Text>>;
 
 /// `buildFitLabelPatch`: set every changed or missing desired value, remove every fit label not
 /// desired, name no other label; `None` when nothing differs. node_fit_label.go.
@@ -205,7 +205,7 @@ pub fn fit_pin(a_key: &str, q: FitQuestion) -> NodeSelectorRequirement {
         FitQuestion::Shared(cards) => (shared_fit_label_key(a_key), i64::from(cards)),
     };
     NodeSelectorRequirement {
-        key,
+        key: key.to_string(),
         operator: "Gt".into(),
         values: vec![(need - 1).to_string()],
     }
@@ -284,16 +284,13 @@ mod tests {
             card(10, 0, Mode::None, UNITS_PER_CARD, 0),
         ]);
         let l = fit_labels_of(&d);
-        assert_eq!(l.get(SL).map(String::as_str), Some("1600000"));
-        assert_eq!(l.get(SH).map(String::as_str), Some("3"));
+        assert_eq!(l.get(SL).map(Text::as_str), Some("1600000"));
+        assert_eq!(l.get(SH).map(Text::as_str), Some("3"));
         let d = node(vec![
             card(10, 0, Mode::None, 640_000, 0),
             card(10, 0, Mode::None, 640_000, 0),
         ]);
-        assert_eq!(
-            fit_labels_of(&d).get(SL).map(String::as_str),
-            Some("640000")
-        );
+        assert_eq!(fit_labels_of(&d).get(SL).map(Text::as_str), Some("640000"));
     }
 
     #[test]
@@ -303,18 +300,12 @@ mod tests {
             card(4, 0, Mode::Sliced, 60 * 16_000, 4),
             card(4, 0, Mode::Sliced, 10 * 16_000, 2),
         ]);
-        assert_eq!(
-            fit_labels_of(&d).get(SL).map(String::as_str),
-            Some("160000")
-        );
+        assert_eq!(fit_labels_of(&d).get(SL).map(Text::as_str), Some("160000"));
         let d = node(vec![
             card(4, 0, Mode::Sliced, 70 * 16_000, 3),
             card(4, 0, Mode::Sliced, 10 * 16_000, 2),
         ]);
-        assert_eq!(
-            fit_labels_of(&d).get(SL).map(String::as_str),
-            Some("1120000")
-        );
+        assert_eq!(fit_labels_of(&d).get(SL).map(Text::as_str), Some("1120000"));
     }
 
     #[test]
@@ -325,15 +316,15 @@ mod tests {
             card(128, 0, Mode::None, UNITS_PER_CARD, 0),
         ]);
         let l = fit_labels_of(&d);
-        assert_eq!(l.get(SL).map(String::as_str), Some("1600000"));
-        assert_eq!(l.get(SH).map(String::as_str), Some("1"));
+        assert_eq!(l.get(SL).map(Text::as_str), Some("1600000"));
+        assert_eq!(l.get(SH).map(Text::as_str), Some("1"));
         let d = node(vec![
             card(0, 7, Mode::None, UNITS_PER_CARD, 0),
             card(128, 0, Mode::Sliced, 800_000, 1),
         ]);
         let l = fit_labels_of(&d);
-        assert_eq!(l.get(SL).map(String::as_str), Some("800000"));
-        assert_eq!(l.get(SH).map(String::as_str), Some("0"));
+        assert_eq!(l.get(SL).map(Text::as_str), Some("800000"));
+        assert_eq!(l.get(SH).map(Text::as_str), Some("0"));
     }
 
     #[test]
@@ -348,16 +339,13 @@ mod tests {
 
     #[test]
     fn patch_touches_only_fit_labels() {
-        let cur: Labels = [(SL, "640000"), ("zone", "a")]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let cur = crate::labels::from_pairs(&[(SL, "640000"), ("zone", "a")]);
         let patch = fit_label_patch(&Labels::new(), &cur).unwrap();
         assert_eq!(patch.len(), 1);
         assert_eq!(patch.get(SL), Some(&None));
         assert_eq!(fit_label_patch(&filter_fit_labels(&cur), &cur), None);
         let after = apply_label_patch(&cur, &patch);
-        assert_eq!(after.get("zone").map(String::as_str), Some("a"));
+        assert_eq!(after.get("zone").map(Text::as_str), Some("a"));
         assert!(!after.contains_key(SL));
     }
 

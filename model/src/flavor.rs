@@ -5,8 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cluster::{Node, Settings};
 use crate::labels::{
-    accelerator_feature_key, general_feature_key, Labels, ACCELERATABLE, ARCH, NOTE_PREFIX, OS,
-    RESOURCE_TYPE, RESOURCE_TYPE_NODES, RESOURCE_TYPE_TOPOLOGY, TOPOLOGY_PROFILE,
+    accelerator_feature_key, format_smolstr, general_feature_key, Labels, Text, ToSmolStr,
+    ACCELERATABLE, ARCH, NOTE_PREFIX, OS, RESOURCE_TYPE, RESOURCE_TYPE_NODES,
+    RESOURCE_TYPE_TOPOLOGY, TOPOLOGY_PROFILE,
 };
 use crate::nodefeature::{
     cpu_detail, effective_node_labels, node_flavors, node_is_eligible, profile_of_levels, CpuDetail,
@@ -24,7 +25,7 @@ pub struct Contribution<'a> {
 }
 
 /// The flavor's own feature key: `acceleratable.…/<aKey>` or `general.…/<gKey>` (chain.md §6.3).
-pub fn own_feature_key(f: &NodeFlavor) -> String {
+pub fn own_feature_key(f: &NodeFlavor) -> Text {
     if f.acceleratable {
         accelerator_feature_key(&f.accelerator_key)
     } else {
@@ -36,22 +37,31 @@ pub fn own_feature_key(f: &NodeFlavor) -> String {
 pub fn flavor_labels(f: &NodeFlavor, n: u64) -> Labels {
     let key = own_feature_key(f);
     let mut out = Labels::new();
-    out.insert(format!("{key}.count"), f.count.to_string());
+    out.insert(format_smolstr!("{key}.count"), f.count.to_smolstr());
     out.insert(
-        format!("{key}.capacity"),
-        n.saturating_mul(f.count).to_string(),
+        format_smolstr!("{key}.capacity"),
+        n.saturating_mul(f.count).to_smolstr(),
     );
-    out.insert(key, "true".to_string());
-    out.insert(OS.to_string(), f.os.clone());
-    out.insert(ARCH.to_string(), f.arch.clone());
-    out.insert(ACCELERATABLE.to_string(), f.acceleratable.to_string());
+    out.insert(key, Text::new_static("true"));
+    out.insert(Text::new_static(OS), f.os.clone());
+    out.insert(Text::new_static(ARCH), f.arch.clone());
+    out.insert(
+        Text::new_static(ACCELERATABLE),
+        f.acceleratable.to_smolstr(),
+    );
     if f.acceleratable {
-        out.insert(general_feature_key(&f.general_key), "true".to_string());
+        out.insert(
+            general_feature_key(&f.general_key),
+            Text::new_static("true"),
+        );
     }
     if !f.profile.is_empty() {
-        out.insert(TOPOLOGY_PROFILE.to_string(), f.profile.clone());
+        out.insert(Text::new_static(TOPOLOGY_PROFILE), f.profile.clone());
     }
-    out.insert(RESOURCE_TYPE.to_string(), RESOURCE_TYPE_NODES.to_string());
+    out.insert(
+        Text::new_static(RESOURCE_TYPE),
+        Text::new_static(RESOURCE_TYPE_NODES),
+    );
     out
 }
 
@@ -65,8 +75,8 @@ pub fn carries_cpu_detail(f: &NodeFlavor, aware: bool) -> bool {
 /// the operator writes them; `topologyProfile` only in E3 (non-empty profile); `cpuDetail` only
 /// when `cpu` is given and [`carries_cpu_detail`] holds.
 pub fn flavor_notes(f: &NodeFlavor, cpu: Option<&CpuDetail>, aware: bool) -> Labels {
-    let mut notes: Vec<(&str, String)> = vec![
-        ("acceleratable", f.acceleratable.to_string()),
+    let mut notes: Vec<(&str, Text)> = vec![
+        ("acceleratable", f.acceleratable.to_smolstr()),
         ("generalGroup", f.general_key.clone()),
         ("acceleratorGroup", f.accelerator_key.clone()),
         ("manufacturer", f.manufacturer.clone()),
@@ -79,11 +89,11 @@ pub fn flavor_notes(f: &NodeFlavor, cpu: Option<&CpuDetail>, aware: bool) -> Lab
         notes.push(("topologyProfile", f.profile.clone()));
     }
     if let Some(detail) = cpu.filter(|_| carries_cpu_detail(f, aware)) {
-        notes.push(("cpuDetail", detail.note_json(f.acceleratable)));
+        notes.push(("cpuDetail", detail.note_json(f.acceleratable).into()));
     }
     notes
         .into_iter()
-        .map(|(k, v)| (format!("{NOTE_PREFIX}{k}"), v))
+        .map(|(k, v)| (format_smolstr!("{NOTE_PREFIX}{k}"), v))
         .collect()
 }
 
@@ -100,8 +110,8 @@ pub fn generated_topology(levels: &[String]) -> Topology {
     Topology {
         name: topology_name(&profile).unwrap_or_default(),
         labels: Labels::from([(
-            RESOURCE_TYPE.to_string(),
-            RESOURCE_TYPE_TOPOLOGY.to_string(),
+            Text::new_static(RESOURCE_TYPE),
+            Text::new_static(RESOURCE_TYPE_TOPOLOGY),
         )]),
         levels: levels.to_vec(),
     }
@@ -275,7 +285,7 @@ fn build_resource_flavor(p: &Pooled<'_>, aware: bool) -> ResourceFlavor {
     let f = p.flavor;
     let cpu = carries_cpu_detail(f, aware).then(|| cpu_detail(p.first.labels, p.first.annotations));
     ResourceFlavor {
-        name: f.name.clone(),
+        name: f.name.to_string(),
         labels: flavor_labels(f, n),
         annotations: flavor_notes(f, cpu.as_ref(), aware),
         node_labels: f.node_labels.clone(),
@@ -420,48 +430,50 @@ mod tests {
         let key = "acceleratable.feature.gpustack.ai/nvidia-tesla-t4";
         assert_eq!(
             dev.labels
-                .get(&format!("{key}.capacity"))
-                .map(String::as_str),
+                .get(&format_smolstr!("{key}.capacity"))
+                .map(Text::as_str),
             Some("4")
         );
         assert_eq!(
-            dev.labels.get(&format!("{key}.count")).map(String::as_str),
+            dev.labels
+                .get(&format_smolstr!("{key}.count"))
+                .map(Text::as_str),
             Some("2")
         );
         assert_eq!(
             dev.labels
                 .get("general.feature.gpustack.ai/amd-epyc-7763")
-                .map(String::as_str),
+                .map(Text::as_str),
             Some("true")
         );
         assert_eq!(
-            dev.labels.get(ACCELERATABLE).map(String::as_str),
+            dev.labels.get(ACCELERATABLE).map(Text::as_str),
             Some("true")
         );
         assert!(!dev.annotations.contains_key("note.gpustack.ai/cpuDetail"));
         let cpu = &rfs[1];
         assert_eq!(cpu.capacity, 16);
         assert_eq!(
-            cpu.labels.get(ACCELERATABLE).map(String::as_str),
+            cpu.labels.get(ACCELERATABLE).map(Text::as_str),
             Some("false")
         );
         // Identity (and cpuDetail) from the first contributor in the given order: node-b.
         assert_eq!(
             cpu.annotations
                 .get("note.gpustack.ai/cpuDetail")
-                .map(String::as_str),
+                .map(Text::as_str),
             Some(r#"{"physicalCores":"4","cache":{}}"#)
         );
         assert_eq!(
             cpu.annotations
                 .get("note.gpustack.ai/product")
-                .map(String::as_str),
+                .map(Text::as_str),
             Some("AMD EPYC 7763 64-Core Processor")
         );
         assert_eq!(
             cpu.annotations
                 .get("note.gpustack.ai/acceleratorGroup")
-                .map(String::as_str),
+                .map(Text::as_str),
             Some("")
         );
     }
@@ -476,7 +488,7 @@ mod tests {
         let dev = rfs.iter().find(|r| r.flavor.acceleratable);
         let note = dev.and_then(|r| r.annotations.get("note.gpustack.ai/cpuDetail"));
         assert_eq!(
-            note.map(String::as_str),
+            note.map(Text::as_str),
             Some(r#"{"manufacturer":"amd","product":"AMD EPYC 7R32","cache":{}}"#)
         );
     }
@@ -517,7 +529,7 @@ mod tests {
         let cpu: Vec<_> = rfs.iter().filter(|r| !r.flavor.acceleratable).collect();
         assert_eq!(cpu.len(), 1);
         assert_eq!(
-            cpu[0].node_labels.get(CPU_ONLY).map(String::as_str),
+            cpu[0].node_labels.get(CPU_ONLY).map(Text::as_str),
             Some("true")
         );
         assert!(!cpu[0].node_labels.contains_key(ACCELERATABLE));
@@ -526,7 +538,7 @@ mod tests {
     #[test]
     fn plain_resource_flavors_group_by_name() {
         let f = |name: &str, count: u64| NodeFlavor {
-            name: name.to_string(),
+            name: name.into(),
             general_key: "generic".into(),
             count,
             ..NodeFlavor::default()
@@ -554,7 +566,8 @@ mod tests {
     fn zoned_walkthrough() -> crate::cluster::Cluster {
         let mut c = crate::examples::walkthrough();
         for n in c.nodes.iter_mut() {
-            n.labels.insert(ZONE.into(), format!("z-{}", n.name));
+            n.labels
+                .insert(ZONE.into(), format_smolstr!("z-{}", n.name));
         }
         for n in c.nodes.iter_mut().filter(|n| n.name.starts_with("node-t4")) {
             n.labels.insert("pool".into(), "t4".into());
@@ -579,7 +592,7 @@ mod tests {
         let t = &d.topologies[0];
         assert_eq!(t.name, format!("gpustack-{DEFAULT_TOPOLOGY_PROFILE}"));
         assert_eq!(
-            t.labels.get(RESOURCE_TYPE).map(String::as_str),
+            t.labels.get(RESOURCE_TYPE).map(Text::as_str),
             Some("topology")
         );
         let d = crate::derive::derive(&zoned_walkthrough());

@@ -68,22 +68,36 @@ pub fn is_known_manufacturer(m: &str) -> bool {
 }
 
 /// `<featureKey>` label for an accelerator key: `acceleratable.feature.gpustack.ai/<aKey>`.
-pub fn accelerator_feature_key(a_key: &str) -> String {
-    format!("{ACCELERATABLE_PREFIX}{a_key}")
+pub fn accelerator_feature_key(a_key: &str) -> Text {
+    format_smolstr!("{ACCELERATABLE_PREFIX}{a_key}")
 }
 
 /// `<featureKey>` label for a CPU key: `general.feature.gpustack.ai/<gKey>`.
-pub fn general_feature_key(g_key: &str) -> String {
-    format!("{GENERAL_PREFIX}{g_key}")
+pub fn general_feature_key(g_key: &str) -> Text {
+    format_smolstr!("{GENERAL_PREFIX}{g_key}")
 }
 
-/// The label map type used throughout: sorted for deterministic output.
-pub type Labels = std::collections::BTreeMap<String, String>;
+/// A label key or value: short ones (most values, node names) live inline, longer ones (most
+/// keys) are shared when cloned, so copying a label map allocates map nodes only.
+pub type Text = smol_str::SmolStr;
+
+/// The label map type used throughout: sorted by key for deterministic output.
+pub type Labels = std::collections::BTreeMap<Text, Text>;
+
+/// A label map from owned or borrowed `(key, value)` pairs.
+pub fn of<K: Into<Text>, V: Into<Text>>(pairs: impl IntoIterator<Item = (K, V)>) -> Labels {
+    pairs
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect()
+}
 
 /// A label map from `(key, value)` pairs.
 pub fn from_pairs(pairs: &[(&str, &str)]) -> Labels {
     pairs
         .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .map(|(k, v)| (Text::new(k), Text::new(v)))
         .collect()
 }
+
+pub use smol_str::{format_smolstr, ToSmolStr};

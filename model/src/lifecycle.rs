@@ -37,7 +37,7 @@ use crate::devices::Card;
 use crate::error::ModelError;
 use crate::fit::{desired_fit_labels, fit_pin, node_is_managed, pod_set_fit_demand, FitQuestion};
 use crate::fit_keys::{filter_fit_labels, is_fit_label_key};
-use crate::labels::{Labels, HOSTNAME, JOINT_CHECK, NODE_DEVICES_CHECK};
+use crate::labels::{Labels, Text, HOSTNAME, JOINT_CHECK, NODE_DEVICES_CHECK};
 use crate::ledger::{
     charge, lowest_free_placement, reconstruct_instances, release, CardLedger, Charge, ChargeError,
     Instance,
@@ -1159,8 +1159,7 @@ fn carved_instances(cluster: &Cluster) -> BTreeMap<(String, String), Vec<Instanc
 fn node_hostname(n: &crate::cluster::Node) -> String {
     n.labels
         .get(HOSTNAME)
-        .cloned()
-        .unwrap_or_else(|| n.name.clone())
+        .map_or_else(|| n.name.clone(), Text::to_string)
 }
 
 /// The quota a reservation of `given` holds: each pod set's usage of the resources its

@@ -5,9 +5,10 @@
 use crate::cluster::{Era, Node, Settings, TopologySource};
 use crate::devices::{DeviceGroup, Devices};
 use crate::labels::{
-    accelerator_feature_key, general_feature_key, is_known_manufacturer, Labels, ACCELERATABLE,
-    ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY, CPU_ID, CPU_NAME_ANNOTATION,
-    CPU_ONLY, CPU_VENDOR, CREDITS_PREFIX, HOSTNAME, MANAGED, OS, TOPOLOGY_PROFILE,
+    accelerator_feature_key, format_smolstr, general_feature_key, is_known_manufacturer, Labels,
+    Text, ToSmolStr, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY,
+    CPU_ID, CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR, CREDITS_PREFIX, HOSTNAME, MANAGED, OS,
+    TOPOLOGY_PROFILE,
 };
 use crate::objects::NodeFlavor;
 
@@ -190,11 +191,11 @@ pub fn normalize_name(name: &str, manufacturer: &str, budget: usize, strip_cruft
 
 /// A `feature.gpustack.ai/cpu-<attr>` annotation; an unresolved NFD template (`@…`) reads as
 /// empty (`generalFeatureAnnotation`, pkg/nodefeature/helper.go).
-pub fn cpu_annotation(annotations: &Labels, attr: &str) -> String {
-    let key = format!("{CPU_ANNOTATION_PREFIX}{attr}");
+pub fn cpu_annotation(annotations: &Labels, attr: &str) -> Text {
+    let key = format_smolstr!("{CPU_ANNOTATION_PREFIX}{attr}");
     match annotations.get(&key) {
         Some(v) if !v.starts_with('@') => v.clone(),
-        _ => String::new(),
+        _ => Text::default(),
     }
 }
 
@@ -202,7 +203,7 @@ pub fn cpu_annotation(annotations: &Labels, attr: &str) -> String {
 /// (chain.md §17 rule 1; pkg/nodefeature/helper.go).
 pub fn cpu_manufacturer(labels: &Labels) -> String {
     GeneralKeyInputs {
-        vendor: labels.get(CPU_VENDOR).map(String::as_str),
+        vendor: labels.get(CPU_VENDOR).map(Text::as_str),
         ..GeneralKeyInputs::default()
     }
     .manufacturer()
@@ -223,10 +224,10 @@ impl<'a> GeneralKeyInputs<'a> {
     /// Reads the inputs of gKey from a node's labels and annotations.
     pub fn of(labels: &'a Labels, annotations: &'a Labels) -> Self {
         GeneralKeyInputs {
-            vendor: labels.get(CPU_VENDOR).map(String::as_str),
-            family: labels.get(CPU_FAMILY).map(String::as_str),
-            id: labels.get(CPU_ID).map(String::as_str),
-            name: annotations.get(CPU_NAME_ANNOTATION).map(String::as_str),
+            vendor: labels.get(CPU_VENDOR).map(Text::as_str),
+            family: labels.get(CPU_FAMILY).map(Text::as_str),
+            id: labels.get(CPU_ID).map(Text::as_str),
+            name: annotations.get(CPU_NAME_ANNOTATION).map(Text::as_str),
         }
     }
 
@@ -465,30 +466,39 @@ fn group_labels(group: &DeviceGroup) -> Labels {
     if group.cards.is_empty() {
         return out;
     }
-    let mut put = |k: String, v: &str| {
-        out.insert(k, sanitize_label_value(v));
+    let mut put = |k: Text, v: &str| {
+        out.insert(k, sanitize_label_value(v).into());
     };
     let manu_key = accelerator_feature_key(&group.manufacturer);
-    put(ACCELERATABLE.to_string(), "true");
+    put(Text::new_static(ACCELERATABLE), "true");
     if !group.driver_version.is_empty() {
-        put(format!("{manu_key}.driver-version"), &group.driver_version);
+        put(
+            format_smolstr!("{manu_key}.driver-version"),
+            &group.driver_version,
+        );
     }
     if !group.runtime_version.is_empty() {
         put(
-            format!("{manu_key}.runtime-version"),
+            format_smolstr!("{manu_key}.runtime-version"),
             &group.runtime_version,
         );
     }
-    let key = format!("{manu_key}-{}", group.id);
-    put(format!("{key}.product"), &group.name);
-    put(format!("{key}.memory"), &memory_label(group.memory_mib));
-    put(format!("{key}.cores"), &group.cores.to_string());
-    put(format!("{key}.count"), &group.cards.len().to_string());
+    let key = format_smolstr!("{manu_key}-{}", group.id);
+    put(format_smolstr!("{key}.product"), &group.name);
+    put(
+        format_smolstr!("{key}.memory"),
+        &memory_label(group.memory_mib),
+    );
+    put(format_smolstr!("{key}.cores"), &group.cores.to_string());
+    put(
+        format_smolstr!("{key}.count"),
+        &group.cards.len().to_string(),
+    );
     if !group.family.is_empty() {
-        put(format!("{key}.family"), &group.family);
+        put(format_smolstr!("{key}.family"), &group.family);
     }
     if !group.compute_capability.is_empty() {
-        put(format!("{key}.comcap"), &group.compute_capability);
+        put(format_smolstr!("{key}.comcap"), &group.compute_capability);
     }
     put(key, "true");
     put(manu_key, "true");
@@ -508,11 +518,11 @@ fn cpu_cores(cpu_millis: u64) -> u64 {
 
 /// `gpustack.ai/managed` the Worker publishes: an existing non-empty value wins, else `true`
 /// unless management is manual (chain.md §2.3, §17 rule 3).
-fn managed_value(labels: &Labels, manual: bool) -> Option<String> {
+fn managed_value(labels: &Labels, manual: bool) -> Option<Text> {
     match labels.get(MANAGED) {
         Some(v) if !v.is_empty() => Some(v.clone()),
         _ if manual => None,
-        _ => Some("true".to_string()),
+        _ => Some(Text::new_static("true")),
     }
 }
 
@@ -537,18 +547,18 @@ pub fn worker_node_labels_with_key(
 ) -> Labels {
     let mut out = Labels::new();
     if let Some(v) = managed_value(labels, manual) {
-        out.insert(MANAGED.to_string(), v);
+        out.insert(Text::new_static(MANAGED), v);
     }
     out.insert(
         general_feature_key(key_manufacturer(g_key)),
-        "true".to_string(),
+        Text::new_static("true"),
     );
     let feature = general_feature_key(g_key);
     let cores = cpu_cores(cpu_millis);
     if cores > 0 {
-        out.insert(format!("{feature}.count"), cores.to_string());
+        out.insert(format_smolstr!("{feature}.count"), cores.to_smolstr());
     }
-    out.insert(feature, "true".to_string());
+    out.insert(feature, Text::new_static("true"));
     out
 }
 
@@ -596,10 +606,10 @@ pub fn effective_node_labels_with_key(
     ));
     if settings.era == Era::E3 {
         let profile = profile_of_levels(&node_topology_levels(&out, sources));
-        out.insert(TOPOLOGY_PROFILE.to_string(), profile);
+        out.insert(Text::new_static(TOPOLOGY_PROFILE), profile.into());
     }
     if !settings.mixed_on_node && !node_is_accelerated(&out) {
-        out.insert(CPU_ONLY.to_string(), "true".to_string());
+        out.insert(Text::new_static(CPU_ONLY), Text::new_static("true"));
     }
     out
 }
@@ -626,44 +636,42 @@ fn positive_count(labels: &Labels, key: &str) -> Option<u64> {
         .filter(|n| *n > 0)
 }
 
+/// A label's value, empty when unset.
+fn label_text(labels: &Labels, key: &str) -> Text {
+    labels.get(key).cloned().unwrap_or_default()
+}
+
 /// The node's topology profile as flavors read it: the label in E3, nothing in E2.
-fn flavor_profile(labels: &Labels, settings: &Settings) -> String {
+fn flavor_profile(labels: &Labels, settings: &Settings) -> Text {
     match settings.era {
-        Era::E3 => labels.get(TOPOLOGY_PROFILE).cloned().unwrap_or_default(),
-        Era::E2 => String::new(),
+        Era::E3 => label_text(labels, TOPOLOGY_PROFILE),
+        Era::E2 => Text::default(),
     }
 }
 
 /// Flavor name: `gpustack--<gKey>[--<aKey>]-<os>-<arch>-<n>c|d[-<profile>]` (chain.md §6.2).
-fn flavor_name(
-    g_key: &str,
-    a_key: &str,
-    os: &str,
-    arch: &str,
-    count: u64,
-    profile: &str,
-) -> String {
+fn flavor_name(g_key: &str, a_key: &str, os: &str, arch: &str, count: u64, profile: &str) -> Text {
     let base = if a_key.is_empty() {
-        format!("gpustack--{g_key}-{os}-{arch}-{count}c")
+        format_smolstr!("gpustack--{g_key}-{os}-{arch}-{count}c")
     } else {
-        format!("gpustack--{g_key}--{a_key}-{os}-{arch}-{count}d")
+        format_smolstr!("gpustack--{g_key}--{a_key}-{os}-{arch}-{count}d")
     };
     if profile.is_empty() {
         base
     } else {
-        format!("{base}-{profile}")
+        format_smolstr!("{base}-{profile}")
     }
 }
 
 /// `spec.nodeLabels` shared by both flavor kinds: managed, os, arch, paired CPU key, profile.
 fn base_node_labels(os: &str, arch: &str, g_key: &str, profile: &str) -> Labels {
     let mut out = Labels::new();
-    out.insert(MANAGED.to_string(), "true".to_string());
-    out.insert(OS.to_string(), os.to_string());
-    out.insert(ARCH.to_string(), arch.to_string());
-    out.insert(general_feature_key(g_key), "true".to_string());
+    out.insert(Text::new_static(MANAGED), Text::new_static("true"));
+    out.insert(Text::new_static(OS), os.to_smolstr());
+    out.insert(Text::new_static(ARCH), arch.to_smolstr());
+    out.insert(general_feature_key(g_key), Text::new_static("true"));
     if !profile.is_empty() {
-        out.insert(TOPOLOGY_PROFILE.to_string(), profile.to_string());
+        out.insert(Text::new_static(TOPOLOGY_PROFILE), profile.to_smolstr());
     }
     out
 }
@@ -681,33 +689,35 @@ fn cpu_flavor(
     g_key: &str,
     settings: &Settings,
 ) -> Option<NodeFlavor> {
-    let count_key = format!("{}.count", general_feature_key(g_key));
+    let count_key = format_smolstr!("{}.count", general_feature_key(g_key));
     let count = positive_count(labels, &count_key)?;
-    let os = labels.get(OS).cloned().unwrap_or_default();
-    let arch = labels.get(ARCH).cloned().unwrap_or_default();
+    let os = label_text(labels, OS);
+    let arch = label_text(labels, ARCH);
     let profile = flavor_profile(labels, settings);
     let mut node_labels = base_node_labels(&os, &arch, g_key, &profile);
-    node_labels.insert(count_key, count.to_string());
+    node_labels.insert(count_key, count.to_smolstr());
     if !settings.mixed_on_node {
         // E3 pins the CPU-only mark; E2 (@ee282a6) pinned acceleratable=false instead.
         match settings.era {
-            Era::E3 => node_labels.insert(CPU_ONLY.to_string(), "true".to_string()),
-            Era::E2 => node_labels.insert(ACCELERATABLE.to_string(), "false".to_string()),
+            Era::E3 => node_labels.insert(Text::new_static(CPU_ONLY), Text::new_static("true")),
+            Era::E2 => {
+                node_labels.insert(Text::new_static(ACCELERATABLE), Text::new_static("false"))
+            }
         };
     }
     Some(NodeFlavor {
         name: flavor_name(g_key, "", &os, &arch, count, &profile),
-        manufacturer: key_manufacturer(g_key).to_string(),
-        general_key: g_key.to_string(),
-        accelerator_key: String::new(),
+        manufacturer: Text::new(key_manufacturer(g_key)),
+        general_key: Text::new(g_key),
+        accelerator_key: Text::default(),
         os,
         arch,
         count,
         acceleratable: false,
         product: cpu_annotation(annotations, "name"),
         family: cpu_annotation(annotations, "family"),
-        memory: String::new(),
-        cores: String::new(),
+        memory: Text::default(),
+        cores: Text::default(),
         profile,
         node_labels,
     })
@@ -721,25 +731,20 @@ fn device_flavor(
     settings: &Settings,
 ) -> Option<NodeFlavor> {
     let feature = accelerator_feature_key(a_key);
-    let count_key = format!("{feature}.count");
+    let count_key = format_smolstr!("{feature}.count");
     let count = positive_count(labels, &count_key)?;
-    let os = labels.get(OS).cloned().unwrap_or_default();
-    let arch = labels.get(ARCH).cloned().unwrap_or_default();
+    let os = label_text(labels, OS);
+    let arch = label_text(labels, ARCH);
     let profile = flavor_profile(labels, settings);
-    let read = |suffix: &str| {
-        labels
-            .get(&format!("{feature}.{suffix}"))
-            .cloned()
-            .unwrap_or_default()
-    };
+    let read = |suffix: &str| label_text(labels, &format_smolstr!("{feature}.{suffix}"));
     let mut node_labels = base_node_labels(&os, &arch, g_key, &profile);
-    node_labels.insert(feature.clone(), "true".to_string());
-    node_labels.insert(count_key, count.to_string());
+    node_labels.insert(feature.clone(), Text::new_static("true"));
+    node_labels.insert(count_key, count.to_smolstr());
     Some(NodeFlavor {
         name: flavor_name(g_key, a_key, &os, &arch, count, &profile),
-        general_key: g_key.to_string(),
-        accelerator_key: a_key.to_string(),
-        manufacturer: key_manufacturer(a_key).to_string(),
+        general_key: Text::new(g_key),
+        accelerator_key: Text::new(a_key),
+        manufacturer: Text::new(key_manufacturer(a_key)),
         os,
         arch,
         count,
@@ -819,27 +824,27 @@ pub fn parse_flavor_count(name: &str) -> u64 {
 /// (`ExtractGeneralDetail`, pkg/nodefeature/helper.go); unresolved `@…` values read as empty.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CpuDetail {
-    pub manufacturer: String,
-    pub product: String,
-    pub family: String,
-    pub physical_cores: String,
-    pub threads_per_physical_core: String,
-    pub logical_cores: String,
-    pub stepping: String,
-    pub clock_speed: String,
-    pub max_clock_speed: String,
-    pub cache_line: String,
-    pub cache_l1i: String,
-    pub cache_l1d: String,
-    pub cache_l2: String,
-    pub cache_l3: String,
+    pub manufacturer: Text,
+    pub product: Text,
+    pub family: Text,
+    pub physical_cores: Text,
+    pub threads_per_physical_core: Text,
+    pub logical_cores: Text,
+    pub stepping: Text,
+    pub clock_speed: Text,
+    pub max_clock_speed: Text,
+    pub cache_line: Text,
+    pub cache_l1i: Text,
+    pub cache_l1d: Text,
+    pub cache_l2: Text,
+    pub cache_l3: Text,
 }
 
 /// Reads a node's CPU detail (`ExtractGeneralDetail`; chain.md §2.1).
 pub fn cpu_detail(labels: &Labels, annotations: &Labels) -> CpuDetail {
     let a = |attr: &str| cpu_annotation(annotations, attr);
     CpuDetail {
-        manufacturer: cpu_manufacturer(labels),
+        manufacturer: cpu_manufacturer(labels).into(),
         product: a("name"),
         family: a("family"),
         physical_cores: a("physical-cores"),
@@ -1104,10 +1109,10 @@ mod tests {
     fn worker_labels_echo_the_admin_managed_value() {
         let none = Labels::new();
         let w = worker_node_labels(&none, &none, 1500, false);
-        assert_eq!(w.get(MANAGED).map(String::as_str), Some("true"));
+        assert_eq!(w.get(MANAGED).map(Text::as_str), Some("true"));
         assert_eq!(
             w.get("general.feature.gpustack.ai/generic.count")
-                .map(String::as_str),
+                .map(Text::as_str),
             Some("2"),
             "1500m rounds up to 2 cores"
         );
@@ -1116,7 +1121,7 @@ mod tests {
         assert_eq!(
             worker_node_labels(&off, &none, 0, false)
                 .get(MANAGED)
-                .map(String::as_str),
+                .map(Text::as_str),
             Some("false")
         );
         assert!(!worker_node_labels(&none, &none, 0, false)
@@ -1222,7 +1227,7 @@ mod tests {
         assert_eq!(device.memory, "24Gi");
         assert_eq!(device.manufacturer, "nvidia");
         assert_eq!(
-            device.node_labels.get(TOPOLOGY_PROFILE).map(String::as_str),
+            device.node_labels.get(TOPOLOGY_PROFILE).map(Text::as_str),
             Some(DEFAULT_TOPOLOGY_PROFILE)
         );
         assert_eq!(flavors[0].product, "AMD EPYC 7R32");
@@ -1245,11 +1250,11 @@ mod tests {
 
         let cpu = &nodes[0];
         let eff = effective_node_labels(cpu, &s);
-        assert_eq!(eff.get(CPU_ONLY).map(String::as_str), Some("true"));
+        assert_eq!(eff.get(CPU_ONLY).map(Text::as_str), Some("true"));
         let flavors = node_flavors(&eff, &cpu.annotations, &s);
         assert_eq!(flavors.len(), 1);
         assert_eq!(
-            flavors[0].node_labels.get(CPU_ONLY).map(String::as_str),
+            flavors[0].node_labels.get(CPU_ONLY).map(Text::as_str),
             Some("true")
         );
     }
@@ -1286,9 +1291,9 @@ mod tests {
         node.labels
             .insert(TOPOLOGY_PROFILE.into(), "fnv64-0000000000000001".into());
         let eff = effective_node_labels(&node, &Settings::default());
-        assert_eq!(eff.get(MANAGED).map(String::as_str), Some("false"));
+        assert_eq!(eff.get(MANAGED).map(Text::as_str), Some("false"));
         assert_eq!(
-            eff.get(TOPOLOGY_PROFILE).map(String::as_str),
+            eff.get(TOPOLOGY_PROFILE).map(Text::as_str),
             Some(DEFAULT_TOPOLOGY_PROFILE)
         );
         let mut profiled = eff.clone();
@@ -1394,7 +1399,7 @@ mod tests {
         assert_eq!(normalize_topology_levels(&kept), kept);
         let node: Labels = [t(1), t(2)]
             .into_iter()
-            .map(|k| (k, "v".to_string()))
+            .map(|k| (k.into(), Text::new_static("v")))
             .collect();
         let src = source("s", &[&t(1), &t(2)], &[], true);
         assert_eq!(
@@ -1411,7 +1416,7 @@ mod tests {
         let src = source("zones", &[ZONE], &[(MANAGED, "true")], true);
         let eff = effective_node_labels_with_key(&node, &Settings::default(), &g_key, &[src]);
         assert_eq!(
-            eff.get(TOPOLOGY_PROFILE).map(String::as_str),
+            eff.get(TOPOLOGY_PROFILE).map(Text::as_str),
             Some("fnv64-f7b1861ac0399767")
         );
     }

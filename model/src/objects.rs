@@ -4,28 +4,28 @@
 use serde::{Deserialize, Serialize};
 
 use crate::devices::{PartitionProfile, ProfileCount};
-use crate::labels::Labels;
+use crate::labels::{Labels, Text};
 
 /// One flavor a node contributes (`ExtractNodeFlavors`, chain.md §6.1–6.2).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct NodeFlavor {
-    pub name: String,
-    pub general_key: String,
+    pub name: Text,
+    pub general_key: Text,
     /// Empty for a CPU flavor.
-    pub accelerator_key: String,
-    pub os: String,
-    pub arch: String,
+    pub accelerator_key: Text,
+    pub os: Text,
+    pub arch: Text,
     /// Per-node count: cores (`<n>c`) or cards (`<n>d`).
     pub count: u64,
     pub acceleratable: bool,
     /// Device manufacturer, or the CPU manufacturer (gManu) for a CPU flavor.
-    pub manufacturer: String,
-    pub product: String,
-    pub family: String,
-    pub memory: String,
-    pub cores: String,
+    pub manufacturer: Text,
+    pub product: Text,
+    pub family: Text,
+    pub memory: Text,
+    pub cores: Text,
     /// E3 topology profile (`fnv64-…`); empty in E2.
-    pub profile: String,
+    pub profile: Text,
     /// `spec.nodeLabels` the flavor pins.
     pub node_labels: Labels,
 }

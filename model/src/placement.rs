@@ -332,12 +332,12 @@ pub fn first_short_resource(free: &Amounts, pod: &Amounts) -> Option<String> {
 /// `DoesNotExist`, `Gt`, `Lt`, as Kubernetes' nodeaffinity reads them; `Gt`/`Lt` on a missing
 /// or non-integer label fail). An unknown operator matches nothing.
 pub fn requirement_admits(labels: &crate::labels::Labels, r: &NodeSelectorRequirement) -> bool {
-    let value = labels.get(&r.key);
+    let value = labels.get(r.key.as_str());
     let bound = || r.values.first().and_then(|v| v.parse::<i64>().ok());
     let num = || value.and_then(|v| v.parse::<i64>().ok());
     match r.operator.as_str() {
-        "In" => value.is_some_and(|v| r.values.contains(v)),
-        "NotIn" => value.is_none_or(|v| !r.values.contains(v)),
+        "In" => value.is_some_and(|v| r.values.iter().any(|w| w == v)),
+        "NotIn" => value.is_none_or(|v| !r.values.iter().any(|w| w == v)),
         "Exists" => value.is_some(),
         "DoesNotExist" => value.is_none(),
         "Gt" => matches!((num(), bound()), (Some(v), Some(b)) if v > b),
@@ -970,10 +970,7 @@ mod tests {
         TasNode {
             name: host.into(),
             hostname: host.into(),
-            labels: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            labels: crate::labels::from_pairs(labels),
             free: free.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         }
     }

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::credits::{memory_mib_to_units, parse_quantity, percent_to_units, Quantity};
 use crate::field::{forbidden, invalid, invalid_message, required};
 pub use crate::field::{FieldError, FieldErrorKind};
-use crate::labels::{accelerator_feature_key, QUEUE_ENTRANCE};
+use crate::labels::{accelerator_feature_key, Text, QUEUE_ENTRANCE};
 use crate::objects::InstanceType;
 use crate::resources::{accelerator_base_of, family_of, partitioned_profile_of, Family};
 use crate::workload::Container;
@@ -440,7 +440,7 @@ pub fn fronting_instance_type<'a>(
     }
     let mut matching = instance_types
         .iter()
-        .filter(|it| it.labels.get(QUEUE_ENTRANCE).map(String::as_str) == Some(local_queue));
+        .filter(|it| it.labels.get(QUEUE_ENTRANCE).map(Text::as_str) == Some(local_queue));
     match (matching.next(), matching.next()) {
         (Some(it), None) => Ok(it),
         (None, _) => Err(PodRejection::denied(format!(

@@ -2,8 +2,8 @@
 //! and the derived InstanceType authoring (research/chain.md §7, §8.4, §17 rules 10–12, 18, 24).
 
 use crate::labels::{
-    self, Labels, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, GENERAL_PREFIX, MANAGED, OS,
-    SCHEDULE_PREFIX, TOPOLOGY_PROFILE,
+    self, Labels, Text, ToSmolStr, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, GENERAL_PREFIX,
+    MANAGED, OS, SCHEDULE_PREFIX, TOPOLOGY_PROFILE,
 };
 use crate::objects::{InstanceTypeSpec, NodeFlavor, UnitResources};
 
@@ -86,17 +86,17 @@ pub fn pool_of_flavor(f: &NodeFlavor, aware: bool) -> PoolIdentity {
     PoolIdentity {
         acceleratable: f.acceleratable,
         general_group: if aware {
-            f.general_key.clone()
+            f.general_key.to_string()
         } else {
             GENERAL_GROUP_GENERIC.to_string()
         },
         accelerator_group: if f.acceleratable {
-            f.accelerator_key.clone()
+            f.accelerator_key.to_string()
         } else {
             String::new()
         },
-        os: f.os.clone(),
-        arch: f.arch.clone(),
+        os: f.os.to_string(),
+        arch: f.arch.to_string(),
     }
 }
 
@@ -112,23 +112,23 @@ pub fn pool_schedule_labels(
     arch: &str,
 ) -> Labels {
     let mut out = Labels::new();
-    out.insert(ACCELERATABLE.to_string(), acceleratable.to_string());
+    out.insert(Text::new_static(ACCELERATABLE), acceleratable.to_smolstr());
     if !os.is_empty() {
-        out.insert(OS.to_string(), os.to_string());
+        out.insert(Text::new_static(OS), os.to_smolstr());
     }
     if !arch.is_empty() {
-        out.insert(ARCH.to_string(), arch.to_string());
+        out.insert(Text::new_static(ARCH), arch.to_smolstr());
     }
     if acceleratable && !accelerator_group.is_empty() {
         out.insert(
             labels::accelerator_feature_key(accelerator_group),
-            "true".to_string(),
+            Text::new_static("true"),
         );
     }
     if aware && !general_group.is_empty() && general_group != GENERAL_GROUP_GENERIC {
         out.insert(
             labels::general_feature_key(general_group),
-            "true".to_string(),
+            Text::new_static("true"),
         );
     }
     out
@@ -201,7 +201,7 @@ pub fn pool_devices_selector(queue_labels: &Labels) -> Option<Labels> {
     if !featured {
         return None;
     }
-    sel.insert(MANAGED.to_string(), "true".to_string());
+    sel.insert(Text::new_static(MANAGED), Text::new_static("true"));
     Some(sel)
 }
 
@@ -216,17 +216,23 @@ pub fn devices_labels(
     let mut out = Labels::new();
     for key in [OS, ARCH, TOPOLOGY_PROFILE] {
         if let Some(v) = node_effective_labels.get(key).filter(|v| !v.is_empty()) {
-            out.insert(key.to_string(), v.clone());
+            out.insert(key.to_smolstr(), v.clone());
         }
     }
     for a_key in accelerator_keys {
-        out.insert(labels::accelerator_feature_key(a_key), "true".to_string());
+        out.insert(
+            labels::accelerator_feature_key(a_key),
+            Text::new_static("true"),
+        );
     }
     if let Some(v) = node_effective_labels.get(MANAGED).filter(|v| !v.is_empty()) {
-        out.insert(MANAGED.to_string(), v.clone());
+        out.insert(Text::new_static(MANAGED), v.clone());
     }
     if !general_key.is_empty() {
-        out.insert(labels::general_feature_key(general_key), "true".to_string());
+        out.insert(
+            labels::general_feature_key(general_key),
+            Text::new_static("true"),
+        );
     }
     out
 }
@@ -241,7 +247,7 @@ pub fn instance_types_served_by_devices(
     let mut platform = Labels::new();
     for key in [OS, ARCH] {
         if let Some(v) = devices_labels.get(key).filter(|v| !v.is_empty()) {
-            platform.insert(key.to_string(), v.clone());
+            platform.insert(key.to_smolstr(), v.clone());
         }
     }
     let selectors: Vec<Labels> = devices_labels
@@ -573,10 +579,7 @@ mod tests {
     use super::*;
 
     fn l(pairs: &[(&str, &str)]) -> Labels {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        crate::labels::from_pairs(pairs)
     }
 
     fn device_flavor(g: &str, a: &str) -> NodeFlavor {
@@ -657,7 +660,7 @@ mod tests {
         assert_eq!(
             aware
                 .get("general.feature.gpustack.ai/amd-epyc-7r32")
-                .map(String::as_str),
+                .map(Text::as_str),
             Some("true")
         );
         let collapsed = pool_schedule_labels(false, true, "generic", "", "linux", "amd64");

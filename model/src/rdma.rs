@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use crate::devices::{CardTopology, Devices, Interface, Link, LinkState, Network};
-use crate::labels::{Labels, FEATURE_PREFIX};
+use crate::labels::{Labels, Text, ToSmolStr, FEATURE_PREFIX};
 use crate::nodefeature::sanitize_label_value;
 
 /// `NodeRDMACapableLabelKey` (pkg/nodefeature/rdma.go).
@@ -347,13 +347,13 @@ pub fn rdma_node_labels(devices: &Devices, network: &Network) -> Labels {
     if endpoints.is_empty() {
         return out;
     }
-    out.insert(RDMA_CAPABLE.to_string(), "true".to_string());
+    out.insert(Text::new_static(RDMA_CAPABLE), Text::new_static("true"));
     let numa = numa_set(&endpoints);
     if !numa.is_empty() && survives_sanitizer(&numa) {
-        out.insert(RDMA_NUMA.to_string(), numa);
+        out.insert(Text::new_static(RDMA_NUMA), numa.into());
     }
     if let Some(d) = closest_distance(devices, network, &endpoints) {
-        out.insert(RDMA_DISTANCE.to_string(), d.word().to_string());
+        out.insert(Text::new_static(RDMA_DISTANCE), d.word().to_smolstr());
     }
     out
 }
@@ -398,9 +398,9 @@ pub fn fabric_node_labels(devices: &Devices, network: &Network) -> Labels {
     if !survives_sanitizer(&domain) {
         return out;
     }
-    out.insert(FABRIC_DOMAIN.to_string(), domain);
+    out.insert(Text::new_static(FABRIC_DOMAIN), domain.into());
     if members > 0 {
-        out.insert(FABRIC_MEMBERS.to_string(), members.to_string());
+        out.insert(Text::new_static(FABRIC_MEMBERS), members.to_smolstr());
     }
     out
 }
@@ -568,15 +568,15 @@ mod tests {
     fn example_c_labels_capable_and_the_numa_set() {
         let n = example_c();
         let l = rdma_node_labels(&Devices::default(), &n);
-        assert_eq!(l.get(RDMA_CAPABLE).map(String::as_str), Some("true"));
-        assert_eq!(l.get(RDMA_NUMA).map(String::as_str), Some("0_1"));
+        assert_eq!(l.get(RDMA_CAPABLE).map(Text::as_str), Some("true"));
+        assert_eq!(l.get(RDMA_NUMA).map(Text::as_str), Some("0_1"));
         assert!(
             !l.contains_key(RDMA_DISTANCE),
             "no accelerator, no distance"
         );
         // with cards that carry no coordinates the distance is UNK
         let l = rdma_node_labels(&cards(&["g0"]), &n);
-        assert_eq!(l.get(RDMA_DISTANCE).map(String::as_str), Some("UNK"));
+        assert_eq!(l.get(RDMA_DISTANCE).map(Text::as_str), Some("UNK"));
     }
 
     #[test]
@@ -584,7 +584,7 @@ mod tests {
         let mut n = nic("a", "", "", Some(LinkState::Unverified));
         n.rdma = false;
         let l = rdma_node_labels(&Devices::default(), &net(vec![n]));
-        assert_eq!(l.get(RDMA_CAPABLE).map(String::as_str), Some("true"));
+        assert_eq!(l.get(RDMA_CAPABLE).map(Text::as_str), Some("true"));
         assert!(!l.contains_key(RDMA_NUMA), "no NUMA known");
     }
 
@@ -594,7 +594,7 @@ mod tests {
         pf.sriov = true;
         pf.virtual_functions = vec![vf("av0", "mlx5_1", "", Some(LinkState::Ok))];
         let l = rdma_node_labels(&Devices::default(), &net(vec![pf]));
-        assert_eq!(l.get(RDMA_NUMA).map(String::as_str), Some("3"));
+        assert_eq!(l.get(RDMA_NUMA).map(Text::as_str), Some("3"));
     }
 
     #[test]
@@ -605,13 +605,13 @@ mod tests {
         let eps = label_endpoints(&many);
         assert!(numa_set(&eps).len() > 63);
         let l = rdma_node_labels(&Devices::default(), &net(many.clone()));
-        assert_eq!(l.get(RDMA_CAPABLE).map(String::as_str), Some("true"));
+        assert_eq!(l.get(RDMA_CAPABLE).map(Text::as_str), Some("true"));
         assert!(!l.contains_key(RDMA_NUMA), "{l:?}");
         // a set that fits is published, sorted as strings
         let few = net(many[..12].to_vec());
         let l = rdma_node_labels(&Devices::default(), &few);
         assert_eq!(
-            l.get(RDMA_NUMA).map(String::as_str),
+            l.get(RDMA_NUMA).map(Text::as_str),
             Some("0_1_10_11_2_3_4_5_6_7_8_9")
         );
     }
@@ -648,7 +648,7 @@ mod tests {
             .topology
             .insert("near".into(), card(&["S2"], "R1", "1"));
         let l = rdma_node_labels(&devices, &network);
-        assert_eq!(l.get(RDMA_DISTANCE).map(String::as_str), Some("PXB"));
+        assert_eq!(l.get(RDMA_DISTANCE).map(Text::as_str), Some("PXB"));
     }
 
     fn with_fabric(ids: &[&str], fabrics: &[Option<Fabric>]) -> (Devices, Network) {
@@ -681,7 +681,7 @@ mod tests {
         let (d, n) = with_fabric(&["a", "b"], &[nvlink(hex, "0", 0), nvlink(hex, "0", 0)]);
         let l = fabric_node_labels(&d, &n);
         assert_eq!(
-            l.get(FABRIC_DOMAIN).map(String::as_str),
+            l.get(FABRIC_DOMAIN).map(Text::as_str),
             Some(format!("nvlink-{hex}-0").as_str())
         );
         assert!(!l.contains_key(FABRIC_MEMBERS), "0 = not reported");
@@ -702,11 +702,11 @@ mod tests {
         };
         let (d, n) = with_fabric(&["a", "b"], &[ub(384), ub(384)]);
         let l = fabric_node_labels(&d, &n);
-        assert_eq!(l.get(FABRIC_DOMAIN).map(String::as_str), Some("ub-7"));
-        assert_eq!(l.get(FABRIC_MEMBERS).map(String::as_str), Some("384"));
+        assert_eq!(l.get(FABRIC_DOMAIN).map(Text::as_str), Some("ub-7"));
+        assert_eq!(l.get(FABRIC_MEMBERS).map(Text::as_str), Some("384"));
         let (d, n) = with_fabric(&["a", "b"], &[ub(384), ub(128)]);
         let l = fabric_node_labels(&d, &n);
-        assert_eq!(l.get(FABRIC_DOMAIN).map(String::as_str), Some("ub-7"));
+        assert_eq!(l.get(FABRIC_DOMAIN).map(Text::as_str), Some("ub-7"));
         assert!(!l.contains_key(FABRIC_MEMBERS));
         // a value over 63 characters is withheld
         let long = "f".repeat(60);
@@ -751,11 +751,8 @@ mod tests {
             assert!(!x.labels.keys().any(|k| is_rdma_or_fabric_label(k)));
             if y.labels.contains_key(RDMA_CAPABLE) {
                 labelled += 1;
-                assert_eq!(
-                    y.labels.get(FABRIC_DOMAIN).map(String::as_str),
-                    Some("ub-7")
-                );
-                assert_eq!(y.labels.get(FABRIC_MEMBERS).map(String::as_str), Some("16"));
+                assert_eq!(y.labels.get(FABRIC_DOMAIN).map(Text::as_str), Some("ub-7"));
+                assert_eq!(y.labels.get(FABRIC_MEMBERS).map(Text::as_str), Some("16"));
             }
         }
         assert!(labelled > 0);

@@ -2,7 +2,7 @@
 //! pkg/worker/webhooks/worker/instance_type.go @4adb335).
 
 use crate::field::{forbidden, invalid, invalid_message, required, FieldError};
-use crate::labels::{Labels, QUEUE_ENTRANCE};
+use crate::labels::{Labels, Text, ToSmolStr, QUEUE_ENTRANCE};
 use crate::objects::InstanceTypeSpec;
 use crate::pool::{is_feature_key, spec_schedule_labels, GENERAL_GROUP_GENERIC};
 
@@ -45,7 +45,7 @@ pub fn default_instance_type_labels(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     out.extend(wanted);
-    out.insert(QUEUE_ENTRANCE.to_string(), entrance.to_string());
+    out.insert(Text::new_static(QUEUE_ENTRANCE), entrance.to_smolstr());
     out
 }
 
@@ -279,21 +279,21 @@ mod tests {
             ("team", "ml"),
         ]
         .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .map(|(k, v)| (Text::new(k), Text::new(v)))
         .collect();
         let got =
             default_instance_type_labels("lq", &accel("4", "48Gi", "100Gi"), &existing, false);
         assert!(!got.contains_key("general.feature.gpustack.ai/amd-epyc-7763"));
-        assert_eq!(got.get("team").map(String::as_str), Some("ml"));
-        assert_eq!(got.get(ACCELERATABLE).map(String::as_str), Some("true"));
-        assert_eq!(got.get(OS).map(String::as_str), Some("linux"));
-        assert_eq!(got.get(ARCH).map(String::as_str), Some("amd64"));
+        assert_eq!(got.get("team").map(Text::as_str), Some("ml"));
+        assert_eq!(got.get(ACCELERATABLE).map(Text::as_str), Some("true"));
+        assert_eq!(got.get(OS).map(Text::as_str), Some("linux"));
+        assert_eq!(got.get(ARCH).map(Text::as_str), Some("amd64"));
         assert_eq!(
             got.get("acceleratable.feature.gpustack.ai/nvidia-a10g")
-                .map(String::as_str),
+                .map(Text::as_str),
             Some("true")
         );
-        assert_eq!(got.get(QUEUE_ENTRANCE).map(String::as_str), Some("lq"));
+        assert_eq!(got.get(QUEUE_ENTRANCE).map(Text::as_str), Some("lq"));
     }
 
     #[test]
@@ -304,15 +304,12 @@ mod tests {
         assert_eq!(
             aware
                 .get("general.feature.gpustack.ai/amd-epyc-7763")
-                .map(String::as_str),
+                .map(Text::as_str),
             Some("true")
         );
         let unaware = default_instance_type_labels("lq", &spec, &aware, false);
         assert!(!unaware.contains_key("general.feature.gpustack.ai/amd-epyc-7763"));
-        assert_eq!(
-            unaware.get(ACCELERATABLE).map(String::as_str),
-            Some("false")
-        );
+        assert_eq!(unaware.get(ACCELERATABLE).map(Text::as_str), Some("false"));
     }
 
     #[test]

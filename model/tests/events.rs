@@ -37,7 +37,7 @@ fn a_mixing_flip_event_pins_cpu_flavors_and_flips_back() {
         .all(|rf| rf
             .node_labels
             .get(model::labels::CPU_ONLY)
-            .map(String::as_str)
+            .map(model::labels::Text::as_str)
             == Some("true")));
     assert_eq!(w.apply(&Event::MixingFlip), Effect::Reshaped);
     assert!(w.cluster().settings.mixed_on_node);

@@ -714,7 +714,7 @@ mod tests {
             d.nodes[at]
                 .labels
                 .get(model::rdma::RDMA_NUMA)
-                .map(String::as_str),
+                .map(model::labels::Text::as_str),
             Some("1")
         );
         // an observer that published another NUMA set and dropped the capable gate

@@ -9,7 +9,7 @@ use model::cluster::{Cluster, Node, SharedOnceMax};
 use model::derive::{derive, derive_after, Derived, Deriver};
 use model::devices::{Card, DeviceGroup, Devices};
 use model::events::{Effect, Event, World};
-use model::labels::{self, ARCH, HOSTNAME, KUBE_SYSTEM, MANAGED, OS, QUEUE_ENTRANCE};
+use model::labels::{self, Text, ARCH, HOSTNAME, KUBE_SYSTEM, MANAGED, OS, QUEUE_ENTRANCE};
 use model::lifecycle::{workload_key, Outcome};
 use model::objects::{InstanceType, ResourceView, StopPolicy};
 use model::scenario::Scenario;
@@ -227,7 +227,7 @@ pub fn rename_nodes(cluster: &Cluster) -> (Cluster, BTreeMap<String, String>) {
         .nodes
         .iter()
         .flat_map(|n| {
-            std::iter::once(n.name.as_str()).chain(n.labels.get(HOSTNAME).map(String::as_str))
+            std::iter::once(n.name.as_str()).chain(n.labels.get(HOSTNAME).map(Text::as_str))
         })
         .collect();
     let mut prefix = String::from("renamed-");
@@ -245,8 +245,8 @@ pub fn rename_nodes(cluster: &Cluster) -> (Cluster, BTreeMap<String, String>) {
         node.name = new;
         if let Some(h) = node.labels.get_mut(HOSTNAME) {
             let new = format!("{prefix}{h}");
-            back.insert(new.clone(), h.clone());
-            *h = new;
+            back.insert(new.clone(), h.to_string());
+            *h = new.into();
         }
     }
     (out, back)
@@ -260,7 +260,13 @@ fn map_known_names(d: &mut Derived, back: &BTreeMap<String, String>) {
             s.clone_from(o);
         }
     };
-    let labels = |l: &mut model::labels::Labels| l.values_mut().for_each(one);
+    let labels = |l: &mut model::labels::Labels| {
+        l.values_mut().for_each(|v| {
+            if let Some(o) = back.get(v.as_str()) {
+                *v = o.into();
+            }
+        })
+    };
     for n in &mut d.nodes {
         one(&mut n.name);
         labels(&mut n.labels);
@@ -354,7 +360,7 @@ pub fn os_arch_unmixed(d: &Derived) -> Result<(), Violation> {
                 let Some(rf) = flavors.get(f.flavor.as_str()) else {
                     continue;
                 };
-                let got = rf.labels.get(key).map(String::as_str).unwrap_or("<unset>");
+                let got = rf.labels.get(key).map(Text::as_str).unwrap_or("<unset>");
                 if got != want {
                     return Err(violation(
                         POOL_ISOLATION,
@@ -367,8 +373,8 @@ pub fn os_arch_unmixed(d: &Derived) -> Result<(), Violation> {
                             ObjectKind::ResourceFlavor,
                             &f.flavor,
                             label_field(key),
-                            Some(want.clone()),
-                            rf.labels.get(key).cloned(),
+                            Some(want.to_string()),
+                            rf.labels.get(key).map(Text::to_string),
                         )],
                     ));
                 }
@@ -398,14 +404,14 @@ pub fn cpu_groups_unmixed(d: &Derived) -> Result<(), Violation> {
         // Awareness is read at call time (chain.md §7.2): with it off, the queue of an
         // InstanceType created while it was on carries no general key and, like every CPU
         // queue, selects all CPU flavors of its os/arch (§7.3). Only aware queues are judged.
-        if q.labels.get(&key).map(String::as_str) != Some("true") {
+        if q.labels.get(&key).map(Text::as_str) != Some("true") {
             continue;
         }
         for f in q.resource_groups.iter().flat_map(|g| &g.flavors) {
             let Some(rf) = flavors.get(f.flavor.as_str()) else {
                 continue;
             };
-            if rf.labels.get(&key).map(String::as_str) != Some("true") {
+            if rf.labels.get(&key).map(Text::as_str) != Some("true") {
                 return Err(violation(
                     POOL_ISOLATION,
                     "cpu_groups_unmixed",
@@ -413,14 +419,14 @@ pub fn cpu_groups_unmixed(d: &Derived) -> Result<(), Violation> {
                         "aware queue {} (CPU group {group}) lists flavor {}: expected {key}=true, got {}",
                         q.name,
                         f.flavor,
-                        rf.labels.get(&key).map_or("<unset>", String::as_str)
+                        rf.labels.get(&key).map_or("<unset>", Text::as_str)
                     ),
                     vec![row(
                         ObjectKind::ResourceFlavor,
                         &f.flavor,
                         label_field(&key),
                         Some("true".into()),
-                        rf.labels.get(&key).cloned(),
+                        rf.labels.get(&key).map(Text::to_string),
                     )],
                 ));
             }
@@ -673,7 +679,7 @@ fn entrance_is_served(
     let label = it
         .labels
         .get(QUEUE_ENTRANCE)
-        .map_or("<unset>", String::as_str);
+        .map_or("<unset>", Text::as_str);
     if label != entrance {
         return Err((
             format!(
@@ -685,7 +691,7 @@ fn entrance_is_served(
                 &it.name,
                 label_field(QUEUE_ENTRANCE),
                 Some(entrance.clone()),
-                it.labels.get(QUEUE_ENTRANCE).cloned(),
+                it.labels.get(QUEUE_ENTRANCE).map(Text::to_string),
             )],
         ));
     }

@@ -230,7 +230,7 @@ fn name_leaking(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
     let mut d = derive_after(cluster, previous);
     for n in &mut d.nodes {
         let r: String = n.name.chars().rev().collect();
-        n.labels.insert("example.com/leak".into(), r);
+        n.labels.insert("example.com/leak".into(), r.into());
     }
     d
 }

@@ -71,7 +71,7 @@ fn workload() -> Workload {
                     init: false,
                 },
             ],
-            labels: [("kueue.x-k8s.io/queue-name".to_string(), "q".to_string())].into(),
+            labels: model::labels::from_pairs(&[("kueue.x-k8s.io/queue-name", "q")]),
             flavor: Some("gpustack--nvidia-a10g-linux-amd64".into()),
             node: Some("gpu-0".into()),
         }],
@@ -159,7 +159,7 @@ fn everything() -> Scenario {
             topology_sources: vec![model::cluster::TopologySource {
                 name: "zones".into(),
                 levels: vec!["topology.kubernetes.io/zone".into()],
-                node_selector: [("example.com/pool".to_string(), "a".to_string())].into(),
+                node_selector: model::labels::from_pairs(&[("example.com/pool", "a")]),
                 ready: true,
             }],
         },
@@ -346,8 +346,8 @@ proptest! {
         s.seed = seed;
         if let Some(node) = s.cluster.nodes.get_mut(0) {
             node.cpu_millis = cpu;
-            node.labels.insert("example.com/tricky".into(), label.clone());
-            node.annotations.insert(label.clone(), label);
+            node.labels.insert("example.com/tricky".into(), label.as_str().into());
+            node.annotations.insert(label.as_str().into(), label.into());
             if let Some(card) = node.devices.as_mut().and_then(|d| d.groups.get_mut(0)).and_then(|g| g.cards.get_mut(0)) {
                 card.ledger = Some(Ledger {
                     mode: Mode::ALL[mode],

@@ -275,7 +275,7 @@ fn described_pod(description: &str) -> Option<PodView> {
         limits: ResourceList::from([("nvidia.com/gpu".to_string(), "1".to_string())]),
         ..Container::default()
     };
-    let record = |raw: &str| BTreeMap::from([(ALLOCATION_ANNOTATION.to_string(), raw.to_string())]);
+    let record = |raw: &str| model::labels::from_pairs(&[(ALLOCATION_ANNOTATION, raw)]);
     Some(match description {
         "container c limits nvidia.com/gpu:1 with an allocation record for c; plus a sidecar container asking nothing" => PodView {
             containers: vec![gpu("c"), Container { name: "sidecar".into(), ..Container::default() }],

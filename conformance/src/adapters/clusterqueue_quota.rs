@@ -253,7 +253,7 @@ struct SimFlavor {
 }
 
 impl SimFlavor {
-    fn own_key(&self) -> String {
+    fn own_key(&self) -> model::labels::Text {
         if self.input.acceleratable {
             labels::accelerator_feature_key(&self.input.feature_key)
         } else {
@@ -265,7 +265,7 @@ impl SimFlavor {
     /// own key's `.count`.
     fn node_labels(&self, profile: &str) -> Labels {
         let key = self.own_key();
-        let mut l = Labels::from([
+        let mut l = labels::of([
             (labels::MANAGED.to_string(), "true".to_string()),
             (labels::OS.to_string(), "linux".to_string()),
             (labels::ARCH.to_string(), "amd64".to_string()),
@@ -275,10 +275,10 @@ impl SimFlavor {
                 self.input.acceleratable.to_string(),
             ),
             (
-                format!("{key}.count"),
+                format!("{key}.count").into(),
                 self.input.per_node_count.to_string(),
             ),
-            (key, "true".to_string()),
+            (key.to_string(), "true".to_string()),
         ]);
         if let Some(g) = &self.input.also_general_key {
             l.insert(labels::general_feature_key(g), "true".into());
@@ -289,14 +289,14 @@ impl SimFlavor {
     /// The ResourceFlavor's own labels, which the queue's pool selector matches: the boolean,
     /// os/arch, the own key (and a paired general key) set true.
     fn labels(&self) -> Labels {
-        let mut l = Labels::from([
+        let mut l = labels::of([
             (labels::OS.to_string(), "linux".to_string()),
             (labels::ARCH.to_string(), "amd64".to_string()),
             (
                 labels::ACCELERATABLE.to_string(),
                 self.input.acceleratable.to_string(),
             ),
-            (self.own_key(), "true".to_string()),
+            (self.own_key().to_string(), "true".to_string()),
         ]);
         if let Some(g) = &self.input.also_general_key {
             l.insert(labels::general_feature_key(g), "true".into());
@@ -349,8 +349,8 @@ fn instance_type_queue_labels(key: &str, acceleratable: bool) -> Labels {
     } else {
         labels::general_feature_key(key)
     };
-    Labels::from([
-        (own, "true".to_string()),
+    labels::of([
+        (own.to_string(), "true".to_string()),
         (labels::ACCELERATABLE.to_string(), acceleratable.to_string()),
         (labels::OS.to_string(), "linux".to_string()),
         (labels::ARCH.to_string(), "amd64".to_string()),
@@ -514,7 +514,7 @@ impl Sim {
                 for i in 0..f.built_nodes() {
                     let host = format!("{}-{i}", f.input.name);
                     let mut l = node_labels.clone();
-                    l.insert(labels::HOSTNAME.into(), host.clone());
+                    l.insert(labels::HOSTNAME.into(), host.as_str().into());
                     let node = PoolNode {
                         name: host,
                         labels: l,
@@ -543,13 +543,19 @@ impl Sim {
         let Some(mut sel) = pool_flavor_selector(&self.queue_labels) else {
             return false;
         };
-        let cpu_pool = sel.get(labels::ACCELERATABLE).map(String::as_str) != Some("true");
+        let cpu_pool = sel
+            .get(labels::ACCELERATABLE)
+            .map(model::labels::Text::as_str)
+            != Some("true");
         if cpu_pool {
             sel.remove(labels::ACCELERATABLE);
         }
         sel.insert(labels::MANAGED.into(), "true".into());
-        let accelerated =
-            node.labels.get(labels::ACCELERATABLE).map(String::as_str) == Some("true");
+        let accelerated = node
+            .labels
+            .get(labels::ACCELERATABLE)
+            .map(model::labels::Text::as_str)
+            == Some("true");
         labels_contain(&node.labels, &sel)
             && node.labels.contains_key(labels::TOPOLOGY_PROFILE)
             && !(cpu_pool && accelerated)

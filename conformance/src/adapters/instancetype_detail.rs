@@ -226,7 +226,10 @@ fn fold_one_note(v: &Vector, note: &Value) -> Read<Outcome> {
         if accelerated {
             String::new()
         } else {
-            detail.cpu.get(k).cloned().unwrap_or_default()
+            detail
+                .cpu
+                .get(k)
+                .map_or_else(String::new, ToString::to_string)
         }
     };
     // An accelerated pool's `detail.cpu` is the accelerator's CPU (InstanceTypeAcceleratorCPU:

@@ -95,7 +95,7 @@ fn exact_label_keys(expected: &Value, got: &Labels) -> Option<Outcome> {
         .keys()
         .map(String::as_str)
         .collect();
-    let have: BTreeSet<&str> = got.keys().map(String::as_str).collect();
+    let have: BTreeSet<&str> = got.keys().map(model::labels::Text::as_str).collect();
     (want != have).then(|| Outcome::Fail {
         expected: format!("label keys {want:?}"),
         got: format!("label keys {have:?}"),

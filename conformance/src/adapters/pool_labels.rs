@@ -106,7 +106,7 @@ fn queue_report(cq: &ClusterQueue, expected: &Value) -> Value {
     let notes: Labels = cq
         .annotations
         .iter()
-        .filter_map(|(k, val)| Some((k.strip_prefix(NOTE_PREFIX)?.to_string(), val.clone())))
+        .filter_map(|(k, val)| Some((k.strip_prefix(NOTE_PREFIX)?.into(), val.clone())))
         .collect();
     let fungibility = cq.flavor_fungibility.as_ref();
     let preemption = cq.preemption.as_ref();
@@ -285,7 +285,10 @@ fn run_rdma_selector(v: &Vector) -> Outcome {
             Some(extra) => labels.extend(extra),
             None => {
                 for (k, val) in RDMA_KEYS {
-                    labels.insert(format!("{FEATURE_PREFIX}{RDMA_PREFIX}{k}"), val.into());
+                    labels.insert(
+                        format!("{FEATURE_PREFIX}{RDMA_PREFIX}{k}").into(),
+                        val.into(),
+                    );
                 }
             }
         }

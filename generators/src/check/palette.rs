@@ -74,12 +74,12 @@ pub fn node(i: usize, cards: usize) -> Node {
         (CPU_VENDOR, cpu.vendor_id),
     ]
     .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .map(|(k, v)| (k.into(), v.into()))
     .collect();
     Node {
         name: name.clone(),
         labels,
-        annotations: [(CPU_NAME_ANNOTATION.to_string(), cpu.name.to_string())].into(),
+        annotations: model::labels::from_pairs(&[(CPU_NAME_ANNOTATION, cpu.name)]),
         cpu_millis: 16_000,
         deleting: false,
         devices: Some(Devices {

@@ -302,11 +302,11 @@ fn node(n: &Node, token: &Token) -> Node {
     let mut n = n.clone();
     let old = n.name.clone();
     n.name = token.prefixed(&old);
-    if n.labels.get(HOSTNAME) == Some(&old) {
-        n.labels.insert(HOSTNAME.into(), n.name.clone());
+    if n.labels.get(HOSTNAME).is_some_and(|h| *h == old) {
+        n.labels.insert(HOSTNAME.into(), n.name.as_str().into());
     }
     if let Some(arch) = n.labels.get(ARCH).cloned() {
-        n.labels.insert(ARCH.into(), token.suffixed(&arch));
+        n.labels.insert(ARCH.into(), token.suffixed(&arch).into());
     }
     suffix_groups(&mut n, token);
     n
@@ -468,9 +468,7 @@ mod tests {
         s.events = vec![Event::NodeLeave { name: leaving }];
         let real = OverlayNode {
             name: "real-0".into(),
-            labels: [(ARCH.to_string(), "amd64".to_string())]
-                .into_iter()
-                .collect(),
+            labels: model::labels::from_pairs(&[(ARCH, "amd64")]),
             annotations: Default::default(),
             cpu_millis: 4000,
         };

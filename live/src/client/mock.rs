@@ -79,7 +79,7 @@ pub fn run_objects(cluster: &Cluster, run: &RunId) -> Vec<Mocked> {
                     .into_iter()
                     .chain(model::rdma::network_node_labels(devices, &network));
                 for (k, v) in dm {
-                    map.insert(k, json!(v));
+                    map.insert(k.to_string(), json!(v));
                 }
             }
             out.push((kind, ns, o));
@@ -310,7 +310,12 @@ mod tests {
                 .unwrap_or_default();
             assert_eq!(node.devices.is_some(), !wanted.is_empty());
             for (k, v) in wanted {
-                assert_eq!(labels.get(&k), Some(&json!(v)), "{}: {k}", node.name);
+                assert_eq!(
+                    labels.get(k.as_str()),
+                    Some(&json!(v)),
+                    "{}: {k}",
+                    node.name
+                );
             }
         }
     }

@@ -28,9 +28,9 @@ impl Client {
         let labels: model::labels::Labels = node
             .metadata
             .labels
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.into(), v.into()))
             .collect();
         if labels.contains_key(RUN_LABEL) {
             return Err(OverlayError::Mocked { name: name_of() });
@@ -68,9 +68,9 @@ impl Client {
             annotations: node
                 .metadata
                 .annotations
-                .clone()
-                .unwrap_or_default()
-                .into_iter()
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.into(), v.into()))
                 .collect(),
             cpu_millis: cpu,
         })

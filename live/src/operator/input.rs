@@ -103,7 +103,9 @@ mod tests {
         assert!(by_verify.is_ok());
         // verify's patch took the label: it is input now
         assert_eq!(
-            read(&store).get("gpustack.ai/managed").map(String::as_str),
+            read(&store)
+                .get("gpustack.ai/managed")
+                .map(model::labels::Text::as_str),
             Some("false")
         );
     }

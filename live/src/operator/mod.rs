@@ -137,8 +137,9 @@ fn worker_labels(object: &Value, input: &Labels) -> Labels {
         .and_then(Value::as_object)
         .into_iter()
         .flatten()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-        .filter(|(k, v)| input.get(k) != Some(v))
+        .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
+        .filter(|(k, v)| input.get(*k).is_none_or(|have| have != v))
+        .map(|(k, v)| (k.into(), v.into()))
         .collect()
 }
 
@@ -672,12 +673,8 @@ mod tests {
     #[test]
     fn worker_labels_are_the_derived_ones_the_input_lacks() {
         let node = json!({"metadata": {"labels": {"a": "1", "b": "2", "c": "3"}}});
-        let input: Labels = [
-            ("a".to_string(), "1".to_string()),
-            ("b".to_string(), "0".to_string()),
-        ]
-        .into();
-        let got: Vec<String> = worker_labels(&node, &input).into_keys().collect();
+        let input = model::labels::from_pairs(&[("a", "1"), ("b", "0")]);
+        let got: Vec<model::labels::Text> = worker_labels(&node, &input).into_keys().collect();
         assert_eq!(got, ["b", "c"]);
     }
 
@@ -720,7 +717,7 @@ mod tests {
         cluster.topology_sources = vec![model::cluster::TopologySource {
             name: "zones".into(),
             levels: vec![zone.into()],
-            node_selector: [("pool".to_string(), "zoned".to_string())].into(),
+            node_selector: model::labels::from_pairs(&[("pool", "zoned")]),
             ready: true,
         }];
         let mut store = Store::default();

@@ -139,16 +139,14 @@ fn string_map(kind: &Kind, o: &Value, pointer: &str, field: &str) -> Result<Labe
         .ok_or_else(|| ReadError::field(kind, &name_of(o), field, "expected an object"))?;
     map.iter()
         .map(|(k, v)| {
-            v.as_str()
-                .map(|s| (k.clone(), s.to_string()))
-                .ok_or_else(|| {
-                    ReadError::field(
-                        kind,
-                        &name_of(o),
-                        &format!("{field}.{k}"),
-                        "expected a string",
-                    )
-                })
+            v.as_str().map(|s| (k.into(), s.into())).ok_or_else(|| {
+                ReadError::field(
+                    kind,
+                    &name_of(o),
+                    &format!("{field}.{k}"),
+                    "expected a string",
+                )
+            })
         })
         .collect()
 }
@@ -202,7 +200,7 @@ fn read_node(o: &Value, devices: Option<&Value>, pods: &[PodHolds]) -> Result<No
     let name = name_of(o);
     let mut labels = string_map(kind, o, "/metadata/labels", "metadata.labels")?;
     for k in worker_owned_labels(o) {
-        labels.remove(&k);
+        labels.remove(k.as_str());
     }
     let annotations = string_map(kind, o, "/metadata/annotations", "metadata.annotations")?;
     let cpu_millis = match o.pointer("/status/capacity/cpu") {
@@ -296,7 +294,7 @@ fn read_instance_type(o: &Value) -> Result<ExistingInstanceType, ReadError> {
     Ok(ExistingInstanceType {
         name,
         spec,
-        derived_from_node: labels.get(DERIVED_FROM_NODE).map(String::as_str) == Some("true"),
+        derived_from_node: labels.get(DERIVED_FROM_NODE).is_some_and(|v| v == "true"),
     })
 }
 
@@ -320,7 +318,10 @@ fn read_topology_source(o: &Value) -> Result<TopologySource, ReadError> {
             .spec
             .node_selector
             .and_then(|s| s.match_labels)
-            .unwrap_or_default(),
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect(),
         ready,
     })
 }

@@ -196,7 +196,7 @@ fn cpu_fields(cpu: &Labels, acceleratable: bool) -> Map<String, Value> {
     let cache: Map<String, Value> = CPU_CACHE_FIELDS
         .iter()
         .filter_map(|f| {
-            cpu.get(&format!("cache.{f}"))
+            cpu.get(format!("cache.{f}").as_str())
                 .map(|v| ((*f).to_string(), json!(v)))
         })
         .collect();

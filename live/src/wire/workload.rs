@@ -324,7 +324,7 @@ pub fn read_workload(o: &Value) -> Result<Workload, ReadError> {
                 .and_then(Value::as_object)
                 .into_iter()
                 .flatten()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .filter_map(|(k, v)| Some((k.into(), v.as_str()?.into())))
                 .collect();
             Ok(PodSet {
                 name: ps_name.to_string(),
@@ -545,7 +545,7 @@ mod tests {
                 name: "main".into(),
                 count: 2,
                 containers: vec![container("setup", true), container("app", false)],
-                labels: [("a".to_string(), "b".to_string())].into(),
+                labels: model::labels::from_pairs(&[("a", "b")]),
                 flavor: None,
                 node: None,
             }],

@@ -72,7 +72,7 @@ pub fn flavor_accelerator_count(node_labels: &Labels, accelerator_key: &str) -> 
         return 0;
     }
     let label = format!("{ACCELERATABLE_PREFIX}{accelerator_key}{COUNT_LABEL_SUFFIX}");
-    match node_labels.get(&label) {
+    match node_labels.get(label.as_str()) {
         None => 0,
         Some(raw) => match raw.parse::<i64>() {
             Ok(n) if n > 0 => n,
@@ -210,9 +210,7 @@ mod tests {
     use super::*;
 
     fn labels(kv: &[(&str, &str)]) -> Labels {
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        crate::labels::from_pairs(kv)
     }
 
     #[test]

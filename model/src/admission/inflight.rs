@@ -206,6 +206,7 @@ pub fn charged_pods(pods: &[PodRecord], workload: &str, pod_set: &str, node: &st
 mod tests {
     use super::*;
     use crate::devices::{PartitionProfile, Placement};
+    use crate::labels::{Text, ToSmolStr};
 
     fn container(name: &str, gpu: bool) -> Container {
         Container {
@@ -223,7 +224,7 @@ mod tests {
         PodView {
             containers: vec![container("c", true), container("sidecar", false)],
             annotations: record
-                .map(|r| [(ALLOCATION_ANNOTATION.to_string(), r.to_string())].into())
+                .map(|r| [(Text::new_static(ALLOCATION_ANNOTATION), r.to_smolstr())].into())
                 .unwrap_or_default(),
         }
     }

@@ -309,11 +309,7 @@ mod tests {
     use crate::workload::Container;
 
     fn labels() -> Labels {
-        [(
-            "acceleratable.feature.gpustack.ai/nvidia-g0".to_string(),
-            "true".to_string(),
-        )]
-        .into()
+        crate::labels::from_pairs(&[("acceleratable.feature.gpustack.ai/nvidia-g0", "true")])
     }
 
     fn node(remaining: i64) -> NodeDevices {

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::Era;
-use crate::labels::{self, Labels};
+use crate::labels::{self, Labels, Text};
 use crate::objects::{ClusterQueue, FlavorFungibility, QueuePreemption, StopPolicy};
 
 /// What `syncInactive` reads and writes: the queue's stop policy and markers, the IT's
@@ -105,7 +105,10 @@ pub fn new_cluster_queue(it_name: &str, schedule_labels: &Labels, era: Era) -> C
         Era::E2 => (StopPolicy::None, Labels::new()),
         Era::E3 => (
             StopPolicy::Hold,
-            Labels::from([(labels::EMPTY_PLAN_HOLD.to_string(), "true".to_string())]),
+            Labels::from([(
+                Text::new_static(labels::EMPTY_PLAN_HOLD),
+                Text::new_static("true"),
+            )]),
         ),
     };
     ClusterQueue {
@@ -348,22 +351,25 @@ mod tests {
 
     #[test]
     fn creation_shape_per_era() {
-        let schedule = Labels::from([("kubernetes.io/os".to_string(), "linux".to_string())]);
+        let schedule = Labels::from([(
+            Text::new_static("kubernetes.io/os"),
+            Text::new_static("linux"),
+        )]);
         let e3 = new_cluster_queue("it", &schedule, Era::E3);
         assert_eq!(e3.name, "it");
         assert_eq!(e3.stop_policy, StopPolicy::Hold);
         assert_eq!(
             e3.annotations
                 .get(labels::EMPTY_PLAN_HOLD)
-                .map(String::as_str),
+                .map(Text::as_str),
             Some("true")
         );
         assert_eq!(
-            e3.labels.get(labels::RESOURCE_TYPE).map(String::as_str),
+            e3.labels.get(labels::RESOURCE_TYPE).map(Text::as_str),
             Some("instancetypes")
         );
         assert_eq!(
-            e3.labels.get("kubernetes.io/os").map(String::as_str),
+            e3.labels.get("kubernetes.io/os").map(Text::as_str),
             Some("linux")
         );
         assert!(e3.cohort.is_empty() && e3.resource_groups.is_empty());

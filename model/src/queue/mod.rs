@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::cluster::{ForeignQueue, JointCheckGate, Namespace, Settings};
-use crate::labels::{self, Labels};
+use crate::labels::{self, Labels, Text};
 use crate::objects::{FlavorQuota, LocalQueue, OwnerReference, ResourceGroup};
 use crate::units::{CREDITS_PER_CARD, MAX_FLAVORS_PER_QUEUE};
 
@@ -264,8 +264,8 @@ pub fn local_queues(
                     name: name.clone(),
                     cluster_queue: cq.to_string(),
                     annotations: Labels::from([(
-                        labels::QUEUE_ANNOTATION.to_string(),
-                        cq.to_string(),
+                        Text::new_static(labels::QUEUE_ANNOTATION),
+                        Text::new(cq),
                     )]),
                     owner: entrance_owner(cq),
                 })
@@ -469,7 +469,7 @@ mod tests {
             lqs[0]
                 .annotations
                 .get(labels::QUEUE_ANNOTATION)
-                .map(String::as_str),
+                .map(Text::as_str),
             Some("cq-a")
         );
     }

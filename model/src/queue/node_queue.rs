@@ -11,7 +11,7 @@ use super::{
     FlavorUsage, PoolFlavor, QueueRefusal, QueueStatus, STOPPED_REASON,
 };
 use crate::cluster::{Era, QueueStatusGate, Settings};
-use crate::labels::{self, Labels};
+use crate::labels::{self, Labels, Text};
 use crate::objects::{ResourceGroup, StopPolicy};
 use crate::units::MAX_FLAVORS_PER_QUEUE;
 
@@ -199,7 +199,7 @@ pub fn decode_saved_stop_policy(value: &str) -> Result<Option<StopPolicy>, Refus
 
 impl QueueState {
     fn annotation(&self, key: &str) -> Option<&str> {
-        self.annotations.get(key).map(String::as_str)
+        self.annotations.get(key).map(Text::as_str)
     }
 
     /// The stop policy Kueue acts on: an absent field reads as `None`.
@@ -326,7 +326,10 @@ fn topology_gap(f: &PoolFlavor, world: &QueueWorld) -> Option<String> {
         ));
     };
     if p.profile.is_empty()
-        || p.node_labels.get(labels::TOPOLOGY_PROFILE) != Some(&p.profile)
+        || p.node_labels
+            .get(labels::TOPOLOGY_PROFILE)
+            .map(Text::as_str)
+            != Some(p.profile.as_str())
         || p.topology_name.is_empty()
     {
         return Some(format!(
@@ -846,6 +849,7 @@ pub fn kueue_reports_stopped(state: &QueueState) -> QueueState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::labels::{format_smolstr, ToSmolStr};
     use crate::objects::FlavorQuota;
 
     const PROFILE: &str = "fnv64-87bf574bea2a4f23";
@@ -865,15 +869,18 @@ mod tests {
         w.topologies.insert(topology_name(PROFILE));
         for f in flavors {
             let node_labels = Labels::from([
-                (labels::TOPOLOGY_PROFILE.to_string(), PROFILE.to_string()),
+                (
+                    Text::new_static(labels::TOPOLOGY_PROFILE),
+                    Text::new(PROFILE),
+                ),
                 (
                     "general.feature.gpustack.ai/generic.count".into(),
-                    f.per_node_count.to_string(),
+                    f.per_node_count.to_smolstr(),
                 ),
             ]);
             for i in 0..f.capacity.checked_div(f.per_node_count).unwrap_or(0) {
                 let mut l = node_labels.clone();
-                l.insert(labels::HOSTNAME.into(), format!("{}-{i}", f.name));
+                l.insert(labels::HOSTNAME.into(), format_smolstr!("{}-{i}", f.name));
                 w.nodes.push(PoolNode {
                     name: format!("{}-{i}", f.name),
                     labels: l,
@@ -926,9 +933,7 @@ mod tests {
     }
 
     fn phase(q: &QueueState) -> Option<&str> {
-        q.annotations
-            .get(labels::MIGRATION_PHASE)
-            .map(String::as_str)
+        q.annotations.get(labels::MIGRATION_PHASE).map(Text::as_str)
     }
 
     #[test]
@@ -1094,7 +1099,7 @@ mod tests {
             s1.state
                 .annotations
                 .get(labels::MIGRATION_STOP_POLICY)
-                .map(String::as_str),
+                .map(Text::as_str),
             Some("Hold")
         );
         let s2 = reconcile_node_queue(&kueue_reports_stopped(&s1.state), &flavors, &world, &s);
@@ -1251,7 +1256,7 @@ mod tests {
             s1.state
                 .annotations
                 .get(labels::MIGRATION_STOP_POLICY)
-                .map(String::as_str),
+                .map(Text::as_str),
             Some(SAVED_STOP_POLICY_UNSET)
         );
         assert_eq!(s1.topology_ready, Some(TopologyReady::migrating()));
