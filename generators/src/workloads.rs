@@ -44,7 +44,7 @@ pub fn pools_of(cluster: &Cluster) -> Vec<Pool> {
                 .local_queues
                 .iter()
                 .filter(|lq| lq.cluster_queue == it.name)
-                .map(|lq| lq.namespace.clone())
+                .map(|lq| lq.namespace.to_string())
                 .collect();
             if namespaces.is_empty() {
                 namespaces = all.clone();

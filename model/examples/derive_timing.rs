@@ -2,18 +2,56 @@
 //! cluster, one node × 8 cards, and the 4-node walkthrough (chain.md §15).
 //! Run: `cargo run --release -p model --example derive_timing [seconds-per-shape] [shape-filter]`
 //! (the filter, e.g. `walkthrough`, keeps the shapes whose name contains it: handy under perf).
+//! A budget written `<n>x` (e.g. `2000x`) makes exactly n calls per shape, so that
+//! `perf stat -e instructions:u` compares two builds without this machine's timing noise.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use model::cluster::Cluster;
 
-/// Runs `derive` for about `budget` and returns the mean and the best time of one call.
-fn time(cluster: &Cluster, budget: Duration) -> (Duration, Duration) {
+/// The system allocator, counting allocations: the derivation is allocation-bound, and the
+/// count per call is exact where this machine's timings are not.
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// How long to run each shape: about a duration, or an exact number of calls.
+#[derive(Clone, Copy)]
+enum Budget {
+    Time(Duration),
+    Calls(u32),
+}
+
+/// Runs `derive` within `budget` and returns the mean and the best time of one call.
+fn time(cluster: &Cluster, budget: Budget) -> (Duration, Duration) {
     let start = Instant::now();
     let mut runs = 0u32;
     let mut best = Duration::MAX;
-    while start.elapsed() < budget || runs < 5 {
+    let more = |runs: u32| match budget {
+        Budget::Time(t) => start.elapsed() < t || runs < 5,
+        Budget::Calls(n) => runs < n.max(1),
+    };
+    while more(runs) {
         let t = Instant::now();
         black_box(model::derive::derive(black_box(cluster)));
         best = best.min(t.elapsed());
@@ -23,11 +61,11 @@ fn time(cluster: &Cluster, budget: Duration) -> (Duration, Duration) {
 }
 
 fn main() {
-    let secs: f64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(2.0);
-    let budget = Duration::from_secs_f64(secs);
+    let arg = std::env::args().nth(1).unwrap_or_default();
+    let budget = match arg.strip_suffix('x').and_then(|n| n.parse().ok()) {
+        Some(calls) => Budget::Calls(calls),
+        None => Budget::Time(Duration::from_secs_f64(arg.parse().unwrap_or(2.0))),
+    };
     let filter = std::env::args().nth(2).unwrap_or_default();
     let shapes = [
         (
@@ -38,7 +76,12 @@ fn main() {
         ("walkthrough (4 nodes)", model::examples::walkthrough()),
     ];
     for (name, cluster) in shapes.iter().filter(|(n, _)| n.contains(filter.as_str())) {
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        black_box(model::derive::derive(cluster));
+        let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
         let (mean, best) = time(cluster, budget);
-        println!("{name:<24} mean {mean:>10.1?}  best {best:>10.1?}");
+        println!(
+            "{name:<24} mean {mean:>10.1?}  best {best:>10.1?}  {allocations:>9} allocations"
+        );
     }
 }

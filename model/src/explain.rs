@@ -523,7 +523,7 @@ pub(crate) fn local_queues<R: Record>(rec: &mut R, cluster: &Cluster, lqs: &[Loc
         });
         rec.derived_from(
             || Object::new(Kind::LocalQueue, &name),
-            || Object::new(Kind::ClusterQueue, &l.cluster_queue),
+            || Object::new(Kind::ClusterQueue, l.cluster_queue.as_str()),
         );
     }
     let settings = &cluster.settings;

@@ -251,9 +251,9 @@ pub struct ClusterQueue {
 /// A LocalQueue: the pool's entrance in one namespace (chain.md §11).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LocalQueue {
-    pub namespace: String,
-    pub name: String,
-    pub cluster_queue: String,
+    pub namespace: Text,
+    pub name: Text,
+    pub cluster_queue: Text,
     pub annotations: Labels,
     /// `metadata.ownerReferences[0]`: its ClusterQueue, so the garbage collector removes it
     /// with the queue.
@@ -266,9 +266,9 @@ pub struct LocalQueue {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OwnerReference {
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
+    pub api_version: Text,
+    pub kind: Text,
+    pub name: Text,
     pub controller: bool,
     pub block_owner_deletion: bool,
 }

@@ -636,7 +636,7 @@ pub fn structure_of(when: &str, d: &Derived, cluster: &Cluster) -> Result<(), Vi
                 &format!("{}/{}", l.namespace, l.name),
                 "",
                 None,
-                Some(l.cluster_queue.clone()),
+                Some(l.cluster_queue.to_string()),
             )],
         ));
     }

@@ -328,7 +328,7 @@ fn entrance_in(
         .local_queues
         .iter()
         .find(|q| q.namespace == w.namespace && q.name == w.queue)
-        .map(|q| q.cluster_queue.clone())
+        .map(|q| q.cluster_queue.to_string())
         .or_else(|| {
             original
                 .instance_types

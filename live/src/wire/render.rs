@@ -53,7 +53,7 @@ pub fn render(derived: &Derived) -> Vec<Rendered> {
     out.extend(derived.local_queues.iter().map(|lq| {
         (
             kinds::LOCAL_QUEUE,
-            Some(lq.namespace.clone()),
+            Some(lq.namespace.to_string()),
             local_queue(lq),
         )
     }));

@@ -231,9 +231,9 @@ pub fn entrance_queues<'a>(operator: &[&'a str], foreign: &'a [ForeignQueue]) ->
 /// `kubemeta.ControlOnWithoutBlock`).
 pub fn entrance_owner(cluster_queue: &str) -> OwnerReference {
     OwnerReference {
-        api_version: KUEUE_API_VERSION.to_string(),
-        kind: "ClusterQueue".to_string(),
-        name: cluster_queue.to_string(),
+        api_version: Text::new_static(KUEUE_API_VERSION),
+        kind: Text::new_static("ClusterQueue"),
+        name: Text::new(cluster_queue),
         controller: true,
         block_owner_deletion: false,
     }
@@ -255,19 +255,23 @@ pub fn local_queues(
     cluster_queues
         .iter()
         .flat_map(|cq| {
-            let name = name_of(cq);
+            // built once per queue; each LocalQueue shares them
+            let name = Text::from(name_of(cq));
+            let cluster_queue = Text::new(cq);
+            let annotations = Labels::from([(
+                Text::new_static(labels::QUEUE_ANNOTATION),
+                cluster_queue.clone(),
+            )]);
+            let owner = entrance_owner(cq);
             namespaces
                 .iter()
                 .filter(|ns| namespace_gets_local_queues(ns, system_namespace))
                 .map(move |ns| LocalQueue {
-                    namespace: ns.name.clone(),
+                    namespace: Text::new(&ns.name),
                     name: name.clone(),
-                    cluster_queue: cq.to_string(),
-                    annotations: Labels::from([(
-                        Text::new_static(labels::QUEUE_ANNOTATION),
-                        Text::new(cq),
-                    )]),
-                    owner: entrance_owner(cq),
+                    cluster_queue: cluster_queue.clone(),
+                    annotations: annotations.clone(),
+                    owner: owner.clone(),
                 })
         })
         .collect()
