@@ -80,8 +80,6 @@ fn main() {
         black_box(model::derive::derive(cluster));
         let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
         let (mean, best) = time(cluster, budget);
-        println!(
-            "{name:<24} mean {mean:>10.1?}  best {best:>10.1?}  {allocations:>9} allocations"
-        );
+        println!("{name:<24} mean {mean:>10.1?}  best {best:>10.1?}  {allocations:>9} allocations");
     }
 }

@@ -94,10 +94,7 @@ pub fn of<K: Into<Text>, V: Into<Text>>(pairs: impl IntoIterator<Item = (K, V)>)
 
 /// A label map from `(key, value)` pairs.
 pub fn from_pairs(pairs: &[(&str, &str)]) -> Labels {
-    pairs
-        .iter()
-        .map(|(k, v)| (Text::new(k), Text::new(v)))
-        .collect()
+    of(pairs.iter().copied())
 }
 
 pub use smol_str::{format_smolstr, ToSmolStr};

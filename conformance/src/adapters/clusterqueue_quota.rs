@@ -275,7 +275,7 @@ impl SimFlavor {
                 self.input.acceleratable.to_string(),
             ),
             (
-                format!("{key}.count").into(),
+                format!("{key}.count"),
                 self.input.per_node_count.to_string(),
             ),
             (key.to_string(), "true".to_string()),
