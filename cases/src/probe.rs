@@ -2,12 +2,13 @@
 //! hardware absent → the case skips, exit 0, `NOTHING WAS VERIFIED`). Read-only: the cluster's
 //! own Devices (never a verify mock, which carries the run label) and Node labels.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use live::audit::{Audit, Snapshot};
 use live::client::RUN_LABEL;
 use live::wire::kinds::{self, Kind};
-use live::wire::read::{name_of, read_devices};
+use live::wire::read::{name_of, read_devices, Listing};
 use model::devices::DeviceGroup;
 use serde_json::Value;
 
@@ -52,7 +53,7 @@ pub fn cluster_hardware(snapshot: &Snapshot) -> Vec<String> {
         out.push(THEAD_TWO_IDLE.to_string());
     }
     let rdma = own(snapshot, kinds::NODE).any(|n| {
-        labels_at(n, "/metadata/labels")
+        labels_at(&n, "/metadata/labels")
             .get(RDMA_CAPABLE)
             .map(model::labels::Text::as_str)
             == Some("true")
@@ -65,19 +66,20 @@ pub fn cluster_hardware(snapshot: &Snapshot) -> Vec<String> {
 
 /// The listed objects of `kind` that are the cluster's own (not verify's mocks, which carry
 /// the run label).
-fn own(snapshot: &Snapshot, kind: Kind) -> impl Iterator<Item = &Value> {
+fn own(snapshot: &Snapshot, kind: Kind) -> impl Iterator<Item = Cow<'_, Value>> {
     snapshot
         .items
         .iter()
-        .filter(move |(_, k, o)| *k == kind && !is_mock(o))
-        .map(|(_, _, o)| o)
+        .filter(move |(_, k, _)| *k == kind)
+        .map(|(_, _, o)| o.value())
+        .filter(|o| !is_mock(o))
 }
 
 /// The cluster's own Devices, by node (a Devices object is named after its node); one that
 /// cannot be read has no cards here.
 fn own_devices(snapshot: &Snapshot) -> BTreeMap<String, Vec<DeviceGroup>> {
     own(snapshot, kinds::DEVICES)
-        .filter_map(|o| Some((name_of(o), read_devices(o).ok()?.groups)))
+        .filter_map(|o| Some((name_of(&o), read_devices(&o).ok()?.groups)))
         .collect()
 }
 
@@ -127,12 +129,12 @@ fn is_mock(o: &Value) -> bool {
 pub fn pools_of_shape(snapshot: &Snapshot, shape: &PoolShape) -> Vec<PoolChoice> {
     let devices = own_devices(snapshot);
     let nodes: Vec<(String, model::labels::Labels)> = own(snapshot, kinds::NODE)
-        .map(|o| (name_of(o), labels_at(o, "/metadata/labels")))
+        .map(|o| (name_of(&o), labels_at(&o, "/metadata/labels")))
         .collect();
     let mut out: Vec<PoolChoice> = own(snapshot, kinds::INSTANCE_TYPE)
         .filter_map(|it| {
             let group = it.pointer("/spec/acceleratorGroup")?.as_str()?;
-            let pool_labels = labels_at(it, "/metadata/labels");
+            let pool_labels = labels_at(&it, "/metadata/labels");
             let keyed = pool_labels
                 .keys()
                 .any(|k| !k.starts_with(model::labels::SCHEDULE_PREFIX));
@@ -170,7 +172,7 @@ pub fn pools_of_shape(snapshot: &Snapshot, shape: &PoolShape) -> Vec<PoolChoice>
                 && shape.cards.is_none_or(|n| total == n)
                 && shape.min_cards_on_a_node.is_none_or(|n| most >= n);
             fits.then(|| PoolChoice {
-                pool: name_of(it),
+                pool: name_of(&it),
                 nodes: backed,
             })
         })

@@ -4,12 +4,13 @@
 //! the derivation graph (`oracle::graph`). It writes nothing, ever: a snapshot is a file, and
 //! a live cluster is only listed.
 //!
-//! One path for both sources: the listed objects ([`Snapshot`]) are parsed once and read in
-//! place, as the server that listed them validated them: the twin's reader
-//! (`wire::read::cluster_from`) turns them into the model's input, and the same values, through
-//! the client's typed round trip (`client::observed_from`), are the observed side of the diff
-//! (issue [M15]: loading them into a twin store and reading them back over loopback HTTP took
-//! 3 s and 600 MiB for 4,000 nodes).
+//! One path for both sources: the listed objects ([`Snapshot`]) are read in place, as the
+//! server that listed them validated them: the twin's reader (`wire::read::cluster_from`) turns
+//! them into the model's input, and the same values, through the client's typed round trip
+//! (`client::observed_from`), are the observed side of the diff (issue [M15]: loading them into
+//! a twin store and reading them back over loopback HTTP took 3 s and 600 MiB for 4,000 nodes).
+//! A dump's objects stay text until a reader asks for one ([`Listed`]): parsed whole, a
+//! 4,000-node dump's values were 110 of the audit's 140 MB.
 //!
 //! The AdmissionChecks are read too: a queue references `gpustack-node-devices` and
 //! `gpustack-model-deployment-joint` only while the check is Active (`model::queue::
@@ -17,19 +18,20 @@
 //! `Active` conditions, not from defaults; a check that is not listed is not Active.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use model::labels::{JOINT_CHECK, NODE_DEVICES_CHECK};
 use model::Settings;
 use oracle::{fold, render_findings, DerivationGraph, Difference, Finding};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::client::{self, Client, ClientError, Observed};
 use crate::server::store::Store;
 use crate::wire::kinds::{self, Kind, AUDITED_KINDS};
-use crate::wire::read::{self, meta_str};
+use crate::wire::read::{self, meta_str, Listing};
 
 /// Audited kinds an older dump command did not list: a dump holding no object of one of them
 /// most likely never asked for it (a cluster the operator manages has at least the
@@ -109,14 +111,81 @@ impl AuditError {
     }
 }
 
+/// One listed object: a live cluster's, parsed; a dump's, kept as its text with the name and
+/// namespace checked when the dump was parsed, and parsed again each time it is read, so that
+/// the audit holds one object's value at a time.
+#[derive(Clone, Debug)]
+pub enum Listed {
+    Parsed(Value),
+    Text {
+        raw: Box<RawValue>,
+        name: String,
+        namespace: String,
+    },
+}
+
+impl Listed {
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        match self {
+            Listed::Parsed(o) => meta_str(o, "name"),
+            Listed::Text { name, .. } => name,
+        }
+    }
+
+    /// `metadata.namespace` (empty: cluster-scoped).
+    pub fn namespace(&self) -> &str {
+        match self {
+            Listed::Parsed(o) => meta_str(o, "namespace"),
+            Listed::Text { namespace, .. } => namespace,
+        }
+    }
+}
+
+impl Listed {
+    /// What the observed side reads of a Node (`Observed::insert`: its name and labels):
+    /// a dump's Node parsed that far only, its managed fields, annotations and status skipped.
+    fn node_view(&self) -> Cow<'_, Value> {
+        let Listed::Text { raw, .. } = self else {
+            return self.value();
+        };
+        #[derive(Default, serde::Deserialize)]
+        #[serde(default)]
+        struct Metadata {
+            name: Value,
+            labels: Value,
+        }
+        let meta = Members::of(raw)
+            .metadata
+            .and_then(|m| serde_json::from_str::<Metadata>(m.get()).ok())
+            .unwrap_or_default();
+        Cow::Owned(json!({"metadata": {"name": meta.name, "labels": meta.labels}}))
+    }
+}
+
+impl Listing for Listed {
+    fn value(&self) -> Cow<'_, Value> {
+        match self {
+            Listed::Parsed(o) => Cow::Borrowed(o),
+            // The text was parsed once already, when the dump was: it is a JSON value.
+            Listed::Text { raw, .. } => {
+                Cow::Owned(serde_json::from_str(raw.get()).unwrap_or_default())
+            }
+        }
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed(Listed::name(self))
+    }
+}
+
 /// The listed objects of one cluster, from a file or from the API.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
     /// Where the objects came from (a file path, or `context C`), named in errors.
     pub source: String,
-    /// Each object with its kind and its index in the source's `items`. A parsed dump's
-    /// `metadata.managedFields` hold only the worker's label ownership, all any reader uses.
-    pub items: Vec<(usize, Kind, Value)>,
+    /// Each object with its kind and its index in the source's `items`.
+    pub items: Vec<(usize, Kind, Listed)>,
     /// `Kind` of each item of a kind the audit does not read (e.g. Pods), left out.
     pub ignored: Vec<String>,
     /// Kinds of [`LATER_KINDS`] the source did not list (a dump with none of them).
@@ -153,27 +222,37 @@ impl Snapshot {
             source: source.to_string(),
             ..Snapshot::default()
         };
-        for (i, item) in items.into_iter().enumerate() {
-            let text_at = |field: &str| {
-                item.pointer(field)
-                    .and_then(Value::as_str)
-                    .filter(|s| !s.is_empty())
-                    .ok_or_else(|| {
-                        AuditError::input(
-                            source,
-                            format!("items[{i}]{}", field.replace('/', ".")),
-                            "expected a non-empty string",
-                        )
-                    })
+        for (i, raw) in items.into_iter().enumerate() {
+            let head = Head::of(raw);
+            let text_at = |text: Option<String>, field: &str| {
+                text.ok_or_else(|| {
+                    AuditError::input(
+                        source,
+                        format!("items[{i}].{field}"),
+                        "expected a non-empty string",
+                    )
+                })
             };
-            let (api_version, kind) = (text_at("/apiVersion")?, text_at("/kind")?);
-            text_at("/metadata/name")?;
-            match kinds::by_kind(api_version, kind).filter(|k| AUDITED_KINDS.contains(k)) {
+            let api_version = text_at(head.api_version, "apiVersion")?;
+            let kind = text_at(head.kind, "kind")?;
+            let name = text_at(head.name, "metadata.name")?;
+            match kinds::by_kind(&api_version, &kind).filter(|k| AUDITED_KINDS.contains(k)) {
                 Some(k) => {
-                    if k.namespaced {
-                        text_at("/metadata/namespace")?;
-                    }
-                    out.items.push((i, k, item));
+                    let namespace = if k.namespaced {
+                        text_at(head.namespace, "metadata.namespace")?
+                    } else {
+                        String::new()
+                    };
+                    let raw = raw.to_owned();
+                    out.items.push((
+                        i,
+                        k,
+                        Listed::Text {
+                            raw,
+                            name,
+                            namespace,
+                        },
+                    ));
                 }
                 None => out.ignored.push(format!("{api_version}/{kind}")),
             }
@@ -197,7 +276,7 @@ impl Snapshot {
             for mut o in objects {
                 o["apiVersion"] = json!(kind.api_version());
                 o["kind"] = json!(kind.kind);
-                out.items.push((out.items.len(), kind, o));
+                out.items.push((out.items.len(), kind, Listed::Parsed(o)));
             }
         }
         Ok(out)
@@ -210,14 +289,15 @@ impl Snapshot {
     /// The listed AdmissionCheck `name`'s state: Active when its `status.conditions` hold
     /// `type=Active, status=True` (Kueue's AdmissionCheck API).
     pub fn check_state(&self, name: &str) -> CheckState {
-        let listed = self.items.iter().find(|(_, k, o)| {
-            *k == kinds::ADMISSION_CHECK
-                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
-        });
+        let listed = self
+            .items
+            .iter()
+            .find(|(_, k, o)| *k == kinds::ADMISSION_CHECK && o.name() == name);
         let Some((_, _, o)) = listed else {
             return CheckState::Absent;
         };
         let active = o
+            .value()
             .pointer("/status/conditions")
             .and_then(Value::as_array)
             .into_iter()
@@ -242,66 +322,116 @@ impl Snapshot {
     }
 }
 
-/// A `List` document as [`Snapshot::parse`] reads it: each item's managed fields are cut down
-/// as it is parsed (`read::keep_worker_label_ownership`), so the dump is never held whole.
+/// A `List` document as [`Snapshot::parse`] reads it: the items' text, borrowed from the
+/// document, each checked ([`Head`]) but none parsed into a value.
 #[derive(serde::Deserialize)]
-struct ListDoc {
+struct ListDoc<'a> {
     #[serde(default)]
     kind: Value,
-    #[serde(default)]
-    items: Option<Items>,
+    #[serde(default, borrow)]
+    items: Option<Items<'a>>,
 }
 
 /// A [`ListDoc`]'s `items`: `None` inside when they are not an array.
-struct Items(Option<Vec<Value>>);
+struct Items<'a>(Option<Vec<&'a RawValue>>);
 
-impl<'de> Deserialize<'de> for Items {
+impl<'de: 'a, 'a> Deserialize<'de> for Items<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ItemsVisitor)
+        d.deserialize_any(ItemsVisitor(std::marker::PhantomData))
     }
 }
 
-struct ItemsVisitor;
+struct ItemsVisitor<'a>(std::marker::PhantomData<&'a ()>);
 
-impl<'de> Visitor<'de> for ItemsVisitor {
-    type Value = Items;
+impl<'de: 'a, 'a> Visitor<'de> for ItemsVisitor<'a> {
+    type Value = Items<'a>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Items, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Items<'a>, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(mut item) = seq.next_element::<Value>()? {
-            read::keep_worker_label_ownership(&mut item);
+        while let Some(item) = seq.next_element::<&'de RawValue>()? {
             out.push(item);
         }
         Ok(Items(Some(out)))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Items, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Items<'a>, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(Items(None))
     }
 
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Items, E> {
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Items<'a>, E> {
         Ok(Items(None))
     }
 
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Items, E> {
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Items<'a>, E> {
         Ok(Items(None))
     }
 
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Items, E> {
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Items<'a>, E> {
         Ok(Items(None))
     }
 
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Items, E> {
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Items<'a>, E> {
         Ok(Items(None))
     }
 
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Items, E> {
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Items<'a>, E> {
         Ok(Items(None))
+    }
+}
+
+/// What [`Snapshot::parse`] reads of an item before keeping its text: its type, name and
+/// namespace, each when it is a non-empty string. Every other field is skipped unparsed.
+#[derive(Default)]
+struct Head {
+    api_version: Option<String>,
+    kind: Option<String>,
+    name: Option<String>,
+    namespace: Option<String>,
+}
+
+/// An item's top level and its metadata, each member left as text.
+#[derive(Default, serde::Deserialize)]
+#[serde(default)]
+struct Members<'a> {
+    #[serde(rename = "apiVersion", borrow)]
+    api_version: Option<&'a RawValue>,
+    #[serde(borrow)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    metadata: Option<&'a RawValue>,
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    namespace: Option<&'a RawValue>,
+}
+
+impl Members<'_> {
+    /// The members of an object (none for any other value, or one naming a member twice).
+    fn of(raw: &RawValue) -> Members<'_> {
+        serde_json::from_str(raw.get()).unwrap_or_default()
+    }
+}
+
+impl Head {
+    fn of(raw: &RawValue) -> Head {
+        let text = |m: Option<&RawValue>| {
+            serde_json::from_str::<String>(m?.get())
+                .ok()
+                .filter(|s| !s.is_empty())
+        };
+        let top = Members::of(raw);
+        let meta = top.metadata.map(Members::of).unwrap_or_default();
+        Head {
+            api_version: text(top.api_version),
+            kind: text(top.kind),
+            name: text(meta.name),
+            namespace: text(meta.namespace),
+        }
     }
 }
 
@@ -516,7 +646,7 @@ fn read_model(
 /// LocalQueues when none were listed.
 struct Loaded<'a> {
     /// The objects of each of [`AUDITED_KINDS`], at that kind's index.
-    by_kind: Vec<Vec<Cow<'a, Value>>>,
+    by_kind: Vec<Vec<Cow<'a, Listed>>>,
     namespaces: NamespaceSource,
     /// Namespaced objects whose namespace is not listed, as `Kind namespace/name`. A cluster
     /// lists kinds one after another: a namespace deleted between its listing and that of its
@@ -528,7 +658,7 @@ struct Loaded<'a> {
 
 impl<'a> Loaded<'a> {
     /// The objects of `kind` (none for a kind the audit does not read, e.g. Pods).
-    fn list(&self, kind: &Kind) -> Vec<&Value> {
+    fn list(&self, kind: &Kind) -> Vec<&Listed> {
         audited_index(kind)
             .map(|i| self.by_kind[i].iter().map(|o| o.as_ref()).collect())
             .unwrap_or_default()
@@ -539,7 +669,12 @@ impl<'a> Loaded<'a> {
         let mut out = Observed::default();
         for (kind, objects) in AUDITED_KINDS.iter().zip(&self.by_kind) {
             for o in objects {
-                out.insert_listed(kind, o);
+                let value = if *kind == kinds::NODE {
+                    o.node_view()
+                } else {
+                    o.value()
+                };
+                out.insert_listed(kind, &value);
             }
         }
         out
@@ -555,50 +690,49 @@ fn load(snapshot: &Snapshot) -> Result<Loaded<'_>, AuditError> {
         .items
         .iter()
         .filter(|(_, k, _)| *k == kinds::NAMESPACE)
-        .map(|(_, _, o)| meta_str(o, "name"))
+        .map(|(_, _, o)| o.name())
         .collect();
-    let mut by_kind: Vec<Vec<(&str, &str, Cow<'_, Value>)>> = vec![Vec::new(); AUDITED_KINDS.len()];
+    let mut by_kind: Vec<Vec<(&str, &str, usize, Cow<'_, Listed>)>> =
+        vec![Vec::new(); AUDITED_KINDS.len()];
     let mut gone = Vec::new();
-    let mut seen: BTreeMap<(usize, &str, &str), usize> = BTreeMap::new();
     for (i, kind, o) in &snapshot.items {
         let Some(k) = audited_index(kind) else {
             continue;
         };
-        let name = meta_str(o, "name");
-        let ns = if kind.namespaced {
-            meta_str(o, "namespace")
-        } else {
-            ""
-        };
+        let name = o.name();
+        let ns = if kind.namespaced { o.namespace() } else { "" };
         if kind.namespaced && !listed_names.is_empty() && !listed_names.contains(ns) {
             gone.push(format!("{} {ns}/{name}", kind.kind));
             continue;
         }
-        if let Some(first) = seen.insert((k, ns, name), *i) {
-            let id = if ns.is_empty() {
-                name.to_string()
-            } else {
-                format!("{ns}/{name}")
-            };
-            return Err(AuditError::input(
-                source,
-                format!("items[{i}] ({name})"),
-                format!("{} {id} is listed twice (also items[{first}])", kind.kind),
-            ));
-        }
-        by_kind[k].push((ns, name, Cow::Borrowed(o)));
+        by_kind[k].push((ns, name, *i, Cow::Borrowed(o)));
+    }
+    for objects in &mut by_kind {
+        objects.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+    }
+    if let Some((kind, ns, name, first, i)) = listed_twice(&by_kind) {
+        let id = if ns.is_empty() {
+            name.to_string()
+        } else {
+            format!("{ns}/{name}")
+        };
+        return Err(AuditError::input(
+            source,
+            format!("items[{i}] ({name})"),
+            format!("{} {id} is listed twice (also items[{first}])", kind.kind),
+        ));
     }
     let namespaces = if listed_names.is_empty() {
         let named: BTreeSet<&str> = snapshot
             .items
             .iter()
             .filter(|(_, k, _)| *k == kinds::LOCAL_QUEUE)
-            .map(|(_, _, o)| meta_str(o, "namespace"))
+            .map(|(_, _, o)| o.namespace())
             .collect();
         for ns in &named {
             let o = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
             let at = audited_index(&kinds::NAMESPACE).unwrap_or_default();
-            by_kind[at].push(("", ns, Cow::Owned(o)));
+            by_kind[at].push(("", ns, 0, Cow::Owned(Listed::Parsed(o))));
         }
         NamespaceSource::FromLocalQueues(named.into_iter().map(str::to_string).collect())
     } else {
@@ -608,7 +742,7 @@ fn load(snapshot: &Snapshot) -> Result<Loaded<'_>, AuditError> {
         .into_iter()
         .map(|mut objects| {
             objects.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-            objects.into_iter().map(|(_, _, o)| o).collect()
+            objects.into_iter().map(|(_, _, _, o)| o).collect()
         })
         .collect();
     Ok(Loaded {
@@ -616,6 +750,24 @@ fn load(snapshot: &Snapshot) -> Result<Loaded<'_>, AuditError> {
         namespaces,
         gone,
     })
+}
+
+/// The object listed twice whose second listing comes first in the source, as (kind,
+/// namespace, name, first item, second item); `by_kind` is sorted by namespace, name and item.
+#[allow(clippy::type_complexity)]
+fn listed_twice<'a>(
+    by_kind: &[Vec<(&'a str, &'a str, usize, Cow<'_, Listed>)>],
+) -> Option<(&'static Kind, &'a str, &'a str, usize, usize)> {
+    AUDITED_KINDS
+        .iter()
+        .zip(by_kind)
+        .flat_map(|(kind, objects)| {
+            objects
+                .windows(2)
+                .filter(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1))
+                .map(move |w| (kind, w[0].0, w[0].1, w[0].2, w[1].2))
+        })
+        .min_by_key(|&(_, _, _, _, second)| second)
 }
 
 /// Where `kind` stands in [`AUDITED_KINDS`] (None: a kind the audit does not read).

@@ -166,6 +166,26 @@ fn a_malformed_dump_names_the_file_and_the_field() {
         e.starts_with("dump.json: items[0].metadata.namespace"),
         "{e}"
     );
+    // an item or its metadata of another JSON type, or a name that is not text
+    let e = bad(r#"{"kind": "List", "items": [7]}"#);
+    assert!(
+        e.starts_with("dump.json: items[0].apiVersion: expected"),
+        "{e}"
+    );
+    let e = bad(
+        r#"{"kind": "List", "items": [{"apiVersion": "v1", "kind": "Node", "metadata": "n"}]}"#,
+    );
+    assert!(
+        e.starts_with("dump.json: items[0].metadata.name: expected"),
+        "{e}"
+    );
+    let e = bad(
+        r#"{"kind": "List", "items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": 3}}]}"#,
+    );
+    assert!(
+        e.starts_with("dump.json: items[0].metadata.name: expected"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! writes a model cluster as the objects a mock kubelet, NFD and Device Manager would leave.
 //! Field names follow the CRDs in shared/crds and research/devices.md §1.
 
-use std::borrow::Borrow;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use model::allocation::{hosted_slices, PodHolds};
@@ -52,52 +52,85 @@ impl ReadError {
     }
 }
 
+/// A listed object as the readers take it: a value, or (an audited dump's) text parsed each
+/// time it is read, so that a reader holds one object's value at a time.
+pub trait Listing {
+    fn value(&self) -> Cow<'_, Value>;
+
+    /// `metadata.name`, which a listing may know without parsing the object.
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Owned(name_of(&self.value()))
+    }
+}
+
+impl Listing for Value {
+    fn value(&self) -> Cow<'_, Value> {
+        Cow::Borrowed(self)
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed(meta_str(self, "name"))
+    }
+}
+
+impl<T: Listing + ?Sized> Listing for &T {
+    fn value(&self) -> Cow<'_, Value> {
+        (**self).value()
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        (**self).name()
+    }
+}
+
 /// Reads the cluster shape from the objects `list` gives per kind (research/chain.md §17
 /// inputs). Nodes and Namespaces come in `list`'s order; `settings` are the operator's flags.
-pub fn cluster_from<V: Borrow<Value>>(
+/// Each Node is read with its Devices one at a time (a listing's values are never all needed
+/// at once).
+pub fn cluster_from<V: Listing>(
     settings: &Settings,
     mut list: impl FnMut(&Kind) -> Result<Vec<V>, ReadError>,
 ) -> Result<Cluster, ReadError> {
     let devices: BTreeMap<String, V> = list(&kinds::DEVICES)?
         .into_iter()
-        .map(|o| (name_of(o.borrow()), o))
+        .map(|o| (o.name().into_owned(), o))
         .collect();
     // the Pods bound to each node, whose allocation records the ledger rebuild counts
     // (admission.md §6.5 "Ledger rebuild": Pods listed by spec.nodeName)
     let mut pods: BTreeMap<String, Vec<PodHolds>> = BTreeMap::new();
     for (node, holds) in list(&kinds::POD)?
         .iter()
-        .filter_map(|o| pod_holds(o.borrow()))
+        .filter_map(|o| pod_holds(&o.value()))
     {
         pods.entry(node).or_default().push(holds);
     }
     let nodes = list(&kinds::NODE)?
         .iter()
         .map(|o| {
-            let o = o.borrow();
-            let name = name_of(o);
+            let name = o.name();
+            let devices = devices.get(name.as_ref()).map(|d| d.value());
             read_node(
-                o,
-                devices.get(&name).map(Borrow::borrow),
-                pods.get(&name).map_or(&[], Vec::as_slice),
+                &o.value(),
+                devices.as_deref(),
+                pods.get(name.as_ref()).map_or(&[], Vec::as_slice),
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
     let namespaces = list(&kinds::NAMESPACE)?
         .iter()
-        .map(|o| read_namespace(o.borrow()))
+        .map(|o| read_namespace(&o.value()))
         .collect();
     let instance_types = list(&kinds::INSTANCE_TYPE)?
         .iter()
-        .map(|o| read_instance_type(o.borrow()))
+        .map(|o| read_instance_type(&o.value()))
         .collect::<Result<Vec<_>, _>>()?;
     let foreign_queues = list(&kinds::CLUSTER_QUEUE)?
         .iter()
-        .filter_map(|o| read_foreign_queue(o.borrow()))
+        .filter_map(|o| read_foreign_queue(&o.value()))
         .collect();
     let topology_sources = list(&kinds::TOPOLOGY_SOURCE)?
         .iter()
-        .map(|o| read_topology_source(o.borrow()))
+        .map(|o| read_topology_source(&o.value()))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Cluster {
         nodes,
@@ -165,30 +198,6 @@ pub(crate) fn worker_owned_labels(o: &Value) -> Vec<String> {
         .filter_map(|k| k.strip_prefix("f:"))
         .map(str::to_string)
         .collect()
-}
-
-/// `metadata.managedFields` cut down to what [`worker_owned_labels`] reads: the
-/// [`FIELD_MANAGER`]'s `Apply` entries, with their label sets only. A dump's managed fields
-/// are about a third of its bytes and no reader looks at the rest.
-pub(crate) fn keep_worker_label_ownership(o: &mut Value) {
-    let Some(entries) = o
-        .pointer_mut("/metadata/managedFields")
-        .and_then(Value::as_array_mut)
-    else {
-        return;
-    };
-    entries.retain(|m| {
-        m.get("manager").and_then(Value::as_str) == Some(FIELD_MANAGER)
-            && m.get("operation").and_then(Value::as_str) == Some("Apply")
-            && m.pointer("/fieldsV1/f:metadata/f:labels").is_some()
-    });
-    for m in entries {
-        let labels = m
-            .pointer_mut("/fieldsV1/f:metadata/f:labels")
-            .map(Value::take);
-        *m = json!({"manager": FIELD_MANAGER, "operation": "Apply",
-            "fieldsV1": {"f:metadata": {"f:labels": labels}}});
-    }
 }
 
 /// A Node: NFD/kubelet labels (the worker's own left out), annotations, `status.capacity.cpu`
@@ -885,10 +894,6 @@ pub(crate) mod tests {
         ]}});
         assert_eq!(worker_owned_labels(&node), ["gpustack.ai/managed", "x/y"]);
         assert!(worker_owned_labels(&json!({"metadata": {}})).is_empty());
-        let mut kept = node.clone();
-        keep_worker_label_ownership(&mut kept);
-        assert_eq!(worker_owned_labels(&kept), worker_owned_labels(&node));
-        assert!(kept.to_string().len() < node.to_string().len());
     }
 
     #[test]
