@@ -692,8 +692,7 @@ fn load(snapshot: &Snapshot) -> Result<Loaded<'_>, AuditError> {
         .filter(|(_, k, _)| *k == kinds::NAMESPACE)
         .map(|(_, _, o)| o.name())
         .collect();
-    let mut by_kind: Vec<Vec<(&str, &str, usize, Cow<'_, Listed>)>> =
-        vec![Vec::new(); AUDITED_KINDS.len()];
+    let mut by_kind: Vec<Vec<Keyed<'_>>> = vec![Vec::new(); AUDITED_KINDS.len()];
     let mut gone = Vec::new();
     for (i, kind, o) in &snapshot.items {
         let Some(k) = audited_index(kind) else {
@@ -752,11 +751,13 @@ fn load(snapshot: &Snapshot) -> Result<Loaded<'_>, AuditError> {
     })
 }
 
+/// A listed object with its namespace, name and index in the source's `items`.
+type Keyed<'a> = (&'a str, &'a str, usize, Cow<'a, Listed>);
+
 /// The object listed twice whose second listing comes first in the source, as (kind,
 /// namespace, name, first item, second item); `by_kind` is sorted by namespace, name and item.
-#[allow(clippy::type_complexity)]
 fn listed_twice<'a>(
-    by_kind: &[Vec<(&'a str, &'a str, usize, Cow<'_, Listed>)>],
+    by_kind: &[Vec<Keyed<'a>>],
 ) -> Option<(&'static Kind, &'a str, &'a str, usize, usize)> {
     AUDITED_KINDS
         .iter()
