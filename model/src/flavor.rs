@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cluster::{Node, Settings};
 use crate::labels::{
-    accelerator_feature_key, format_smolstr, general_feature_key, Labels, Text, ToSmolStr,
-    ACCELERATABLE, ARCH, NOTE_PREFIX, OS, RESOURCE_TYPE, RESOURCE_TYPE_NODES,
-    RESOURCE_TYPE_TOPOLOGY, TOPOLOGY_PROFILE,
+    accelerator_feature_key, general_feature_key, text, Labels, Text, ToSmolStr, ACCELERATABLE,
+    ARCH, NOTE_PREFIX, OS, RESOURCE_TYPE, RESOURCE_TYPE_NODES, RESOURCE_TYPE_TOPOLOGY,
+    TOPOLOGY_PROFILE,
 };
 use crate::nodefeature::{
     cpu_detail, effective_node_labels, node_flavors, node_is_eligible, profile_of_levels, CpuDetail,
@@ -37,9 +37,9 @@ pub fn own_feature_key(f: &NodeFlavor) -> Text {
 pub fn flavor_labels(f: &NodeFlavor, n: u64) -> Labels {
     let key = own_feature_key(f);
     let mut out = Labels::new();
-    out.insert(format_smolstr!("{key}.count"), f.count.to_smolstr());
+    out.insert(text!("{key}.count"), f.count.to_smolstr());
     out.insert(
-        format_smolstr!("{key}.capacity"),
+        text!("{key}.capacity"),
         n.saturating_mul(f.count).to_smolstr(),
     );
     out.insert(key, Text::new_static("true"));
@@ -93,7 +93,7 @@ pub fn flavor_notes(f: &NodeFlavor, cpu: Option<&CpuDetail>, aware: bool) -> Lab
     }
     notes
         .into_iter()
-        .map(|(k, v)| (format_smolstr!("{NOTE_PREFIX}{k}"), v))
+        .map(|(k, v)| (text!("{NOTE_PREFIX}{k}"), v))
         .collect()
 }
 
@@ -429,15 +429,11 @@ mod tests {
         assert_eq!(dev.capacity, 4);
         let key = "acceleratable.feature.gpustack.ai/nvidia-tesla-t4";
         assert_eq!(
-            dev.labels
-                .get(&format_smolstr!("{key}.capacity"))
-                .map(Text::as_str),
+            dev.labels.get(&text!("{key}.capacity")).map(Text::as_str),
             Some("4")
         );
         assert_eq!(
-            dev.labels
-                .get(&format_smolstr!("{key}.count"))
-                .map(Text::as_str),
+            dev.labels.get(&text!("{key}.count")).map(Text::as_str),
             Some("2")
         );
         assert_eq!(
@@ -566,8 +562,7 @@ mod tests {
     fn zoned_walkthrough() -> crate::cluster::Cluster {
         let mut c = crate::examples::walkthrough();
         for n in c.nodes.iter_mut() {
-            n.labels
-                .insert(ZONE.into(), format_smolstr!("z-{}", n.name));
+            n.labels.insert(ZONE.into(), text!("z-{}", n.name));
         }
         for n in c.nodes.iter_mut().filter(|n| n.name.starts_with("node-t4")) {
             n.labels.insert("pool".into(), "t4".into());

@@ -69,12 +69,12 @@ pub fn is_known_manufacturer(m: &str) -> bool {
 
 /// `<featureKey>` label for an accelerator key: `acceleratable.feature.gpustack.ai/<aKey>`.
 pub fn accelerator_feature_key(a_key: &str) -> Text {
-    format_smolstr!("{ACCELERATABLE_PREFIX}{a_key}")
+    text!("{ACCELERATABLE_PREFIX}{a_key}")
 }
 
 /// `<featureKey>` label for a CPU key: `general.feature.gpustack.ai/<gKey>`.
 pub fn general_feature_key(g_key: &str) -> Text {
-    format_smolstr!("{GENERAL_PREFIX}{g_key}")
+    text!("{GENERAL_PREFIX}{g_key}")
 }
 
 /// A label key or value: short ones (most values, node names) live inline, longer ones (most
@@ -97,4 +97,45 @@ pub fn from_pairs(pairs: &[(&str, &str)]) -> Labels {
     of(pairs.iter().copied())
 }
 
-pub use smol_str::{format_smolstr, ToSmolStr};
+pub use smol_str::ToSmolStr;
+
+/// [`format!`] into a [`Text`]: formatted on the stack, so a derived key longer than the inline
+/// 23 bytes costs one allocation (its shared copy) and a shorter one none.
+pub fn text_of(args: std::fmt::Arguments<'_>) -> Text {
+    if let Some(s) = args.as_str() {
+        return Text::new_static(s);
+    }
+    let mut buf = arrayvec::ArrayString::<256>::new();
+    match std::fmt::write(&mut buf, args) {
+        Ok(()) => Text::new(buf.as_str()),
+        // longer than any label key: the ordinary way
+        Err(_) => Text::from(std::fmt::format(args)),
+    }
+}
+
+/// `format!` for [`Text`] ([`text_of`]).
+#[macro_export]
+macro_rules! text {
+    ($($arg:tt)*) => {
+        $crate::labels::text_of(format_args!($($arg)*))
+    };
+}
+pub use crate::text;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_formats_as_format_does_at_every_length() {
+        let long = "x".repeat(300);
+        for piece in ["", "nvidia", "0123456789abcdefghijklmnop", long.as_str()] {
+            assert_eq!(
+                text!("{ACCELERATABLE_PREFIX}{piece}.count"),
+                format!("{ACCELERATABLE_PREFIX}{piece}.count")
+            );
+            assert_eq!(text!("{piece}"), piece);
+        }
+        assert_eq!(text!("true"), "true");
+    }
+}

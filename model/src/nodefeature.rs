@@ -5,8 +5,8 @@
 use crate::cluster::{Era, Node, Settings, TopologySource};
 use crate::devices::{DeviceGroup, Devices};
 use crate::labels::{
-    accelerator_feature_key, format_smolstr, general_feature_key, is_known_manufacturer, Labels,
-    Text, ToSmolStr, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY,
+    accelerator_feature_key, general_feature_key, is_known_manufacturer, text, Labels, Text,
+    ToSmolStr, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY,
     CPU_ID, CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR, CREDITS_PREFIX, HOSTNAME, MANAGED, OS,
     TOPOLOGY_PROFILE,
 };
@@ -192,7 +192,7 @@ pub fn normalize_name(name: &str, manufacturer: &str, budget: usize, strip_cruft
 /// A `feature.gpustack.ai/cpu-<attr>` annotation; an unresolved NFD template (`@…`) reads as
 /// empty (`generalFeatureAnnotation`, pkg/nodefeature/helper.go).
 pub fn cpu_annotation(annotations: &Labels, attr: &str) -> Text {
-    let key = format_smolstr!("{CPU_ANNOTATION_PREFIX}{attr}");
+    let key = text!("{CPU_ANNOTATION_PREFIX}{attr}");
     match annotations.get(&key) {
         Some(v) if !v.starts_with('@') => v.clone(),
         _ => Text::default(),
@@ -472,33 +472,21 @@ fn group_labels(group: &DeviceGroup) -> Labels {
     let manu_key = accelerator_feature_key(&group.manufacturer);
     put(Text::new_static(ACCELERATABLE), "true");
     if !group.driver_version.is_empty() {
-        put(
-            format_smolstr!("{manu_key}.driver-version"),
-            &group.driver_version,
-        );
+        put(text!("{manu_key}.driver-version"), &group.driver_version);
     }
     if !group.runtime_version.is_empty() {
-        put(
-            format_smolstr!("{manu_key}.runtime-version"),
-            &group.runtime_version,
-        );
+        put(text!("{manu_key}.runtime-version"), &group.runtime_version);
     }
-    let key = format_smolstr!("{manu_key}-{}", group.id);
-    put(format_smolstr!("{key}.product"), &group.name);
-    put(
-        format_smolstr!("{key}.memory"),
-        &memory_label(group.memory_mib),
-    );
-    put(format_smolstr!("{key}.cores"), &group.cores.to_string());
-    put(
-        format_smolstr!("{key}.count"),
-        &group.cards.len().to_string(),
-    );
+    let key = text!("{manu_key}-{}", group.id);
+    put(text!("{key}.product"), &group.name);
+    put(text!("{key}.memory"), &memory_label(group.memory_mib));
+    put(text!("{key}.cores"), &group.cores.to_string());
+    put(text!("{key}.count"), &group.cards.len().to_string());
     if !group.family.is_empty() {
-        put(format_smolstr!("{key}.family"), &group.family);
+        put(text!("{key}.family"), &group.family);
     }
     if !group.compute_capability.is_empty() {
-        put(format_smolstr!("{key}.comcap"), &group.compute_capability);
+        put(text!("{key}.comcap"), &group.compute_capability);
     }
     put(key, "true");
     put(manu_key, "true");
@@ -556,7 +544,7 @@ pub fn worker_node_labels_with_key(
     let feature = general_feature_key(g_key);
     let cores = cpu_cores(cpu_millis);
     if cores > 0 {
-        out.insert(format_smolstr!("{feature}.count"), cores.to_smolstr());
+        out.insert(text!("{feature}.count"), cores.to_smolstr());
     }
     out.insert(feature, Text::new_static("true"));
     out
@@ -652,14 +640,14 @@ fn flavor_profile(labels: &Labels, settings: &Settings) -> Text {
 /// Flavor name: `gpustack--<gKey>[--<aKey>]-<os>-<arch>-<n>c|d[-<profile>]` (chain.md §6.2).
 fn flavor_name(g_key: &str, a_key: &str, os: &str, arch: &str, count: u64, profile: &str) -> Text {
     let base = if a_key.is_empty() {
-        format_smolstr!("gpustack--{g_key}-{os}-{arch}-{count}c")
+        text!("gpustack--{g_key}-{os}-{arch}-{count}c")
     } else {
-        format_smolstr!("gpustack--{g_key}--{a_key}-{os}-{arch}-{count}d")
+        text!("gpustack--{g_key}--{a_key}-{os}-{arch}-{count}d")
     };
     if profile.is_empty() {
         base
     } else {
-        format_smolstr!("{base}-{profile}")
+        text!("{base}-{profile}")
     }
 }
 
@@ -689,7 +677,7 @@ fn cpu_flavor(
     g_key: &str,
     settings: &Settings,
 ) -> Option<NodeFlavor> {
-    let count_key = format_smolstr!("{}.count", general_feature_key(g_key));
+    let count_key = text!("{}.count", general_feature_key(g_key));
     let count = positive_count(labels, &count_key)?;
     let os = label_text(labels, OS);
     let arch = label_text(labels, ARCH);
@@ -731,12 +719,12 @@ fn device_flavor(
     settings: &Settings,
 ) -> Option<NodeFlavor> {
     let feature = accelerator_feature_key(a_key);
-    let count_key = format_smolstr!("{feature}.count");
+    let count_key = text!("{feature}.count");
     let count = positive_count(labels, &count_key)?;
     let os = label_text(labels, OS);
     let arch = label_text(labels, ARCH);
     let profile = flavor_profile(labels, settings);
-    let read = |suffix: &str| label_text(labels, &format_smolstr!("{feature}.{suffix}"));
+    let read = |suffix: &str| label_text(labels, &text!("{feature}.{suffix}"));
     let mut node_labels = base_node_labels(&os, &arch, g_key, &profile);
     node_labels.insert(feature.clone(), Text::new_static("true"));
     node_labels.insert(count_key, count.to_smolstr());

@@ -300,15 +300,19 @@ pub fn closest_distance(
     endpoints: &[LabelEndpoint<'_>],
 ) -> Option<Distance> {
     let none = CardTopology::default();
+    // each endpoint as measured (its PF's coordinates, its own NUMA), built once for every card
+    let measured: Vec<Interface> = endpoints
+        .iter()
+        .map(|e| Interface {
+            numa_affinity: e.numa.to_string(),
+            ..e.iface.clone()
+        })
+        .collect();
     let mut closest: Option<Distance> = None;
     for id in spec_card_ids(devices) {
         let card = network.card(id).unwrap_or(&none);
-        for e in endpoints {
-            let measured = Interface {
-                numa_affinity: e.numa.to_string(),
-                ..e.iface.clone()
-            };
-            let d = bus_distance(card, &measured);
+        for m in &measured {
+            let d = bus_distance(card, m);
             closest = Some(closest.map_or(d, |c| c.min(d)));
         }
     }

@@ -849,7 +849,7 @@ pub fn kueue_reports_stopped(state: &QueueState) -> QueueState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::labels::{format_smolstr, ToSmolStr};
+    use crate::labels::{text, ToSmolStr};
     use crate::objects::FlavorQuota;
 
     const PROFILE: &str = "fnv64-87bf574bea2a4f23";
@@ -880,7 +880,7 @@ mod tests {
             ]);
             for i in 0..f.capacity.checked_div(f.per_node_count).unwrap_or(0) {
                 let mut l = node_labels.clone();
-                l.insert(labels::HOSTNAME.into(), format_smolstr!("{}-{i}", f.name));
+                l.insert(labels::HOSTNAME.into(), text!("{}-{i}", f.name));
                 w.nodes.push(PoolNode {
                     name: format!("{}-{i}", f.name),
                     labels: l,
