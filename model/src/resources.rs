@@ -179,8 +179,12 @@ pub fn classify(name: &str) -> Option<ResourceName> {
 /// `<base>.partitioned.<kind>-<profile>` of a partitioning manufacturer, non-empty profile.
 fn classify_partition_profile(name: &str) -> Option<ResourceName> {
     crate::labels::MANUFACTURERS.into_iter().find_map(|m| {
-        let prefix = partition_profile_prefix(m)?;
-        let profile = name.strip_prefix(&prefix)?;
+        // the prefix read piece by piece: this runs for every resource of every request
+        let profile = name
+            .strip_prefix(base_of(m)?)?
+            .strip_prefix(".partitioned.")?
+            .strip_prefix(partition_kind(m)?)?
+            .strip_prefix('-')?;
         (!profile.is_empty()).then(|| ResourceName {
             manufacturer: m.to_string(),
             key: Key::PartitionedProfile(profile.to_string()),
@@ -376,6 +380,22 @@ pub fn normalize_profile_name(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_per_profile_key_classifies_under_the_prefix_names_are_built_with() {
+        for m in crate::labels::MANUFACTURERS {
+            let Some(prefix) = partition_profile_prefix(m) else {
+                continue;
+            };
+            let found = classify(&format!("{prefix}1g.10gb")).expect("classified");
+            assert_eq!(found.manufacturer, m);
+            assert_eq!(found.key, Key::PartitionedProfile("1g.10gb".into()));
+            assert_ne!(
+                classify(&prefix).map(|r| r.key),
+                Some(Key::PartitionedProfile(String::new()))
+            );
+        }
+    }
 
     #[test]
     fn classification_follows_the_four_steps() {
