@@ -120,11 +120,11 @@ pub fn arb_anonymous_node(max_cards: u32, mock: MockKey) -> BoxedStrategy<Node> 
     )
         .prop_map(|(c, report, half_cores, unmanaged, deleting, devices)| {
             let (cpu_labels, annotations) = cpu_facts(&c, report);
-            let mut labels: Labels = [(OS, "linux"), (ARCH, c.arch)]
-                .into_iter()
-                .chain(cpu_labels)
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect();
+            let mut labels = model::labels::of(
+                [(OS, "linux"), (ARCH, c.arch)]
+                    .into_iter()
+                    .chain(cpu_labels),
+            );
             if unmanaged {
                 labels.insert(MANAGED.into(), "false".into());
             }
@@ -188,11 +188,7 @@ mod tests {
 
     fn facts(c: &Cpu, report: CpuReport) -> (Labels, Labels) {
         let (labels, annotations) = cpu_facts(c, report);
-        let labels = labels
-            .into_iter()
-            .map(|(k, v)| (k.into(), v.into()))
-            .collect();
-        (labels, annotations)
+        (model::labels::of(labels), annotations)
     }
 
     #[test]

@@ -142,27 +142,6 @@ impl Listed {
     }
 }
 
-impl Listed {
-    /// What the observed side reads of a Node (`Observed::insert`: its name and labels):
-    /// a dump's Node parsed that far only, its managed fields, annotations and status skipped.
-    fn node_view(&self) -> Cow<'_, Value> {
-        let Listed::Text { raw, .. } = self else {
-            return self.value();
-        };
-        #[derive(Default, serde::Deserialize)]
-        #[serde(default)]
-        struct Metadata {
-            name: Value,
-            labels: Value,
-        }
-        let meta = Members::of(raw)
-            .metadata
-            .and_then(|m| serde_json::from_str::<Metadata>(m.get()).ok())
-            .unwrap_or_default();
-        Cow::Owned(json!({"metadata": {"name": meta.name, "labels": meta.labels}}))
-    }
-}
-
 impl Listing for Listed {
     fn value(&self) -> Cow<'_, Value> {
         match self {
@@ -669,12 +648,7 @@ impl<'a> Loaded<'a> {
         let mut out = Observed::default();
         for (kind, objects) in AUDITED_KINDS.iter().zip(&self.by_kind) {
             for o in objects {
-                let value = if *kind == kinds::NODE {
-                    o.node_view()
-                } else {
-                    o.value()
-                };
-                out.insert_listed(kind, &value);
+                out.insert_listed(kind, &o.value());
             }
         }
         out
@@ -706,21 +680,7 @@ fn load(snapshot: &Snapshot) -> Result<Loaded<'_>, AuditError> {
         }
         by_kind[k].push((ns, name, *i, Cow::Borrowed(o)));
     }
-    for objects in &mut by_kind {
-        objects.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-    }
-    if let Some((kind, ns, name, first, i)) = listed_twice(&by_kind) {
-        let id = if ns.is_empty() {
-            name.to_string()
-        } else {
-            format!("{ns}/{name}")
-        };
-        return Err(AuditError::input(
-            source,
-            format!("items[{i}] ({name})"),
-            format!("{} {id} is listed twice (also items[{first}])", kind.kind),
-        ));
-    }
+    // inferred only when no Namespace is listed, so none of them is listed twice
     let namespaces = if listed_names.is_empty() {
         let named: BTreeSet<&str> = snapshot
             .items
@@ -737,12 +697,24 @@ fn load(snapshot: &Snapshot) -> Result<Loaded<'_>, AuditError> {
     } else {
         NamespaceSource::Listed(listed_names.len())
     };
+    for objects in &mut by_kind {
+        objects.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+    }
+    if let Some((kind, ns, name, first, i)) = listed_twice(&by_kind) {
+        let id = if ns.is_empty() {
+            name.to_string()
+        } else {
+            format!("{ns}/{name}")
+        };
+        return Err(AuditError::input(
+            source,
+            format!("items[{i}] ({name})"),
+            format!("{} {id} is listed twice (also items[{first}])", kind.kind),
+        ));
+    }
     let by_kind = by_kind
         .into_iter()
-        .map(|mut objects| {
-            objects.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-            objects.into_iter().map(|(_, _, _, o)| o).collect()
-        })
+        .map(|objects| objects.into_iter().map(|(_, _, _, o)| o).collect())
         .collect();
     Ok(Loaded {
         by_kind,

@@ -7,7 +7,7 @@
 use model::cluster::{Cluster, Namespace, Node};
 use model::derive::derive;
 use model::devices::{Capability, Card, DeviceGroup, Devices};
-use model::labels::{Labels, ARCH, CPU_NAME_ANNOTATION, CPU_VENDOR, HOSTNAME, OS};
+use model::labels::{ARCH, CPU_NAME_ANNOTATION, CPU_VENDOR, HOSTNAME, OS};
 use model::ledger::{catalogs, seed};
 use model::nodefeature::{group_id, local_queue_name};
 use model::resources::{base_of, profile_resource_name};
@@ -67,15 +67,12 @@ pub fn card(c: usize, mig: bool) -> Card {
 pub fn node(i: usize, cards: usize) -> Node {
     let cpu = CPUS.get(node_kind(i)).copied().unwrap_or(CPUS[0]);
     let name = node_name(i);
-    let labels: Labels = [
+    let labels = model::labels::from_pairs(&[
         (OS, "linux"),
         (ARCH, cpu.arch),
         (HOSTNAME, name.as_str()),
         (CPU_VENDOR, cpu.vendor_id),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.into(), v.into()))
-    .collect();
+    ]);
     Node {
         name: name.clone(),
         labels,

@@ -25,13 +25,7 @@ impl Client {
             .iter()
             .find(|n| n.metadata.name.as_deref() == Some(name))
             .ok_or_else(|| OverlayError::NoSuchNode { name: name_of() })?;
-        let labels: model::labels::Labels = node
-            .metadata
-            .labels
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.into(), v.into()))
-            .collect();
+        let labels = model::labels::of(node.metadata.labels.iter().flatten());
         if labels.contains_key(RUN_LABEL) {
             return Err(OverlayError::Mocked { name: name_of() });
         }
@@ -65,13 +59,7 @@ impl Client {
         Ok(OverlayNode {
             name: name.to_string(),
             labels,
-            annotations: node
-                .metadata
-                .annotations
-                .iter()
-                .flatten()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
+            annotations: model::labels::of(node.metadata.annotations.iter().flatten()),
             cpu_millis: cpu,
         })
     }

@@ -132,15 +132,15 @@ pub fn reconcile_with(
 /// The labels the Worker/DM add on top of the node's own: derived labels the input lacks or
 /// has with another value.
 fn worker_labels(object: &Value, input: &Labels) -> Labels {
-    object
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
-        .filter(|(k, v)| input.get(*k).is_none_or(|have| have != v))
-        .map(|(k, v)| (k.into(), v.into()))
-        .collect()
+    model::labels::of(
+        object
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
+            .filter(|(k, v)| input.get(*k).is_none_or(|have| have != v)),
+    )
 }
 
 pub(crate) fn write_err(

@@ -58,9 +58,7 @@ pub trait Listing {
     fn value(&self) -> Cow<'_, Value>;
 
     /// `metadata.name`, which a listing may know without parsing the object.
-    fn name(&self) -> Cow<'_, str> {
-        Cow::Owned(name_of(&self.value()))
-    }
+    fn name(&self) -> Cow<'_, str>;
 }
 
 impl Listing for Value {
@@ -323,14 +321,14 @@ fn read_topology_source(o: &Value) -> Result<TopologySource, ReadError> {
     Ok(TopologySource {
         name,
         levels: typed.spec.levels,
-        node_selector: typed
-            .spec
-            .node_selector
-            .and_then(|s| s.match_labels)
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| (k.into(), v.into()))
-            .collect(),
+        node_selector: model::labels::of(
+            typed
+                .spec
+                .node_selector
+                .and_then(|s| s.match_labels)
+                .into_iter()
+                .flatten(),
+        ),
         ready,
     })
 }
