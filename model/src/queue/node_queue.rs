@@ -359,11 +359,20 @@ pub fn topology_complete(flavors: &[&PoolFlavor], world: &QueueWorld) -> bool {
     flavors.iter().all(|f| topology_gap(f, world).is_none())
 }
 
+/// Which flavor selected each pool node, and how many nodes each flavor selected.
+struct Selection {
+    /// Per flavor, in the order given: the nodes it selects.
+    counts: Vec<u64>,
+    /// Per node of `QueueWorld::nodes`: whether some flavor selects it.
+    fed: Vec<bool>,
+}
+
 /// The nodes each flavor selects, checked per flavor in list order: a flavor's topology first,
 /// then whether one of its nodes was already selected by an earlier flavor (node_queue.go
-/// `validateTASFlavors`, corrections.md 15). Returns each flavor's selected-node count.
-fn select_nodes(flavors: &[&PoolFlavor], world: &QueueWorld) -> Result<Vec<u64>, Refused> {
-    let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
+/// `validateTASFlavors`, corrections.md 15). One pass serves the overlap and the conservation
+/// checks (node names are unique in a pool, so a node is its position).
+fn select_nodes(flavors: &[&PoolFlavor], world: &QueueWorld) -> Result<Selection, Refused> {
+    let mut owner: Vec<Option<&str>> = vec![None; world.nodes.len()];
     let mut counts = Vec::with_capacity(flavors.len());
     for f in flavors {
         if let Some(message) = topology_gap(f, world) {
@@ -374,8 +383,11 @@ fn select_nodes(flavors: &[&PoolFlavor], world: &QueueWorld) -> Result<Vec<u64>,
             return Err(Refused::new(QueueRefusal::MissingTopology, String::new()));
         };
         let mut count = 0u64;
-        for n in world.nodes.iter().filter(|n| selects(&p.node_labels, n)) {
-            if let Some(prior) = owner.insert(n.name.as_str(), f.name.as_str()) {
+        for (n, slot) in world.nodes.iter().zip(owner.iter_mut()) {
+            if !selects(&p.node_labels, n) {
+                continue;
+            }
+            if let Some(prior) = slot.replace(f.name.as_str()) {
                 return Err(Refused::new(
                     QueueRefusal::OverlappingSelectors,
                     format!(
@@ -388,7 +400,8 @@ fn select_nodes(flavors: &[&PoolFlavor], world: &QueueWorld) -> Result<Vec<u64>,
         }
         counts.push(count);
     }
-    Ok(counts)
+    let fed = owner.iter().map(Option::is_some).collect();
+    Ok(Selection { counts, fed })
 }
 
 /// Each flavor advertises capacity = (#nodes it selects) × count, and every pool node feeds a
@@ -396,10 +409,10 @@ fn select_nodes(flavors: &[&PoolFlavor], world: &QueueWorld) -> Result<Vec<u64>,
 /// "non-conserved quota", `PoolConservationCountsOnlyContributingNodes`).
 fn check_conservation(
     flavors: &[&PoolFlavor],
-    counts: &[u64],
+    selection: &Selection,
     world: &QueueWorld,
 ) -> Result<(), Refused> {
-    for (f, &selected) in flavors.iter().zip(counts) {
+    for (f, &selected) in flavors.iter().zip(&selection.counts) {
         if f.per_node_count == 0 || selected.saturating_mul(f.per_node_count) != f.capacity {
             return Err(Refused::new(
                 QueueRefusal::NonConservedQuota,
@@ -410,18 +423,12 @@ fn check_conservation(
             ));
         }
     }
-    let fed: BTreeSet<&str> = flavors
+    let unfed = world
+        .nodes
         .iter()
-        .filter_map(|f| world.placements.get(&f.name))
-        .flat_map(|p| {
-            world
-                .nodes
-                .iter()
-                .filter(|n| selects(&p.node_labels, n))
-                .map(|n| n.name.as_str())
-        })
-        .collect();
-    if let Some(n) = world.nodes.iter().find(|n| !fed.contains(n.name.as_str())) {
+        .zip(&selection.fed)
+        .find(|(_, fed)| !**fed);
+    if let Some((n, _)) = unfed {
         return Err(Refused::new(
             QueueRefusal::NonConservedQuota,
             format!(
@@ -454,7 +461,7 @@ pub fn selectors_disjoint(flavors: &[&PoolFlavor], world: &QueueWorld) -> bool {
 /// Each flavor's capacity = (#nodes it selects) × count, and every pool node is selected.
 /// chain.md §10.2; node_queue_test.go `PoolConservationCountsOnlyContributingNodes`.
 pub fn quota_conserved(flavors: &[&PoolFlavor], world: &QueueWorld) -> bool {
-    select_nodes(flavors, world).is_ok_and(|c| check_conservation(flavors, &c, world).is_ok())
+    select_nodes(flavors, world).is_ok_and(|s| check_conservation(flavors, &s, world).is_ok())
 }
 
 /// The E3 validation with the message the reconciler writes: duplicate covered resource,
@@ -491,8 +498,8 @@ pub fn check_queue_plan(
         ));
     }
     let listed = list_order(live);
-    let counts = select_nodes(&listed, world)?;
-    check_conservation(&listed, &counts, world)?;
+    let selection = select_nodes(&listed, world)?;
+    check_conservation(&listed, &selection, world)?;
     state.read_migration().map(|_| ())
 }
 
