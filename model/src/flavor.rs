@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cluster::{Node, Settings};
 use crate::labels::{
-    accelerator_feature_key, general_feature_key, text, Labels, Text, ToSmolStr, ACCELERATABLE,
-    ARCH, NOTE_PREFIX, OS, RESOURCE_TYPE, RESOURCE_TYPE_NODES, RESOURCE_TYPE_TOPOLOGY,
+    self, accelerator_feature_key, general_feature_key, note_key, text, Labels, Text, ToSmolStr,
+    ACCELERATABLE, ARCH, OS, RESOURCE_TYPE, RESOURCE_TYPE_NODES, RESOURCE_TYPE_TOPOLOGY,
     TOPOLOGY_PROFILE,
 };
 use crate::nodefeature::{
@@ -75,26 +75,26 @@ pub fn carries_cpu_detail(f: &NodeFlavor, aware: bool) -> bool {
 /// the operator writes them; `topologyProfile` only in E3 (non-empty profile); `cpuDetail` only
 /// when `cpu` is given and [`carries_cpu_detail`] holds.
 pub fn flavor_notes(f: &NodeFlavor, cpu: Option<&CpuDetail>, aware: bool) -> Labels {
-    let mut notes: Vec<(&str, Text)> = vec![
-        ("acceleratable", f.acceleratable.to_smolstr()),
-        ("generalGroup", f.general_key.clone()),
-        ("acceleratorGroup", f.accelerator_key.clone()),
-        ("manufacturer", f.manufacturer.clone()),
-        ("product", f.product.clone()),
-        ("family", f.family.clone()),
-        ("memory", f.memory.clone()),
-        ("cores", f.cores.clone()),
-    ];
+    let mut notes = labels::of([
+        (note_key!("acceleratable"), f.acceleratable.to_smolstr()),
+        (note_key!("generalGroup"), f.general_key.clone()),
+        (note_key!("acceleratorGroup"), f.accelerator_key.clone()),
+        (note_key!("manufacturer"), f.manufacturer.clone()),
+        (note_key!("product"), f.product.clone()),
+        (note_key!("family"), f.family.clone()),
+        (note_key!("memory"), f.memory.clone()),
+        (note_key!("cores"), f.cores.clone()),
+    ]);
     if !f.profile.is_empty() {
-        notes.push(("topologyProfile", f.profile.clone()));
+        notes.insert(note_key!("topologyProfile"), f.profile.clone());
     }
     if let Some(detail) = cpu.filter(|_| carries_cpu_detail(f, aware)) {
-        notes.push(("cpuDetail", detail.note_json(f.acceleratable).into()));
+        notes.insert(
+            note_key!("cpuDetail"),
+            detail.note_json(f.acceleratable).into(),
+        );
     }
     notes
-        .into_iter()
-        .map(|(k, v)| (text!("{NOTE_PREFIX}{k}"), v))
-        .collect()
 }
 
 /// The Kueue Topology a flavor references in E3: `gpustack-<profile>` (chain.md §2.4, §6.3).

@@ -38,7 +38,25 @@ pub const RESOURCE_TYPE_NODES: &str = "nodes";
 pub const RESOURCE_TYPE_INSTANCETYPES: &str = "instancetypes";
 /// The type label of a generated Kueue Topology (node_topology.go `topologyResourceType`).
 pub const RESOURCE_TYPE_TOPOLOGY: &str = "topology";
-pub const NOTE_PREFIX: &str = "note.gpustack.ai/";
+/// The notes' prefix, as a literal for `concat!` ([`note_key!`]).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! note_prefix {
+    () => {
+        "note.gpustack.ai/"
+    };
+}
+pub const NOTE_PREFIX: &str = note_prefix!();
+
+/// `note.gpustack.ai/<name>` as a static [`Text`]: a constant key costs no formatting and, past
+/// 23 bytes, no allocation.
+#[macro_export]
+macro_rules! note_key {
+    ($name:literal) => {
+        $crate::labels::Text::new_static(concat!($crate::note_prefix!(), $name))
+    };
+}
+pub use crate::note_key;
 pub const CONTROLLED_FINALIZER: &str = "gpustack.ai/controlled";
 pub const KUEUE_IN_USE_FINALIZER: &str = "kueue.x-k8s.io/resource-in-use";
 
@@ -113,6 +131,20 @@ pub fn text_of(args: std::fmt::Arguments<'_>) -> Text {
     }
 }
 
+/// The value of a key formatted on the stack: a derived key that is looked up and never kept
+/// costs no allocation.
+pub fn get_formatted<'l>(labels: &'l Labels, key: std::fmt::Arguments<'_>) -> Option<&'l Text> {
+    if let Some(s) = key.as_str() {
+        return labels.get(s);
+    }
+    let mut buf = arrayvec::ArrayString::<256>::new();
+    match std::fmt::write(&mut buf, key) {
+        Ok(()) => labels.get(buf.as_str()),
+        // longer than any label key: the ordinary way
+        Err(_) => labels.get(std::fmt::format(key).as_str()),
+    }
+}
+
 /// `format!` for [`Text`] ([`text_of`]).
 #[macro_export]
 macro_rules! text {
@@ -137,5 +169,22 @@ mod tests {
             assert_eq!(text!("{piece}"), piece);
         }
         assert_eq!(text!("true"), "true");
+    }
+
+    #[test]
+    fn a_formatted_key_finds_what_the_same_text_would() {
+        let long = "y".repeat(300);
+        let long_key = format!("{long}.count");
+        let labels = of([("a.count", "1"), ("b.count", "2"), (long_key.as_str(), "3")]);
+        for (piece, want) in [
+            ("a", Some("1")),
+            ("b", Some("2")),
+            ("c", None),
+            (long.as_str(), Some("3")),
+        ] {
+            let got = get_formatted(&labels, format_args!("{piece}.count"));
+            assert_eq!(got.map(Text::as_str), want, "{piece}");
+        }
+        assert_eq!(note_key!("cores"), format!("{NOTE_PREFIX}cores"));
     }
 }

@@ -5,7 +5,7 @@
 use crate::cluster::{Era, Node, Settings, TopologySource};
 use crate::devices::{DeviceGroup, Devices};
 use crate::labels::{
-    accelerator_feature_key, general_feature_key, is_known_manufacturer, text, Labels, Text,
+    self, accelerator_feature_key, general_feature_key, is_known_manufacturer, text, Labels, Text,
     ToSmolStr, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY,
     CPU_ID, CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR, CREDITS_PREFIX, HOSTNAME, MANAGED, OS,
     TOPOLOGY_PROFILE,
@@ -192,8 +192,7 @@ pub fn normalize_name(name: &str, manufacturer: &str, budget: usize, strip_cruft
 /// A `feature.gpustack.ai/cpu-<attr>` annotation; an unresolved NFD template (`@…`) reads as
 /// empty (`generalFeatureAnnotation`, pkg/nodefeature/helper.go).
 pub fn cpu_annotation(annotations: &Labels, attr: &str) -> Text {
-    let key = text!("{CPU_ANNOTATION_PREFIX}{attr}");
-    match annotations.get(&key) {
+    match labels::get_formatted(annotations, format_args!("{CPU_ANNOTATION_PREFIX}{attr}")) {
         Some(v) if !v.starts_with('@') => v.clone(),
         _ => Text::default(),
     }
@@ -458,13 +457,12 @@ pub fn memory_label(mib: u64) -> String {
     )
 }
 
-/// The labels of one device group with at least one card (`applyAcceleratorLabels`,
-/// chain.md §2.2; pkg/nodefeature/helper.go). The aKey uses the group's `id` as given; every
-/// value is sanitized as it is written.
-fn group_labels(group: &DeviceGroup) -> Labels {
-    let mut out = Labels::new();
+/// Writes the labels of one device group with at least one card into `out`
+/// (`applyAcceleratorLabels`, chain.md §2.2; pkg/nodefeature/helper.go). The aKey uses the
+/// group's `id` as given; every value is sanitized as it is written.
+fn put_group_labels(group: &DeviceGroup, out: &mut Labels) {
     if group.cards.is_empty() {
-        return out;
+        return;
     }
     let mut put = |k: Text, v: &str| {
         out.insert(k, sanitize_label_value(v).into());
@@ -490,13 +488,21 @@ fn group_labels(group: &DeviceGroup) -> Labels {
     }
     put(key, "true");
     put(manu_key, "true");
-    out
 }
 
 /// `ConstructAcceleratableNodeLabels`: the Device Manager's node labels for every group with
 /// a card (chain.md §2.2, §17 rule 4).
 pub fn accelerator_node_labels(devices: &Devices) -> Labels {
-    devices.groups.iter().flat_map(group_labels).collect()
+    let mut out = Labels::new();
+    put_accelerator_node_labels(devices, &mut out);
+    out
+}
+
+/// [`accelerator_node_labels`] written over `out`, group by group (a later group's label wins).
+fn put_accelerator_node_labels(devices: &Devices, out: &mut Labels) {
+    for group in &devices.groups {
+        put_group_labels(group, out);
+    }
 }
 
 /// Whole cores of a CPU capacity in millicores, rounded up (`Quantity.Value()`).
@@ -582,7 +588,7 @@ pub fn effective_node_labels_with_key(
 ) -> Labels {
     let mut out = node.labels.clone();
     if let Some(devices) = &node.devices {
-        out.extend(accelerator_node_labels(devices));
+        put_accelerator_node_labels(devices, &mut out);
         // the same DM NodeFeature carries the RDMA and fabric labels (rdma.go, fabric.go)
         out.extend(crate::rdma::network_node_labels(devices, &node.network));
     }
