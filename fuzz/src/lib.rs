@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use generators::check::tables::StepMemo;
 use generators::{arb_scenario, ShapeConfig};
+use model::derive::Deriver;
 use model::mutants::Mutant;
 use model::scenario::{Expectation, Scenario};
 use proptest::strategy::{Strategy, ValueTree};
@@ -307,7 +309,7 @@ impl From<oracle::Violation> for Found {
 /// divergence between the model and the mutated model.
 pub fn first_violation(s: &Scenario, mutant: Option<Mutant>) -> Option<(String, Found)> {
     match mutant {
-        None => oracle::check_all(s)
+        None => oracle::check_all_through(s, &scenario_deriver())
             .into_iter()
             .next()
             .map(|v| (v.property.to_string(), Found::from(v))),
@@ -331,6 +333,13 @@ pub fn first_violation(s: &Scenario, mutant: Option<Mutant>) -> Option<(String, 
             })
         }
     }
+}
+
+/// A deriver whose step store lives for one scenario's properties: their derivations differ in
+/// a few nodes or a setting, so most node and pool steps are computed once (a store kept
+/// across seeds would fill with steps no later seed asks for).
+fn scenario_deriver() -> Deriver {
+    Deriver::with_steps(std::sync::Arc::new(StepMemo::default()))
 }
 
 /// `s` run under mutant `m` (what a mutant check compares the model with).

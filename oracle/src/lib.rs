@@ -13,7 +13,7 @@ pub mod replay;
 
 pub use diff::{diff, diff_objects, diff_restricted, render_table, Difference, ObjectKind};
 pub use graph::{fold, render_findings, DerivationGraph, Finding, ObjectId};
-pub use properties::{check_all, Violation};
+pub use properties::{check_all, check_all_through, Violation};
 pub use replay::{
     compare_runs, effect_summary, observe_at, replay, Divergence, ExpectationCheck, ReplayCheck,
 };

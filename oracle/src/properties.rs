@@ -59,16 +59,24 @@ pub const PROPERTIES: [&str; 6] = [
 
 /// Runs every property on `s`; an empty list means all hold.
 pub fn check_all(s: &Scenario) -> Vec<Violation> {
-    let base = derive(&s.cluster);
+    check_all_through(s, &Deriver::plain())
+}
+
+/// [`check_all`], every derivation and replay through `deriver`. The properties derive
+/// variants of one cluster (reordered, renamed, grown by a pool, derived again), so a deriver
+/// whose step store lives for the scenario computes the node and pool steps they share once.
+pub fn check_all_through(s: &Scenario, deriver: &Deriver) -> Vec<Violation> {
+    let chain = |c: &Cluster, previous: Option<&Derived>| deriver.derive_after(c, previous);
+    let base = chain(&s.cluster, None);
     // One replay of the events serves the admission checks and the structure after them.
-    let (admitted, end) = admission_run(s, &base);
+    let (admitted, end) = admission_run(s, &base, deriver);
     [
-        invariance_from(s, &base, &derive_after),
-        pool_isolation_from(s, &base, &derive_after),
+        invariance_from(s, &base, &chain),
+        pool_isolation_from(s, &base, &chain),
         structure_initially_and_after(s, &base, &end),
-        accounting_from(s, &base),
+        accounting_from(s, &base, deriver),
         admitted,
-        idempotence_from(s, &base, &derive_after),
+        idempotence_from(s, &base, &chain),
     ]
     .into_iter()
     .filter_map(Result::err)
@@ -725,10 +733,10 @@ fn entrance_is_served(
 /// Σ ceilings; once-max ≤ remaining ≤ capacity; and admitting then finishing the scenario's
 /// workloads restores every published object.
 pub fn accounting(s: &Scenario) -> Result<(), Violation> {
-    accounting_from(s, &derive(&s.cluster))
+    accounting_from(s, &derive(&s.cluster), &Deriver::plain())
 }
 
-fn accounting_from(s: &Scenario, d: &Derived) -> Result<(), Violation> {
+fn accounting_from(s: &Scenario, d: &Derived, deriver: &Deriver) -> Result<(), Violation> {
     cards_in_one_family(&s.cluster)?;
     quota_matches_capacity(d)?;
     for it in &d.instance_types {
@@ -737,7 +745,7 @@ fn accounting_from(s: &Scenario, d: &Derived) -> Result<(), Violation> {
             capacities_count_cards(it, &pool)?;
         }
     }
-    release_restores_from(s, d)
+    release_restores_from(s, d, deriver)
 }
 
 /// Every card's family, as the views classify it, agrees with its capability: partitioned
@@ -1012,11 +1020,16 @@ pub fn capacities_count_cards(it: &InstanceType, cards: &[&Card]) -> Result<(), 
 /// Admitting the scenario's workloads on the initial cluster and finishing every admitted one
 /// restores the published objects exactly (§14 item 10; ledger charge/release).
 pub fn release_restores(s: &Scenario) -> Result<(), Violation> {
-    release_restores_from(s, &derive(&s.cluster))
+    release_restores_from(s, &derive(&s.cluster), &Deriver::plain())
 }
 
-/// [`release_restores`] given `base`, the derivation of `s.cluster`.
-fn release_restores_from(s: &Scenario, base: &Derived) -> Result<(), Violation> {
+/// [`release_restores`] given `base`, the derivation of `s.cluster`, re-deriving through
+/// `deriver`.
+fn release_restores_from(
+    s: &Scenario,
+    base: &Derived,
+    deriver: &Deriver,
+) -> Result<(), Violation> {
     let workloads: Vec<&model::workload::Workload> = s
         .events
         .iter()
@@ -1028,7 +1041,7 @@ fn release_restores_from(s: &Scenario, base: &Derived) -> Result<(), Violation> 
     if workloads.is_empty() {
         return Ok(());
     }
-    let mut w = World::with_derivation(s.cluster.clone(), base.clone(), Deriver::plain());
+    let mut w = World::with_derivation(s.cluster.clone(), base.clone(), deriver.clone());
     let before = w.observe();
     for wl in &workloads {
         w.apply(&Event::Submit {
@@ -1084,13 +1097,17 @@ const MONOTONE_CHECKS: usize = 4;
 /// The workload finished first is never a sibling replica of the judged one (the joint check
 /// would rightly hold it without its sibling).
 pub fn admission(s: &Scenario) -> Result<(), Violation> {
-    admission_run(s, &derive(&s.cluster)).0
+    admission_run(s, &derive(&s.cluster), &Deriver::plain()).0
 }
 
 /// [`admission`] and the world after every event of `s`, given `base`, the derivation of
-/// `s.cluster`.
-fn admission_run(s: &Scenario, base: &Derived) -> (Result<(), Violation>, World) {
-    let mut w = World::with_derivation(s.cluster.clone(), base.clone(), Deriver::plain());
+/// `s.cluster`, re-deriving through `deriver`.
+fn admission_run(
+    s: &Scenario,
+    base: &Derived,
+    deriver: &Deriver,
+) -> (Result<(), Violation>, World) {
+    let mut w = World::with_derivation(s.cluster.clone(), base.clone(), deriver.clone());
     let result = match admission_events(s, &mut w) {
         Ok(()) => Ok(()),
         Err((applied, v)) => {
