@@ -50,7 +50,7 @@ pub fn pools_of(cluster: &Cluster) -> Vec<Pool> {
                 namespaces = all.clone();
             }
             Pool {
-                name: it.name.clone(),
+                name: it.name.to_string(),
                 queue: local_queue_name(&it.name),
                 manufacturer,
                 profiles: it

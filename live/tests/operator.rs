@@ -217,14 +217,18 @@ fn reconcile_writes_the_models_objects() {
     let model = derive(&c);
 
     let rfs = by_name(&items(&store, &kinds::RESOURCE_FLAVOR));
-    let want: Vec<&String> = model.resource_flavors.iter().map(|r| &r.name).collect();
-    assert_eq!(rfs.keys().collect::<Vec<_>>(), {
+    let want: Vec<&str> = model
+        .resource_flavors
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(rfs.keys().map(String::as_str).collect::<Vec<_>>(), {
         let mut w = want.clone();
         w.sort();
         w
     });
     for rf in &model.resource_flavors {
-        let o = &rfs[&rf.name];
+        let o = &rfs[rf.name.as_str()];
         assert_eq!(o["spec"]["nodeLabels"], json!(rf.node_labels));
         assert_eq!(o["spec"]["topologyName"], json!(rf.topology_name));
         assert_eq!(o["metadata"]["labels"], json!(rf.labels));
@@ -233,7 +237,7 @@ fn reconcile_writes_the_models_objects() {
     let its = by_name(&items(&store, &kinds::INSTANCE_TYPE));
     assert_eq!(its.len(), model.instance_types.len());
     for it in &model.instance_types {
-        let o = &its[&it.name];
+        let o = &its[it.name.as_str()];
         assert_eq!(
             o["status"]["entrance"],
             json!(it.status.entrance),
@@ -267,19 +271,19 @@ fn reconcile_writes_the_models_objects() {
     let cqs = by_name(&items(&store, &kinds::CLUSTER_QUEUE));
     assert_eq!(cqs.len(), model.cluster_queues.len());
     for cq in &model.cluster_queues {
-        let got = quotas(&cqs[&cq.name]);
+        let got = quotas(&cqs[cq.name.as_str()]);
         let want: Vec<(String, String)> = cq
             .resource_groups
             .iter()
             .flat_map(|g| {
                 g.flavors
                     .iter()
-                    .map(|f| (f.flavor.clone(), q(f.nominal_quota)))
+                    .map(|f| (f.flavor.to_string(), q(f.nominal_quota)))
             })
             .collect();
         assert_eq!(got, want, "{}", cq.name);
         assert_eq!(
-            cqs[&cq.name]["spec"]["stopPolicy"],
+            cqs[cq.name.as_str()]["spec"]["stopPolicy"],
             json!(cq.stop_policy.name())
         );
     }
@@ -359,10 +363,10 @@ fn a_node_leaving_shrinks_the_cpu_pool_and_keeps_the_a10g_instance_type() {
             .flat_map(|g| {
                 g.flavors
                     .iter()
-                    .map(|f| (f.flavor.clone(), q(f.nominal_quota)))
+                    .map(|f| (f.flavor.to_string(), q(f.nominal_quota)))
             })
             .collect();
-        assert_eq!(quotas(&cqs[&cq.name]), want, "{}", cq.name);
+        assert_eq!(quotas(&cqs[cq.name.as_str()]), want, "{}", cq.name);
     }
     let total = |cq: &Value| -> i64 {
         quotas(cq)
@@ -379,7 +383,7 @@ fn a_node_leaving_shrinks_the_cpu_pool_and_keeps_the_a10g_instance_type() {
     assert_eq!(its.len(), expected.instance_types.len());
     for it in &expected.instance_types {
         assert_eq!(
-            its[&it.name]["status"]["phase"],
+            its[it.name.as_str()]["status"]["phase"],
             json!(format!("{:?}", it.status.phase))
         );
     }
@@ -576,9 +580,9 @@ fn a_lagging_operator_runs_the_mutated_rule() {
                 .resource_groups
                 .iter()
                 .flat_map(|g| &g.flavors)
-                .map(|f| (f.flavor.clone(), q(f.nominal_quota)))
+                .map(|f| (f.flavor.to_string(), q(f.nominal_quota)))
                 .collect();
-            (cq.name.clone(), quotas)
+            (cq.name.to_string(), quotas)
         })
         .collect();
     let got = |s: &Store| -> BTreeMap<String, Vec<(String, String)>> {

@@ -552,7 +552,7 @@ fn derive_pool<'a, R: Record>(
     let members = nodes.named(
         selected
             .iter()
-            .flat_map(|rf| rf.nodes.iter().map(String::as_str)),
+            .flat_map(|rf| rf.nodes.iter().map(Text::as_str)),
     );
     // Settling writes the queue's state, annotations and groups, never its labels, so the
     // devices selector read from the created queue is the settled queue's.
@@ -599,7 +599,7 @@ struct PoolInputs<'a> {
     created: ClusterQueue,
     selected: Vec<&'a ResourceFlavor>,
     /// The existing Topologies the selected flavors reference.
-    topologies: BTreeSet<String>,
+    topologies: BTreeSet<Text>,
     /// Rows of the pool's nodes and of the nodes whose Devices it reads.
     members: Vec<usize>,
     devices: Vec<usize>,
@@ -675,7 +675,7 @@ fn settle_pool<R: Record>(
         );
     }
     let it = InstanceType {
-        name: pool.name.to_string(),
+        name: pool.name.into(),
         labels: it_labels,
         spec,
         status,
@@ -795,7 +795,7 @@ fn pool_flavor(rf: &ResourceFlavor) -> PoolFlavor {
 /// §7.5), so the pool's nodes are the contributors of the selected flavors.
 fn queue_world(
     selected: &[&ResourceFlavor],
-    topologies: &BTreeSet<String>,
+    topologies: &BTreeSet<Text>,
     members: &[&DerivedNode],
 ) -> QueueWorld {
     // Validation only tests the flavors' nodeLabels against a node: keep just those keys.
@@ -822,7 +822,7 @@ fn queue_world(
                 (
                     rf.name.clone(),
                     FlavorPlacement {
-                        profile: rf.flavor.profile.to_string(),
+                        profile: rf.flavor.profile.clone(),
                         node_labels: rf.node_labels.clone(),
                         topology_name: rf.topology_name.clone().unwrap_or_default(),
                     },
@@ -845,7 +845,7 @@ fn instance_type_status(
 ) -> InstanceTypeStatus {
     let queue = &settled.queue;
     let mut status = InstanceTypeStatus {
-        entrance,
+        entrance: entrance.into(),
         ..InstanceTypeStatus::default()
     };
     if spec.acceleratable {

@@ -90,13 +90,13 @@ fn compare_runtime_versions(a: &str, b: &str) -> Ordering {
 /// numerically ascending, empty and unparsable versions dropped, duplicates (`9` = `9.0`)
 /// collapsed to the first seen; empty = nothing observed; chain.md §9.5 (instance_type.go).
 /// The sort is stable, so which spelling of a duplicate survives is the first node's.
-pub fn runtime_versions(devices: &[&Devices], pool_key: &str) -> Vec<String> {
-    let mut versions: Vec<String> = devices
+pub fn runtime_versions(devices: &[&Devices], pool_key: &str) -> Vec<Text> {
+    let mut versions: Vec<Text> = devices
         .iter()
         .flat_map(|d| d.groups_of(pool_key))
         .map(|g| g.runtime_version.as_str())
         .filter(|v| !v.is_empty() && split_runtime_version(v).is_some())
-        .map(str::to_string)
+        .map(Text::from)
         .collect();
     versions.sort_by(|a, b| compare_runtime_versions(a, b));
     versions.dedup_by(|later, first| compare_runtime_versions(later, first) == Ordering::Equal);
@@ -127,7 +127,7 @@ pub fn instance_type_detail(
     let Some(notes) = flavor_notes else {
         return Detail::default();
     };
-    let note = |k: &str| notes.get(k).map_or_else(String::new, Text::to_string);
+    let note = |k: &str| notes.get(k).cloned().unwrap_or_default();
     let mut detail = Detail {
         manufacturer: note("manufacturer"),
         product: note("product"),
@@ -594,7 +594,7 @@ mod tests {
         }
     }
 
-    fn versions(nodes: &[Vec<DeviceGroup>]) -> Vec<String> {
+    fn versions(nodes: &[Vec<DeviceGroup>]) -> Vec<Text> {
         let devices: Vec<Devices> = nodes
             .iter()
             .map(|groups| Devices {

@@ -97,7 +97,7 @@ pub fn dropped_flavors(transitions: &[FlavorTransition]) -> Vec<String> {
         .filter_map(|t| match t {
             FlavorTransition::Recreated { flavor }
             | FlavorTransition::Retired { flavor, .. }
-            | FlavorTransition::SiblingRetired { flavor, .. } => Some(flavor.clone()),
+            | FlavorTransition::SiblingRetired { flavor, .. } => Some(flavor.to_string()),
             FlavorTransition::Postponed { .. } => None,
         })
         .collect()
@@ -393,7 +393,7 @@ impl World {
         }) {
             if !known.iter().any(|k| k.name == it.name) {
                 known.push(ExistingInstanceType {
-                    name: it.name.clone(),
+                    name: it.name.to_string(),
                     spec: it.spec.clone(),
                     derived_from_node: true,
                 });
@@ -410,7 +410,7 @@ mod tests {
 
     const CPU_FLAVOR: &str = "gpustack--amd-epyc-7r13-linux-amd64-16c-fnv64-87bf574bea2a4f23";
 
-    fn cpu_pool(d: &Derived) -> String {
+    fn cpu_pool(d: &Derived) -> Text {
         d.cluster_queues
             .iter()
             .find(|q| {
@@ -516,7 +516,7 @@ mod tests {
                 t,
                 &FlavorTransition::SiblingRetired {
                     flavor: old.name.clone(),
-                    kept
+                    kept: kept.into()
                 }
             );
         }

@@ -168,7 +168,7 @@ pub(crate) fn flavors<R: Record>(rec: &mut R, flavors: &[ResourceFlavor]) {
     }
     for rf in flavors {
         rec.decide(|| {
-            let nodes: Vec<&str> = rf.nodes.iter().map(String::as_str).collect();
+            let nodes: Vec<&str> = rf.nodes.iter().map(Text::as_str).collect();
             decision(
                 Kind::ResourceFlavor,
                 &rf.name,
@@ -188,8 +188,8 @@ pub(crate) fn flavors<R: Record>(rec: &mut R, flavors: &[ResourceFlavor]) {
         });
         for n in &rf.nodes {
             rec.derived_from(
-                || Object::new(Kind::ResourceFlavor, &rf.name),
-                || Object::new(Kind::Node, n),
+                || Object::new(Kind::ResourceFlavor, rf.name.as_str()),
+                || Object::new(Kind::Node, n.as_str()),
             );
         }
     }
@@ -233,7 +233,7 @@ pub(crate) fn pool_flavors<R: Record>(
     for rf in selected {
         rec.derived_from(
             || Object::new(Kind::ClusterQueue, q),
-            || Object::new(Kind::ResourceFlavor, &rf.name),
+            || Object::new(Kind::ResourceFlavor, rf.name.as_str()),
         );
     }
 }
@@ -348,7 +348,7 @@ pub(crate) fn settled_queue<R: Record>(rec: &mut R, settled: &Settled) {
         )
     });
     rec.decide(|| {
-        let checks: Vec<&str> = q.admission_checks.iter().map(String::as_str).collect();
+        let checks: Vec<&str> = q.admission_checks.iter().map(Text::as_str).collect();
         decision(
             Kind::ClusterQueue,
             &q.name,

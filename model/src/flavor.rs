@@ -98,8 +98,8 @@ pub fn flavor_notes(f: &NodeFlavor, cpu: Option<&CpuDetail>, aware: bool) -> Lab
 }
 
 /// The Kueue Topology a flavor references in E3: `gpustack-<profile>` (chain.md §2.4, §6.3).
-pub fn topology_name(profile: &str) -> Option<String> {
-    (!profile.is_empty()).then(|| format!("gpustack-{profile}"))
+pub fn topology_name(profile: &str) -> Option<Text> {
+    (!profile.is_empty()).then(|| text!("gpustack-{profile}"))
 }
 
 /// The Topology the node topology reconciler ensures for a node's levels: named after the
@@ -113,7 +113,7 @@ pub fn generated_topology(levels: &[String]) -> Topology {
             Text::new_static(RESOURCE_TYPE),
             Text::new_static(RESOURCE_TYPE_TOPOLOGY),
         )]),
-        levels: levels.to_vec(),
+        levels: levels.iter().map(|l| Text::from(l.as_str())).collect(),
     }
 }
 
@@ -137,7 +137,7 @@ pub fn generated_topologies<'a>(
     flavors: &[ResourceFlavor],
     previous: &[Topology],
 ) -> Vec<Topology> {
-    let mut out: BTreeMap<String, Topology> = previous
+    let mut out: BTreeMap<Text, Topology> = previous
         .iter()
         .filter(|t| !topology_retired(t, node_profiles, flavors))
         .map(|t| (t.name.clone(), t.clone()))
@@ -156,19 +156,19 @@ pub fn generated_topologies<'a>(
 pub enum FlavorTransition {
     /// Its `spec.nodeLabels` drifted in the mixing selector only: deleted so that it is
     /// recreated fresh under the same name (`spec.nodeLabels` is otherwise immutable).
-    Recreated { flavor: String },
+    Recreated { flavor: Text },
     /// No contributing node left: deleted. Kueue's `resource-in-use` finalizer kept it
     /// terminating while the listed queues still referenced it, until NodeQueue dropped it.
     Retired {
-        flavor: String,
-        referenced_by: Vec<String>,
+        flavor: Text,
+        referenced_by: Vec<Text>,
     },
     /// A sibling (same base name, another profile) with no contributors: deleted after the
     /// sync of `kept`.
-    SiblingRetired { flavor: String, kept: String },
+    SiblingRetired { flavor: Text, kept: Text },
     /// Deletion postponed (the operator requeues after 10 s): `node` matches the flavor's
     /// nodeLabels apart from the profile but has no profile label yet.
-    Postponed { flavor: String, node: String },
+    Postponed { flavor: Text, node: Text },
 }
 
 /// The seconds the flavor reconciler waits before retrying a postponed deletion.
@@ -240,7 +240,7 @@ pub fn flavor_transitions<'a>(
         if let Some(node) = deletion_postponed_by(old, nodes.clone()) {
             out.push(FlavorTransition::Postponed {
                 flavor: old.name.clone(),
-                node: node.to_string(),
+                node: node.into(),
             });
             continue;
         }
@@ -285,16 +285,16 @@ fn build_resource_flavor(p: &Pooled<'_>, aware: bool) -> ResourceFlavor {
     let f = p.flavor;
     let cpu = carries_cpu_detail(f, aware).then(|| cpu_detail(p.first.labels, p.first.annotations));
     ResourceFlavor {
-        name: f.name.to_string(),
+        name: f.name.clone(),
         labels: flavor_labels(f, n),
         annotations: flavor_notes(f, cpu.as_ref(), aware),
         node_labels: f.node_labels.clone(),
         tolerations: vec![Toleration {
-            operator: "Exists".to_string(),
+            operator: Text::new_static("Exists"),
         }],
         topology_name: topology_name(&f.profile),
         flavor: f.clone(),
-        nodes: p.nodes.iter().map(|s| s.to_string()).collect(),
+        nodes: p.nodes.iter().map(|s| Text::from(*s)).collect(),
         capacity: n.saturating_mul(f.count),
     }
 }

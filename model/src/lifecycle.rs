@@ -779,12 +779,12 @@ impl AdmissionState {
         {
             let asked = pod_set_usage(ps)?;
             let group = queue.resource_groups.first();
-            let covered: Vec<&String> = group
+            let covered: Vec<&Text> = group
                 .map(|g| g.covered_resources.iter().collect())
                 .unwrap_or_default();
             let asked: Vec<(String, i64)> = asked
                 .into_iter()
-                .filter(|(r, _)| covered.contains(&r))
+                .filter(|(r, _)| covered.iter().any(|c| c.as_str() == r))
                 .collect();
             if asked.is_empty() {
                 continue;
@@ -799,11 +799,11 @@ impl AdmissionState {
                     .map(|(r, amount)| {
                         let used = self
                             .reserved
-                            .get(&(queue.name.clone(), f.flavor.clone(), r.clone()))
+                            .get(&(queue.name.to_string(), f.flavor.to_string(), r.clone()))
                             .copied()
                             .unwrap_or(0)
                             + taken
-                                .get(&(f.flavor.clone(), r.clone()))
+                                .get(&(f.flavor.to_string(), r.clone()))
                                 .copied()
                                 .unwrap_or(0);
                         quota_verdict(r, &f.flavor, used, *amount, nominal(r, f.nominal_quota))
@@ -822,7 +822,7 @@ impl AdmissionState {
                 }
                 match self.tas_hosts(&f.flavor, &placed, &pod, ps.count, required) {
                     Ok(hosts) => {
-                        chosen = Some((f.flavor.clone(), hosts));
+                        chosen = Some((f.flavor.to_string(), hosts));
                         break;
                     }
                     Err(m) => reasons.push(m.miss.message(&m.topology)),
@@ -940,9 +940,9 @@ impl AdmissionState {
             .derived
             .resource_flavors
             .iter()
-            .filter(|rf| refs.contains(&rf.name))
+            .filter(|rf| refs.contains(rf.name.as_str()))
             .map(|rf| FlavorObject {
-                name: rf.name.clone(),
+                name: rf.name.to_string(),
                 node_labels: rf.node_labels.clone(),
             })
             .collect();

@@ -33,24 +33,24 @@ pub struct NodeFlavor {
 /// `{operator: Exists}` and friends.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Toleration {
-    pub operator: String,
+    pub operator: Text,
 }
 
 /// A Kueue ResourceFlavor (chain.md §6.3).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ResourceFlavor {
-    pub name: String,
+    pub name: Text,
     pub labels: Labels,
     /// `note.gpustack.ai/<k>` annotations.
     pub annotations: Labels,
     pub node_labels: Labels,
     pub tolerations: Vec<Toleration>,
     /// `gpustack-<profile>` in E3.
-    pub topology_name: Option<String>,
+    pub topology_name: Option<Text>,
     /// Identity read from the first contributing node.
     pub flavor: NodeFlavor,
     /// Contributing node names, sorted.
-    pub nodes: Vec<String>,
+    pub nodes: Vec<Text>,
     /// `|nodes| × count`.
     pub capacity: u64,
 }
@@ -61,33 +61,33 @@ pub struct ResourceFlavor {
 /// (node_topology.go `ensureTopology`; devices.md §5).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Topology {
-    pub name: String,
+    pub name: Text,
     pub labels: Labels,
     /// `spec.levels[].nodeLabel`, coarsest first, `kubernetes.io/hostname` last.
-    pub levels: Vec<String>,
+    pub levels: Vec<Text>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UnitResources {
-    pub cpu: String,
-    pub ram: String,
+    pub cpu: Text,
+    pub ram: Text,
 }
 
 /// InstanceType spec (api/worker/v1alpha1/instance_type.go @1e7b023).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct InstanceTypeSpec {
-    pub display_name: String,
-    pub description: String,
+    pub display_name: Text,
+    pub description: Text,
     pub inactive: bool,
-    pub accelerator_group: String,
-    pub general_group: String,
+    pub accelerator_group: Text,
+    pub general_group: Text,
     pub acceleratable: bool,
-    pub os: String,
-    pub arch: String,
+    pub os: Text,
+    pub arch: Text,
     pub unit_resources: UnitResources,
-    pub local_storage: String,
+    pub local_storage: Text,
 }
 
 /// `{onceMaxRequest, remaining, capacity}`; units depend on the view (see four_views).
@@ -138,15 +138,15 @@ pub struct SlicedDetail {
 /// `InstanceTypeDetail` (chain.md §9.5). CPU fields are kept as the note's strings.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Detail {
-    pub manufacturer: String,
-    pub product: String,
-    pub family: String,
+    pub manufacturer: Text,
+    pub product: Text,
+    pub family: Text,
     /// Per-card VRAM (the Pod webhook's memory divisor), e.g. `24Gi`.
-    pub memory: String,
-    pub cores: String,
+    pub memory: Text,
+    pub cores: Text,
     pub sliced_detail: SlicedDetail,
-    pub runtime_version: String,
-    pub runtime_versions: Vec<String>,
+    pub runtime_version: Text,
+    pub runtime_versions: Vec<Text>,
     /// Inline CPU fields (`physicalCores`, `logicalCores`, …) from the `cpuDetail` note.
     pub cpu: Labels,
 }
@@ -163,7 +163,7 @@ pub enum Phase {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct InstanceTypeStatus {
     pub detail: Detail,
-    pub entrance: String,
+    pub entrance: Text,
     pub phase: Phase,
     pub views: FourViews,
     pub cpu: ResourceView,
@@ -171,7 +171,7 @@ pub struct InstanceTypeStatus {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct InstanceType {
-    pub name: String,
+    pub name: Text,
     pub labels: Labels,
     pub spec: InstanceTypeSpec,
     pub status: InstanceTypeStatus,
@@ -199,43 +199,43 @@ impl StopPolicy {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FlavorQuota {
-    pub flavor: String,
+    pub flavor: Text,
     pub nominal_quota: i64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ResourceGroup {
-    pub covered_resources: Vec<String>,
+    pub covered_resources: Vec<Text>,
     pub flavors: Vec<FlavorQuota>,
 }
 
 /// `spec.flavorFungibility`: what Kueue does when a flavor could borrow or preempt.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FlavorFungibility {
-    pub when_can_borrow: String,
-    pub when_can_preempt: String,
+    pub when_can_borrow: Text,
+    pub when_can_preempt: Text,
 }
 
 /// `spec.preemption` (`borrowWithinCohort` carries only its `policy`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct QueuePreemption {
-    pub reclaim_within_cohort: String,
-    pub borrow_within_cohort_policy: String,
-    pub within_cluster_queue: String,
+    pub reclaim_within_cohort: Text,
+    pub borrow_within_cohort_policy: Text,
+    pub within_cluster_queue: Text,
 }
 
 /// A Kueue ClusterQueue backing one pool (chain.md §10).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ClusterQueue {
-    pub name: String,
+    pub name: Text,
     pub labels: Labels,
     pub annotations: Labels,
     /// Always empty: every pool queue is isolated.
-    pub cohort: String,
+    pub cohort: Text,
     pub stop_policy: StopPolicy,
     pub resource_groups: Vec<ResourceGroup>,
     /// AdmissionCheck names, node-devices first.
-    pub admission_checks: Vec<String>,
+    pub admission_checks: Vec<Text>,
     /// `spec.namespaceSelector.matchLabels`; `Some(empty)` is `{}` (every namespace), `None` an
     /// absent selector (Kueue then matches no namespace).
     #[serde(default)]

@@ -995,7 +995,7 @@ mod tests {
             }
         );
         let mut unready = pool("");
-        unready.status.detail.manufacturer.clear();
+        unready.status.detail.manufacturer = Text::default();
         let err = fold_pod_requests(&pod, &Ok(&unready)).unwrap_err();
         assert!(matches!(
             err,
@@ -1035,7 +1035,7 @@ mod tests {
             .node_requirements
             .is_empty());
         let mut nameless = it.clone();
-        nameless.spec.accelerator_group.clear();
+        nameless.spec.accelerator_group = Text::default();
         let pod = app(vec![ctr("c", &[("nvidia.com/gpu.shared", "3")])]);
         assert!(fold_pod_requests(&pod, &Ok(&nameless)).is_err());
     }

@@ -321,8 +321,8 @@ impl PresetTier {
             PresetTier::XLarge => ("12", "192Gi"),
         };
         UnitResources {
-            cpu: cpu.to_string(),
-            ram: ram.to_string(),
+            cpu: cpu.into(),
+            ram: ram.into(),
         }
     }
 }
@@ -556,21 +556,21 @@ pub fn derived_instance_type_spec(
         preset_unit_resources(&first.manufacturer, &first.product)
     } else {
         UnitResources {
-            cpu: "1".to_string(),
-            ram: "2Gi".to_string(),
+            cpu: "1".into(),
+            ram: "2Gi".into(),
         }
     };
     InstanceTypeSpec {
-        display_name: derived_display_name(pool, first, cpu_name),
-        description: String::new(),
+        display_name: derived_display_name(pool, first, cpu_name).into(),
+        description: Text::default(),
         inactive: false,
-        accelerator_group: pool.accelerator_group.clone(),
-        general_group: pool.general_group.clone(),
+        accelerator_group: pool.accelerator_group.as_str().into(),
+        general_group: pool.general_group.as_str().into(),
         acceleratable: pool.acceleratable,
-        os: pool.os.clone(),
-        arch: pool.arch.clone(),
+        os: pool.os.as_str().into(),
+        arch: pool.arch.as_str().into(),
         unit_resources,
-        local_storage: DERIVED_LOCAL_STORAGE.to_string(),
+        local_storage: DERIVED_LOCAL_STORAGE.into(),
     }
 }
 

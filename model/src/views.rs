@@ -349,7 +349,7 @@ pub fn cpu_usage(queue: &ClusterQueue, reservation: &[FlavorUsage]) -> Vec<CpuFl
         .filter(|g| g.covered_resources.iter().any(|r| r == CPU_RESOURCE))
         .flat_map(|g| g.flavors.iter())
         .map(|f| CpuFlavorUsage {
-            name: f.flavor.clone(),
+            name: f.flavor.to_string(),
             nominal_cpu: f.nominal_quota,
             reserved_cpu: 0,
         })

@@ -13,7 +13,7 @@ pub const GI_SUFFIX: &str = "Gi";
 pub fn default_instance_type_spec(spec: &InstanceTypeSpec) -> InstanceTypeSpec {
     let mut out = spec.clone();
     if out.general_group.is_empty() {
-        out.general_group = GENERAL_GROUP_GENERIC.to_string();
+        out.general_group = GENERAL_GROUP_GENERIC.into();
     }
     out
 }
@@ -146,8 +146,8 @@ pub fn validate_create(spec: &InstanceTypeSpec) -> Result<(), Rejected> {
 /// operator masks those three and compares the rest, so a new spec field is frozen too).
 fn frozen_spec_changed(old: &InstanceTypeSpec, new: &InstanceTypeSpec) -> bool {
     let masked = |s: &InstanceTypeSpec| InstanceTypeSpec {
-        display_name: String::new(),
-        description: String::new(),
+        display_name: Text::default(),
+        description: Text::default(),
         inactive: false,
         ..s.clone()
     };
@@ -192,7 +192,7 @@ mod tests {
     fn cpu_only(cpu: &str) -> InstanceTypeSpec {
         InstanceTypeSpec {
             acceleratable: false,
-            accelerator_group: String::new(),
+            accelerator_group: Text::default(),
             general_group: "generic".into(),
             ..accel(cpu, "48Gi", "100Gi")
         }
@@ -238,9 +238,9 @@ mod tests {
     #[test]
     fn create_requires_group_os_and_arch() {
         let mut spec = accel("4", "48Gi", "100Gi");
-        spec.accelerator_group.clear();
-        spec.os.clear();
-        spec.arch.clear();
+        spec.accelerator_group = Text::default();
+        spec.os = Text::default();
+        spec.arch = Text::default();
         let rejected = validate_create(&spec).unwrap_err();
         assert_eq!(
             rejected.message_for("a10g"),
@@ -315,7 +315,7 @@ mod tests {
     #[test]
     fn default_leaves_a_groupless_accelerated_type_alone() {
         let mut spec = accel("4", "48Gi", "100Gi");
-        spec.accelerator_group.clear();
+        spec.accelerator_group = Text::default();
         let got = default_instance_type_labels("lq", &spec, &Labels::new(), false);
         assert!(got.is_empty());
         assert_eq!(default_instance_type_spec(&spec).general_group, "generic");

@@ -98,9 +98,9 @@ pub fn diff_restricted(
     let flavors: BTreeSet<String> = [expected, observed]
         .iter()
         .flat_map(|d| d.cluster_queues.iter())
-        .filter(|q| pools.contains(&q.name))
+        .filter(|q| pools.contains(q.name.as_str()))
         .flat_map(|q| q.resource_groups.iter())
-        .flat_map(|g| g.flavors.iter().map(|f| f.flavor.clone()))
+        .flat_map(|g| g.flavors.iter().map(|f| f.flavor.to_string()))
         .collect();
     diff_filtered(expected, observed, Some(&Scope { pools, flavors }))
 }
@@ -131,15 +131,15 @@ fn diff_filtered(
         ObjectKind::ResourceFlavor,
         &expected.resource_flavors,
         &observed.resource_flavors,
-        |o| o.name.clone(),
-        |o| scope.is_none_or(|s| s.flavors.contains(&o.name)),
+        |o| o.name.to_string(),
+        |o| scope.is_none_or(|s| s.flavors.contains(o.name.as_str())),
         &mut out,
     );
     diff_list(
         ObjectKind::InstanceType,
         &expected.instance_types,
         &observed.instance_types,
-        |o| o.name.clone(),
+        |o| o.name.to_string(),
         |o| pool(&o.name),
         &mut out,
     );
@@ -147,7 +147,7 @@ fn diff_filtered(
         ObjectKind::ClusterQueue,
         &expected.cluster_queues,
         &observed.cluster_queues,
-        |o| o.name.clone(),
+        |o| o.name.to_string(),
         |o| pool(&o.name),
         &mut out,
     );
@@ -180,7 +180,7 @@ fn diff_filtered(
     let flavor_topologies: BTreeSet<&str> = [expected, observed]
         .iter()
         .flat_map(|d| d.resource_flavors.iter())
-        .filter(|rf| scope.is_none_or(|s| s.flavors.contains(&rf.name)))
+        .filter(|rf| scope.is_none_or(|s| s.flavors.contains(rf.name.as_str())))
         .filter_map(|rf| rf.topology_name.as_deref())
         .collect();
     diff_list(

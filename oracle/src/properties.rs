@@ -268,6 +268,11 @@ fn map_known_names(d: &mut Derived, back: &BTreeMap<String, String>) {
             s.clone_from(o);
         }
     };
+    let one_text = |s: &mut Text| {
+        if let Some(o) = back.get(s.as_str()) {
+            *s = o.into();
+        }
+    };
     let labels = |l: &mut model::labels::Labels| {
         l.values_mut().for_each(|v| {
             if let Some(o) = back.get(v.as_str()) {
@@ -281,7 +286,7 @@ fn map_known_names(d: &mut Derived, back: &BTreeMap<String, String>) {
         n.devices_labels.iter_mut().for_each(labels);
     }
     for rf in &mut d.resource_flavors {
-        rf.nodes.iter_mut().for_each(one);
+        rf.nodes.iter_mut().for_each(one_text);
         labels(&mut rf.labels);
         labels(&mut rf.node_labels);
         labels(&mut rf.annotations);
@@ -339,7 +344,11 @@ fn pool_isolation_from(s: &Scenario, base: &Derived, chain: Chain<'_>) -> Result
         cpu_groups_unmixed(&chain(&aware, None))?;
     }
     let (intruded, key) = with_intruder(&s.cluster);
-    let pools: BTreeSet<String> = base.instance_types.iter().map(|i| i.name.clone()).collect();
+    let pools: BTreeSet<String> = base
+        .instance_types
+        .iter()
+        .map(|i| i.name.to_string())
+        .collect();
     let d = diff_restricted(base, &chain(&intruded, None), &pools);
     if d.is_empty() {
         Ok(())
@@ -595,7 +604,7 @@ pub fn structure_of(when: &str, d: &Derived, cluster: &Cluster) -> Result<(), Vi
                 &q.name,
                 "spec.cohort",
                 None,
-                Some(q.cohort.clone()),
+                Some(q.cohort.to_string()),
             )],
         ));
     }
@@ -698,7 +707,7 @@ fn entrance_is_served(
                 ObjectKind::InstanceType,
                 &it.name,
                 label_field(QUEUE_ENTRANCE),
-                Some(entrance.clone()),
+                Some(entrance.to_string()),
                 it.labels.get(QUEUE_ENTRANCE).map(Text::to_string),
             )],
         ));
@@ -714,7 +723,7 @@ fn entrance_is_served(
                     ObjectKind::LocalQueue,
                     &format!("{ns}/{entrance}"),
                     "spec.clusterQueue",
-                    Some(it.name.clone()),
+                    Some(it.name.to_string()),
                     None,
                 )],
             ));
@@ -963,7 +972,7 @@ pub fn pool_cards<'a>(
         .resource_flavors
         .iter()
         .filter(|rf| flavors.contains(rf.name.as_str()))
-        .flat_map(|rf| rf.nodes.iter().map(String::as_str))
+        .flat_map(|rf| rf.nodes.iter().map(Text::as_str))
         .collect();
     Some(
         cluster
@@ -1025,11 +1034,7 @@ pub fn release_restores(s: &Scenario) -> Result<(), Violation> {
 
 /// [`release_restores`] given `base`, the derivation of `s.cluster`, re-deriving through
 /// `deriver`.
-fn release_restores_from(
-    s: &Scenario,
-    base: &Derived,
-    deriver: &Deriver,
-) -> Result<(), Violation> {
+fn release_restores_from(s: &Scenario, base: &Derived, deriver: &Deriver) -> Result<(), Violation> {
     let workloads: Vec<&model::workload::Workload> = s
         .events
         .iter()

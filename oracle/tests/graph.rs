@@ -13,7 +13,7 @@ const T4: &str = WALKTHROUGH_FLAVORS[3];
 fn flavor(d: &Derived, prefix: &str) -> String {
     d.resource_flavors
         .iter()
-        .map(|f| f.name.clone())
+        .map(|f| f.name.to_string())
         .find(|n| n.starts_with(prefix))
         .unwrap_or_else(|| panic!("no flavor named {prefix}…"))
 }
@@ -27,7 +27,7 @@ fn pool_of(d: &Derived, flavor: &str) -> String {
                 .iter()
                 .any(|g| g.flavors.iter().any(|f| f.flavor == flavor))
         })
-        .map(|q| q.name.clone())
+        .map(|q| q.name.to_string())
         .unwrap_or_else(|| panic!("no queue lists {flavor}"))
 }
 

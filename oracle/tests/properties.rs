@@ -218,7 +218,7 @@ fn the_intruder_nests_with_a_present_key() {
 /// A chain that publishes each flavor's contributors in cluster order, not sorted.
 fn order_dependent(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
     let mut d = derive_after(cluster, previous);
-    let position = |n: &String| cluster.nodes.iter().position(|x| &x.name == n);
+    let position = |n: &model::labels::Text| cluster.nodes.iter().position(|x| x.name == *n);
     for rf in &mut d.resource_flavors {
         rf.nodes.sort_by_key(position);
     }

@@ -124,7 +124,7 @@ pub fn view_pairs(
         .filter_map(|e| {
             let o = observed.instance_types.iter().find(|o| o.name == e.name)?;
             (e.status.views != o.status.views).then(|| ViewPair {
-                instance_type: e.name.clone(),
+                instance_type: e.name.to_string(),
                 expected: e.status.views.clone(),
                 observed: o.status.views.clone(),
             })

@@ -98,7 +98,7 @@ pub fn derived_table(d: &Derived) -> String {
         .iter()
         .map(|f| {
             vec![
-                f.name.clone(),
+                f.name.to_string(),
                 f.nodes.len().to_string(),
                 f.capacity.to_string(),
             ]
@@ -112,8 +112,8 @@ pub fn derived_table(d: &Derived) -> String {
         .iter()
         .map(|it| {
             vec![
-                it.name.clone(),
-                it.status.entrance.clone(),
+                it.name.to_string(),
+                it.status.entrance.to_string(),
                 format!(
                     "{}/{}/{}",
                     it.spec.unit_resources.cpu, it.spec.unit_resources.ram, it.spec.local_storage
@@ -153,7 +153,7 @@ pub fn derived_table(d: &Derived) -> String {
                 .collect::<Vec<_>>()
                 .join(" ");
             vec![
-                q.name.clone(),
+                q.name.to_string(),
                 q.stop_policy.name().to_string(),
                 covered,
                 q.admission_checks.join(","),

@@ -316,7 +316,7 @@ impl SimFlavor {
 
     fn pool_flavor(&self) -> PoolFlavor {
         PoolFlavor {
-            name: self.input.name.clone(),
+            name: self.input.name.as_str().into(),
             per_node_count: self.input.per_node_count,
             capacity: self
                 .input
@@ -386,7 +386,7 @@ fn observe_queue_usage(state: &mut QueueState) {
         .iter()
         .flat_map(|g| g.flavors.iter())
         .map(|f| FlavorUsage {
-            flavor: f.flavor.clone(),
+            flavor: f.flavor.to_string(),
             resource: "cpu".into(),
             total: f.nominal_quota,
             borrowed: 0,
@@ -426,12 +426,12 @@ impl Sim {
             .resource_groups
             .iter()
             .map(|g| ResourceGroup {
-                covered_resources: vec![g.covered.clone()],
+                covered_resources: vec![g.covered.as_str().into()],
                 flavors: g
                     .flavors
                     .iter()
                     .map(|f| FlavorQuota {
-                        flavor: f.name.clone(),
+                        flavor: f.name.as_str().into(),
                         nominal_quota: f.nominal,
                     })
                     .collect(),
@@ -443,8 +443,8 @@ impl Sim {
             annotations.insert(labels::TAS_QUEUE.into(), "true".into());
         }
         let state = QueueState {
-            name: q.name.clone(),
-            uid: q.uid.clone(),
+            name: q.name.as_str().into(),
+            uid: q.uid.as_str().into(),
             generation: q.generation.unwrap_or(1),
             deleting: q.deleting,
             stop_policy,
@@ -525,9 +525,9 @@ impl Sim {
                 }
             }
             w.placements.insert(
-                f.input.name.clone(),
+                f.input.name.as_str().into(),
                 FlavorPlacement {
-                    profile: profile.clone(),
+                    profile: profile.as_str().into(),
                     node_labels,
                     topology_name: topology.clone(),
                 },

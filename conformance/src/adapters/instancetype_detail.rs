@@ -114,7 +114,7 @@ fn computes_detail(v: &Vector) -> Read<Outcome> {
         .unwrap_or_default();
     let spec = InstanceTypeSpec {
         acceleratable: notes.get("acceleratable").is_some_and(|a| a == "true"),
-        accelerator_group,
+        accelerator_group: accelerator_group.into(),
         ..InstanceTypeSpec::default()
     };
     let first = instance_type_detail(&spec, false, Some(&notes), &refs);

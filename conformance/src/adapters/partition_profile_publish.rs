@@ -27,7 +27,7 @@ pub fn run(v: &Vector) -> Outcome {
                 })
                 .collect();
             let mut detail = Detail {
-                manufacturer,
+                manufacturer: manufacturer.into(),
                 ..Detail::default()
             };
             detail.sliced_detail.physical.profiles = counts

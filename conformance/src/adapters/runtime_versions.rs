@@ -5,6 +5,7 @@ use serde_json::json;
 
 use model::detail::{runtime_versions, split_runtime_version};
 use model::devices::Devices;
+use model::labels::Text;
 
 use crate::compare::judge;
 use crate::input::{field, not_modelled, outcome};
@@ -30,7 +31,7 @@ pub fn run(v: &Vector) -> Outcome {
 
 /// Whether every entry parses as a version and each is numerically greater than the one before
 /// (checked on the output, independently of how the model sorted it).
-fn strictly_ascending_numeric(versions: &[String]) -> bool {
+fn strictly_ascending_numeric(versions: &[Text]) -> bool {
     let parsed: Option<Vec<(i64, i64)>> =
         versions.iter().map(|v| split_runtime_version(v)).collect();
     parsed.is_some_and(|p| p.windows(2).all(|w| matches!(w, [a, b] if a < b)))

@@ -174,7 +174,7 @@ pub fn workload_templates(cluster: &Cluster, workloads: usize) -> Vec<Workload> 
         .instance_types
         .iter()
         .filter(|it| it.spec.acceleratable)
-        .map(|it| it.name.clone())
+        .map(|it| it.name.to_string())
         .collect();
     (0..workloads)
         .map(|k| {

@@ -165,10 +165,10 @@ impl Localizer {
         for it in &mut cluster.instance_types {
             it.name = token.suffixed(&it.name);
             if !it.spec.accelerator_group.is_empty() {
-                it.spec.accelerator_group = token.suffixed(&it.spec.accelerator_group);
+                it.spec.accelerator_group = token.suffixed(&it.spec.accelerator_group).into();
             }
             if !it.spec.arch.is_empty() {
-                it.spec.arch = token.suffixed(&it.spec.arch);
+                it.spec.arch = token.suffixed(&it.spec.arch).into();
             }
         }
         Localizer {
@@ -334,7 +334,7 @@ fn entrance_in(
                 .instance_types
                 .iter()
                 .find(|it| local_queue_name(&it.name) == w.queue)
-                .map(|it| it.name.clone())
+                .map(|it| it.name.to_string())
         })?;
     let pool = original
         .instance_types
@@ -353,9 +353,9 @@ fn entrance_in(
     };
     let mut wanted = key(&pool.spec);
     if !wanted.1.is_empty() {
-        wanted.1 = token.suffixed(&wanted.1);
+        wanted.1 = token.suffixed(&wanted.1).into();
     }
-    wanted.4 = token.suffixed(&wanted.4);
+    wanted.4 = token.suffixed(&wanted.4).into();
     local
         .instance_types
         .iter()
@@ -422,9 +422,9 @@ mod tests {
         for name in derived
             .resource_flavors
             .iter()
-            .map(|f| &f.name)
-            .chain(derived.instance_types.iter().map(|i| &i.name))
-            .chain(derived.cluster_queues.iter().map(|q| &q.name))
+            .map(|f| f.name.as_str())
+            .chain(derived.instance_types.iter().map(|i| i.name.as_str()))
+            .chain(derived.cluster_queues.iter().map(|q| q.name.as_str()))
         {
             assert!(
                 token.marks(name),

@@ -402,7 +402,7 @@ mod tests {
         let mut c = model::examples::walkthrough();
         let first = model::derive::derive(&c).instance_types.remove(0);
         c.instance_types.push(model::cluster::ExistingInstanceType {
-            name: first.name.clone(),
+            name: first.name.to_string(),
             spec: model::objects::InstanceTypeSpec {
                 inactive: true,
                 ..first.spec

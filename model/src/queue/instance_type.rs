@@ -112,10 +112,10 @@ pub fn new_cluster_queue(it_name: &str, schedule_labels: &Labels, era: Era) -> C
         ),
     };
     ClusterQueue {
-        name: it_name.to_string(),
+        name: it_name.into(),
         labels: labels_,
         annotations,
-        cohort: String::new(),
+        cohort: Text::default(),
         stop_policy,
         resource_groups: Vec::new(),
         admission_checks: Vec::new(),

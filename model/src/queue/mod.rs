@@ -23,7 +23,7 @@ use crate::units::{CREDITS_PER_CARD, MAX_FLAVORS_PER_QUEUE};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PoolFlavor {
-    pub name: String,
+    pub name: Text,
     /// Per-node count: cores (`<n>c`) or cards (`<n>d`).
     pub per_node_count: u64,
     /// `|nodes| × count`, the flavor's `.capacity` label.
@@ -121,7 +121,7 @@ pub fn queue_resource_groups(flavors: &[PoolFlavor]) -> Result<Vec<ResourceGroup
         .iter()
         .filter(|f| f.capacity > 0)
         .map(|f| FlavorQuota {
-            flavor: f.name.clone(),
+            flavor: f.name.as_str().into(),
             nominal_quota: flavor_nominal(f.capacity, acceleratable),
         })
         .collect();
@@ -129,7 +129,7 @@ pub fn queue_resource_groups(flavors: &[PoolFlavor]) -> Result<Vec<ResourceGroup
         return Ok(Vec::new());
     }
     Ok(vec![ResourceGroup {
-        covered_resources: vec![covered_resource(acceleratable, &first.manufacturer)],
+        covered_resources: vec![covered_resource(acceleratable, &first.manufacturer).into()],
         flavors: quotas,
     }])
 }
@@ -139,13 +139,13 @@ pub fn queue_resource_groups(flavors: &[PoolFlavor]) -> Result<Vec<ResourceGroup
 /// older `JointCheckGate::DerivedFromNode` only with derived-from-node on). Rule 15;
 /// node_queue.go (TestNodeQueueReconciler_ReferencesTheJointCheckFromEveryQueue,
 /// TestNodeQueueReconciler_TheJointCheckWaitsForActive); the case-106 header.
-pub fn queue_admission_checks(acceleratable: bool, settings: &Settings) -> Vec<String> {
+pub fn queue_admission_checks(acceleratable: bool, settings: &Settings) -> Vec<Text> {
     let mut checks = Vec::new();
     if acceleratable && settings.derived_from_node && settings.node_devices_check_active {
-        checks.push(labels::NODE_DEVICES_CHECK.to_string());
+        checks.push(Text::new_static(labels::NODE_DEVICES_CHECK));
     }
     if joint_check_referenced(settings) {
-        checks.push(labels::JOINT_CHECK.to_string());
+        checks.push(Text::new_static(labels::JOINT_CHECK));
     }
     checks
 }

@@ -81,7 +81,7 @@ impl TopologyReady {
     }
     /// Unknown/AwaitingQueueStatus, naming the generation waited for and the flavors to drop
     /// (node_queue.go `fillClusterQueue`; Go's `%v` of a slice is `[a b]`).
-    fn awaiting(generation: u64, dropped: &[String]) -> Self {
+    fn awaiting(generation: u64, dropped: &[Text]) -> Self {
         TopologyReady {
             status: ConditionStatus::Unknown,
             reason: AWAITING_QUEUE_STATUS.into(),
@@ -112,8 +112,8 @@ impl Refused {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct QueueState {
-    pub name: String,
-    pub uid: String,
+    pub name: Text,
+    pub uid: Text,
     /// `metadata.generation`: bumped by every spec change.
     pub generation: u64,
     /// A deletionTimestamp is set.
@@ -123,7 +123,7 @@ pub struct QueueState {
     /// absent (node_queue_test.go `MigratesFlavorPlanWithoutReplacingQueue`, "restores unset").
     pub stop_policy: Option<StopPolicy>,
     pub resource_groups: Vec<ResourceGroup>,
-    pub admission_checks: Vec<String>,
+    pub admission_checks: Vec<Text>,
     /// `topology.gpustack.ai/{tas-queue, empty-plan-hold, migration-phase, migration-stop-policy}`.
     pub annotations: Labels,
     /// Kueue-reported status.
@@ -254,11 +254,11 @@ impl QueueState {
 #[serde(default)]
 pub struct FlavorPlacement {
     /// The flavor's `topology.gpustack.ai/profile` label ("" = absent).
-    pub profile: String,
+    pub profile: Text,
     /// `spec.nodeLabels`.
     pub node_labels: Labels,
     /// `spec.topologyName` ("" = absent).
-    pub topology_name: String,
+    pub topology_name: Text,
 }
 
 /// A node the pool counts: managed, profiled, matching the pool's labels.
@@ -274,8 +274,8 @@ pub struct PoolNode {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct QueueWorld {
-    pub topologies: BTreeSet<String>,
-    pub placements: BTreeMap<String, FlavorPlacement>,
+    pub topologies: BTreeSet<Text>,
+    pub placements: BTreeMap<Text, FlavorPlacement>,
     pub nodes: Vec<PoolNode>,
 }
 
@@ -290,8 +290,8 @@ pub struct QueueStep {
 }
 
 /// `gpustack-<profile>`: the Topology a profiled flavor points at. chain.md §10.2.
-pub fn topology_name(profile: &str) -> String {
-    format!("gpustack-{profile}")
+pub fn topology_name(profile: &str) -> Text {
+    labels::text!("gpustack-{profile}")
 }
 
 /// Whether a flavor's nodeLabels select a node. chain.md §10.2 (TAS validation).
@@ -313,7 +313,7 @@ fn first_duplicate_covered(groups: &[ResourceGroup]) -> Option<&str> {
         .iter()
         .flat_map(|g| g.covered_resources.iter())
         .find(|r| !seen.insert(r.as_str()))
-        .map(String::as_str)
+        .map(Text::as_str)
 }
 
 /// Why one flavor is not bound to an existing profile Topology, if it is not (node_queue.go
@@ -513,7 +513,7 @@ pub fn validate_queue_plan(
 }
 
 /// Flavors the current plan references that the new plan does not.
-pub fn dropped_flavors(current: &[ResourceGroup], next: &[ResourceGroup]) -> Vec<String> {
+pub fn dropped_flavors(current: &[ResourceGroup], next: &[ResourceGroup]) -> Vec<Text> {
     let keep: BTreeSet<&str> = next
         .iter()
         .flat_map(|g| g.flavors.iter().map(|f| f.flavor.as_str()))
@@ -528,7 +528,7 @@ pub fn dropped_flavors(current: &[ResourceGroup], next: &[ResourceGroup]) -> Vec
 
 /// A dropped flavor may still be in use: Kueue reports a non-zero reservation or usage on it, or
 /// does not list it in either. corrections.md 2 (`flavorsMayBeInUse`).
-pub fn flavors_may_be_in_use(status: &QueueStatus, dropped: &[String]) -> bool {
+pub fn flavors_may_be_in_use(status: &QueueStatus, dropped: &[Text]) -> bool {
     let row = |rows: &[FlavorUsage], f: &str| -> Option<bool> {
         let mine: Vec<&FlavorUsage> = rows.iter().filter(|r| r.flavor == f).collect();
         (!mine.is_empty()).then(|| mine.iter().any(|r| r.total != 0 || r.borrowed != 0))
@@ -1071,7 +1071,7 @@ mod tests {
         assert_eq!(step.state.resource_groups, q.resource_groups);
         assert_eq!(
             step.topology_ready,
-            Some(TopologyReady::awaiting(7, &["g-4c-old".to_string()])),
+            Some(TopologyReady::awaiting(7, &["g-4c-old".into()])),
             "Unknown/AwaitingQueueStatus"
         );
         assert_eq!(step.requeue_after, Some(STATUS_GATE_REQUEUE_SECS));
