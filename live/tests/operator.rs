@@ -313,7 +313,7 @@ fn reconcile_writes_the_models_objects() {
     let nodes = by_name(&items(&store, &kinds::NODE));
     for n in &model.nodes {
         assert_eq!(
-            nodes[&n.name]["metadata"]["labels"],
+            nodes[n.name.as_str()]["metadata"]["labels"],
             json!(n.labels),
             "{}",
             n.name
@@ -486,7 +486,7 @@ fn the_workers_labels_are_output_not_input_and_stale_ones_go() {
     let nodes = by_name(&items(&store, &kinds::NODE));
     for n in derive(&bare).nodes {
         assert_eq!(
-            nodes[&n.name]["metadata"]["labels"],
+            nodes[n.name.as_str()]["metadata"]["labels"],
             json!(n.labels),
             "{}",
             n.name
@@ -508,7 +508,7 @@ fn the_workers_labels_are_output_not_input_and_stale_ones_go() {
     let nodes = by_name(&items(&store, &kinds::NODE));
     for n in derive(&c).nodes {
         assert_eq!(
-            nodes[&n.name]["metadata"]["labels"],
+            nodes[n.name.as_str()]["metadata"]["labels"],
             json!(n.labels),
             "{}",
             n.name

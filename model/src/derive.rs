@@ -25,7 +25,7 @@ use crate::{detail, explain, flavor, nodefeature, pool, queue, views, webhook};
 /// One node after the Worker and Device Manager have labelled it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DerivedNode {
-    pub name: String,
+    pub name: Text,
     /// Effective labels (NFD ∪ Device Manager ∪ Worker ∪ topology profile).
     pub labels: Labels,
     /// Managed and (E3) profiled: contributes to flavors (rule 7).
@@ -471,7 +471,7 @@ fn derive_node(
         .as_ref()
         .map(|_| pool::devices_labels(&labels, g_key, &a_keys));
     DerivedNode {
-        name: node.name.clone(),
+        name: node.name.as_str().into(),
         labels,
         eligible,
         flavors,

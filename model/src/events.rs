@@ -528,7 +528,7 @@ mod tests {
         let mut nodes: Vec<(String, crate::labels::Labels)> = before
             .nodes
             .iter()
-            .map(|n| (n.name.clone(), n.labels.clone()))
+            .map(|n| (n.name.to_string(), n.labels.clone()))
             .collect();
         // node-cpu lost its profile label (the topology reconciler has not run yet)
         nodes[0].1.remove(TOPOLOGY_PROFILE);

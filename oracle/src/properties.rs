@@ -263,12 +263,7 @@ pub fn rename_nodes(cluster: &Cluster) -> (Cluster, BTreeMap<String, String>) {
 /// Maps node names back in the fields that carry them: node names and label values, and each
 /// ResourceFlavor's contributor list and label maps.
 fn map_known_names(d: &mut Derived, back: &BTreeMap<String, String>) {
-    let one = |s: &mut String| {
-        if let Some(o) = back.get(s.as_str()) {
-            s.clone_from(o);
-        }
-    };
-    let one_text = |s: &mut Text| {
+    let one = |s: &mut Text| {
         if let Some(o) = back.get(s.as_str()) {
             *s = o.into();
         }
@@ -286,7 +281,7 @@ fn map_known_names(d: &mut Derived, back: &BTreeMap<String, String>) {
         n.devices_labels.iter_mut().for_each(labels);
     }
     for rf in &mut d.resource_flavors {
-        rf.nodes.iter_mut().for_each(one_text);
+        rf.nodes.iter_mut().for_each(one);
         labels(&mut rf.labels);
         labels(&mut rf.node_labels);
         labels(&mut rf.annotations);

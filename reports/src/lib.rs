@@ -80,7 +80,7 @@ pub fn derived_table(d: &Derived) -> String {
         .iter()
         .map(|n| {
             vec![
-                n.name.clone(),
+                n.name.to_string(),
                 if n.eligible { "yes" } else { "no" }.to_string(),
                 n.flavors
                     .iter()

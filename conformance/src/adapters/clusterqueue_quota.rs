@@ -512,9 +512,9 @@ impl Sim {
             let node_labels = f.node_labels(&profile);
             if !f.input.terminating {
                 for i in 0..f.built_nodes() {
-                    let host = format!("{}-{i}", f.input.name);
+                    let host = labels::text!("{}-{i}", f.input.name);
                     let mut l = node_labels.clone();
-                    l.insert(labels::HOSTNAME.into(), host.as_str().into());
+                    l.insert(labels::HOSTNAME.into(), host.clone());
                     let node = PoolNode {
                         name: host,
                         labels: l,

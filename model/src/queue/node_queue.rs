@@ -265,7 +265,7 @@ pub struct FlavorPlacement {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PoolNode {
-    pub name: String,
+    pub name: Text,
     pub labels: Labels,
 }
 
@@ -889,7 +889,7 @@ mod tests {
                 let mut l = node_labels.clone();
                 l.insert(labels::HOSTNAME.into(), text!("{}-{i}", f.name));
                 w.nodes.push(PoolNode {
-                    name: format!("{}-{i}", f.name),
+                    name: text!("{}-{i}", f.name),
                     labels: l,
                 });
             }
