@@ -324,26 +324,29 @@ pub fn is_credits_resource_name(name: &str) -> bool {
 // Hashes: LocalQueue names and topology profiles
 // ---------------------------------------------------------------------------------------------
 
-/// FNV-1a 64-bit of `s` as 16 lowercase hex digits (`stringx.SumByFNV64a`).
-pub fn fnv1a64_hex(s: &str) -> String {
+/// FNV-1a 64-bit of `s` (`stringx.SumByFNV64a`, before its hex rendering).
+fn fnv1a64(s: &str) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let hash = s
-        .bytes()
-        .fold(OFFSET, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME));
-    format!("{hash:016x}")
+    s.bytes()
+        .fold(OFFSET, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME))
+}
+
+/// FNV-1a 64-bit of `s` as 16 lowercase hex digits (`stringx.SumByFNV64a`).
+pub fn fnv1a64_hex(s: &str) -> String {
+    format!("{:016x}", fnv1a64(s))
 }
 
 /// `FormatLocalQueueName`: `gpustack-fnv64-<hex>` of the ClusterQueue name, always 31 chars
 /// (chain.md §3.3).
 pub fn local_queue_name(cluster_queue: &str) -> String {
-    format!("{LOCAL_QUEUE_PREFIX}{}", fnv1a64_hex(cluster_queue))
+    format!("{LOCAL_QUEUE_PREFIX}{:016x}", fnv1a64(cluster_queue))
 }
 
 /// A topology profile: `fnv64-` + FNV-1a-64 of the level keys joined by NUL
 /// (chain.md §2.4, §17 rule 6; node topology controller).
 pub fn topology_profile(levels: &[&str]) -> String {
-    format!("{PROFILE_PREFIX}{}", fnv1a64_hex(&levels.join("\0")))
+    format!("{PROFILE_PREFIX}{:016x}", fnv1a64(&levels.join("\0")))
 }
 
 /// The profile of a node no TopologySource matches: hostname only (chain.md §2.4).
