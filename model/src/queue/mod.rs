@@ -121,7 +121,7 @@ pub fn queue_resource_groups(flavors: &[PoolFlavor]) -> Result<Vec<ResourceGroup
         .iter()
         .filter(|f| f.capacity > 0)
         .map(|f| FlavorQuota {
-            flavor: f.name.as_str().into(),
+            flavor: f.name.clone(),
             nominal_quota: flavor_nominal(f.capacity, acceleratable),
         })
         .collect();
