@@ -97,9 +97,10 @@ pub fn flavor_notes(f: &NodeFlavor, cpu: Option<&CpuDetail>, aware: bool) -> Lab
     notes
 }
 
-/// The Kueue Topology a flavor references in E3: `gpustack-<profile>` (chain.md §2.4, §6.3).
+/// The Kueue Topology a flavor references in E3: `gpustack-<profile>` (chain.md §2.4, §6.3),
+/// none without a profile.
 pub fn topology_name(profile: &str) -> Option<Text> {
-    (!profile.is_empty()).then(|| text!("gpustack-{profile}"))
+    (!profile.is_empty()).then(|| crate::queue::topology_name(profile))
 }
 
 /// The Topology the node topology reconciler ensures for a node's levels: named after the

@@ -120,29 +120,29 @@ pub use smol_str::ToSmolStr;
 /// [`format!`] into a [`Text`]: formatted on the stack, so a derived key longer than the inline
 /// 23 bytes costs one allocation (its shared copy) and a shorter one none.
 pub fn text_of(args: std::fmt::Arguments<'_>) -> Text {
+    match args.as_str() {
+        Some(s) => Text::new_static(s),
+        None => on_stack(args, |s| Text::new(s)),
+    }
+}
+
+/// `use_it` applied to `args` formatted into a stack buffer (on the heap only past 256 bytes,
+/// longer than any label key).
+fn on_stack<R>(args: std::fmt::Arguments<'_>, use_it: impl FnOnce(&str) -> R) -> R {
     if let Some(s) = args.as_str() {
-        return Text::new_static(s);
+        return use_it(s);
     }
     let mut buf = arrayvec::ArrayString::<256>::new();
     match std::fmt::write(&mut buf, args) {
-        Ok(()) => Text::new(buf.as_str()),
-        // longer than any label key: the ordinary way
-        Err(_) => Text::from(std::fmt::format(args)),
+        Ok(()) => use_it(buf.as_str()),
+        Err(_) => use_it(&std::fmt::format(args)),
     }
 }
 
 /// The value of a key formatted on the stack: a derived key that is looked up and never kept
 /// costs no allocation.
 pub fn get_formatted<'l>(labels: &'l Labels, key: std::fmt::Arguments<'_>) -> Option<&'l Text> {
-    if let Some(s) = key.as_str() {
-        return labels.get(s);
-    }
-    let mut buf = arrayvec::ArrayString::<256>::new();
-    match std::fmt::write(&mut buf, key) {
-        Ok(()) => labels.get(buf.as_str()),
-        // longer than any label key: the ordinary way
-        Err(_) => labels.get(std::fmt::format(key).as_str()),
-    }
+    on_stack(key, |k| labels.get(k))
 }
 
 /// `format!` for [`Text`] ([`text_of`]).

@@ -70,9 +70,10 @@ pub struct MemoStat {
 /// A renaming of node slots: slot `i` becomes slot `perm[i]`.
 pub type Perm = [u8; MAX_NODES];
 
-/// The derivation's per-node and per-pool steps, kept for the check and handed to every world
-/// it builds as a `model::derive::Deriver` (`model::steps`): a world that differs from one derived before in one node's cards re-derives only that node and the
-/// pools it backs.
+/// The derivation's per-node and per-pool steps, handed to derivations as a
+/// `model::derive::Deriver` (`model::steps`): kept for a whole check, whose worlds differ from
+/// one derived before in one node's cards (only that node and the pools it backs re-derive), and
+/// by fuzz for one scenario's property checks.
 pub struct StepMemo {
     pub nodes: Memo<DerivedNode>,
     pub pools: Memo<(InstanceType, ClusterQueue)>,
