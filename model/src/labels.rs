@@ -99,8 +99,117 @@ pub fn general_feature_key(g_key: &str) -> Text {
 /// keys) are shared when cloned, so copying a label map allocates map nodes only.
 pub type Text = smol_str::SmolStr;
 
-/// The label map type used throughout: sorted by key for deterministic output.
-pub type Labels = std::collections::BTreeMap<Text, Text>;
+/// A label or annotation map: one vector sorted by key ([`litemap`]), so a map is one
+/// allocation and a lookup a binary search, where the `BTreeMap` it replaces allocated a node
+/// per eleven entries. Iteration order (by key), the serde form (a map; a repeated key keeps
+/// its last value) and the `Hash` input (length, then each key and value) are the
+/// `BTreeMap`'s, so scenario files, reports and state fingerprints are unchanged.
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Labels(litemap::LiteMap<Text, Text>);
+
+impl Labels {
+    pub const fn new() -> Self {
+        Labels(litemap::LiteMap::new())
+    }
+
+    pub fn with_capacity(capacity: usize) -> Self {
+        Labels(litemap::LiteMap::with_capacity(capacity))
+    }
+
+    /// Every value, mutably, in key order (`BTreeMap::values_mut`).
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Text> {
+        self.0.iter_mut().map(|(_, v)| v)
+    }
+
+    /// The stored key and its value (`BTreeMap::get_key_value`).
+    pub fn get_key_value(&self, key: &str) -> Option<(&Text, &Text)> {
+        let i = self.0.find_index(key).ok()?;
+        self.0.get_indexed(i)
+    }
+}
+
+impl std::ops::Deref for Labels {
+    type Target = litemap::LiteMap<Text, Text>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Labels {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl std::fmt::Debug for Labels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.0.iter()).finish()
+    }
+}
+
+impl FromIterator<(Text, Text)> for Labels {
+    fn from_iter<I: IntoIterator<Item = (Text, Text)>>(iter: I) -> Self {
+        Labels(iter.into_iter().collect())
+    }
+}
+
+impl Extend<(Text, Text)> for Labels {
+    fn extend<I: IntoIterator<Item = (Text, Text)>>(&mut self, iter: I) {
+        self.0.extend(iter)
+    }
+}
+
+impl IntoIterator for Labels {
+    type Item = (Text, Text);
+    type IntoIter = std::vec::IntoIter<(Text, Text)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_tuple_vec().into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Labels {
+    type Item = (&'a Text, &'a Text);
+    type IntoIter =
+        <Vec<(Text, Text)> as litemap::store::StoreIterable<'a, Text, Text>>::KeyValueIter;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<const N: usize> From<[(Text, Text); N]> for Labels {
+    fn from(pairs: [(Text, Text); N]) -> Self {
+        pairs.into_iter().collect()
+    }
+}
+
+impl serde::Serialize for Labels {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Labels {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Pairs;
+        impl<'de> serde::de::Visitor<'de> for Pairs {
+            type Value = Labels;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut access: M,
+            ) -> Result<Labels, M::Error> {
+                let mut pairs = Vec::with_capacity(access.size_hint().unwrap_or(0).min(4096));
+                while let Some(pair) = access.next_entry()? {
+                    pairs.push(pair);
+                }
+                Ok(pairs.into_iter().collect())
+            }
+        }
+        deserializer.deserialize_map(Pairs)
+    }
+}
 
 /// A label map from owned or borrowed `(key, value)` pairs.
 pub fn of<K: Into<Text>, V: Into<Text>>(pairs: impl IntoIterator<Item = (K, V)>) -> Labels {

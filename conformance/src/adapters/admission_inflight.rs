@@ -287,7 +287,7 @@ fn described_pod(description: &str) -> Option<PodView> {
         },
         "container asks nvidia.com/gpu:1, Pod has no allocation annotation" => PodView {
             containers: vec![gpu("c")],
-            annotations: BTreeMap::new(),
+            annotations: Default::default(),
         },
         _ => return None,
     })

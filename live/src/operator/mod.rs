@@ -674,7 +674,10 @@ mod tests {
     fn worker_labels_are_the_derived_ones_the_input_lacks() {
         let node = json!({"metadata": {"labels": {"a": "1", "b": "2", "c": "3"}}});
         let input = model::labels::from_pairs(&[("a", "1"), ("b", "0")]);
-        let got: Vec<model::labels::Text> = worker_labels(&node, &input).into_keys().collect();
+        let got: Vec<model::labels::Text> = worker_labels(&node, &input)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
         assert_eq!(got, ["b", "c"]);
     }
 
