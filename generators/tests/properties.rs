@@ -120,6 +120,25 @@ proptest! {
         prop_assert!(c.settings.mutant.is_none());
     }
 
+    /// What the device plugins advertise is the allocatable of the same cards with every
+    /// non-partitioned ledger row freed (a partitioned card keeps its carved layout): the
+    /// definition `node_advertised` computes without copying the Devices.
+    #[test]
+    fn advertised_capacity_is_allocatable_with_every_mode_freed(
+        d in generators::devices::arb_devices()
+    ) {
+        let mut freed = d.clone();
+        for c in freed.groups.iter_mut().flat_map(|g| &mut g.cards) {
+            if let Some(row) = c.ledger.as_mut().filter(|r| r.mode != Mode::Partitioned) {
+                row.mode = Mode::None;
+            }
+        }
+        prop_assert_eq!(
+            model::placement::node_advertised(&d),
+            model::placement::node_allocatable(&freed)
+        );
+    }
+
     #[test]
     fn generated_ledgers_are_consistent(c in arb_cluster(&ShapeConfig::default())) {
         prop_assert_eq!(check_ledgers(&c), Ok(()));

@@ -32,11 +32,26 @@ fn add(out: &mut Amounts, name: Option<String>, v: i64) {
     }
 }
 
-/// Whether a card's device-plugin tokens of `mode` are healthy: the card is free of other modes.
-fn tokens_healthy(card: &Card, mode: Mode) -> bool {
-    card.ledger
-        .as_ref()
-        .is_none_or(|l| l.mode == Mode::None || l.mode == mode)
+/// Which tokens a node's capacity counts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tokens {
+    /// The healthy ones: a card held in one mode loses its other modes' tokens (allocatable).
+    Healthy,
+    /// Every token whatever the card's mode, but a partitioned card keeps its carved layout
+    /// (what the device plugins advertise).
+    Advertised,
+}
+
+/// Whether a card's device-plugin tokens of `mode` count: the card is free of other modes
+/// (or, for [`Tokens::Advertised`], the card is not partitioned into another layout).
+fn tokens_healthy(card: &Card, mode: Mode, tokens: Tokens) -> bool {
+    card.ledger.as_ref().is_none_or(|l| {
+        let held = match tokens {
+            Tokens::Advertised if l.mode != Mode::Partitioned => Mode::None,
+            _ => l.mode,
+        };
+        held == Mode::None || held == mode
+    })
 }
 
 /// One partitioned card's `.partitioned` healthy tokens: allocated instances + its largest free
@@ -83,7 +98,7 @@ fn profile_tokens(card: &Card) -> Vec<(String, i64)> {
 }
 
 /// One group's contribution to node allocatable; admission.md §7 (node_capacity.go, DISC-DOC).
-fn group_allocatable(group: &DeviceGroup, out: &mut Amounts) {
+fn group_allocatable(group: &DeviceGroup, tokens: Tokens, out: &mut Amounts) {
     let m = group.manufacturer.as_str();
     let name = |k: Key| resource_name(m, &k);
     let cards: Vec<&Card> = group.cards.iter().collect();
@@ -109,18 +124,18 @@ fn group_allocatable(group: &DeviceGroup, out: &mut Amounts) {
     add(
         out,
         name(Key::Whole),
-        count(&|c| tokens_healthy(c, Mode::Exclusive), &whole),
+        count(&|c| tokens_healthy(c, Mode::Exclusive, tokens), &whole),
     );
     add(
         out,
         name(Key::Shared),
-        SHARES_PER_CARD * count(&|c| tokens_healthy(c, Mode::Shared), &whole),
+        SHARES_PER_CARD * count(&|c| tokens_healthy(c, Mode::Shared, tokens), &whole),
     );
     let slices = |c: &&Card| i64::from(c.capability_or_default().logical_sliced_count);
     let sliced_capacity: i64 = sliceable.iter().map(slices).sum();
     let sliced_healthy: i64 = sliceable
         .iter()
-        .filter(|c| tokens_healthy(c, Mode::Sliced))
+        .filter(|c| tokens_healthy(c, Mode::Sliced, tokens))
         .map(slices)
         .sum();
     add(out, name(Key::Sliced), sliced_healthy);
@@ -173,7 +188,7 @@ fn group_allocatable(group: &DeviceGroup, out: &mut Amounts) {
 pub fn node_allocatable(devices: &Devices) -> Amounts {
     let mut out = Amounts::new();
     for g in &devices.groups {
-        group_allocatable(g, &mut out);
+        group_allocatable(g, Tokens::Healthy, &mut out);
     }
     out
 }
@@ -298,15 +313,11 @@ pub fn node_free_accelerators(devices: &Devices) -> Amounts {
 /// every card whatever its ledger row's mode (a partitioned card keeps its carved layout), the
 /// capacity Kueue's TAS starts from before it takes off what Pods on the node request.
 pub fn node_advertised(devices: &Devices) -> Amounts {
-    let mut every_token = devices.clone();
-    for g in &mut every_token.groups {
-        for c in &mut g.cards {
-            if let Some(row) = c.ledger.as_mut().filter(|r| r.mode != Mode::Partitioned) {
-                row.mode = Mode::None;
-            }
-        }
+    let mut out = Amounts::new();
+    for g in &devices.groups {
+        group_allocatable(g, Tokens::Advertised, &mut out);
     }
-    node_allocatable(&every_token)
+    out
 }
 
 /// How many Pods of `pod` fit in `free`: per requested key ⌊free / want⌋, the least of them;
