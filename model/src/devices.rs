@@ -301,8 +301,16 @@ pub struct Card {
 
 impl Card {
     /// The capability the pool code joins; a missing spec row reads as zero capability.
-    pub fn capability_or_default(&self) -> Capability {
-        self.capability.clone().unwrap_or_default()
+    pub fn capability_or_default(&self) -> &Capability {
+        /// `Capability::default()`, borrowable.
+        static NONE: Capability = Capability {
+            logical_sliced_count: 0,
+            cores_percentage_overcommit: false,
+            physical_sliced_count: 0,
+            physical_profiles: Vec::new(),
+            unhealthy: false,
+        };
+        self.capability.as_ref().unwrap_or(&NONE)
     }
 
     pub fn is_partitioned(&self) -> bool {

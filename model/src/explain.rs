@@ -453,7 +453,7 @@ pub(crate) fn views<R: Record>(
                 .groups_of(group)
                 .flat_map(|g| &g.cards)
                 .map(|c| {
-                    let family = views::card_family(&c.capability_or_default());
+                    let family = views::card_family(c.capability_or_default());
                     match &c.ledger {
                         Some(_) => format!("{} ({})", c.id, family_name(family)),
                         None => format!("{} (no ledger row: not counted)", c.id),

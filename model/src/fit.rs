@@ -46,9 +46,9 @@ pub fn free_slice_units(card: &Card) -> i64 {
 /// Gate 3's `freeShares`: ⌊remaining / D/10⌋ on a whole-capable card in mode None/Shared, else 0;
 /// admission.md §6.7. A card with no spec entry reads as zero capability (whole-capable).
 pub fn free_shares(card: &Card) -> i64 {
-    card.ledger.as_ref().map_or(0, |row| {
-        grantable_shares(&card.capability_or_default(), row)
-    })
+    card.ledger
+        .as_ref()
+        .map_or(0, |row| grantable_shares(card.capability_or_default(), row))
 }
 
 /// `fitLabelsOf`: the fit label pair of every group of a ledger; cards without a status row are

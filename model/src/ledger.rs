@@ -43,7 +43,7 @@ impl CardLedger {
     /// no ledger row (admission.md §6.4: cards are enumerated from the status side).
     pub fn from_card(card: &Card) -> Option<CardLedger> {
         Some(CardLedger {
-            capability: card.capability_or_default(),
+            capability: card.capability_or_default().clone(),
             row: card.ledger.clone()?,
             instances: Vec::new(),
         })

@@ -759,7 +759,7 @@ pub fn cards_in_one_family(cluster: &Cluster) -> Result<(), Violation> {
         for (gi, g) in node.devices.iter().flat_map(|d| &d.groups).enumerate() {
             for (ci, c) in g.cards.iter().enumerate() {
                 let cap = c.capability_or_default();
-                let family = card_family(&cap);
+                let family = card_family(cap);
                 let partitioned = family == CardFamily::Partitioned;
                 let sliceable = family == CardFamily::LogicallySliceable;
                 if partitioned != cap.is_partitioned()

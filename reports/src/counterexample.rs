@@ -171,7 +171,7 @@ pub fn node_shape(node: &Node) -> NodeShape {
             shape.cards += 1;
             let mode = card.ledger.as_ref().map_or("unreported", |l| l.mode.name());
             push_new(&mut shape.modes, mode.to_string());
-            let family = family_name(card_family(&card.capability_or_default()));
+            let family = family_name(card_family(card.capability_or_default()));
             push_new(&mut shape.families, family.to_string());
         }
     }

@@ -196,7 +196,7 @@ pub fn collect_cards(pool: &[ScopedDevices]) -> Vec<CardSlot> {
                     accelerator_key: key.clone(),
                     flavors: covering.clone(),
                     hostname: node.hostname.clone(),
-                    capability: card.capability_or_default(),
+                    capability: card.capability_or_default().clone(),
                     ledger: ledger.clone(),
                 });
             }

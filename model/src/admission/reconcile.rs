@@ -141,7 +141,7 @@ pub fn rebuild_ledgers(pool: &mut [ScopedDevices], nodes: &BTreeSet<String>, pod
                 .flat_map(|p| p.charges.iter())
                 .filter(|c| c.card_id == card.id)
                 .collect();
-            card.ledger = Some(rebuild_card_ledger(&capability, &charges));
+            card.ledger = Some(rebuild_card_ledger(capability, &charges));
         }
     }
 }
