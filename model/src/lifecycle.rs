@@ -965,15 +965,43 @@ impl AdmissionState {
     }
 
     /// Charges every card, all or nothing (gate 5 under its per-node mutex).
+    /// A charge that fails changes nothing; [`AdmissionState::change_card`] writes only the
+    /// charged card's ledger row and its instances, so those are what the charges before it
+    /// put back, last first (a card charged twice unwinds in order).
     fn apply(&mut self, charges: &[CardCharge]) -> Result<(), HoldError> {
-        let before = (self.cluster.clone(), self.instances.clone());
+        let mut undo = Vec::with_capacity(charges.len());
         for c in charges {
+            let key = (c.node.clone(), c.card.clone());
+            let row = self
+                .card_mut(&c.node, &c.accelerator_key, &c.card)
+                .and_then(|card| card.ledger.clone());
+            let instances = self.instances.get(&key).cloned();
             if let Err(e) = self.change_card(c, charge) {
-                (self.cluster, self.instances) = before;
+                for (c, key, row, instances) in undo.into_iter().rev() {
+                    self.put_back(c, key, row, instances);
+                }
                 return Err(e);
             }
+            undo.push((c, key, row, instances));
         }
         Ok(())
+    }
+
+    /// Restores one charged card's ledger row and instances as they were before the charge.
+    fn put_back(
+        &mut self,
+        c: &CardCharge,
+        key: (String, String),
+        row: Option<crate::devices::Ledger>,
+        instances: Option<Vec<Instance>>,
+    ) {
+        if let Some(card) = self.card_mut(&c.node, &c.accelerator_key, &c.card) {
+            card.ledger = row;
+        }
+        match instances {
+            Some(kept) => self.instances.insert(key, kept),
+            None => self.instances.remove(&key),
+        };
     }
 
     /// Applies `op` to one card's ledger and writes the row and instances back.
@@ -1019,7 +1047,7 @@ impl AdmissionState {
             .as_mut()?
             .groups
             .iter_mut()
-            .find(|g| g.accelerator_key() == accelerator_key)?
+            .find(|g| g.has_accelerator_key(accelerator_key))?
             .cards
             .iter_mut()
             .find(|c| c.id == card)
@@ -1032,7 +1060,7 @@ impl AdmissionState {
             .as_ref()?
             .groups
             .iter()
-            .find(|g| g.accelerator_key() == accelerator_key)?
+            .find(|g| g.has_accelerator_key(accelerator_key))?
             .cards
             .iter()
             .find(|c| c.id == card)?;
@@ -1301,4 +1329,54 @@ fn charges_of(taken: &CardBudget, demand: &FamilyDemand, manufacturer: &str) -> 
         )));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The walkthrough's first card of its first node with Devices, as a charge target.
+    fn first_card(s: &AdmissionState) -> (String, String, String) {
+        let node = s
+            .cluster
+            .nodes
+            .iter()
+            .find(|n| n.devices.is_some())
+            .expect("the walkthrough has a node with Devices");
+        let group = &node.devices.as_ref().unwrap().groups[0];
+        (
+            node.name.clone(),
+            group.accelerator_key(),
+            group.cards[0].id.clone(),
+        )
+    }
+
+    fn exclusive(node: &str, a_key: &str, card: &str) -> CardCharge {
+        CardCharge {
+            node: node.into(),
+            accelerator_key: a_key.into(),
+            card: card.into(),
+            charge: Charge::Exclusive,
+        }
+    }
+
+    #[test]
+    fn a_refused_charge_leaves_every_card_as_it_was() {
+        let mut s = AdmissionState::new(crate::examples::walkthrough());
+        let (node, a_key, card) = first_card(&s);
+        let before = (s.cluster.clone(), s.instances.clone());
+        // The first charge succeeds; the second wants the same card whole again and is refused,
+        // and so is one on a card that is not there.
+        for second in [
+            exclusive(&node, &a_key, &card),
+            exclusive(&node, &a_key, "no-such-card"),
+        ] {
+            let charges = [exclusive(&node, &a_key, &card), second];
+            assert!(s.apply(&charges).is_err());
+            assert_eq!((&s.cluster, &s.instances), (&before.0, &before.1));
+        }
+        // And the first alone does charge it.
+        s.apply(&[exclusive(&node, &a_key, &card)]).unwrap();
+        assert_ne!(s.cluster, before.0);
+    }
 }
