@@ -13,7 +13,7 @@ use generators::{arb_scenario, ShapeConfig};
 use model::cluster::{Cluster, SharedOnceMax};
 use model::derive::{derive, DerivedNode, Deriver};
 use model::events::{Event, World};
-use model::objects::{ClusterQueue, InstanceType};
+use model::objects::{ClusterQueue, InstanceType, ResourceFlavor};
 use model::steps::StepStore;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -54,6 +54,11 @@ impl StepStore for Counting {
     ) -> (InstanceType, ClusterQueue) {
         let mut counted = self.count(compute);
         self.inner.pool(key, &mut counted)
+    }
+
+    fn flavor(&self, key: u64, compute: &mut dyn FnMut() -> ResourceFlavor) -> ResourceFlavor {
+        let mut counted = self.count(compute);
+        self.inner.flavor(key, &mut counted)
     }
 }
 

@@ -338,16 +338,17 @@ fn derive_through<R: Record>(
         .nodes
         .iter()
         .zip(&nodes)
-        .filter(|(_, d)| d.eligible)
-        .map(|(n, d)| Contribution {
+        .zip(&node_keys)
+        .filter(|((_, d), _)| d.eligible)
+        .map(|((n, d), &key)| Contribution {
             node: &d.name,
             flavors: &d.flavors,
             labels: &d.labels,
             annotations: &n.annotations,
+            key,
         })
         .collect();
-    let resource_flavors =
-        flavor::resource_flavors(&contributions, settings.aware_cpu_manufacturer);
+    let resource_flavors = stored_flavors(store, &contributions, settings.aware_cpu_manufacturer);
     explain::flavors(rec, &resource_flavors);
     let topologies = derived_topologies(&nodes, &resource_flavors, previous, settings);
     let topology_names: BTreeSet<&str> = topologies.iter().map(|t| t.name.as_str()).collect();
@@ -424,6 +425,26 @@ impl<'a> GeneralKeys<'a> {
             .entry(inputs)
             .or_insert_with(|| nodefeature::general_key_of(&inputs))
     }
+}
+
+/// Rule 9's ResourceFlavors, each from the store when one serves the derivation: a flavor's
+/// step reads the flavor, its contributors' names, the awareness setting and its first
+/// contributor's labels and annotations, which that node's step key stands for.
+fn stored_flavors(
+    store: Option<&dyn StepStore>,
+    contributions: &[Contribution<'_>],
+    aware: bool,
+) -> Vec<ResourceFlavor> {
+    let Some(store) = store else {
+        return flavor::resource_flavors(contributions, aware);
+    };
+    flavor::flavor_pools(contributions)
+        .iter()
+        .map(|p| {
+            let key = step_key(store, &(p.flavor, p.first.key, &p.nodes, aware));
+            store.flavor(key, &mut || flavor::build_resource_flavor(p, aware))
+        })
+        .collect()
 }
 
 /// [`derive_node`], from the store when one serves the derivation, with the step's key (0 without a
@@ -940,6 +961,7 @@ mod tests {
     struct Kept {
         nodes: Mutex<HashMap<u64, DerivedNode>>,
         pools: Mutex<HashMap<u64, (InstanceType, ClusterQueue)>>,
+        flavors: Mutex<HashMap<u64, ResourceFlavor>>,
         served: Mutex<usize>,
     }
 
@@ -979,6 +1001,10 @@ mod tests {
         ) -> (InstanceType, ClusterQueue) {
             self.get_or(&self.pools, key, compute)
         }
+
+        fn flavor(&self, key: u64, compute: &mut dyn FnMut() -> ResourceFlavor) -> ResourceFlavor {
+            self.get_or(&self.flavors, key, compute)
+        }
     }
 
     #[test]
@@ -1001,6 +1027,40 @@ mod tests {
             );
         }
         assert!(*kept.served.lock().unwrap() > 0, "the store served no step");
+    }
+
+    #[test]
+    fn a_flavor_step_is_not_served_to_a_pool_whose_contributors_changed() {
+        let deriver = Deriver::with_steps(Arc::new(Kept::default()));
+        let cluster = large_mixed(40, 2);
+        let plain = derive(&cluster);
+        let shared = plain
+            .resource_flavors
+            .iter()
+            .max_by_key(|rf| rf.nodes.len())
+            .expect("the shape has flavors");
+        assert!(shared.nodes.len() >= 2, "a flavor of several nodes");
+        // Its last contributor leaves; the first, whose labels the flavor's notes read, stays.
+        let mut fewer = cluster.clone();
+        let leaving = shared.nodes.last().unwrap().to_string();
+        fewer.nodes.retain(|n| n.name != leaving);
+        assert_eq!(deriver.derive(&cluster), plain);
+        assert_eq!(deriver.derive(&fewer), derive(&fewer));
+        // Every node's CPU stepping changes: no flavor's identity reads it, the `cpuDetail`
+        // note of a CPU flavor (read from its first contributor) does.
+        for aware in [false, true] {
+            let mut before = cluster.clone();
+            before.settings.aware_cpu_manufacturer = aware;
+            let mut stepped = before.clone();
+            for n in &mut stepped.nodes {
+                n.annotations
+                    .insert("feature.gpustack.ai/cpu-stepping".into(), "7".into());
+            }
+            assert_eq!(deriver.derive(&before), derive(&before));
+            let fresh = derive(&stepped);
+            assert_ne!(fresh.resource_flavors, derive(&before).resource_flavors);
+            assert_eq!(deriver.derive(&stepped), fresh, "aware {aware}");
+        }
     }
 
     #[test]

@@ -22,6 +22,9 @@ pub struct Contribution<'a> {
     pub flavors: &'a [NodeFlavor],
     pub labels: &'a Labels,
     pub annotations: &'a Labels,
+    /// The node's step key when a step store serves the derivation (0 otherwise): it stands
+    /// for the node's labels and annotations in the key of a flavor step (`model::steps`).
+    pub key: u64,
 }
 
 /// The flavor's own feature key: `acceleratable.…/<aKey>` or `general.…/<gKey>` (chain.md §6.3).
@@ -273,15 +276,15 @@ pub fn flavor_transitions<'a>(
 }
 
 /// One flavor name's pool: identity from its first contributor, contributing node names.
-struct Pooled<'a> {
-    flavor: &'a NodeFlavor,
-    first: Contribution<'a>,
-    nodes: BTreeSet<&'a str>,
+pub struct FlavorPool<'a> {
+    pub flavor: &'a NodeFlavor,
+    pub first: Contribution<'a>,
+    pub nodes: BTreeSet<&'a str>,
 }
 
 /// Builds the ResourceFlavor of one pool (chain.md §6.3); the `cpuDetail` note, when the flavor
-/// carries one, is read from the first contributor.
-fn build_resource_flavor(p: &Pooled<'_>, aware: bool) -> ResourceFlavor {
+/// carries one, is read from the first contributor. Reads nothing but `p` and `aware`.
+pub fn build_resource_flavor(p: &FlavorPool<'_>, aware: bool) -> ResourceFlavor {
     let n = p.nodes.len() as u64;
     let f = p.flavor;
     let cpu = carries_cpu_detail(f, aware).then(|| cpu_detail(p.first.labels, p.first.annotations));
@@ -300,16 +303,16 @@ fn build_resource_flavor(p: &Pooled<'_>, aware: bool) -> ResourceFlavor {
     }
 }
 
-/// Rule 9: one ResourceFlavor per flavor name over the given eligible nodes, identity and notes
-/// from the first contributor in the given order, capacity = contributors × count, sorted by
-/// name (chain.md §6.3, §17 rule 9; node_flavor.go @187ec70).
-pub fn resource_flavors(nodes: &[Contribution<'_>], aware: bool) -> Vec<ResourceFlavor> {
-    let mut pools: BTreeMap<&str, Pooled<'_>> = BTreeMap::new();
+/// Rule 9's grouping: one pool per flavor name over the given eligible nodes, identity from the
+/// first contributor in the given order, sorted by name (chain.md §6.3, §17 rule 9;
+/// node_flavor.go @187ec70).
+pub fn flavor_pools<'a>(nodes: &[Contribution<'a>]) -> Vec<FlavorPool<'a>> {
+    let mut pools: BTreeMap<&str, FlavorPool<'a>> = BTreeMap::new();
     for c in nodes {
         for f in c.flavors {
             pools
                 .entry(f.name.as_str())
-                .or_insert_with(|| Pooled {
+                .or_insert_with(|| FlavorPool {
                     flavor: f,
                     first: *c,
                     nodes: BTreeSet::new(),
@@ -318,8 +321,13 @@ pub fn resource_flavors(nodes: &[Contribution<'_>], aware: bool) -> Vec<Resource
                 .insert(c.node);
         }
     }
-    pools
-        .values()
+    pools.into_values().collect()
+}
+
+/// Rule 9: one ResourceFlavor per pool of [`flavor_pools`], capacity = contributors × count.
+pub fn resource_flavors(nodes: &[Contribution<'_>], aware: bool) -> Vec<ResourceFlavor> {
+    flavor_pools(nodes)
+        .iter()
         .map(|p| build_resource_flavor(p, aware))
         .collect()
 }
@@ -344,6 +352,7 @@ pub fn cluster_resource_flavors(nodes: &[Node], settings: &Settings) -> Vec<Reso
             flavors,
             labels,
             annotations: &n.annotations,
+            key: 0,
         })
         .collect();
     resource_flavors(&contributions, settings.aware_cpu_manufacturer)
@@ -547,6 +556,7 @@ mod tests {
             flavors,
             labels: &none,
             annotations: &none,
+            key: 0,
         };
         let rfs = resource_flavors(&[at("n2", &n2), at("n1", &n1)], false);
         let got: Vec<_> = rfs.iter().map(|r| (r.name.as_str(), r.capacity)).collect();

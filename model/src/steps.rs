@@ -1,4 +1,4 @@
-//! A store for the derivation's per-node and per-pool steps, so a caller that derives many
+//! A store for the derivation's per-node, per-flavor and per-pool steps, so a caller that derives many
 //! similar clusters (`verify check`: thousands of worlds that differ in one node or one card)
 //! re-uses the steps whose inputs did not change. The caller owns the store and hands it to a
 //! [`Deriver`](crate::derive::Deriver); the model keeps none. Each step's key fingerprints
@@ -8,7 +8,7 @@
 use std::hash::{Hash, Hasher};
 
 use crate::derive::DerivedNode;
-use crate::objects::{ClusterQueue, InstanceType};
+use crate::objects::{ClusterQueue, InstanceType, ResourceFlavor};
 
 /// Where step results are kept, keyed by fingerprints of the steps' inputs.
 pub trait StepStore: Send + Sync {
@@ -25,6 +25,9 @@ pub trait StepStore: Send + Sync {
         key: u64,
         compute: &mut dyn FnMut() -> (InstanceType, ClusterQueue),
     ) -> (InstanceType, ClusterQueue);
+    /// The flavor step's result (one ResourceFlavor, rule 9) under `key`, computing it on a
+    /// miss.
+    fn flavor(&self, key: u64, compute: &mut dyn FnMut() -> ResourceFlavor) -> ResourceFlavor;
 }
 
 /// The key of a step whose inputs are `inputs`.

@@ -9,7 +9,7 @@ use model::cluster::ExistingInstanceType;
 use model::derive::{Derived, DerivedNode, Deriver};
 use model::ledger::{seed, Charge};
 use model::lifecycle::Hold;
-use model::objects::{ClusterQueue, InstanceType};
+use model::objects::{ClusterQueue, InstanceType, ResourceFlavor};
 use model::steps::StepStore;
 
 use super::memo::{fingerprint, fingerprint_with, Interner, Memo};
@@ -76,6 +76,7 @@ pub type Perm = [u8; MAX_NODES];
 /// by fuzz for one scenario's property checks.
 pub struct StepMemo {
     pub nodes: Memo<DerivedNode>,
+    pub flavors: Memo<ResourceFlavor>,
     pub pools: Memo<(InstanceType, ClusterQueue)>,
 }
 
@@ -88,6 +89,7 @@ impl Default for StepMemo {
     fn default() -> Self {
         StepMemo {
             nodes: Memo::with_cap(STEP_CAP),
+            flavors: Memo::with_cap(STEP_CAP),
             pools: Memo::with_cap(STEP_CAP),
         }
     }
@@ -108,6 +110,10 @@ impl StepStore for StepMemo {
         compute: &mut dyn FnMut() -> (InstanceType, ClusterQueue),
     ) -> (InstanceType, ClusterQueue) {
         self.pools.get_or(key, compute)
+    }
+
+    fn flavor(&self, key: u64, compute: &mut dyn FnMut() -> ResourceFlavor) -> ResourceFlavor {
+        self.flavors.get_or(key, compute)
     }
 }
 
