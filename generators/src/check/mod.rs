@@ -25,8 +25,10 @@ pub use state::State;
 
 /// `--help` text for the search options.
 pub const SEARCH_HELP: &str = "\
---bfs (default): breadth-first; a violation is reported with the SHORTEST counterexample path. \
-Symmetry reduction is NOT applied in BFS (stateright 0.31 applies it in DFS only). \
+Default: breadth-first on 2 threads (faster; a counterexample is short, not always the \
+shortest). --bfs: breadth-first on one thread; a violation is reported with the SHORTEST \
+counterexample path. Symmetry reduction is NOT applied breadth-first (stateright 0.31 applies \
+it in DFS only). \
 --dfs: depth-first; with --symmetry, states equal up to renaming interchangeable nodes (same \
 kind: labels, CPU, cards) and reordering the cards of a node no Workload holds are explored \
 once (fewer states, counterexamples not shortest). --symmetry without --dfs changes nothing.";
