@@ -348,7 +348,8 @@ fn derive_through<R: Record>(
             key,
         })
         .collect();
-    let resource_flavors = stored_flavors(store, &contributions, settings.aware_cpu_manufacturer);
+    let (resource_flavors, flavor_keys) =
+        stored_flavors(store, &contributions, settings.aware_cpu_manufacturer);
     explain::flavors(rec, &resource_flavors);
     let topologies = derived_topologies(&nodes, &resource_flavors, previous, settings);
     let topology_names: BTreeSet<&str> = topologies.iter().map(|t| t.name.as_str()).collect();
@@ -364,7 +365,7 @@ fn derive_through<R: Record>(
                 spec,
                 derived,
                 before,
-                &resource_flavors,
+                (&resource_flavors, &flavor_keys),
                 &topology_names,
                 &table,
                 settings,
@@ -427,24 +428,28 @@ impl<'a> GeneralKeys<'a> {
     }
 }
 
-/// Rule 9's ResourceFlavors, each from the store when one serves the derivation: a flavor's
-/// step reads the flavor, its contributors' names, the awareness setting and its first
-/// contributor's labels and annotations, which that node's step key stands for.
+/// Rule 9's ResourceFlavors, each from the store when one serves the derivation, with its
+/// step key (none without a store): a flavor's step reads the flavor, its contributors' names,
+/// the awareness setting and its first contributor's labels and annotations, which that
+/// node's step key stands for.
 fn stored_flavors(
     store: Option<&dyn StepStore>,
     contributions: &[Contribution<'_>],
     aware: bool,
-) -> Vec<ResourceFlavor> {
+) -> (Vec<ResourceFlavor>, Vec<u64>) {
     let Some(store) = store else {
-        return flavor::resource_flavors(contributions, aware);
+        return (flavor::resource_flavors(contributions, aware), Vec::new());
     };
     flavor::flavor_pools(contributions)
         .iter()
         .map(|p| {
             let key = step_key(store, &(p.flavor, p.first.key, &p.nodes, aware));
-            store.flavor(key, &mut || flavor::build_resource_flavor(p, aware))
+            (
+                store.flavor(key, &mut || flavor::build_resource_flavor(p, aware)),
+                key,
+            )
         })
-        .collect()
+        .unzip()
 }
 
 /// [`derive_node`], from the store when one serves the derivation, with the step's key (0 without a
@@ -546,7 +551,7 @@ fn derive_pool<'a, R: Record>(
     spec: InstanceTypeSpec,
     derived: bool,
     before: Option<&ClusterQueue>,
-    flavors: &'a [ResourceFlavor],
+    (flavors, flavor_keys): (&'a [ResourceFlavor], &[u64]),
     topologies: &BTreeSet<&str>,
     nodes: &'a NodeTable<'a>,
     settings: &Settings,
@@ -564,6 +569,17 @@ fn derive_pool<'a, R: Record>(
     };
     let selected = pool_flavors(&created, flavors, settings);
     explain::pool_flavors(rec, &created, &selected, flavors.len());
+    // With a store, each selected flavor is named by its step key (flavors are sorted by name).
+    let selected_keys = match store {
+        Some(_) => selected
+            .iter()
+            .filter_map(|rf| {
+                let i = flavors.binary_search_by(|f| f.name.cmp(&rf.name)).ok()?;
+                flavor_keys.get(i).copied()
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     // The Topologies the selected flavors name that exist (NodeQueue's TAS validation).
     let topologies = selected
         .iter()
@@ -595,6 +611,7 @@ fn derive_pool<'a, R: Record>(
         derived,
         created,
         selected,
+        selected_keys,
         topologies,
         members,
         devices,
@@ -611,7 +628,7 @@ fn derive_pool<'a, R: Record>(
 
 /// Everything one pool's step reads besides the settings. Its `Hash` names the pool's nodes by
 /// their node-step keys (rule 7.5: the pool's nodes are its selected flavors' contributors;
-/// rule 18: its Devices are those its devices selector matches).
+/// rule 18: its Devices are those its devices selector matches) and its flavors by theirs.
 struct PoolInputs<'a> {
     name: &'a str,
     spec: InstanceTypeSpec,
@@ -619,6 +636,8 @@ struct PoolInputs<'a> {
     /// The queue as the InstanceType reconciler leaves it before NodeQueue runs.
     created: ClusterQueue,
     selected: Vec<&'a ResourceFlavor>,
+    /// The selected flavors' step keys when a store serves the derivation (empty otherwise).
+    selected_keys: Vec<u64>,
     /// The existing Topologies the selected flavors reference.
     topologies: BTreeSet<Text>,
     /// Rows of the pool's nodes and of the nodes whose Devices it reads.
@@ -630,7 +649,12 @@ struct PoolInputs<'a> {
 impl std::hash::Hash for PoolInputs<'_> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         (self.name, &self.spec, self.derived, &self.created).hash(h);
-        self.selected.hash(h);
+        // A flavor's step key stands for the flavor; without keys for all, the flavors.
+        if self.selected_keys.len() == self.selected.len() {
+            self.selected_keys.hash(h);
+        } else {
+            self.selected.hash(h);
+        }
         self.topologies.hash(h);
         for rows in [&self.members, &self.devices] {
             rows.len().hash(h);
