@@ -70,7 +70,7 @@ pub struct MemoStat {
 /// A renaming of node slots: slot `i` becomes slot `perm[i]`.
 pub type Perm = [u8; MAX_NODES];
 
-/// The derivation's per-node and per-pool steps, handed to derivations as a
+/// The derivation's per-node, per-flavor and per-pool steps, handed to derivations as a
 /// `model::derive::Deriver` (`model::steps`): kept for a whole check, whose worlds differ from
 /// one derived before in one node's cards (only that node and the pools it backs re-derive), and
 /// by fuzz for one scenario's property checks.
@@ -81,8 +81,9 @@ pub struct StepMemo {
 }
 
 /// Most steps of each kind a [`StepMemo`] keeps. A step's result is a whole InstanceType and
-/// ClusterQueue, or a node's labels and flavors, where the other tables keep ids and flags, so
-/// these two get a smaller cap; the default scope keeps ~100 node and ~3,200 pool steps.
+/// ClusterQueue, a ResourceFlavor, or a node's labels and flavors, where the other tables keep
+/// ids and flags, so these get a smaller cap; the default scope keeps ~100 node and ~3,200 pool
+/// steps.
 pub const STEP_CAP: usize = 1 << 15;
 
 impl Default for StepMemo {
