@@ -1,7 +1,11 @@
 //! The whole chain for one cluster shape, at quiescence (research/chain.md §17 rules 1–25).
 //! Each step calls the one rule that decides it; this file only wires them together.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+// The derivation's own lookup tables hash borrowed names and labels, never input an adversary
+// picks for collisions: foldhash, where SipHash was a tenth of an incremental re-derivation.
+use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -285,6 +289,16 @@ impl Deriver {
         Deriver { steps: Some(steps) }
     }
 
+    /// The incremental derivation: each derivation re-derives only the nodes, flavors and pools
+    /// whose inputs changed since the one before it (a node added, removed or changed, a
+    /// Devices ledger moved, settings flipped) and takes the rest from it
+    /// ([`LatestSteps`](crate::steps::LatestSteps), which keeps one derivation's steps). For
+    /// an owner that derives one cluster over and over as it changes (a world through its
+    /// events, the twin's operator through its reconciles); clones share the store.
+    pub fn incremental() -> Self {
+        Deriver::with_steps(Arc::new(crate::steps::LatestSteps::default()))
+    }
+
     /// [`derive`] through this deriver.
     pub fn derive(&self, cluster: &Cluster) -> Derived {
         self.derive_after(cluster, None)
@@ -375,6 +389,9 @@ fn derive_through<R: Record>(
         .unzip();
     let local_queues = local_queues(cluster, &cluster_queues, previous);
     explain::local_queues(rec, cluster, &local_queues);
+    if let Some(store) = store {
+        store.settled();
+    }
     Derived {
         nodes,
         resource_flavors,
@@ -973,12 +990,14 @@ fn pool_devices(queue: &ClusterQueue, nodes: &NodeTable<'_>) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use std::collections::hash_map::DefaultHasher;
+    use std::collections::HashMap;
     use std::hash::Hasher;
     use std::sync::Mutex;
 
     use super::*;
     use crate::events::{Event, World};
     use crate::examples::{large_mixed, walkthrough};
+    use crate::steps::LatestSteps;
 
     /// A step store keeping every step, counting the steps it served without computing.
     #[derive(Default)]
@@ -1085,6 +1104,118 @@ mod tests {
             assert_ne!(fresh.resource_flavors, derive(&before).resource_flavors);
             assert_eq!(deriver.derive(&stepped), fresh, "aware {aware}");
         }
+    }
+
+    /// The incremental derivation's store, counting the steps it computed (nodes, flavors,
+    /// pools) since last asked.
+    #[derive(Default)]
+    struct Counted {
+        inner: LatestSteps,
+        computed: Mutex<[usize; 3]>,
+    }
+
+    impl Counted {
+        fn computed(&self) -> [usize; 3] {
+            std::mem::take(&mut *self.computed.lock().unwrap())
+        }
+
+        fn counting<'a, T>(
+            &'a self,
+            kind: usize,
+            compute: &'a mut dyn FnMut() -> T,
+        ) -> impl FnMut() -> T + 'a {
+            move || {
+                self.computed.lock().unwrap()[kind] += 1;
+                compute()
+            }
+        }
+    }
+
+    impl StepStore for Counted {
+        fn key(&self, write: &dyn Fn(&mut dyn Hasher)) -> u64 {
+            self.inner.key(write)
+        }
+
+        fn node(&self, key: u64, compute: &mut dyn FnMut() -> DerivedNode) -> DerivedNode {
+            self.inner.node(key, &mut self.counting(0, compute))
+        }
+
+        fn flavor(&self, key: u64, compute: &mut dyn FnMut() -> ResourceFlavor) -> ResourceFlavor {
+            self.inner.flavor(key, &mut self.counting(1, compute))
+        }
+
+        fn pool(
+            &self,
+            key: u64,
+            compute: &mut dyn FnMut() -> (InstanceType, ClusterQueue),
+        ) -> (InstanceType, ClusterQueue) {
+            self.inner.pool(key, &mut self.counting(2, compute))
+        }
+
+        fn settled(&self) {
+            self.inner.settled()
+        }
+    }
+
+    #[test]
+    fn the_incremental_derivation_recomputes_only_what_a_change_touches() {
+        let counted = Arc::new(Counted::default());
+        let deriver = Deriver::with_steps(counted.clone());
+        let cluster = large_mixed(40, 2);
+        let fresh = derive(&cluster);
+        let pools = fresh.cluster_queues.len();
+        assert_eq!(deriver.derive(&cluster), fresh);
+        assert_eq!(
+            counted.computed()[0],
+            40,
+            "the first derivation computes every node"
+        );
+        assert_eq!(deriver.derive(&cluster), fresh);
+        assert_eq!(
+            counted.computed(),
+            [0, 0, 0],
+            "nothing changed, nothing re-derived"
+        );
+
+        // One node gains a label: that node re-derives, and only the pools it backs.
+        let mut relabelled = cluster.clone();
+        relabelled.nodes[7]
+            .labels
+            .insert("example.com/rack".into(), "r7".into());
+        assert_eq!(deriver.derive(&relabelled), derive(&relabelled));
+        let [nodes, _, pools_computed] = counted.computed();
+        assert_eq!(nodes, 1, "only the changed node");
+        assert!(
+            (1..pools).contains(&pools_computed),
+            "{pools_computed} of {pools} pools re-derived"
+        );
+
+        // A node leaves, another joins: no surviving node re-derives; the joining one does.
+        let mut moved = relabelled.clone();
+        let leaving = moved.nodes.remove(3);
+        assert_eq!(deriver.derive(&moved), derive(&moved));
+        assert_eq!(
+            counted.computed()[0],
+            0,
+            "a node leaving re-derives no other node"
+        );
+        let mut joined = moved.clone();
+        let mut joining = leaving;
+        joining.name = "joining".into();
+        joined.nodes.push(joining);
+        assert_eq!(deriver.derive(&joined), derive(&joined));
+        assert_eq!(counted.computed()[0], 1, "only the joining node");
+
+        // A setting every node step reads: all re-derive, and still equal a fresh derivation.
+        let mut flipped = joined.clone();
+        flipped.settings.aware_cpu_manufacturer ^= true;
+        assert_eq!(deriver.derive(&flipped), derive(&flipped));
+        assert_eq!(counted.computed()[0], flipped.nodes.len());
+
+        // The store holds the latest derivation's steps only, not every cluster seen.
+        let (held_nodes, _, held_pools) = counted.inner.held();
+        assert_eq!(held_nodes, flipped.nodes.len());
+        assert_eq!(held_pools, derive(&flipped).cluster_queues.len());
     }
 
     #[test]

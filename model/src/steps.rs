@@ -4,8 +4,14 @@
 //! [`Deriver`](crate::derive::Deriver); the model keeps none. Each step's key fingerprints
 //! everything the step reads, so a derivation through a store returns exactly what it returns
 //! without one (tested in `derive.rs` and by `generators`' checks).
+//!
+//! [`LatestSteps`] is the model's own store: the incremental derivation. It keeps the steps of
+//! the latest derivation only, so the next one re-derives just what changed since and memory
+//! stays one derivation's.
 
-use std::hash::{Hash, Hasher};
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::derive::DerivedNode;
 use crate::objects::{ClusterQueue, InstanceType, ResourceFlavor};
@@ -28,9 +34,128 @@ pub trait StepStore: Send + Sync {
     /// The flavor step's result (one ResourceFlavor, rule 9) under `key`, computing it on a
     /// miss.
     fn flavor(&self, key: u64, compute: &mut dyn FnMut() -> ResourceFlavor) -> ResourceFlavor;
+    /// A derivation through the store has ended. A store that keeps only the steps the latest
+    /// derivation used ([`LatestSteps`]) drops the older ones here; others keep everything.
+    fn settled(&self) {}
 }
 
 /// The key of a step whose inputs are `inputs`.
 pub(crate) fn step_key<T: Hash + ?Sized>(store: &dyn StepStore, inputs: &T) -> u64 {
     store.key(&|mut h| inputs.hash(&mut h))
+}
+
+/// The incremental derivation's store: the steps the latest derivation used, and those of the
+/// one before while the next derivation runs. A derivation after a change (a node joined, left
+/// or changed; a card's ledger moved; a setting flipped) is then served every node whose
+/// inputs are unchanged, every flavor whose contributors are, and every pool whose flavors,
+/// nodes and Devices are; it computes only the rest. Which steps a change touches is found by
+/// the keys, not told by the caller: a world's ledgers move between its derivations (each
+/// admission charges cards), and a description of the change would be a second account of
+/// that which could drift from the cluster.
+pub struct LatestSteps {
+    generations: Mutex<Generations>,
+}
+
+#[derive(Default)]
+struct Generations {
+    /// Steps the running (or last finished) derivation used.
+    current: Steps,
+    /// Steps of the derivation before it, not yet asked for again.
+    previous: Steps,
+}
+
+/// Keys are fingerprints already: the maps spread them with the cheapest hash.
+type Table<V> = HashMap<u64, V, foldhash::fast::FixedState>;
+
+#[derive(Default)]
+struct Steps {
+    nodes: Table<DerivedNode>,
+    flavors: Table<ResourceFlavor>,
+    pools: Table<(InstanceType, ClusterQueue)>,
+}
+
+/// The fixed seed of [`LatestSteps`]' fingerprints (any constant: keys never leave the store).
+const KEY_SEED: u64 = 0x243f_6a88_85a3_08d3;
+
+impl Default for LatestSteps {
+    fn default() -> Self {
+        LatestSteps {
+            generations: Mutex::new(Generations::default()),
+        }
+    }
+}
+
+impl LatestSteps {
+    /// The generations; a panic in another holder's compute cannot leave them half-written
+    /// (inserts are whole), so a poisoned lock is taken as it is.
+    fn lock(&self) -> MutexGuard<'_, Generations> {
+        self.generations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The step under `key` from the current generation, or moved up from the previous one,
+    /// or computed (outside the lock: a step never re-enters the store, but a panic in it
+    /// should not poison it) and kept in the current one.
+    fn served<V: Clone>(
+        &self,
+        table: fn(&mut Steps) -> &mut Table<V>,
+        key: u64,
+        compute: &mut dyn FnMut() -> V,
+    ) -> V {
+        {
+            let mut guard = self.lock();
+            let Generations { current, previous } = &mut *guard;
+            if let Some(v) = table(current).get(&key) {
+                return v.clone();
+            }
+            if let Some(v) = table(previous).remove(&key) {
+                table(current).insert(key, v.clone());
+                return v;
+            }
+        }
+        let v = compute();
+        table(&mut self.lock().current).insert(key, v.clone());
+        v
+    }
+
+    /// How many steps of each kind (nodes, flavors, pools) the store holds now.
+    pub fn held(&self) -> (usize, usize, usize) {
+        let g = self.lock();
+        let count = |s: &Steps| (s.nodes.len(), s.flavors.len(), s.pools.len());
+        let (a, b) = (count(&g.current), count(&g.previous));
+        (a.0 + b.0, a.1 + b.1, a.2 + b.2)
+    }
+}
+
+impl StepStore for LatestSteps {
+    fn key(&self, write: &dyn Fn(&mut dyn Hasher)) -> u64 {
+        // the quality variant: keys stand for inputs, so they must spread like fingerprints
+        let mut h = foldhash::quality::FixedState::with_seed(KEY_SEED).build_hasher();
+        write(&mut h);
+        h.finish()
+    }
+
+    fn node(&self, key: u64, compute: &mut dyn FnMut() -> DerivedNode) -> DerivedNode {
+        self.served(|s| &mut s.nodes, key, compute)
+    }
+
+    fn pool(
+        &self,
+        key: u64,
+        compute: &mut dyn FnMut() -> (InstanceType, ClusterQueue),
+    ) -> (InstanceType, ClusterQueue) {
+        self.served(|s| &mut s.pools, key, compute)
+    }
+
+    fn flavor(&self, key: u64, compute: &mut dyn FnMut() -> ResourceFlavor) -> ResourceFlavor {
+        self.served(|s| &mut s.flavors, key, compute)
+    }
+
+    /// The steps this derivation did not ask for are dropped; its own become the previous
+    /// generation the next derivation draws from.
+    fn settled(&self) {
+        let mut g = self.lock();
+        g.previous = std::mem::take(&mut g.current);
+    }
 }
