@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use model::derive::Deriver;
 use model::events::{Event, World};
 use model::scenario::{Expectation, Scenario};
 use scenario::RunDir;
@@ -281,7 +282,8 @@ pub fn run(
             source,
         })?;
     let mut stats = Stats::default();
-    let mut reference = World::new(initial.cluster.clone());
+    // the reference re-derives after every event: incrementally, as a running operator does
+    let mut reference = World::with_deriver(initial.cluster.clone(), Deriver::incremental());
     let mut stream = EventStream::new(config.seed, config.shape.clone());
     if !config.awareness_flips {
         stream = stream.without_awareness_flips();

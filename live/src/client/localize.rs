@@ -18,7 +18,7 @@
 //! The model judges the localized scenario too, so model and cluster see the same input.
 
 use model::cluster::{Cluster, Node};
-use model::derive::Derived;
+use model::derive::{Derived, Deriver};
 use model::events::{Event, World};
 use model::labels::{ARCH, HOSTNAME, KUBE_SYSTEM};
 use model::nodefeature::{fnv1a64_hex, local_queue_name};
@@ -176,7 +176,7 @@ impl Localizer {
             system,
             overlay,
             original: scenario.start(),
-            local: World::new(cluster.clone()),
+            local: World::with_deriver(cluster.clone(), Deriver::incremental()),
             cluster,
         }
     }

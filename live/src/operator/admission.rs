@@ -32,7 +32,7 @@ use model::admission::joint::held_past;
 use model::admission::verdict::{admission_check_conditions, Condition, CONTROLLER_NAME};
 use model::admission::{CheckState, Verdict};
 use model::cluster::{Cluster, Settings};
-use model::derive::Derived;
+use model::derive::{Derived, Deriver};
 use model::labels::NODE_DEVICES_CHECK;
 use model::lifecycle::{AdmissionState, JointPhase};
 use serde_json::{json, Value};
@@ -210,6 +210,7 @@ pub fn judge_workloads(
     cluster: &Cluster,
     derived: &Derived,
     quota_by: QuotaBy,
+    deriver: &Deriver,
     writes: &mut Writes,
 ) -> Result<Option<AdmissionState>, OperatorError> {
     let kind = kinds::WORKLOAD;
@@ -221,8 +222,8 @@ pub fn judge_workloads(
         return Ok(None);
     }
     listed.sort_by_key(creation_order);
-    let mut state = AdmissionState::new(cluster.clone());
-    state.derived = derived.clone();
+    let mut state =
+        AdmissionState::with_derivation(cluster.clone(), derived.clone(), deriver.clone());
     for o in listed
         .iter()
         .filter(|o| o.pointer("/metadata/deletionTimestamp").is_none())

@@ -29,7 +29,7 @@ use kube::api::{
 };
 use kube::runtime::{watcher, WatchStreamExt};
 use model::cluster::Settings;
-use model::derive::Derived;
+use model::derive::{Derived, Deriver};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
@@ -558,14 +558,15 @@ async fn ensure_joint_check(client: &kube::Client) -> Result<bool, ControllerErr
     Ok(true)
 }
 
-/// One pass: mirror, reconcile, replay. `previous` is the last derivation (kept across
-/// passes, as the twin's operator keeps it).
+/// One pass: mirror, reconcile, replay. `previous` is the last derivation and `deriver` the
+/// incremental one holding its steps (both kept across passes, as the twin's operator keeps
+/// them).
 async fn pass(
     client: &kube::Client,
     config: &ControllerConfig,
     snapshot: &[(Kind, Vec<Value>)],
     schemas: &[(Kind, Value)],
-    previous: &mut Option<Derived>,
+    (previous, deriver): (&mut Option<Derived>, &Deriver),
 ) -> Result<Pass, ControllerError> {
     let (writes, finals, cluster) = {
         let mut store = mirror(snapshot, schemas);
@@ -579,6 +580,7 @@ async fn pass(
             &config.settings,
             previous.as_ref(),
             config.quota_by,
+            deriver,
         );
         let (derived, writes) = match reconciled {
             Ok(r) => r,
@@ -695,6 +697,7 @@ pub async fn run(
     log(&format!("watching {} kinds; reconciling", kinds.len()));
     tokio::pin!(stop);
     let mut previous = None;
+    let deriver = Deriver::incremental();
     let mut settled: Option<Vec<(Place, String)>> = None;
     loop {
         tokio::select! {
@@ -713,7 +716,7 @@ pub async fn run(
         if settled.as_ref() == Some(&print) {
             continue;
         }
-        let done = pass(&client, &config, &now, &schemas, &mut previous).await;
+        let done = pass(&client, &config, &now, &schemas, (&mut previous, &deriver)).await;
         let done = match done {
             Ok(p) => p,
             Err(e) => {

@@ -1,5 +1,5 @@
 //! The twin's reference operator: reads the cluster from the store ([`read_cluster`]), derives
-//! every object with the model (`model::derive::derive_after`), renders them ([`render`]) and
+//! every object with the model (`model::derive::Deriver`, incrementally in a running operator), renders them ([`render`]) and
 //! applies the difference to the store. It re-implements no rule of the chain; what it decides
 //! is only *how* to write: create what is missing, update what changed (status through
 //! `/status`), delete the operator's objects the derivation dropped, and apply the Worker's
@@ -12,7 +12,7 @@ use std::thread;
 use std::time::Duration;
 
 use model::cluster::Settings;
-use model::derive::{derive_after, Derived};
+use model::derive::{Derived, Deriver};
 use model::labels::{
     Labels, QUEUE_ANNOTATION, RESOURCE_TYPE, RESOURCE_TYPE_INSTANCETYPES, RESOURCE_TYPE_NODES,
     RESOURCE_TYPE_TOPOLOGY,
@@ -81,21 +81,24 @@ pub fn reconcile_logged(
     settings: &Settings,
     previous: Option<&Derived>,
 ) -> Result<(Derived, Writes), OperatorError> {
-    reconcile_with(store, settings, previous, QuotaBy::Model)
+    reconcile_with(store, settings, previous, QuotaBy::Model, &Deriver::plain())
 }
 
 /// [`reconcile_logged`] with gates 1–2 decided by `quota_by` (the model's, or a real Kueue's
-/// reservations read off the Workloads).
+/// reservations read off the Workloads), deriving through `deriver`: an operator that keeps
+/// running holds one `Deriver::incremental()` for all its reconciles, so each re-derives only
+/// what changed since the last.
 pub fn reconcile_with(
     store: &mut Store,
     settings: &Settings,
     previous: Option<&Derived>,
     quota_by: QuotaBy,
+    deriver: &Deriver,
 ) -> Result<(Derived, Writes), OperatorError> {
     let mut writes = Writes::default();
     merge_node_features(store, &mut writes)?;
     let cluster = read_cluster(store, settings)?;
-    let derived = derive_after(&cluster, previous);
+    let derived = deriver.derive_after(&cluster, previous);
     let input_labels = |name: &str| {
         cluster
             .nodes
@@ -107,8 +110,9 @@ pub fn reconcile_with(
     // the node-devices check and the Workloads' verdicts (gates 1–5 by the model); views
     // follow the cards admitted Workloads hold, as `model::events::World::observe`
     admission::ensure_admission_check(store, settings, &mut writes)?;
-    let published = admission::judge_workloads(store, &cluster, &derived, quota_by, &mut writes)?
-        .map(|state| state.observe());
+    let published =
+        admission::judge_workloads(store, &cluster, &derived, quota_by, deriver, &mut writes)?
+            .map(|state| state.observe());
     let rendered = render(published.as_ref().unwrap_or(&derived));
     for (kind, namespace, object) in &rendered {
         let ns = namespace.as_deref();
@@ -609,6 +613,7 @@ pub fn run_operator(
         .name("verify-twin-operator".into())
         .spawn(move || {
             let mut previous: Option<Derived> = None;
+            let deriver = Deriver::incremental();
             let mut seen: Option<u64> = None;
             while !stop_flag.load(Ordering::SeqCst) {
                 let rv = shared.read(Store::resource_version);
@@ -619,7 +624,14 @@ pub fn run_operator(
                     // the outcome is published before the store's lock is released, so
                     // whoever sees the reconciled state also sees its outcome and count
                     seen = Some(shared.write(|s| {
-                        let outcome = reconcile(s, &settings, previous.as_ref());
+                        let outcome = reconcile_with(
+                            s,
+                            &settings,
+                            previous.as_ref(),
+                            QuotaBy::Model,
+                            &deriver,
+                        )
+                        .map(|(d, _)| d);
                         if let Ok(d) = &outcome {
                             previous = Some(d.clone());
                         }

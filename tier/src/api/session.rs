@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use live::client::{self, Localizer, Quiescence, Quiescer, Readback, RunId, Token};
 use live::operator::{run_operator, OperatorHandle};
+use model::derive::Deriver;
 use model::events::{Event, World};
 use model::mutants::Mutant;
 use model::scenario::Scenario;
@@ -86,7 +87,7 @@ impl ApiTarget {
             None => Quiescer::new(&self.client, &run),
         };
         let session = Session {
-            world: World::new(written.0.clone()),
+            world: World::with_deriver(written.0.clone(), Deriver::incremental()),
             run,
             quiescer,
             operator,
