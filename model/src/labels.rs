@@ -1,5 +1,7 @@
 //! Label, annotation and name vocabulary of the chain (research/chain.md §2, §2.5, §6.3).
 
+use std::sync::Arc;
+
 pub const OS: &str = "kubernetes.io/os";
 pub const ARCH: &str = "kubernetes.io/arch";
 pub const HOSTNAME: &str = "kubernetes.io/hostname";
@@ -101,61 +103,105 @@ pub type Text = smol_str::SmolStr;
 
 /// A label or annotation map: one vector sorted by key ([`litemap`]), so a map is one
 /// allocation and a lookup a binary search, where the `BTreeMap` it replaces allocated a node
-/// per eleven entries. Iteration order (by key), the serde form (a map; a repeated key keeps
-/// its last value) and the `Hash` input (length, then each key and value) are the
-/// `BTreeMap`'s, so scenario files, reports and state fingerprints are unchanged.
-#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Labels(litemap::LiteMap<Text, Text>);
+/// per eleven entries. The vector is shared, copied on the first write to a shared map, so a
+/// derived node, flavor or queue is copied (out of a step store, into a world's structure)
+/// without copying its labels; an empty map holds nothing. Iteration order (by key), the serde
+/// form (a map; a repeated key keeps its last value) and the `Hash` input (length, then each
+/// key and value) are the `BTreeMap`'s, so scenario files, reports and state fingerprints are
+/// unchanged.
+#[derive(Clone, Default)]
+pub struct Labels(Option<Arc<Map>>);
+
+type Map = litemap::LiteMap<Text, Text>;
+
+/// What an empty [`Labels`] reads as.
+static EMPTY: Map = litemap::LiteMap::new();
 
 impl Labels {
     pub const fn new() -> Self {
-        Labels(litemap::LiteMap::new())
+        Labels(None)
     }
 
     pub fn with_capacity(capacity: usize) -> Self {
-        Labels(litemap::LiteMap::with_capacity(capacity))
+        Labels(Some(Arc::new(litemap::LiteMap::with_capacity(capacity))))
     }
 
     /// Every value, mutably, in key order (`BTreeMap::values_mut`).
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Text> {
-        self.0.iter_mut().map(|(_, v)| v)
+        self.map_mut().iter_mut().map(|(_, v)| v)
     }
 
     /// The stored key and its value (`BTreeMap::get_key_value`).
     pub fn get_key_value(&self, key: &str) -> Option<(&Text, &Text)> {
-        let i = self.0.find_index(key).ok()?;
-        self.0.get_indexed(i)
+        let i = self.find_index(key).ok()?;
+        self.get_indexed(i)
+    }
+
+    /// The map, unshared first if another holder shares it.
+    fn map_mut(&mut self) -> &mut Map {
+        Arc::make_mut(self.0.get_or_insert_with(Default::default))
     }
 }
 
 impl std::ops::Deref for Labels {
-    type Target = litemap::LiteMap<Text, Text>;
-    fn deref(&self) -> &Self::Target {
-        &self.0
+    type Target = Map;
+    fn deref(&self) -> &Map {
+        self.0.as_deref().unwrap_or(&EMPTY)
     }
 }
 
 impl std::ops::DerefMut for Labels {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.0
+    fn deref_mut(&mut self) -> &mut Map {
+        self.map_mut()
+    }
+}
+
+impl PartialEq for Labels {
+    fn eq(&self, other: &Self) -> bool {
+        let same = match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        same || **self == **other
+    }
+}
+
+impl Eq for Labels {}
+
+impl PartialOrd for Labels {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Labels {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (**self).cmp(&**other)
+    }
+}
+
+impl std::hash::Hash for Labels {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (**self).hash(state)
     }
 }
 
 impl std::fmt::Debug for Labels {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map().entries(self.0.iter()).finish()
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 
 impl FromIterator<(Text, Text)> for Labels {
     fn from_iter<I: IntoIterator<Item = (Text, Text)>>(iter: I) -> Self {
-        Labels(iter.into_iter().collect())
+        let map: Map = iter.into_iter().collect();
+        Labels((!map.is_empty()).then(|| Arc::new(map)))
     }
 }
 
 impl Extend<(Text, Text)> for Labels {
     fn extend<I: IntoIterator<Item = (Text, Text)>>(&mut self, iter: I) {
-        self.0.extend(iter)
+        self.map_mut().extend(iter)
     }
 }
 
@@ -163,7 +209,8 @@ impl IntoIterator for Labels {
     type Item = (Text, Text);
     type IntoIter = std::vec::IntoIter<(Text, Text)>;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.into_tuple_vec().into_iter()
+        let pairs = self.0.map(|map| Arc::unwrap_or_clone(map).into_tuple_vec());
+        pairs.unwrap_or_default().into_iter()
     }
 }
 
@@ -172,7 +219,7 @@ impl<'a> IntoIterator for &'a Labels {
     type IntoIter =
         <Vec<(Text, Text)> as litemap::store::StoreIterable<'a, Text, Text>>::KeyValueIter;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.iter()
     }
 }
 
@@ -184,7 +231,7 @@ impl<const N: usize> From<[(Text, Text); N]> for Labels {
 
 impl serde::Serialize for Labels {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter())
+        serializer.collect_map(self.iter())
     }
 }
 
@@ -278,6 +325,39 @@ mod tests {
             assert_eq!(text!("{piece}"), piece);
         }
         assert_eq!(text!("true"), "true");
+    }
+
+    #[test]
+    fn a_copied_map_is_shared_until_written_and_compares_by_content() {
+        let original = from_pairs(&[("a", "1"), ("b", "2")]);
+        let mut copy = original.clone();
+        assert!(std::ptr::eq(&*original, &*copy), "a copy shares the map");
+        copy.insert("c".into(), "3".into());
+        *copy.values_mut().next().unwrap() = "9".into();
+        assert_eq!(
+            original,
+            from_pairs(&[("a", "1"), ("b", "2")]),
+            "the original is unchanged"
+        );
+        assert_eq!(copy, from_pairs(&[("a", "9"), ("b", "2"), ("c", "3")]));
+        // an emptied map equals, hashes and orders as a map never written
+        let mut emptied = from_pairs(&[("a", "1")]);
+        emptied.remove("a");
+        assert_eq!(emptied, Labels::new());
+        assert_eq!(emptied.cmp(&Labels::new()), std::cmp::Ordering::Equal);
+        use std::hash::{BuildHasher, RandomState};
+        let state = RandomState::new();
+        let btree = state.hash_one(std::collections::BTreeMap::<Text, Text>::new());
+        assert_eq!(
+            state.hash_one(&emptied),
+            btree,
+            "hashes as the empty BTreeMap"
+        );
+        assert_eq!(state.hash_one(Labels::new()), btree);
+        let full = std::collections::BTreeMap::from_iter(copy.clone());
+        assert_eq!(state.hash_one(&copy), state.hash_one(full));
+        assert_eq!(Labels::new().into_iter().count(), 0);
+        assert_eq!(copy.clone().into_iter().count(), 3);
     }
 
     #[test]
