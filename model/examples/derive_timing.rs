@@ -1,5 +1,7 @@
 //! Times `model::derive::derive` on the three reference shapes: the 1,000-node × 8-card mixed
-//! cluster, one node × 8 cards, and the 4-node walkthrough (chain.md §15).
+//! cluster, one node × 8 cards, and the 4-node walkthrough (chain.md §15); then the incremental
+//! derivation (`Deriver::incremental`) of the 1,000 × 8 cluster after one node changed (each
+//! call flips one label on one node, so every call re-derives that node and its pools).
 //! Run: `cargo run --release -p model --example derive_timing [seconds-per-shape] [shape-filter]`
 //! (the filter, e.g. `walkthrough`, keeps the shapes whose name contains it: handy under perf).
 //! A budget written `<n>x` (e.g. `2000x`) makes exactly n calls per shape, so that
@@ -10,7 +12,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use model::cluster::Cluster;
+use model::derive::{Derived, Deriver};
 
 /// The system allocator, counting allocations: the derivation is allocation-bound, and the
 /// count per call is exact where this machine's timings are not.
@@ -43,7 +45,7 @@ enum Budget {
 }
 
 /// Runs `derive` within `budget` and returns the mean and the best time of one call.
-fn time(cluster: &Cluster, budget: Budget) -> (Duration, Duration) {
+fn time(mut derive: impl FnMut() -> Derived, budget: Budget) -> (Duration, Duration) {
     let start = Instant::now();
     let mut runs = 0u32;
     let mut best = Duration::MAX;
@@ -53,7 +55,7 @@ fn time(cluster: &Cluster, budget: Budget) -> (Duration, Duration) {
     };
     while more(runs) {
         let t = Instant::now();
-        black_box(model::derive::derive(black_box(cluster)));
+        black_box(derive());
         best = best.min(t.elapsed());
         runs += 1;
     }
@@ -79,7 +81,31 @@ fn main() {
         let before = ALLOCATIONS.load(Ordering::Relaxed);
         black_box(model::derive::derive(cluster));
         let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
-        let (mean, best) = time(cluster, budget);
-        println!("{name:<24} mean {mean:>10.1?}  best {best:>10.1?}  {allocations:>9} allocations");
+        let (mean, best) = time(|| model::derive::derive(black_box(cluster)), budget);
+        report(name, mean, best, allocations);
     }
+    let name = "1000 x 8, one node changed (incremental)";
+    if name.contains(filter.as_str()) {
+        let before = model::examples::large_mixed(1000, 8);
+        let mut after = before.clone();
+        after.nodes[500]
+            .labels
+            .insert("example.com/rack".into(), "r500".into());
+        let deriver = Deriver::incremental();
+        deriver.derive(&before);
+        let mut calls = 0u64;
+        let mut next = || {
+            calls += 1;
+            deriver.derive(black_box(if calls % 2 == 1 { &after } else { &before }))
+        };
+        let counted = ALLOCATIONS.load(Ordering::Relaxed);
+        black_box(next());
+        let allocations = ALLOCATIONS.load(Ordering::Relaxed) - counted;
+        let (mean, best) = time(next, budget);
+        report(name, mean, best, allocations);
+    }
+}
+
+fn report(name: &str, mean: Duration, best: Duration, allocations: u64) {
+    println!("{name:<42} mean {mean:>10.1?}  best {best:>10.1?}  {allocations:>9} allocations");
 }
