@@ -2,12 +2,11 @@
 //! Each step calls the one rule that decides it; this file only wires them together.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 // The derivation's own lookup tables hash borrowed names and labels, never input an adversary
 // picks for collisions: foldhash, where SipHash was a tenth of an incremental re-derivation.
 use foldhash::{HashMap, HashMapExt};
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::{Cluster, Era, Node, Settings, SharedOnceMax, TopologySource};
@@ -270,9 +269,8 @@ pub fn derive_recorded<R: Record>(
 /// How a caller derives: plainly (the default), or through a [`StepStore`] it owns that keeps
 /// the per-node and per-pool steps of earlier derivations (`verify check`). Either way the
 /// objects are the same; only the work differs. It is the one value a caller hands the model's
-/// deriving paths (`Deriver::derive_after`, `events::World`, `lifecycle::AdmissionState`), so
-/// a later incremental derivation (re-deriving from a previous one only what a change
-/// touches) can grow here without new parameters.
+/// deriving paths (`Deriver::derive_after`, `events::World`, `lifecycle::AdmissionState`); the
+/// incremental derivation ([`Deriver::incremental`]) is one such store.
 #[derive(Clone, Default)]
 pub struct Deriver {
     steps: Option<Arc<dyn StepStore>>,

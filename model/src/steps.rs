@@ -52,6 +52,7 @@ pub(crate) fn step_key<T: Hash + ?Sized>(store: &dyn StepStore, inputs: &T) -> u
 /// the keys, not told by the caller: a world's ledgers move between its derivations (each
 /// admission charges cards), and a description of the change would be a second account of
 /// that which could drift from the cluster.
+#[derive(Default)]
 pub struct LatestSteps {
     generations: Mutex<Generations>,
 }
@@ -76,14 +77,6 @@ struct Steps {
 
 /// The fixed seed of [`LatestSteps`]' fingerprints (any constant: keys never leave the store).
 const KEY_SEED: u64 = 0x243f_6a88_85a3_08d3;
-
-impl Default for LatestSteps {
-    fn default() -> Self {
-        LatestSteps {
-            generations: Mutex::new(Generations::default()),
-        }
-    }
-}
 
 impl LatestSteps {
     /// The generations; a panic in another holder's compute cannot leave them half-written

@@ -1,9 +1,9 @@
 //! The twin's reference operator: reads the cluster from the store ([`read_cluster`]), derives
-//! every object with the model (`model::derive::Deriver`, incrementally in a running operator), renders them ([`render`]) and
-//! applies the difference to the store. It re-implements no rule of the chain; what it decides
-//! is only *how* to write: create what is missing, update what changed (status through
-//! `/status`), delete the operator's objects the derivation dropped, and apply the Worker's
-//! Node labels with its own field manager.
+//! every object with the model (`model::derive::Deriver`, incrementally in a running
+//! operator), renders them ([`render`]) and applies the difference to the store. It
+//! re-implements no rule of the chain; what it decides is only *how* to write: create what is
+//! missing, update what changed (status through `/status`), delete the operator's objects the
+//! derivation dropped, and apply the Worker's Node labels with its own field manager.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
