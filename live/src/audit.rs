@@ -10,7 +10,9 @@
 //! (`client::observed_from`), are the observed side of the diff (issue [M15]: loading them into
 //! a twin store and reading them back over loopback HTTP took 3 s and 600 MiB for 4,000 nodes).
 //! A dump's objects stay text until a reader asks for one ([`Listed`]): parsed whole, a
-//! 4,000-node dump's values were 110 of the audit's 140 MB.
+//! 4,000-node dump's values were 110 of the audit's 140 MB. A Node is parsed once, and only
+//! the members its reader reads (`wire::read::NODE_FIELDS`), for both sides: whole, twice,
+//! Nodes were half of the audit's instructions.
 //!
 //! The AdmissionChecks are read too: a queue references `gpustack-node-devices` and
 //! `gpustack-model-deployment-joint` only while the check is Active (`model::queue::
@@ -30,6 +32,7 @@ use serde_json::{json, Value};
 
 use crate::client::{self, Client, ClientError, Observed};
 use crate::server::store::Store;
+use crate::wire::fields::{at, Fields};
 use crate::wire::kinds::{self, Kind, AUDITED_KINDS};
 use crate::wire::read::{self, meta_str, Listing};
 
@@ -150,6 +153,13 @@ impl Listing for Listed {
             Listed::Text { raw, .. } => {
                 Cow::Owned(serde_json::from_str(raw.get()).unwrap_or_default())
             }
+        }
+    }
+
+    fn fields(&self, keep: &Fields) -> Cow<'_, Value> {
+        match self {
+            Listed::Parsed(o) => Cow::Borrowed(o),
+            Listed::Text { raw, .. } => Cow::Owned(keep.parse(raw.get()).unwrap_or_default()),
         }
     }
 
@@ -373,43 +383,30 @@ struct Head {
     namespace: Option<String>,
 }
 
-/// An item's top level and its metadata, each member left as text.
-#[derive(Default, serde::Deserialize)]
-#[serde(default)]
-struct Members<'a> {
-    #[serde(rename = "apiVersion", borrow)]
-    api_version: Option<&'a RawValue>,
-    #[serde(borrow)]
-    kind: Option<&'a RawValue>,
-    #[serde(borrow)]
-    metadata: Option<&'a RawValue>,
-    #[serde(borrow)]
-    name: Option<&'a RawValue>,
-    #[serde(borrow)]
-    namespace: Option<&'a RawValue>,
-}
-
-impl Members<'_> {
-    /// The members of an object (none for any other value, or one naming a member twice).
-    fn of(raw: &RawValue) -> Members<'_> {
-        serde_json::from_str(raw.get()).unwrap_or_default()
-    }
-}
-
 impl Head {
+    /// The members [`Head`] reads: one pass over the item, every other member skipped.
+    const FIELDS: Fields = Fields(&[
+        ("apiVersion", Fields::ALL),
+        ("kind", Fields::ALL),
+        (
+            "metadata",
+            Fields(&[("name", Fields::ALL), ("namespace", Fields::ALL)]),
+        ),
+    ]);
+
     fn of(raw: &RawValue) -> Head {
-        let text = |m: Option<&RawValue>| {
-            serde_json::from_str::<String>(m?.get())
-                .ok()
+        let head = Head::FIELDS.parse(raw.get()).unwrap_or_default();
+        let text = |pointer: &str| {
+            at(&head, pointer)
+                .and_then(Value::as_str)
                 .filter(|s| !s.is_empty())
+                .map(str::to_string)
         };
-        let top = Members::of(raw);
-        let meta = top.metadata.map(Members::of).unwrap_or_default();
         Head {
-            api_version: text(top.api_version),
-            kind: text(top.kind),
-            name: text(meta.name),
-            namespace: text(meta.namespace),
+            api_version: text("/apiVersion"),
+            kind: text("/kind"),
+            name: text("/metadata/name"),
+            namespace: text("/metadata/namespace"),
         }
     }
 }
@@ -539,8 +536,13 @@ impl Audit {
 pub fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, AuditError> {
     let loaded = load(snapshot)?;
     let settings = snapshot.settings_with_checks(settings);
-    let derived = model::derive::derive(&read_model(&loaded, &settings, &snapshot.source)?);
-    let mut observed = loaded.observed();
+    let mut observed = Observed::default();
+    // each Node parsed once: the model's input and the observed labels from the same value
+    let derived =
+        model::derive::derive(&read_model(&loaded, &settings, &snapshot.source, |node| {
+            observed.insert_listed(&kinds::NODE, node)
+        })?);
+    loaded.observe_besides_nodes(&mut observed);
     // an administrator's own Topologies (for queues of their own) are not the operator's
     if let Some(topologies) = observed.objects.get_mut(&oracle::ObjectKind::Topology) {
         topologies.retain(|_, o| operator_topology(o));
@@ -594,17 +596,20 @@ pub fn cluster_of(snapshot: &Snapshot, settings: &Settings) -> Result<model::Clu
         &load(snapshot)?,
         &snapshot.settings_with_checks(settings),
         &snapshot.source,
+        |_| {},
     )
 }
 
-/// The model's input read from the loaded objects (the twin's reader), validated.
+/// The model's input read from the loaded objects (the twin's reader), validated; each Node's
+/// value goes to `see_node` as it is read.
 fn read_model(
     loaded: &Loaded<'_>,
     settings: &Settings,
     source: &str,
+    see_node: impl FnMut(&Value),
 ) -> Result<model::Cluster, AuditError> {
-    let cluster =
-        read::cluster_from(settings, |kind| Ok(loaded.list(kind))).map_err(|e| match e {
+    let cluster = read::cluster_from_seeing(settings, |kind| Ok(loaded.list(kind)), see_node)
+        .map_err(|e| match e {
             read::ReadError::Field {
                 kind,
                 name,
@@ -643,15 +648,17 @@ impl<'a> Loaded<'a> {
             .unwrap_or_default()
     }
 
-    /// The operator's objects among them, reduced as the client observes a cluster's.
-    fn observed(&self) -> Observed {
-        let mut out = Observed::default();
+    /// Adds the operator's objects among them but the Nodes (observed as they are read, see
+    /// [`audit`]), reduced as the client observes a cluster's.
+    fn observe_besides_nodes(&self, out: &mut Observed) {
         for (kind, objects) in AUDITED_KINDS.iter().zip(&self.by_kind) {
+            if *kind == kinds::NODE || !client::observes(kind) {
+                continue;
+            }
             for o in objects {
                 out.insert_listed(kind, &o.value());
             }
         }
-        out
     }
 }
 

@@ -17,6 +17,7 @@ use serde_json::{json, Map, Value};
 use super::scoped::{normalized, Scoped};
 use super::{Client, ClientError, RUN_LABEL};
 use crate::crd::{ClusterQueue, InstanceType, LocalQueue, ResourceFlavor, Topology};
+use crate::wire::fields::at;
 use crate::wire::kinds::{self, Kind};
 use crate::wire::render::render;
 
@@ -51,10 +52,7 @@ impl Observed {
     pub(crate) fn insert(&mut self, kind: &Kind, object: &Value) {
         let Some(k) = object_kind(kind) else { return };
         let name = crate::wire::read::name_of(object);
-        let id = match object
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-        {
+        let id = match at(object, "/metadata/namespace").and_then(Value::as_str) {
             Some(ns) if kind.namespaced => format!("{ns}/{name}"),
             _ => name,
         };
@@ -63,6 +61,12 @@ impl Observed {
             .or_default()
             .insert(id, reduce(k, object));
     }
+}
+
+/// Whether [`Observed::insert_listed`] keeps objects of `kind` (Devices, Namespaces, … it
+/// does not).
+pub fn observes(kind: &Kind) -> bool {
+    object_kind(kind).is_some()
 }
 
 /// The oracle's kind for a twin kind that the operator writes.
@@ -82,13 +86,14 @@ fn object_kind(kind: &Kind) -> Option<ObjectKind> {
 /// verify's bookkeeping and is left out of every other kind's labels.
 fn reduce(kind: ObjectKind, o: &Value) -> Value {
     let map = |pointer: &str| -> Map<String, Value> {
-        o.pointer(pointer)
+        at(o, pointer)
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default()
     };
     if kind == ObjectKind::NodeLabels {
-        return json!({"labels": map("/metadata/labels")});
+        let labels = Value::Object(map("/metadata/labels"));
+        return Value::Object(Map::from_iter([("labels".to_string(), labels)]));
     }
     let mut labels = map("/metadata/labels");
     labels.remove(RUN_LABEL);
@@ -213,6 +218,27 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The audit observes each Node from the value its reader parsed (`wire::read::NODE_FIELDS`).
+    #[test]
+    fn a_node_is_observed_the_same_from_the_fields_its_reader_lists() {
+        let node = crate::wire::read::tests::listed_node();
+        let projected = crate::wire::read::NODE_FIELDS
+            .parse(&node.to_string())
+            .unwrap();
+        let observe = |o: &Value| {
+            let mut out = Observed::default();
+            out.insert_listed(&kinds::NODE, o);
+            out
+        };
+        assert_eq!(observe(&projected), observe(&node));
+        assert_eq!(
+            observe(&node).objects[&ObjectKind::NodeLabels]["n"]["labels"]
+                .as_object()
+                .map(Map::len),
+            Some(2)
+        );
     }
 
     /// The twin and live tiers compare the generated Kueue Topology objects too: what the

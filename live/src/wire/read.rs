@@ -20,6 +20,7 @@ use model::objects::InstanceTypeSpec;
 use model::units::UNITS_PER_CARD;
 use serde_json::{json, Map, Value};
 
+use super::fields::{at, Fields};
 use super::kinds::{self, Kind};
 use super::pod::{charging_pod, pod_holds};
 
@@ -57,6 +58,13 @@ impl ReadError {
 pub trait Listing {
     fn value(&self) -> Cow<'_, Value>;
 
+    /// The object with at least `keep`'s members: a listing holding text parses only those; one
+    /// holding the value gives it whole.
+    fn fields(&self, keep: &Fields) -> Cow<'_, Value> {
+        let _ = keep;
+        self.value()
+    }
+
     /// `metadata.name`, which a listing may know without parsing the object.
     fn name(&self) -> Cow<'_, str>;
 }
@@ -76,6 +84,10 @@ impl<T: Listing + ?Sized> Listing for &T {
         (**self).value()
     }
 
+    fn fields(&self, keep: &Fields) -> Cow<'_, Value> {
+        (**self).fields(keep)
+    }
+
     fn name(&self) -> Cow<'_, str> {
         (**self).name()
     }
@@ -87,7 +99,17 @@ impl<T: Listing + ?Sized> Listing for &T {
 /// at once).
 pub fn cluster_from<V: Listing>(
     settings: &Settings,
+    list: impl FnMut(&Kind) -> Result<Vec<V>, ReadError>,
+) -> Result<Cluster, ReadError> {
+    cluster_from_seeing(settings, list, |_| {})
+}
+
+/// [`cluster_from`], handing each Node's value (at least its [`NODE_FIELDS`]) to `see_node` as
+/// it is read: a caller that needs the Nodes too (the audit's observed side) parses each once.
+pub fn cluster_from_seeing<V: Listing>(
+    settings: &Settings,
     mut list: impl FnMut(&Kind) -> Result<Vec<V>, ReadError>,
+    mut see_node: impl FnMut(&Value),
 ) -> Result<Cluster, ReadError> {
     let devices: BTreeMap<String, V> = list(&kinds::DEVICES)?
         .into_iter()
@@ -107,8 +129,10 @@ pub fn cluster_from<V: Listing>(
         .map(|o| {
             let name = o.name();
             let devices = devices.get(name.as_ref()).map(|d| d.value());
+            let node = o.fields(&NODE_FIELDS);
+            see_node(&node);
             read_node(
-                &o.value(),
+                &node,
                 devices.as_deref(),
                 pods.get(name.as_ref()).map_or(&[], Vec::as_slice),
             )
@@ -159,7 +183,7 @@ pub fn meta_str<'v>(o: &'v Value, key: &str) -> &'v str {
 
 /// A string map at `pointer` (absent = empty); a non-string value is an error naming it.
 fn string_map(kind: &Kind, o: &Value, pointer: &str, field: &str) -> Result<Labels, ReadError> {
-    let Some(v) = o.pointer(pointer) else {
+    let Some(v) = at(o, pointer) else {
         return Ok(Labels::new());
     };
     if v.is_null() {
@@ -184,19 +208,49 @@ fn string_map(kind: &Kind, o: &Value, pointer: &str, field: &str) -> Result<Labe
 
 /// Label keys whose `Apply` ownership belongs to [`FIELD_MANAGER`] (`f:metadata.f:labels`).
 pub(crate) fn worker_owned_labels(o: &Value) -> Vec<String> {
-    o.pointer("/metadata/managedFields")
+    at(o, "/metadata/managedFields")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter(|m| m.get("manager").and_then(Value::as_str) == Some(FIELD_MANAGER))
         .filter(|m| m.get("operation").and_then(Value::as_str) == Some("Apply"))
-        .filter_map(|m| m.pointer("/fieldsV1/f:metadata/f:labels"))
+        .filter_map(|m| at(m, "/fieldsV1/f:metadata/f:labels"))
         .filter_map(Value::as_object)
         .flat_map(|labels| labels.keys())
         .filter_map(|k| k.strip_prefix("f:"))
         .map(str::to_string)
         .collect()
 }
+
+/// What [`read_node`] reads of a Node (and [`worker_owned_labels`] of its managed fields), and
+/// the audit's observed side (its name and labels, `client::observe`): a field read there and
+/// not listed here reads as absent from an audited dump.
+pub const NODE_FIELDS: Fields = Fields(&[
+    (
+        "metadata",
+        Fields(&[
+            ("name", Fields::ALL),
+            ("labels", Fields::ALL),
+            ("annotations", Fields::ALL),
+            ("deletionTimestamp", Fields::ALL),
+            (
+                "managedFields",
+                Fields(&[
+                    ("manager", Fields::ALL),
+                    ("operation", Fields::ALL),
+                    (
+                        "fieldsV1",
+                        Fields(&[("f:metadata", Fields(&[("f:labels", Fields::ALL)]))]),
+                    ),
+                ]),
+            ),
+        ]),
+    ),
+    (
+        "status",
+        Fields(&[("capacity", Fields(&[("cpu", Fields::ALL)]))]),
+    ),
+]);
 
 /// A Node: NFD/kubelet labels (the worker's own left out), annotations, `status.capacity.cpu`
 /// in millicores (absent = 0, not reported yet), deletionTimestamp → deleting; each card's
@@ -210,7 +264,7 @@ fn read_node(o: &Value, devices: Option<&Value>, pods: &[PodHolds]) -> Result<No
         labels.remove(k.as_str());
     }
     let annotations = string_map(kind, o, "/metadata/annotations", "metadata.annotations")?;
-    let cpu_millis = match o.pointer("/status/capacity/cpu") {
+    let cpu_millis = match at(o, "/status/capacity/cpu") {
         None | Some(Value::Null) => 0,
         Some(v) => cpu_millis(v)
             .map_err(|e| ReadError::field(kind, &name, "status.capacity.cpu", e.to_string()))?,
@@ -229,9 +283,7 @@ fn read_node(o: &Value, devices: Option<&Value>, pods: &[PodHolds]) -> Result<No
         labels,
         annotations,
         cpu_millis,
-        deleting: o
-            .pointer("/metadata/deletionTimestamp")
-            .is_some_and(|v| !v.is_null()),
+        deleting: at(o, "/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()),
         devices,
         network,
     })
@@ -878,6 +930,49 @@ pub(crate) mod tests {
         assert!(cpu_millis(&json!("-1")).is_err());
         assert!(cpu_millis(&json!("many")).is_err());
         assert!(cpu_millis(&json!(true)).is_err());
+    }
+
+    /// A Node as a server lists it with `--show-managed-fields`: every member [`read_node`]
+    /// reads set to something other than its default, beside members it does not read.
+    pub(crate) fn listed_node() -> Value {
+        json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n", "uid": "u-1", "resourceVersion": "7",
+                "labels": {"kubernetes.io/hostname": "n", "gpustack.ai/managed": "true"},
+                "annotations": {"nfd.node.kubernetes.io/feature-labels": "a,b"},
+                "deletionTimestamp": "2026-12-01T00:00:00Z",
+                "managedFields": [
+                    {"manager": FIELD_MANAGER, "operation": "Apply", "apiVersion": "v1",
+                     "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {
+                         "f:labels": {"f:gpustack.ai/managed": {}},
+                         "f:annotations": {"f:x": {}}}}},
+                    {"manager": "kubelet", "operation": "Update",
+                     "fieldsV1": {"f:status": {"f:conditions": {}}}}]},
+            "status": {"capacity": {"cpu": "1500m", "memory": "64Gi"},
+                "allocatable": {"cpu": "1"},
+                "conditions": [{"type": "Ready", "status": "True"}]}})
+    }
+
+    #[test]
+    fn a_node_reads_the_same_from_the_fields_it_lists() {
+        let node = listed_node();
+        let projected = NODE_FIELDS.parse(&node.to_string()).unwrap();
+        assert!(projected.pointer("/status/conditions").is_none());
+        assert!(projected.pointer("/metadata/uid").is_none());
+        let read = |o: &Value| read_node(o, None, &[]);
+        let whole = read(&node).unwrap();
+        assert_eq!(read(&projected).unwrap(), whole);
+        assert_eq!((whole.cpu_millis, whole.deleting), (1_500, true));
+        assert_eq!(
+            whole.labels.get("gpustack.ai/managed"),
+            None,
+            "the worker's own label"
+        );
+        assert_eq!(whole.annotations.len(), 1);
+        // a refusal names the same field either way
+        let mut bad = node;
+        bad["metadata"]["labels"]["kubernetes.io/hostname"] = json!(1);
+        let projected = NODE_FIELDS.parse(&bad.to_string()).unwrap();
+        assert_eq!(read(&projected).unwrap_err(), read(&bad).unwrap_err());
     }
 
     #[test]
