@@ -128,7 +128,9 @@ pub fn cluster_from_seeing<V: Listing>(
         .iter()
         .map(|o| {
             let name = o.name();
-            let devices = devices.get(name.as_ref()).map(|d| d.value());
+            let devices = devices
+                .get(name.as_ref())
+                .map(|d| d.fields(&DEVICES_FIELDS));
             let node = o.fields(&NODE_FIELDS);
             see_node(&node);
             read_node(
@@ -479,6 +481,14 @@ impl At<'_> {
             .collect()
     }
 }
+
+/// What [`read_devices`] and [`read_network`] read of a `Devices` object (its name in errors):
+/// not its managed fields, about a third of a listed one.
+pub const DEVICES_FIELDS: Fields = Fields(&[
+    ("metadata", Fields(&[("name", Fields::ALL)])),
+    ("spec", Fields::ALL),
+    ("status", Fields::ALL),
+]);
 
 /// A `Devices` object: `spec.groups[].accelerators[].status` → capability, `status.groups[]`
 /// `.accelerators[]` → ledger, joined by group `(id, manufacturer)` and card id
@@ -1116,6 +1126,22 @@ pub(crate) mod tests {
         let topology = &spec["groups"][0]["accelerators"][0]["topology"];
         assert_eq!(topology["fabric"]["cliqueId"], json!("0"));
         assert_eq!(read_network(&o), Ok(node.network.clone()));
+    }
+
+    #[test]
+    fn a_devices_object_reads_the_same_from_the_fields_it_lists() {
+        let c = networked();
+        let node = c.nodes.iter().find(|n| !n.network.is_empty()).unwrap();
+        let mut o = devices_object(&node.name, node.devices.as_ref().unwrap(), &node.network);
+        o["metadata"]["managedFields"] = json!([{"manager": "m", "fieldsV1": {"f:spec": {}}}]);
+        let projected = DEVICES_FIELDS.parse(&o.to_string()).unwrap();
+        assert!(projected.pointer("/metadata/managedFields").is_none());
+        assert_eq!(read_devices(&projected), read_devices(&o));
+        assert_eq!(read_network(&projected), Ok(node.network.clone()));
+        o["spec"]["groups"][0]["accelerators"][0]["index"] = json!("zero");
+        let projected = DEVICES_FIELDS.parse(&o.to_string()).unwrap();
+        assert!(read_devices(&o).is_err());
+        assert_eq!(read_devices(&projected), read_devices(&o));
     }
 
     #[test]
