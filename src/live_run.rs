@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use live::client::preflight::{self, Access};
-use live::client::{Client, Kubeconfig, RunId, RUN_LABEL};
-use outcome::{Concluded, Outcome};
+use live::client::{Client, Kubeconfig, RunId, Target, RUN_LABEL};
+use outcome::Outcome;
 
 use crate::cli::LiveArgs;
 
@@ -40,45 +40,14 @@ pub struct Prepared {
 /// Connects, prints the banner, runs the preflight and asks for confirmation of `what` the
 /// run will write. `Err(exit code)` when the run must not start (the reason printed).
 pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, Outcome> {
-    let loaded = preflight::load_kubeconfig(args.cluster.kubeconfig.as_deref()).map_err(|e| {
-        eprintln!("verify: {e}");
-        e.outcome()
-    })?;
-    let context =
-        preflight::choose_context(&loaded, args.cluster.context.as_deref(), Access::Mutating)
-            .map_err(|e| {
-                eprintln!("verify: {e}");
-                Outcome::Usage
-            })?;
-    let kubeconfig = loaded.kubeconfig.clone();
-    let (server, overlay, twin) = preflight::block_on(async {
-        let client = Client::from_kubeconfig(loaded.kubeconfig, &context)
-            .await
-            .map_err(|e| {
-                eprintln!("verify: {e}");
-                Outcome::Usage
-            })?;
-        if let Err(e) = client.reachable().await {
-            eprintln!("verify: {e}");
-            return Err(Outcome::Inconclusive);
-        }
-        preflight::implicit_twin_answers(&client, args.cluster.context.as_deref(), Access::Mutating)
-            .await
-            .map_err(|e| {
-                eprintln!("verify: {e}");
-                Outcome::Usage
-            })?;
-        for line in client.banner().await {
-            outln!("{line}");
-        }
-        let missing = client.preflight(Access::Mutating, true).await;
-        if !missing.is_empty() {
-            for line in &missing {
-                outln!("PREFLIGHT {line}");
-            }
-            outln!("preflight failed: {} missing piece(s)", missing.len());
-            return Err(Outcome::Inconclusive);
-        }
+    let (client, overlay) = preflight::block_on(async {
+        let client = crate::commands::connect_checked(
+            args.cluster.kubeconfig.as_deref(),
+            args.cluster.context.as_deref(),
+            Access::Mutating,
+            true,
+        )
+        .await?;
         let overlay = match &args.overlay_node {
             Some(name) => match client.overlay_node(name).await {
                 Ok(node) => {
@@ -92,19 +61,18 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, Outcome> {
             },
             None => None,
         };
-        Ok((client.target().server.clone(), overlay, client.is_embedded_twin().await))
+        let Target { context, server } = client.target();
+        let question = format!(
+            "verify will write {what} on context `{context}` ({server}), every object labelled \
+             {RUN_LABEL}, and delete them afterwards."
+        );
+        confirm_unless_twin(&client, args.cluster.yes, &question).await?;
+        Ok((client, overlay))
     })
     .map_err(|e| {
         eprintln!("verify: {e}");
         Outcome::Inconclusive
     })??;
-    // the server is asked, never trusted by its context's name
-    if !twin && !args.cluster.yes {
-        confirm(&format!(
-            "verify will write {what} on context `{context}` ({server}), every object labelled \
-             {RUN_LABEL}, and delete them afterwards."
-        ))?;
-    }
     let interrupt = Arc::new(AtomicBool::new(false));
     let flag = interrupt.clone();
     // A second handler would fail; soak installs its own, so a failure here is not fatal.
@@ -125,11 +93,25 @@ pub fn prepare(args: &LiveArgs, what: &str) -> Result<Prepared, Outcome> {
         eprintln!("verify: interrupted; stopping after the current step and tearing down");
     });
     Ok(Prepared {
-        kubeconfig,
-        context,
+        kubeconfig: client.kubeconfig().clone(),
+        context: client.target().context.clone(),
         overlay,
         interrupt,
     })
+}
+
+/// Asks to confirm `question` before a run changes the cluster `client` reaches, unless `--yes`
+/// was given or the server answers as the embedded twin: asked, never trusted by its context's
+/// name.
+pub async fn confirm_unless_twin(
+    client: &Client,
+    yes: bool,
+    question: &str,
+) -> Result<(), Outcome> {
+    if yes || client.is_embedded_twin().await {
+        return Ok(());
+    }
+    confirm(question)
 }
 
 /// Asks `question` on the terminal; without one, refuses (exit 2) and says how to answer.

@@ -5,7 +5,7 @@ use super::*;
 /// Connects as `access` allows, prints the banner (context, server, operator version) and
 /// runs the preflight (`operator`: also the operator's own objects); `Err(code)` when the
 /// command must stop (printed already).
-pub(super) async fn connect_checked(
+pub(crate) async fn connect_checked(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
     access: live::client::Access,
@@ -50,16 +50,16 @@ pub(super) fn operator(args: crate::cli::OperatorArgs) -> Result<Outcome> {
             Ok(c) => c,
             Err(code) => return Ok(code),
         };
-        let target = client.target().clone();
-        // the server is asked, never trusted by its context's name
-        if !args.cluster.yes && !client.is_embedded_twin().await {
-            if let Err(code) = crate::live_run::confirm(&format!(
-                "verify will run the reference operator on context `{}` ({}): it creates, \
-                 updates and deletes the operator's objects there until stopped.",
-                target.context, target.server
-            )) {
-                return Ok(code);
-            }
+        let target = client.target();
+        let question = format!(
+            "verify will run the reference operator on context `{}` ({}): it creates, updates \
+             and deletes the operator's objects there until stopped.",
+            target.context, target.server
+        );
+        if let Err(code) =
+            crate::live_run::confirm_unless_twin(&client, args.cluster.yes, &question).await
+        {
+            return Ok(code);
         }
         let log = |line: &str| outln!("operator: {line}");
         let stop = live::operator::controller::interrupted();
@@ -165,22 +165,22 @@ pub(super) fn cleanup(args: CleanupArgs) -> Result<Outcome> {
             Ok(c) => c,
             Err(code) => return Ok(code),
         };
-        let target = client.target().clone();
-        // the server is asked, never trusted by its context's name
-        if !args.cluster.yes && !client.is_embedded_twin().await {
-            let which = match &args.run {
-                Some(id) => format!("run {id} (and its attempts {id}.*)"),
-                None => "every run".into(),
-            };
-            if let Err(code) = crate::live_run::confirm(&format!(
-                "verify will delete what {which} left on context `{}` ({}): objects labelled {} \
-                 and the pools their tokens key.",
-                target.context,
-                target.server,
-                live::client::RUN_LABEL
-            )) {
-                return Ok(code);
-            }
+        let target = client.target();
+        let which = match &args.run {
+            Some(id) => format!("run {id} (and its attempts {id}.*)"),
+            None => "every run".into(),
+        };
+        let question = format!(
+            "verify will delete what {which} left on context `{}` ({}): objects labelled {} and \
+             the pools their tokens key.",
+            target.context,
+            target.server,
+            live::client::RUN_LABEL
+        );
+        if let Err(code) =
+            crate::live_run::confirm_unless_twin(&client, args.cluster.yes, &question).await
+        {
+            return Ok(code);
         }
         match client.cleanup(&runs).await {
             Ok(done) => {

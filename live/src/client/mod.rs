@@ -122,6 +122,8 @@ pub struct Client {
     /// answers with ([`Client::is_embedded_twin`]).
     token: Option<String>,
     target: Target,
+    /// The kubeconfig it was made from: a run makes its later clients from the same one.
+    kubeconfig: Arc<Kubeconfig>,
     retry: RetryPolicy,
     /// The last `Retry-After` the server sent, recorded by a response layer.
     retry_after: Arc<Mutex<Option<Duration>>>,
@@ -177,6 +179,7 @@ impl Client {
             context: Some(context.to_string()),
             ..KubeConfigOptions::default()
         };
+        let kept = Arc::new(kubeconfig.clone());
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
             .await
             .map_err(|e| context_error(e.to_string()))?;
@@ -210,6 +213,7 @@ impl Client {
                 server: server.trim_end_matches('/').to_string(),
             },
             token,
+            kubeconfig: kept,
             retry: RetryPolicy::default(),
             retry_after,
             kept_namespaces: Arc::default(),
@@ -220,6 +224,11 @@ impl Client {
 
     pub fn target(&self) -> &Target {
         &self.target
+    }
+
+    /// The kubeconfig this client was made from.
+    pub fn kubeconfig(&self) -> &Kubeconfig {
+        &self.kubeconfig
     }
 
     pub fn with_retry(mut self, retry: RetryPolicy) -> Client {
