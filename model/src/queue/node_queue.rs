@@ -370,9 +370,12 @@ struct Selection {
 /// The nodes each flavor selects, checked per flavor in list order: a flavor's topology first,
 /// then whether one of its nodes was already selected by an earlier flavor (node_queue.go
 /// `validateTASFlavors`, corrections.md 15). One pass serves the overlap and the conservation
-/// checks (node names are unique in a pool, so a node is its position).
+/// checks (node names are unique in a pool, so a node is its position). Nodes with equal labels
+/// (the world keeps only the flavors' selector keys) are selected alike, so each distinct label
+/// set is tested once per flavor: a large pool has few.
 fn select_nodes(flavors: &[&PoolFlavor], world: &QueueWorld) -> Result<Selection, Refused> {
-    let mut owner: Vec<Option<&str>> = vec![None; world.nodes.len()];
+    let alike = LabelSets::of(&world.nodes);
+    let mut owner: Vec<Option<&str>> = vec![None; alike.sets.len()];
     let mut counts = Vec::with_capacity(flavors.len());
     for f in flavors {
         if let Some(message) = topology_gap(f, world) {
@@ -383,25 +386,85 @@ fn select_nodes(flavors: &[&PoolFlavor], world: &QueueWorld) -> Result<Selection
             return Err(Refused::new(QueueRefusal::MissingTopology, String::new()));
         };
         let mut count = 0u64;
-        for (n, slot) in world.nodes.iter().zip(owner.iter_mut()) {
-            if !selects(&p.node_labels, n) {
+        // the first node, in the pool's order, that an earlier flavor selected too
+        let mut overlap: Option<(usize, &str)> = None;
+        for (set, slot) in alike.sets.iter().zip(owner.iter_mut()) {
+            if !selects(&p.node_labels, &world.nodes[set.first]) {
                 continue;
             }
-            if let Some(prior) = slot.replace(f.name.as_str()) {
-                return Err(Refused::new(
-                    QueueRefusal::OverlappingSelectors,
-                    format!(
-                        "Node {:?} is selected by ResourceFlavors {:?} and {:?}",
-                        n.name, prior, f.name
-                    ),
-                ));
+            match *slot {
+                Some(prior) => {
+                    if overlap.is_none_or(|(first, _)| set.first < first) {
+                        overlap = Some((set.first, prior));
+                    }
+                }
+                None => {
+                    *slot = Some(f.name.as_str());
+                    count += set.nodes;
+                }
             }
-            count += 1;
+        }
+        if let Some((first, prior)) = overlap {
+            return Err(Refused::new(
+                QueueRefusal::OverlappingSelectors,
+                format!(
+                    "Node {:?} is selected by ResourceFlavors {:?} and {:?}",
+                    world.nodes[first].name, prior, f.name
+                ),
+            ));
         }
         counts.push(count);
     }
-    let fed = owner.iter().map(Option::is_some).collect();
+    let fed = alike.set_of.iter().map(|&s| owner[s].is_some()).collect();
     Ok(Selection { counts, fed })
+}
+
+/// A pool's nodes grouped by equal labels, in the order of each group's first node.
+struct LabelSets {
+    sets: Vec<LabelSet>,
+    /// Per node: the index of its group in `sets`.
+    set_of: Vec<usize>,
+}
+
+struct LabelSet {
+    /// The position of its first node.
+    first: usize,
+    /// How many nodes have these labels.
+    nodes: u64,
+}
+
+impl LabelSets {
+    fn of(nodes: &[PoolNode]) -> LabelSets {
+        let mut index: foldhash::HashMap<ByValues, usize> = foldhash::HashMap::default();
+        let mut sets: Vec<LabelSet> = Vec::new();
+        let set_of = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let s = *index.entry(ByValues(&n.labels)).or_insert_with(|| {
+                    sets.push(LabelSet { first: i, nodes: 0 });
+                    sets.len() - 1
+                });
+                sets[s].nodes += 1;
+                s
+            })
+            .collect();
+        LabelSets { sets, set_of }
+    }
+}
+
+/// Labels compared whole but hashed by their values only: a pool's nodes carry the same few
+/// selector keys, so the values tell the sets apart at half the hashing.
+#[derive(PartialEq, Eq)]
+struct ByValues<'a>(&'a Labels);
+
+impl std::hash::Hash for ByValues<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        for v in self.0.values() {
+            state.write(v.as_bytes());
+        }
+        state.write_usize(self.0.len());
+    }
 }
 
 /// Each flavor advertises capacity = (#nodes it selects) × count, and every pool node feeds a
@@ -1310,6 +1373,103 @@ mod tests {
             "ResourceFlavor \"g-4c\" advertises capacity 8 but 1 selected Nodes contribute 4 each"
         );
         assert!(step.state.resource_groups.is_empty());
+    }
+
+    /// [`select_nodes`] as node_queue.go states it, one node at a time: what the selection by
+    /// label sets must decide.
+    fn select_node_by_node(
+        flavors: &[&PoolFlavor],
+        world: &QueueWorld,
+    ) -> Result<(Vec<u64>, Vec<bool>), Refused> {
+        let mut owner: Vec<Option<&str>> = vec![None; world.nodes.len()];
+        let mut counts = Vec::new();
+        for f in flavors {
+            let p = &world.placements[&f.name];
+            let mut count = 0;
+            for (n, slot) in world.nodes.iter().zip(owner.iter_mut()) {
+                if !selects(&p.node_labels, n) {
+                    continue;
+                }
+                if let Some(prior) = slot.replace(f.name.as_str()) {
+                    return Err(Refused::new(
+                        QueueRefusal::OverlappingSelectors,
+                        format!(
+                            "Node {:?} is selected by ResourceFlavors {:?} and {:?}",
+                            n.name, prior, f.name
+                        ),
+                    ));
+                }
+                count += 1;
+            }
+            counts.push(count);
+        }
+        Ok((counts, owner.iter().map(Option::is_some).collect()))
+    }
+
+    /// Every world of three nodes whose labels `p` and `q` are each absent, "0" or "1", under
+    /// every ordered pair and triple of four selectors: the selection by label sets decides as
+    /// the node-by-node one (counts, fed nodes, and which node and flavors an overlap names).
+    #[test]
+    fn selecting_by_label_sets_decides_as_node_by_node() {
+        let selectors: [&[(&str, &str)]; 4] = [
+            &[("p", "1")],
+            &[("q", "1")],
+            &[("p", "1"), ("q", "1")],
+            &[("p", "0")],
+        ];
+        let flavor = |i: usize| cpu_flavor(&format!("f{i}"), 1, 1);
+        let orders: Vec<Vec<usize>> = (0..4)
+            .flat_map(|a| (0..4).map(move |b| vec![a, b]))
+            .chain(
+                (0..4).flat_map(|a| (0..4).flat_map(move |b| (0..4).map(move |c| vec![a, b, c]))),
+            )
+            .filter(|o| (1..o.len()).all(|i| !o[..i].contains(&o[i])))
+            .collect();
+        let mut worlds = 0;
+        let mut overlaps = 0;
+        for code in 0..9usize.pow(3) {
+            let mut w = QueueWorld::default();
+            w.topologies.insert(topology_name(PROFILE));
+            for (i, sel) in selectors.iter().enumerate() {
+                let mut node_labels = Labels::from([(
+                    Text::new_static(labels::TOPOLOGY_PROFILE),
+                    Text::new(PROFILE),
+                )]);
+                node_labels.extend(sel.iter().map(|&(k, v)| (Text::new(k), Text::new(v))));
+                let placement = FlavorPlacement {
+                    profile: PROFILE.into(),
+                    node_labels,
+                    topology_name: topology_name(PROFILE),
+                };
+                w.placements.insert(flavor(i).name, placement);
+            }
+            for n in 0..3 {
+                let digit = code / 9usize.pow(n) % 9;
+                let mut l = Labels::from([(
+                    Text::new_static(labels::TOPOLOGY_PROFILE),
+                    Text::new(PROFILE),
+                )]);
+                for (key, value) in [("p", digit % 3), ("q", digit / 3)] {
+                    if value > 0 {
+                        l.insert(key.into(), (value - 1).to_smolstr());
+                    }
+                }
+                w.nodes.push(PoolNode {
+                    name: text!("n{n}"),
+                    labels: l,
+                });
+            }
+            for order in &orders {
+                let flavors: Vec<PoolFlavor> = order.iter().map(|&i| flavor(i)).collect();
+                let refs: Vec<&PoolFlavor> = flavors.iter().collect();
+                let want = select_node_by_node(&refs, &w);
+                let got = select_nodes(&refs, &w).map(|s| (s.counts, s.fed));
+                assert_eq!(got, want, "nodes {:?}, flavors {order:?}", w.nodes);
+                worlds += 1;
+                overlaps += usize::from(want.is_err());
+            }
+        }
+        assert!(overlaps > 0 && overlaps < worlds, "{overlaps} of {worlds}");
     }
 
     #[test]
