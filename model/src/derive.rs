@@ -863,15 +863,22 @@ fn queue_world(
         .iter()
         .flat_map(|rf| rf.node_labels.keys().map(Text::as_str))
         .collect();
+    // Nodes alike under those keys share one map (a copied map is shared, not copied).
+    let mut alike: foldhash::HashMap<Vec<Option<&Text>>, Labels> = foldhash::HashMap::default();
     let pool_nodes = members
         .iter()
-        .map(|d| PoolNode {
-            name: d.name.clone(),
-            labels: keys
-                .iter()
-                .filter_map(|&k| d.labels.get_key_value(k))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+        .map(|d| {
+            let values: Vec<Option<&Text>> = keys.iter().map(|&k| d.labels.get(k)).collect();
+            let labels = alike.entry(values).or_insert_with_key(|values| {
+                keys.iter()
+                    .zip(values)
+                    .filter_map(|(&k, v)| Some((Text::new(k), (*v)?.clone())))
+                    .collect()
+            });
+            PoolNode {
+                name: d.name.clone(),
+                labels: labels.clone(),
+            }
         })
         .collect();
     QueueWorld {
