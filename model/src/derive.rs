@@ -863,24 +863,7 @@ fn queue_world(
         .iter()
         .flat_map(|rf| rf.node_labels.keys().map(Text::as_str))
         .collect();
-    // Nodes alike under those keys share one map (a copied map is shared, not copied).
-    let mut alike: foldhash::HashMap<Vec<Option<&Text>>, Labels> = foldhash::HashMap::default();
-    let pool_nodes = members
-        .iter()
-        .map(|d| {
-            let values: Vec<Option<&Text>> = keys.iter().map(|&k| d.labels.get(k)).collect();
-            let labels = alike.entry(values).or_insert_with_key(|values| {
-                keys.iter()
-                    .zip(values)
-                    .filter_map(|(&k, v)| Some((Text::new(k), (*v)?.clone())))
-                    .collect()
-            });
-            PoolNode {
-                name: d.name.clone(),
-                labels: labels.clone(),
-            }
-        })
-        .collect();
+    let pool_nodes = pool_nodes(&keys, members);
     QueueWorld {
         topologies: topologies.clone(),
         placements: selected
@@ -898,6 +881,39 @@ fn queue_world(
             .collect(),
         nodes: pool_nodes,
     }
+}
+
+/// Each member as the plan check reads it: its name and its labels under `keys`. Members alike
+/// under those keys share one map (a copied map is shared, not copied), found by the values'
+/// hash; a pool of one node has nothing to share.
+fn pool_nodes(keys: &BTreeSet<&str>, members: &[&DerivedNode]) -> Vec<PoolNode> {
+    let reduced = |d: &DerivedNode| -> Labels {
+        keys.iter()
+            .filter_map(|&k| d.labels.get_key_value(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let node = |d: &DerivedNode, labels: Labels| PoolNode {
+        name: d.name.clone(),
+        labels,
+    };
+    if let [d] = members {
+        return vec![node(d, reduced(d))];
+    }
+    let mut alike: HashMap<Vec<Option<&Text>>, Labels> = HashMap::new();
+    let mut values: Vec<Option<&Text>> = Vec::with_capacity(keys.len());
+    members
+        .iter()
+        .map(|d| {
+            values.clear();
+            values.extend(keys.iter().map(|&k| d.labels.get(k)));
+            let labels = match alike.get(values.as_slice()) {
+                Some(set) => set.clone(),
+                None => alike.entry(values.clone()).or_insert(reduced(d)).clone(),
+            };
+            node(d, labels)
+        })
+        .collect()
 }
 
 /// Rules 19–23: the InstanceType status from its settled queue, flavors and Devices (the

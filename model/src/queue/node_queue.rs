@@ -374,8 +374,7 @@ struct Selection {
 /// (the world keeps only the flavors' selector keys) are selected alike, so each distinct label
 /// set is tested once per flavor: a large pool has few.
 fn select_nodes(flavors: &[&PoolFlavor], world: &QueueWorld) -> Result<Selection, Refused> {
-    let alike = LabelSets::of(&world.nodes);
-    let mut owner: Vec<Option<&str>> = vec![None; alike.sets.len()];
+    let mut alike = LabelSets::of(&world.nodes);
     let mut counts = Vec::with_capacity(flavors.len());
     for f in flavors {
         if let Some(message) = topology_gap(f, world) {
@@ -388,18 +387,18 @@ fn select_nodes(flavors: &[&PoolFlavor], world: &QueueWorld) -> Result<Selection
         let mut count = 0u64;
         // the first node, in the pool's order, that an earlier flavor selected too
         let mut overlap: Option<(usize, &str)> = None;
-        for (set, slot) in alike.sets.iter().zip(owner.iter_mut()) {
+        for set in &mut alike.sets {
             if !selects(&p.node_labels, &world.nodes[set.first]) {
                 continue;
             }
-            match *slot {
+            match set.owner {
                 Some(prior) => {
                     if overlap.is_none_or(|(first, _)| set.first < first) {
                         overlap = Some((set.first, prior));
                     }
                 }
                 None => {
-                    *slot = Some(f.name.as_str());
+                    set.owner = Some(f.name.as_str());
                     count += set.nodes;
                 }
             }
@@ -415,34 +414,46 @@ fn select_nodes(flavors: &[&PoolFlavor], world: &QueueWorld) -> Result<Selection
         }
         counts.push(count);
     }
-    let fed = alike.set_of.iter().map(|&s| owner[s].is_some()).collect();
+    let fed = alike
+        .set_of
+        .iter()
+        .map(|&s| alike.sets[s].owner.is_some())
+        .collect();
     Ok(Selection { counts, fed })
 }
 
 /// A pool's nodes grouped by equal labels, in the order of each group's first node.
-struct LabelSets {
-    sets: Vec<LabelSet>,
+struct LabelSets<'f> {
+    sets: Vec<LabelSet<'f>>,
     /// Per node: the index of its group in `sets`.
     set_of: Vec<usize>,
 }
 
-struct LabelSet {
+struct LabelSet<'f> {
     /// The position of its first node.
     first: usize,
     /// How many nodes have these labels.
     nodes: u64,
+    /// The flavor that selected them first.
+    owner: Option<&'f str>,
 }
 
-impl LabelSets {
-    fn of(nodes: &[PoolNode]) -> LabelSets {
-        let mut index: foldhash::HashMap<ByValues, usize> = foldhash::HashMap::default();
+impl<'f> LabelSets<'f> {
+    /// Found by a scan: a pool has few sets, and the world's nodes alike share one map, which
+    /// compares by pointer first.
+    fn of(nodes: &[PoolNode]) -> LabelSets<'f> {
         let mut sets: Vec<LabelSet> = Vec::new();
         let set_of = nodes
             .iter()
             .enumerate()
             .map(|(i, n)| {
-                let s = *index.entry(ByValues(&n.labels)).or_insert_with(|| {
-                    sets.push(LabelSet { first: i, nodes: 0 });
+                let found = sets.iter().position(|s| nodes[s.first].labels == n.labels);
+                let s = found.unwrap_or_else(|| {
+                    sets.push(LabelSet {
+                        first: i,
+                        nodes: 0,
+                        owner: None,
+                    });
                     sets.len() - 1
                 });
                 sets[s].nodes += 1;
@@ -450,20 +461,6 @@ impl LabelSets {
             })
             .collect();
         LabelSets { sets, set_of }
-    }
-}
-
-/// Labels compared whole but hashed by their values only: a pool's nodes carry the same few
-/// selector keys, so the values tell the sets apart at half the hashing.
-#[derive(PartialEq, Eq)]
-struct ByValues<'a>(&'a Labels);
-
-impl std::hash::Hash for ByValues<'_> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        for v in self.0.values() {
-            state.write(v.as_bytes());
-        }
-        state.write_usize(self.0.len());
     }
 }
 
