@@ -147,18 +147,13 @@ impl Listed {
 
 impl Listing for Listed {
     fn value(&self) -> Cow<'_, Value> {
-        match self {
-            Listed::Parsed(o) => Cow::Borrowed(o),
-            // The text was parsed once already, when the dump was: it is a JSON value.
-            Listed::Text { raw, .. } => {
-                Cow::Owned(serde_json::from_str(raw.get()).unwrap_or_default())
-            }
-        }
+        self.fields(&Fields::ALL)
     }
 
     fn fields(&self, keep: &Fields) -> Cow<'_, Value> {
         match self {
             Listed::Parsed(o) => Cow::Borrowed(o),
+            // The text was parsed once already, when the dump was: it is a JSON value.
             Listed::Text { raw, .. } => Cow::Owned(keep.parse(raw.get()).unwrap_or_default()),
         }
     }

@@ -385,32 +385,22 @@ fn select_nodes(flavors: &[&PoolFlavor], world: &QueueWorld) -> Result<Selection
             return Err(Refused::new(QueueRefusal::MissingTopology, String::new()));
         };
         let mut count = 0u64;
-        // the first node, in the pool's order, that an earlier flavor selected too
-        let mut overlap: Option<(usize, &str)> = None;
+        // sets come in their first nodes' order: the first one an earlier flavor owns holds
+        // the first node selected twice
         for set in &mut alike.sets {
             if !selects(&p.node_labels, &world.nodes[set.first]) {
                 continue;
             }
-            match set.owner {
-                Some(prior) => {
-                    if overlap.is_none_or(|(first, _)| set.first < first) {
-                        overlap = Some((set.first, prior));
-                    }
-                }
-                None => {
-                    set.owner = Some(f.name.as_str());
-                    count += set.nodes;
-                }
+            if let Some(prior) = set.owner.replace(f.name.as_str()) {
+                return Err(Refused::new(
+                    QueueRefusal::OverlappingSelectors,
+                    format!(
+                        "Node {:?} is selected by ResourceFlavors {:?} and {:?}",
+                        world.nodes[set.first].name, prior, f.name
+                    ),
+                ));
             }
-        }
-        if let Some((first, prior)) = overlap {
-            return Err(Refused::new(
-                QueueRefusal::OverlappingSelectors,
-                format!(
-                    "Node {:?} is selected by ResourceFlavors {:?} and {:?}",
-                    world.nodes[first].name, prior, f.name
-                ),
-            ));
+            count += set.nodes;
         }
         counts.push(count);
     }
