@@ -9,12 +9,14 @@ use std::sync::Arc;
 use foldhash::{HashMap, HashMapExt};
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::{Cluster, Era, Node, Settings, SharedOnceMax, TopologySource};
+use crate::cluster::{Cluster, Era, Node, Settings, SharedOnceMax};
 use crate::devices::Devices;
 use crate::error::ModelError;
 use crate::flavor::Contribution;
 use crate::labels::{self, Labels, Text, DERIVED_FROM_NODE, NOTE_PREFIX};
 use crate::mutants::Mutant;
+use crate::node_rules::NodeRules;
+use crate::nodefeature::GeneralLabelKeys;
 use crate::objects::{
     ClusterQueue, InstanceType, InstanceTypeSpec, InstanceTypeStatus, LocalQueue, NodeFlavor,
     ResourceFlavor, Topology,
@@ -326,23 +328,16 @@ fn derive_through<R: Record>(
     rec: &mut R,
 ) -> Derived {
     let settings = &cluster.settings;
-    let mut general_keys = GeneralKeys::default();
+    let mut rules = NodeRules::new(settings, &cluster.topology_sources);
     let store = if R::ON { None } else { store };
     let settings_key = store.map_or(0, |s| step_key(s, settings));
     let (nodes, node_keys): (Vec<DerivedNode>, Vec<u64>) = cluster
         .nodes
         .iter()
         .map(|n| {
-            let g_key = general_keys.of(n);
-            let (derived, key) = stored_node(
-                store,
-                n,
-                g_key,
-                &cluster.topology_sources,
-                settings,
-                settings_key,
-            );
-            explain::node(rec, n, g_key, &derived);
+            let g = rules.general_keys(n);
+            let (derived, key) = stored_node(store, &mut rules, n, &g, settings_key);
+            explain::node(rec, n, &g.key, &derived);
             (derived, key)
         })
         .unzip();
@@ -426,23 +421,6 @@ fn derived_topologies(
     )
 }
 
-/// Rule 2's gKey, computed once per distinct CPU identity of the cluster (nodes of one model
-/// share it; chain.md §3.1).
-#[derive(Default)]
-struct GeneralKeys<'a> {
-    known: HashMap<nodefeature::GeneralKeyInputs<'a>, String>,
-}
-
-impl<'a> GeneralKeys<'a> {
-    /// The gKey of `node`, from its own labels and annotations.
-    fn of(&mut self, node: &'a Node) -> &str {
-        let inputs = nodefeature::GeneralKeyInputs::of(&node.labels, &node.annotations);
-        self.known
-            .entry(inputs)
-            .or_insert_with(|| nodefeature::general_key_of(&inputs))
-    }
-}
-
 /// Rule 9's ResourceFlavors, each from the store when one serves the derivation, with its
 /// step key (none without a store): a flavor's step reads the flavor, its contributors' names,
 /// the awareness setting and its first contributor's labels and annotations, which that
@@ -467,57 +445,26 @@ fn stored_flavors(
         .unzip()
 }
 
-/// [`derive_node`], from the store when one serves the derivation, with the step's key (0 without a
-/// store): the step reads the node (labels, annotations, Devices), its gKey and the settings
-/// (`settings_key` is theirs), and nothing else.
-fn stored_node(
+/// [`NodeRules::derive_node`], from the store when one serves the derivation, with the step's
+/// key (0 without a store): the step reads the node (labels, annotations, Devices), its gKey and
+/// the TopologySources and the settings (`settings_key` is theirs), and nothing else.
+fn stored_node<'a>(
     store: Option<&dyn StepStore>,
-    node: &Node,
-    g_key: &str,
-    sources: &[TopologySource],
-    settings: &Settings,
+    rules: &mut NodeRules<'a>,
+    node: &'a Node,
+    g: &GeneralLabelKeys,
     settings_key: u64,
 ) -> (DerivedNode, u64) {
     match store {
         Some(store) => {
-            let key = step_key(store, &(node, g_key, sources, settings_key));
-            let derived = store.node(key, &mut || derive_node(node, g_key, sources, settings));
+            let key = step_key(
+                store,
+                &(node, g.key.as_str(), rules.sources(), settings_key),
+            );
+            let derived = store.node(key, &mut || rules.derive_node(node, g));
             (derived, key)
         }
-        None => (derive_node(node, g_key, sources, settings), 0),
-    }
-}
-
-/// Rules 1–8 and 18 for one node whose gKey is `g_key`, profiled against `sources`.
-fn derive_node(
-    node: &Node,
-    g_key: &str,
-    sources: &[TopologySource],
-    settings: &Settings,
-) -> DerivedNode {
-    let labels = nodefeature::effective_node_labels_with_key(node, settings, g_key, sources);
-    let topology_levels = match settings.era {
-        Era::E3 => nodefeature::node_topology_levels(&labels, sources),
-        Era::E2 => Vec::new(),
-    };
-    let eligible = nodefeature::node_is_eligible(&labels, settings);
-    let a_keys = nodefeature::accelerator_keys(&labels);
-    let flavors = if eligible {
-        nodefeature::node_flavors_with_keys(&labels, &node.annotations, settings, g_key, &a_keys)
-    } else {
-        Vec::new()
-    };
-    let devices_labels = node
-        .devices
-        .as_ref()
-        .map(|_| pool::devices_labels(&labels, g_key, &a_keys));
-    DerivedNode {
-        name: node.name.as_str().into(),
-        labels,
-        eligible,
-        flavors,
-        devices_labels,
-        topology_levels,
+        None => (rules.derive_node(node, g), 0),
     }
 }
 

@@ -14,7 +14,7 @@ use crate::objects::{Detail, InstanceTypeSpec, LogicalDetail, PhysicalDetail, Sl
 /// `AggregateAcceleratorSlicedDetail`: logical counts and physical ceilings summed, overcommit
 /// taken from any card with logical slices, profiles summed by name in first-seen order with
 /// `memory_mib` carried from the first card; chain.md §4 (pkg/device/sliced.go @0f78a46).
-pub fn aggregate_sliced_detail(caps: &[Capability]) -> SlicedDetail {
+pub fn aggregate_sliced_detail<'c>(caps: impl IntoIterator<Item = &'c Capability>) -> SlicedDetail {
     let mut logical = LogicalDetail::default();
     let mut physical = PhysicalDetail::default();
     for cap in caps {
@@ -46,13 +46,12 @@ fn add_profile(into: &mut Vec<PartitionProfile>, p: &PartitionProfile) {
 /// `poolAcceleratorSlicedDetail`: the aggregate over every spec card of the pool's own group
 /// on every node (a card without a spec entry has no capability to add); chain.md §9.5.
 pub fn pool_sliced_detail(devices: &[&Devices], pool_key: &str) -> SlicedDetail {
-    let caps: Vec<Capability> = devices
+    let caps = devices
         .iter()
         .flat_map(|d| d.groups_of(pool_key))
         .flat_map(|g| g.cards.iter())
-        .filter_map(|c| c.capability.clone())
-        .collect();
-    aggregate_sliced_detail(&caps)
+        .filter_map(|c| c.capability.as_ref());
+    aggregate_sliced_detail(caps)
 }
 
 /// Pool-level `IsLogicallySliceable`: the aggregate offers logical slices; chain.md §8.2.

@@ -146,9 +146,13 @@ pub fn generated_topologies<'a>(
         .filter(|t| !topology_retired(t, node_profiles, flavors))
         .map(|t| (t.name.clone(), t.clone()))
         .collect();
+    // Alike nodes share their levels, and equal levels make the same Topology.
+    let mut met: BTreeSet<&[String]> = BTreeSet::new();
     for levels in node_levels {
-        let t = generated_topology(levels);
-        out.entry(t.name.clone()).or_insert(t);
+        if met.insert(levels) {
+            let t = generated_topology(levels);
+            out.entry(t.name.clone()).or_insert(t);
+        }
     }
     out.into_values().collect()
 }

@@ -200,8 +200,18 @@ impl FromIterator<(Text, Text)> for Labels {
 }
 
 impl Extend<(Text, Text)> for Labels {
+    /// Each pair in turn, a later value winning (`BTreeMap::extend`). A map holding labels
+    /// already takes a few pairs by binary search, where `LiteMap::extend` appends them and
+    /// sorts the whole map again.
     fn extend<I: IntoIterator<Item = (Text, Text)>>(&mut self, iter: I) {
-        self.map_mut().extend(iter)
+        let map = self.map_mut();
+        if map.is_empty() {
+            map.extend(iter);
+        } else {
+            for (k, v) in iter {
+                map.insert(k, v);
+            }
+        }
     }
 }
 

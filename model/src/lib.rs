@@ -21,6 +21,7 @@ pub mod labels;
 pub mod ledger;
 pub mod lifecycle;
 pub mod mutants;
+mod node_rules;
 pub mod nodefeature;
 pub mod objects;
 pub mod phase_message;

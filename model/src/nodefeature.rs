@@ -305,6 +305,60 @@ pub fn accelerator_keys(labels: &Labels) -> Vec<String> {
         .collect()
 }
 
+/// The label keys the rules derive from one gKey: its `<featureKey>`, that key's `.count`, and
+/// gManu's feature key. A derivation formats them once per gKey rather than once per node
+/// ([`crate::node_rules`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GeneralLabelKeys {
+    /// gKey itself.
+    pub key: Text,
+    pub feature: Text,
+    pub count: Text,
+    /// `general.…/<gManu>`, gManu being the key's manufacturer part.
+    pub manufacturer_feature: Text,
+}
+
+impl GeneralLabelKeys {
+    pub fn of(g_key: &str) -> Self {
+        let feature = general_feature_key(g_key);
+        GeneralLabelKeys {
+            key: Text::new(g_key),
+            count: text!("{feature}.count"),
+            manufacturer_feature: general_feature_key(key_manufacturer(g_key)),
+            feature,
+        }
+    }
+}
+
+/// The label keys the rules derive from one aKey: its `<featureKey>` and the attribute keys a
+/// device flavor reads (`.count`, `.product`, `.family`, `.memory`, `.cores`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AcceleratorLabelKeys {
+    /// aKey itself.
+    pub key: Text,
+    pub feature: Text,
+    pub count: Text,
+    pub product: Text,
+    pub family: Text,
+    pub memory: Text,
+    pub cores: Text,
+}
+
+impl AcceleratorLabelKeys {
+    pub fn of(a_key: &str) -> Self {
+        let feature = accelerator_feature_key(a_key);
+        AcceleratorLabelKeys {
+            key: Text::new(a_key),
+            count: text!("{feature}.count"),
+            product: text!("{feature}.product"),
+            family: text!("{feature}.family"),
+            memory: text!("{feature}.memory"),
+            cores: text!("{feature}.cores"),
+            feature,
+        }
+    }
+}
+
 /// `ConstructGroupID` without the memory toggle: the group id of a product
 /// (chain.md §3.2; pkg/device/helper.go).
 pub fn group_id(product: &str, manufacturer: &str) -> String {
@@ -326,10 +380,23 @@ pub fn is_credits_resource_name(name: &str) -> bool {
 
 /// FNV-1a 64-bit of `s` (`stringx.SumByFNV64a`, before its hex rendering).
 fn fnv1a64(s: &str) -> u64 {
+    fnv1a64_joined([s], "")
+}
+
+/// FNV-1a 64-bit of `parts` joined by `separator`, without building the joined string.
+fn fnv1a64_joined<'s>(parts: impl IntoIterator<Item = &'s str>, separator: &str) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
-    s.bytes()
-        .fold(OFFSET, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME))
+    let add = |h: u64, bytes: &[u8]| {
+        bytes
+            .iter()
+            .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(PRIME))
+    };
+    let mut parts = parts.into_iter();
+    let first = parts.next().map_or(OFFSET, |p| add(OFFSET, p.as_bytes()));
+    parts.fold(first, |h, p| {
+        add(add(h, separator.as_bytes()), p.as_bytes())
+    })
 }
 
 /// FNV-1a 64-bit of `s` as 16 lowercase hex digits (`stringx.SumByFNV64a`).
@@ -346,7 +413,12 @@ pub fn local_queue_name(cluster_queue: &str) -> String {
 /// A topology profile: `fnv64-` + FNV-1a-64 of the level keys joined by NUL
 /// (chain.md §2.4, §17 rule 6; node topology controller).
 pub fn topology_profile(levels: &[&str]) -> String {
-    format!("{PROFILE_PREFIX}{:016x}", fnv1a64(&levels.join("\0")))
+    profile_of_keys(levels.iter().copied())
+}
+
+/// [`topology_profile`] of level keys however held.
+fn profile_of_keys<'s>(levels: impl IntoIterator<Item = &'s str>) -> String {
+    format!("{PROFILE_PREFIX}{:016x}", fnv1a64_joined(levels, "\0"))
 }
 
 /// The profile of a node no TopologySource matches: hostname only (chain.md §2.4).
@@ -431,8 +503,7 @@ pub fn node_topology_levels(labels: &Labels, sources: &[TopologySource]) -> Vec<
 
 /// The profile of a level list: [`topology_profile`] over the keys in order.
 pub fn profile_of_levels(levels: &[String]) -> String {
-    let keys: Vec<&str> = levels.iter().map(String::as_str).collect();
-    topology_profile(&keys)
+    profile_of_keys(levels.iter().map(String::as_str))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -460,52 +531,87 @@ pub fn memory_label(mib: u64) -> String {
     )
 }
 
-/// Writes the labels of one device group with at least one card into `out`
-/// (`applyAcceleratorLabels`, chain.md §2.2; pkg/nodefeature/helper.go). The aKey uses the
-/// group's `id` as given; every value is sanitized as it is written.
-fn put_group_labels(group: &DeviceGroup, out: &mut Labels) {
-    if group.cards.is_empty() {
-        return;
+/// Everything the Device Manager writes one device group's node labels from
+/// (`applyAcceleratorLabels`, chain.md §2.2; pkg/nodefeature/helper.go): the group's fields
+/// and its number of cards, not the cards themselves. Nodes whose groups are alike in these
+/// share the labels, so a derivation writes them once ([`crate::node_rules`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GroupLabelInputs<'a> {
+    manufacturer: &'a str,
+    id: &'a str,
+    name: &'a str,
+    memory_mib: u64,
+    cores: u32,
+    cards: usize,
+    family: &'a str,
+    compute_capability: &'a str,
+    driver_version: &'a str,
+    runtime_version: &'a str,
+}
+
+impl<'a> GroupLabelInputs<'a> {
+    /// The inputs of `group`'s labels; none for a group without cards, which writes none.
+    pub fn of(group: &'a DeviceGroup) -> Option<Self> {
+        (!group.cards.is_empty()).then_some(GroupLabelInputs {
+            manufacturer: &group.manufacturer,
+            id: &group.id,
+            name: &group.name,
+            memory_mib: group.memory_mib,
+            cores: group.cores,
+            cards: group.cards.len(),
+            family: &group.family,
+            compute_capability: &group.compute_capability,
+            driver_version: &group.driver_version,
+            runtime_version: &group.runtime_version,
+        })
     }
-    let mut put = |k: Text, v: &str| {
-        out.insert(k, sanitize_label_value(v).into());
-    };
-    let manu_key = accelerator_feature_key(&group.manufacturer);
+}
+
+/// The labels of one device group with at least one card (`applyAcceleratorLabels`, chain.md
+/// §2.2; pkg/nodefeature/helper.go). The aKey uses the group's `id` as given; every value is
+/// sanitized as it is written. The keys are distinct, so their order does not matter.
+pub fn group_labels(group: &GroupLabelInputs<'_>) -> Vec<(Text, Text)> {
+    let mut out = Vec::with_capacity(10);
+    let mut put = |k: Text, v: &str| out.push((k, Text::from(sanitize_label_value(v))));
+    let manu_key = accelerator_feature_key(group.manufacturer);
     put(Text::new_static(ACCELERATABLE), "true");
     if !group.driver_version.is_empty() {
-        put(text!("{manu_key}.driver-version"), &group.driver_version);
+        put(text!("{manu_key}.driver-version"), group.driver_version);
     }
     if !group.runtime_version.is_empty() {
-        put(text!("{manu_key}.runtime-version"), &group.runtime_version);
+        put(text!("{manu_key}.runtime-version"), group.runtime_version);
     }
     let key = text!("{manu_key}-{}", group.id);
-    put(text!("{key}.product"), &group.name);
+    put(text!("{key}.product"), group.name);
     put(text!("{key}.memory"), &memory_label(group.memory_mib));
     put(text!("{key}.cores"), &group.cores.to_string());
-    put(text!("{key}.count"), &group.cards.len().to_string());
+    put(text!("{key}.count"), &group.cards.to_string());
     if !group.family.is_empty() {
-        put(text!("{key}.family"), &group.family);
+        put(text!("{key}.family"), group.family);
     }
     if !group.compute_capability.is_empty() {
-        put(text!("{key}.comcap"), &group.compute_capability);
+        put(text!("{key}.comcap"), group.compute_capability);
     }
     put(key, "true");
     put(manu_key, "true");
-}
-
-/// `ConstructAcceleratableNodeLabels`: the Device Manager's node labels for every group with
-/// a card (chain.md §2.2, §17 rule 4).
-pub fn accelerator_node_labels(devices: &Devices) -> Labels {
-    let mut out = Labels::new();
-    put_accelerator_node_labels(devices, &mut out);
     out
 }
 
-/// [`accelerator_node_labels`] written over `out`, group by group (a later group's label wins).
-fn put_accelerator_node_labels(devices: &Devices, out: &mut Labels) {
-    for group in &devices.groups {
-        put_group_labels(group, out);
+/// Writes [`group_labels`] of `group` over `out` (none for a group without cards).
+fn put_group_labels(group: &DeviceGroup, out: &mut Labels) {
+    if let Some(inputs) = GroupLabelInputs::of(group) {
+        out.extend(group_labels(&inputs));
     }
+}
+
+/// `ConstructAcceleratableNodeLabels`: the Device Manager's node labels for every group with
+/// a card (chain.md §2.2, §17 rule 4); a later group's label wins.
+pub fn accelerator_node_labels(devices: &Devices) -> Labels {
+    let mut out = Labels::new();
+    for group in &devices.groups {
+        put_group_labels(group, &mut out);
+    }
+    out
 }
 
 /// Whole cores of a CPU capacity in millicores, rounded up (`Quantity.Value()`).
@@ -532,30 +638,26 @@ pub fn worker_node_labels(
     manual: bool,
 ) -> Labels {
     let g_key = general_key(labels, annotations);
-    worker_node_labels_with_key(labels, &g_key, cpu_millis, manual)
+    worker_node_labels_with_key(labels, &GeneralLabelKeys::of(&g_key), cpu_millis, manual)
 }
 
-/// [`worker_node_labels`] for a node whose gKey is already known.
+/// [`worker_node_labels`] for a node whose gKey's label keys are already known.
 pub fn worker_node_labels_with_key(
     labels: &Labels,
-    g_key: &str,
+    g: &GeneralLabelKeys,
     cpu_millis: u64,
     manual: bool,
 ) -> Labels {
-    let mut out = Labels::new();
+    let mut out = Labels::with_capacity(4);
     if let Some(v) = managed_value(labels, manual) {
         out.insert(Text::new_static(MANAGED), v);
     }
-    out.insert(
-        general_feature_key(key_manufacturer(g_key)),
-        Text::new_static("true"),
-    );
-    let feature = general_feature_key(g_key);
+    out.insert(g.manufacturer_feature.clone(), Text::new_static("true"));
     let cores = cpu_cores(cpu_millis);
     if cores > 0 {
-        out.insert(text!("{feature}.count"), cores.to_smolstr());
+        out.insert(g.count.clone(), cores.to_smolstr());
     }
-    out.insert(feature, Text::new_static("true"));
+    out.insert(g.feature.clone(), Text::new_static("true"));
     out
 }
 
@@ -592,18 +694,33 @@ pub fn effective_node_labels_with_key(
     g_key: &str,
     sources: &[TopologySource],
 ) -> Labels {
+    let g = GeneralLabelKeys::of(g_key);
+    effective_node_labels_by(node, settings, &g, sources, put_group_labels)
+}
+
+/// [`effective_node_labels_with_key`] with each device group's labels written by `put_group`
+/// ([`put_group_labels`], or the same labels remembered from an alike group).
+pub fn effective_node_labels_by<'a>(
+    node: &'a Node,
+    settings: &Settings,
+    g: &GeneralLabelKeys,
+    sources: &[TopologySource],
+    mut put_group: impl FnMut(&'a DeviceGroup, &mut Labels),
+) -> Labels {
     let mut out = node.labels.clone();
     // The Device Manager and the Worker add most of a node's labels (a card model's group
     // alone adds a few dozen): one allocation instead of a doubling per few inserts.
     out.reserve(DERIVED_LABELS_HINT);
     if let Some(devices) = &node.devices {
-        put_accelerator_node_labels(devices, &mut out);
+        for group in &devices.groups {
+            put_group(group, &mut out);
+        }
         // the same DM NodeFeature carries the RDMA and fabric labels (rdma.go, fabric.go)
         out.extend(crate::rdma::network_node_labels(devices, &node.network));
     }
     out.extend(worker_node_labels_with_key(
         &node.labels,
-        g_key,
+        g,
         node.cpu_millis,
         settings.manual_node_management,
     ));
@@ -668,7 +785,7 @@ fn flavor_name(g_key: &str, a_key: &str, os: &str, arch: &str, count: u64, profi
 
 /// `spec.nodeLabels` shared by both flavor kinds: managed, os, arch, paired CPU key, profile.
 fn base_node_labels(os: &str, arch: &str, g_key: &str, profile: &str) -> Labels {
-    let mut out = Labels::new();
+    let mut out = Labels::with_capacity(8);
     out.insert(Text::new_static(MANAGED), Text::new_static("true"));
     out.insert(Text::new_static(OS), os.to_smolstr());
     out.insert(Text::new_static(ARCH), arch.to_smolstr());
@@ -685,20 +802,87 @@ pub fn mixing_drops_cpu_flavor(labels: &Labels, settings: &Settings) -> bool {
     !settings.mixed_on_node && node_is_accelerated(labels)
 }
 
-/// The node's CPU flavor, when its gKey `.count` is positive (chain.md §6.1–6.3).
-fn cpu_flavor(
+/// Everything one node flavor is built from besides the settings: its keys and the labels
+/// (and, for the CPU flavor, the annotations) its rule reads (chain.md §6.1–6.3). Nodes alike
+/// in these contribute equal flavors, so a derivation builds each once
+/// ([`crate::node_rules`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FlavorInputs {
+    pub general_key: Text,
+    /// Empty for the CPU flavor.
+    pub accelerator_key: Text,
+    /// The positive per-node count: cores or cards.
+    pub count: u64,
+    pub os: Text,
+    pub arch: Text,
+    pub profile: Text,
+    pub product: Text,
+    pub family: Text,
+    pub memory: Text,
+    pub cores: Text,
+}
+
+/// The inputs of the node's CPU flavor, when its gKey `.count` is positive (chain.md §6.1–6.3).
+fn cpu_flavor_inputs(
     labels: &Labels,
     annotations: &Labels,
-    g_key: &str,
+    g: &GeneralLabelKeys,
     settings: &Settings,
-) -> Option<NodeFlavor> {
-    let count_key = text!("{}.count", general_feature_key(g_key));
-    let count = positive_count(labels, &count_key)?;
-    let os = label_text(labels, OS);
-    let arch = label_text(labels, ARCH);
-    let profile = flavor_profile(labels, settings);
-    let mut node_labels = base_node_labels(&os, &arch, g_key, &profile);
-    node_labels.insert(count_key, count.to_smolstr());
+) -> Option<FlavorInputs> {
+    Some(FlavorInputs {
+        general_key: g.key.clone(),
+        accelerator_key: Text::default(),
+        count: positive_count(labels, &g.count)?,
+        os: label_text(labels, OS),
+        arch: label_text(labels, ARCH),
+        profile: flavor_profile(labels, settings),
+        product: cpu_annotation(annotations, "name"),
+        family: cpu_annotation(annotations, "family"),
+        memory: Text::default(),
+        cores: Text::default(),
+    })
+}
+
+/// The inputs of the node's device flavor for one aKey, when its `.count` is positive
+/// (chain.md §6.1–6.3).
+fn device_flavor_inputs(
+    labels: &Labels,
+    g: &GeneralLabelKeys,
+    a: &AcceleratorLabelKeys,
+    settings: &Settings,
+) -> Option<FlavorInputs> {
+    Some(FlavorInputs {
+        general_key: g.key.clone(),
+        accelerator_key: a.key.clone(),
+        count: positive_count(labels, &a.count)?,
+        os: label_text(labels, OS),
+        arch: label_text(labels, ARCH),
+        profile: flavor_profile(labels, settings),
+        product: label_text(labels, &a.product),
+        family: label_text(labels, &a.family),
+        memory: label_text(labels, &a.memory),
+        cores: label_text(labels, &a.cores),
+    })
+}
+
+/// The flavor of `inputs`: a CPU flavor without an aKey, a device flavor with one
+/// (`ExtractNodeFlavors`, chain.md §6.1–6.3).
+pub fn flavor_of(inputs: &FlavorInputs, settings: &Settings) -> NodeFlavor {
+    if inputs.accelerator_key.is_empty() {
+        cpu_flavor_of(inputs, settings)
+    } else {
+        device_flavor_of(inputs)
+    }
+}
+
+/// A CPU flavor: pins the gKey `.count` and, mixing off, the CPU-only mark (chain.md §6.2).
+fn cpu_flavor_of(i: &FlavorInputs, settings: &Settings) -> NodeFlavor {
+    let g_key = i.general_key.as_str();
+    let mut node_labels = base_node_labels(&i.os, &i.arch, g_key, &i.profile);
+    node_labels.insert(
+        text!("{}.count", general_feature_key(g_key)),
+        i.count.to_smolstr(),
+    );
     if !settings.mixed_on_node {
         // E3 pins the CPU-only mark; E2 (@ee282a6) pinned acceleratable=false instead.
         match settings.era {
@@ -708,57 +892,47 @@ fn cpu_flavor(
             }
         };
     }
-    Some(NodeFlavor {
-        name: flavor_name(g_key, "", &os, &arch, count, &profile),
+    NodeFlavor {
+        name: flavor_name(g_key, "", &i.os, &i.arch, i.count, &i.profile),
         manufacturer: Text::new(key_manufacturer(g_key)),
-        general_key: Text::new(g_key),
+        general_key: i.general_key.clone(),
         accelerator_key: Text::default(),
-        os,
-        arch,
-        count,
+        os: i.os.clone(),
+        arch: i.arch.clone(),
+        count: i.count,
         acceleratable: false,
-        product: cpu_annotation(annotations, "name"),
-        family: cpu_annotation(annotations, "family"),
+        product: i.product.clone(),
+        family: i.family.clone(),
         memory: Text::default(),
         cores: Text::default(),
-        profile,
+        profile: i.profile.clone(),
         node_labels,
-    })
+    }
 }
 
-/// The node's device flavor for `a_key`, when its `.count` is positive (chain.md §6.1–6.3).
-fn device_flavor(
-    labels: &Labels,
-    g_key: &str,
-    a_key: &str,
-    settings: &Settings,
-) -> Option<NodeFlavor> {
+/// A device flavor: pins the aKey's feature key and `.count` (chain.md §6.2).
+fn device_flavor_of(i: &FlavorInputs) -> NodeFlavor {
+    let (g_key, a_key) = (i.general_key.as_str(), i.accelerator_key.as_str());
     let feature = accelerator_feature_key(a_key);
-    let count_key = text!("{feature}.count");
-    let count = positive_count(labels, &count_key)?;
-    let os = label_text(labels, OS);
-    let arch = label_text(labels, ARCH);
-    let profile = flavor_profile(labels, settings);
-    let read = |suffix: &str| label_text(labels, &text!("{feature}.{suffix}"));
-    let mut node_labels = base_node_labels(&os, &arch, g_key, &profile);
-    node_labels.insert(feature.clone(), Text::new_static("true"));
-    node_labels.insert(count_key, count.to_smolstr());
-    Some(NodeFlavor {
-        name: flavor_name(g_key, a_key, &os, &arch, count, &profile),
-        general_key: Text::new(g_key),
-        accelerator_key: Text::new(a_key),
+    let mut node_labels = base_node_labels(&i.os, &i.arch, g_key, &i.profile);
+    node_labels.insert(text!("{feature}.count"), i.count.to_smolstr());
+    node_labels.insert(feature, Text::new_static("true"));
+    NodeFlavor {
+        name: flavor_name(g_key, a_key, &i.os, &i.arch, i.count, &i.profile),
+        general_key: i.general_key.clone(),
+        accelerator_key: i.accelerator_key.clone(),
         manufacturer: Text::new(key_manufacturer(a_key)),
-        os,
-        arch,
-        count,
+        os: i.os.clone(),
+        arch: i.arch.clone(),
+        count: i.count,
         acceleratable: true,
-        product: read("product"),
-        family: read("family"),
-        memory: read("memory"),
-        cores: read("cores"),
-        profile,
+        product: i.product.clone(),
+        family: i.family.clone(),
+        memory: i.memory.clone(),
+        cores: i.cores.clone(),
+        profile: i.profile.clone(),
         node_labels,
-    })
+    }
 }
 
 /// `ExtractNodeFlavors` plus the reconciler's profile suffix and mixing rule: the CPU flavor
@@ -783,15 +957,37 @@ pub fn node_flavors_with_keys(
     g_key: &str,
     a_keys: &[String],
 ) -> Vec<NodeFlavor> {
+    let a_keys: Vec<AcceleratorLabelKeys> =
+        a_keys.iter().map(|a| AcceleratorLabelKeys::of(a)).collect();
+    node_flavors_by(
+        labels,
+        annotations,
+        settings,
+        &GeneralLabelKeys::of(g_key),
+        &a_keys,
+        |inputs| flavor_of(&inputs, settings),
+    )
+}
+
+/// [`node_flavors_with_keys`] with each flavor built by `build` from its inputs ([`flavor_of`],
+/// or the same flavor remembered from an alike node).
+pub fn node_flavors_by(
+    labels: &Labels,
+    annotations: &Labels,
+    settings: &Settings,
+    g: &GeneralLabelKeys,
+    a_keys: &[AcceleratorLabelKeys],
+    build: impl FnMut(FlavorInputs) -> NodeFlavor,
+) -> Vec<NodeFlavor> {
     let cpu = if mixing_drops_cpu_flavor(labels, settings) {
         None
     } else {
-        cpu_flavor(labels, annotations, g_key, settings)
+        cpu_flavor_inputs(labels, annotations, g, settings)
     };
     let devices = a_keys
         .iter()
-        .filter_map(|a_key| device_flavor(labels, g_key, a_key, settings));
-    cpu.into_iter().chain(devices).collect()
+        .filter_map(|a| device_flavor_inputs(labels, g, a, settings));
+    cpu.into_iter().chain(devices).map(build).collect()
 }
 
 /// A node contributes flavors iff it is managed (`true`) and, in E3, carries a topology profile;
@@ -1459,7 +1655,12 @@ mod tests {
                 labels
             );
             assert_eq!(
-                worker_node_labels_with_key(&node.labels, &g_key, node.cpu_millis, false),
+                worker_node_labels_with_key(
+                    &node.labels,
+                    &GeneralLabelKeys::of(&g_key),
+                    node.cpu_millis,
+                    false
+                ),
                 worker_node_labels(&node.labels, &node.annotations, node.cpu_millis, false)
             );
             assert_eq!(
@@ -1471,6 +1672,27 @@ mod tests {
                     &accelerator_keys(&labels)
                 ),
                 node_flavors(&labels, &node.annotations, &settings)
+            );
+        }
+    }
+
+    #[test]
+    fn hashing_parts_with_their_separator_is_hashing_them_joined() {
+        let lists: [&[&str]; 5] = [
+            &[],
+            &[""],
+            &["", ""],
+            &[HOSTNAME],
+            &[
+                "topology.kubernetes.io/zone",
+                "fabric.topograph.run/tier-2",
+                HOSTNAME,
+            ],
+        ];
+        for parts in lists {
+            assert_eq!(
+                fnv1a64_joined(parts.iter().copied(), "\0"),
+                fnv1a64(&parts.join("\0"))
             );
         }
     }

@@ -5,6 +5,7 @@ use crate::labels::{
     self, Labels, Text, ToSmolStr, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, GENERAL_PREFIX,
     MANAGED, OS, SCHEDULE_PREFIX, TOPOLOGY_PROFILE,
 };
+use crate::nodefeature::{AcceleratorLabelKeys, GeneralLabelKeys};
 use crate::objects::{InstanceTypeSpec, NodeFlavor, UnitResources};
 
 /// `GeneralGroupGeneric`: the CPU group of a CPU-manufacturer-agnostic (collapsed) pool.
@@ -210,29 +211,23 @@ pub fn pool_devices_selector(queue_labels: &Labels) -> Option<Labels> {
 /// one, `general.<gKey>=true` and the topology profile (NodeDevicesReconciler).
 pub fn devices_labels(
     node_effective_labels: &Labels,
-    general_key: &str,
-    accelerator_keys: &[String],
+    general: &GeneralLabelKeys,
+    accelerators: &[AcceleratorLabelKeys],
 ) -> Labels {
-    let mut out = Labels::new();
+    let mut out = Labels::with_capacity(6 + accelerators.len());
     for key in [OS, ARCH, TOPOLOGY_PROFILE] {
         if let Some(v) = node_effective_labels.get(key).filter(|v| !v.is_empty()) {
-            out.insert(key.to_smolstr(), v.clone());
+            out.insert(Text::new_static(key), v.clone());
         }
     }
-    for a_key in accelerator_keys {
-        out.insert(
-            labels::accelerator_feature_key(a_key),
-            Text::new_static("true"),
-        );
+    for a in accelerators {
+        out.insert(a.feature.clone(), Text::new_static("true"));
     }
     if let Some(v) = node_effective_labels.get(MANAGED).filter(|v| !v.is_empty()) {
         out.insert(Text::new_static(MANAGED), v.clone());
     }
-    if !general_key.is_empty() {
-        out.insert(
-            labels::general_feature_key(general_key),
-            Text::new_static("true"),
-        );
+    if !general.key.is_empty() {
+        out.insert(general.feature.clone(), Text::new_static("true"));
     }
     out
 }
@@ -733,7 +728,11 @@ mod tests {
             (TOPOLOGY_PROFILE, "fnv64-87bf574bea2a4f23"),
             ("acceleratable.feature.gpustack.ai/nvidia-a10g.count", "1"),
         ]);
-        let got = devices_labels(&node, "amd-epyc-7r32", &["nvidia-a10g".to_string()]);
+        let got = devices_labels(
+            &node,
+            &GeneralLabelKeys::of("amd-epyc-7r32"),
+            &[AcceleratorLabelKeys::of("nvidia-a10g")],
+        );
         assert_eq!(
             got,
             l(&[
@@ -745,7 +744,7 @@ mod tests {
                 ("general.feature.gpustack.ai/amd-epyc-7r32", "true"),
             ])
         );
-        let unmanaged = devices_labels(&l(&[(OS, "linux")]), "generic", &[]);
+        let unmanaged = devices_labels(&l(&[(OS, "linux")]), &GeneralLabelKeys::of("generic"), &[]);
         assert!(!unmanaged.contains_key(MANAGED));
     }
 

@@ -1,0 +1,202 @@
+//! The node rules of one derivation (chain.md §17 rules 1–8 and 18), each applied once per
+//! distinct input rather than once per node. A large cluster has many alike nodes: a few CPU
+//! models, a few card models and driver versions, a few core and card counts. What a rule
+//! builds from the same inputs is the same, so the derivation formats the label keys of each
+//! gKey and aKey once, writes each distinct device group's labels once and builds each
+//! distinct flavor once, and hands every node a copy (labels and long texts are shared on
+//! copy). The rules themselves are `nodefeature`'s and `pool`'s; this file only remembers
+//! their results, keyed by everything each one reads (`GeneralKeyInputs`, `GroupLabelInputs`,
+//! `FlavorInputs`), so a remembered result is the one the rule would compute.
+
+// Keyed by label texts of the cluster being derived, never by input chosen for collisions.
+use foldhash::HashMap;
+
+use crate::cluster::{Era, Node, Settings, TopologySource};
+use crate::derive::DerivedNode;
+use crate::labels::{Labels, Text};
+use crate::nodefeature::{
+    self, AcceleratorLabelKeys, FlavorInputs, GeneralKeyInputs, GeneralLabelKeys, GroupLabelInputs,
+};
+use crate::objects::NodeFlavor;
+use crate::pool;
+
+/// One derivation's node rules: its settings and TopologySources, and what the rules computed
+/// so far for the inputs they met.
+pub(crate) struct NodeRules<'a> {
+    settings: &'a Settings,
+    sources: &'a [TopologySource],
+    /// Rule 2's gKey and its label keys, per distinct CPU identity (chain.md §3.1).
+    general: HashMap<GeneralKeyInputs<'a>, GeneralLabelKeys>,
+    /// The label keys of each aKey met.
+    accelerators: HashMap<Text, AcceleratorLabelKeys>,
+    /// Rule 4's labels of each distinct device group.
+    groups: HashMap<GroupLabelInputs<'a>, Vec<(Text, Text)>>,
+    /// Rule 8's flavors, per distinct flavor input (the settings are the derivation's).
+    flavors: HashMap<FlavorInputs, NodeFlavor>,
+}
+
+impl<'a> NodeRules<'a> {
+    pub(crate) fn new(settings: &'a Settings, sources: &'a [TopologySource]) -> Self {
+        NodeRules {
+            settings,
+            sources,
+            general: HashMap::default(),
+            accelerators: HashMap::default(),
+            groups: HashMap::default(),
+            flavors: HashMap::default(),
+        }
+    }
+
+    /// The TopologySources the nodes are profiled against.
+    pub(crate) fn sources(&self) -> &'a [TopologySource] {
+        self.sources
+    }
+
+    /// The gKey of `node` (from its own labels and annotations) and the keys derived from it.
+    pub(crate) fn general_keys(&mut self, node: &'a Node) -> GeneralLabelKeys {
+        let inputs = GeneralKeyInputs::of(&node.labels, &node.annotations);
+        self.general
+            .entry(inputs)
+            .or_insert_with(|| GeneralLabelKeys::of(&nodefeature::general_key_of(&inputs)))
+            .clone()
+    }
+
+    /// Rules 1–8 and 18 for one node whose gKey's keys are `g`, profiled against the sources.
+    pub(crate) fn derive_node(&mut self, node: &'a Node, g: &GeneralLabelKeys) -> DerivedNode {
+        let settings = self.settings;
+        let groups = &mut self.groups;
+        let labels =
+            nodefeature::effective_node_labels_by(node, settings, g, self.sources, |group, out| {
+                if let Some(inputs) = GroupLabelInputs::of(group) {
+                    let written = groups
+                        .entry(inputs)
+                        .or_insert_with(|| nodefeature::group_labels(&inputs));
+                    out.extend(written.iter().cloned());
+                }
+            });
+        let topology_levels = match settings.era {
+            Era::E3 => nodefeature::node_topology_levels(&labels, self.sources),
+            Era::E2 => Vec::new(),
+        };
+        let eligible = nodefeature::node_is_eligible(&labels, settings);
+        let a_keys = self.accelerator_keys(&labels);
+        let flavors = if eligible {
+            let known = &mut self.flavors;
+            nodefeature::node_flavors_by(&labels, &node.annotations, settings, g, &a_keys, |i| {
+                known
+                    .entry(i)
+                    .or_insert_with_key(|i| nodefeature::flavor_of(i, settings))
+                    .clone()
+            })
+        } else {
+            Vec::new()
+        };
+        let devices_labels = node
+            .devices
+            .as_ref()
+            .map(|_| pool::devices_labels(&labels, g, &a_keys));
+        DerivedNode {
+            name: node.name.as_str().into(),
+            labels,
+            eligible,
+            flavors,
+            devices_labels,
+            topology_levels,
+        }
+    }
+
+    /// Rule 5's aKeys of `labels`, each with its label keys.
+    fn accelerator_keys(&mut self, labels: &Labels) -> Vec<AcceleratorLabelKeys> {
+        nodefeature::accelerator_keys(labels)
+            .iter()
+            .map(|a_key| match self.accelerators.get(a_key.as_str()) {
+                Some(keys) => keys.clone(),
+                None => {
+                    let keys = AcceleratorLabelKeys::of(a_key);
+                    self.accelerators.insert(keys.key.clone(), keys.clone());
+                    keys
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::Cluster;
+
+    /// The node rules applied to one node at a time, nothing remembered: the reference.
+    fn derived_alone(node: &Node, settings: &Settings, sources: &[TopologySource]) -> DerivedNode {
+        let g_key = nodefeature::general_key(&node.labels, &node.annotations);
+        let labels = nodefeature::effective_node_labels_with_key(node, settings, &g_key, sources);
+        let a_keys = nodefeature::accelerator_keys(&labels);
+        let eligible = nodefeature::node_is_eligible(&labels, settings);
+        let flavors = if eligible {
+            nodefeature::node_flavors_with_keys(
+                &labels,
+                &node.annotations,
+                settings,
+                &g_key,
+                &a_keys,
+            )
+        } else {
+            Vec::new()
+        };
+        let a_keys: Vec<_> = a_keys.iter().map(|a| AcceleratorLabelKeys::of(a)).collect();
+        DerivedNode {
+            name: node.name.as_str().into(),
+            devices_labels: node
+                .devices
+                .as_ref()
+                .map(|_| pool::devices_labels(&labels, &GeneralLabelKeys::of(&g_key), &a_keys)),
+            topology_levels: match settings.era {
+                Era::E3 => nodefeature::node_topology_levels(&labels, sources),
+                Era::E2 => Vec::new(),
+            },
+            labels,
+            eligible,
+            flavors,
+        }
+    }
+
+    /// Every node derived through one `NodeRules` (results shared among alike nodes) equals the
+    /// same node derived by the rules alone, in both eras and mixing settings.
+    #[test]
+    fn a_node_derives_the_same_with_its_neighbours_results_as_alone() {
+        let mut clusters: Vec<Cluster> = vec![
+            crate::examples::large_mixed(128, 4),
+            crate::examples::walkthrough(),
+        ];
+        for base in clusters.clone() {
+            for (era, mixed) in [(Era::E3, true), (Era::E3, false), (Era::E2, false)] {
+                let mut c = base.clone();
+                c.settings.era = era;
+                c.settings.mixed_on_node = mixed;
+                clusters.push(c);
+            }
+        }
+        let (mut flavors_handed, mut flavors_built) = (0, 0);
+        for cluster in &clusters {
+            let (settings, sources) = (&cluster.settings, &cluster.topology_sources[..]);
+            let mut rules = NodeRules::new(settings, sources);
+            for node in &cluster.nodes {
+                let g = rules.general_keys(node);
+                let derived = rules.derive_node(node, &g);
+                assert_eq!(
+                    derived,
+                    derived_alone(node, settings, sources),
+                    "{}",
+                    node.name
+                );
+                flavors_handed += derived.flavors.len();
+            }
+            flavors_built += rules.flavors.len();
+        }
+        // Not vacuous: most nodes' flavors were remembered from an alike node.
+        assert!(
+            flavors_built * 2 < flavors_handed,
+            "{flavors_built} flavors built for {flavors_handed} handed out"
+        );
+    }
+}
