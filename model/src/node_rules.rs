@@ -2,11 +2,12 @@
 //! distinct input rather than once per node. A large cluster has many alike nodes: a few CPU
 //! models, a few card models and driver versions, a few core and card counts. What a rule
 //! builds from the same inputs is the same, so the derivation formats the label keys of each
-//! gKey and aKey once, writes each distinct device group's labels once and builds each
-//! distinct flavor once, and hands every node a copy (labels and long texts are shared on
-//! copy). The rules themselves are `nodefeature`'s and `pool`'s; this file only remembers
-//! their results, keyed by everything each one reads (`GeneralKeyInputs`, `GroupLabelInputs`,
-//! `FlavorInputs`), so a remembered result is the one the rule would compute.
+//! gKey and aKey once, writes each distinct device group's labels once, builds each distinct
+//! flavor and Devices label set once, and hands every node a copy (labels and long texts are
+//! shared on copy). The rules themselves are `nodefeature`'s and `pool`'s; this file only
+//! remembers their results, keyed by everything each one reads (`GeneralKeyInputs`,
+//! `GroupLabelInputs`, `FlavorInputs`, `DevicesLabelInputs`), so a remembered result is the one
+//! the rule would compute.
 
 // Keyed by label texts of the cluster being derived, never by input chosen for collisions.
 use foldhash::HashMap;
@@ -18,7 +19,7 @@ use crate::nodefeature::{
     self, AcceleratorLabelKeys, FlavorInputs, GeneralKeyInputs, GeneralLabelKeys, GroupLabelInputs,
 };
 use crate::objects::NodeFlavor;
-use crate::pool;
+use crate::pool::{self, DevicesLabelInputs};
 
 /// One derivation's node rules: its settings and TopologySources, and what the rules computed
 /// so far for the inputs they met.
@@ -33,6 +34,8 @@ pub(crate) struct NodeRules<'a> {
     groups: HashMap<GroupLabelInputs<'a>, Vec<(Text, Text)>>,
     /// Rule 8's flavors, per distinct flavor input (the settings are the derivation's).
     flavors: HashMap<FlavorInputs, NodeFlavor>,
+    /// Rule 18's Devices labels, per distinct input (a copy shares the map).
+    devices_labels: HashMap<DevicesLabelInputs, Labels>,
 }
 
 impl<'a> NodeRules<'a> {
@@ -44,6 +47,7 @@ impl<'a> NodeRules<'a> {
             accelerators: HashMap::default(),
             groups: HashMap::default(),
             flavors: HashMap::default(),
+            devices_labels: HashMap::default(),
         }
     }
 
@@ -91,10 +95,12 @@ impl<'a> NodeRules<'a> {
         } else {
             Vec::new()
         };
-        let devices_labels = node
-            .devices
-            .as_ref()
-            .map(|_| pool::devices_labels(&labels, g, &a_keys));
+        let devices_labels = node.devices.as_ref().map(|_| {
+            self.devices_labels
+                .entry(DevicesLabelInputs::of(&labels, g, &a_keys))
+                .or_insert_with_key(pool::devices_labels_of)
+                .clone()
+        });
         DerivedNode {
             name: node.name.as_str().into(),
             labels,

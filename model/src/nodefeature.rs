@@ -649,6 +649,18 @@ pub fn worker_node_labels_with_key(
     manual: bool,
 ) -> Labels {
     let mut out = Labels::with_capacity(4);
+    put_worker_node_labels(labels, g, cpu_millis, manual, &mut out);
+    out
+}
+
+/// Writes [`worker_node_labels_with_key`] over `out`.
+fn put_worker_node_labels(
+    labels: &Labels,
+    g: &GeneralLabelKeys,
+    cpu_millis: u64,
+    manual: bool,
+    out: &mut Labels,
+) {
     if let Some(v) = managed_value(labels, manual) {
         out.insert(Text::new_static(MANAGED), v);
     }
@@ -658,7 +670,6 @@ pub fn worker_node_labels_with_key(
         out.insert(g.count.clone(), cores.to_smolstr());
     }
     out.insert(g.feature.clone(), Text::new_static("true"));
-    out
 }
 
 /// Whether a node carries the umbrella `feature.gpustack.ai/acceleratable=true`.
@@ -718,12 +729,13 @@ pub fn effective_node_labels_by<'a>(
         // the same DM NodeFeature carries the RDMA and fabric labels (rdma.go, fabric.go)
         out.extend(crate::rdma::network_node_labels(devices, &node.network));
     }
-    out.extend(worker_node_labels_with_key(
+    put_worker_node_labels(
         &node.labels,
         g,
         node.cpu_millis,
         settings.manual_node_management,
-    ));
+        &mut out,
+    );
     if settings.era == Era::E3 {
         let profile = profile_of_levels(&node_topology_levels(&out, sources));
         out.insert(Text::new_static(TOPOLOGY_PROFILE), profile.into());

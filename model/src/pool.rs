@@ -214,20 +214,60 @@ pub fn devices_labels(
     general: &GeneralLabelKeys,
     accelerators: &[AcceleratorLabelKeys],
 ) -> Labels {
-    let mut out = Labels::with_capacity(6 + accelerators.len());
-    for key in [OS, ARCH, TOPOLOGY_PROFILE] {
-        if let Some(v) = node_effective_labels.get(key).filter(|v| !v.is_empty()) {
-            out.insert(Text::new_static(key), v.clone());
+    devices_labels_of(&DevicesLabelInputs::of(
+        node_effective_labels,
+        general,
+        accelerators,
+    ))
+}
+
+/// Everything [`devices_labels`] reads: the node's non-empty os, arch, profile and managed
+/// values and its gKey's and aKeys' feature keys. Nodes alike in these carry equal Devices
+/// labels, so a derivation builds them once ([`crate::node_rules`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DevicesLabelInputs {
+    /// `(key, value)` of os, arch and the topology profile, where set and non-empty.
+    platform: [Option<(&'static str, Text)>; 3],
+    managed: Option<Text>,
+    general_feature: Option<Text>,
+    accelerator_features: Vec<Text>,
+}
+
+impl DevicesLabelInputs {
+    pub fn of(
+        node_effective_labels: &Labels,
+        general: &GeneralLabelKeys,
+        accelerators: &[AcceleratorLabelKeys],
+    ) -> Self {
+        let value = |key: &str| {
+            node_effective_labels
+                .get(key)
+                .filter(|v| !v.is_empty())
+                .cloned()
+        };
+        DevicesLabelInputs {
+            platform: [OS, ARCH, TOPOLOGY_PROFILE].map(|k| value(k).map(|v| (k, v))),
+            managed: value(MANAGED),
+            general_feature: (!general.key.is_empty()).then(|| general.feature.clone()),
+            accelerator_features: accelerators.iter().map(|a| a.feature.clone()).collect(),
         }
     }
-    for a in accelerators {
-        out.insert(a.feature.clone(), Text::new_static("true"));
+}
+
+/// The Devices labels of `inputs` (see [`devices_labels`]).
+pub fn devices_labels_of(inputs: &DevicesLabelInputs) -> Labels {
+    let mut out = Labels::with_capacity(6 + inputs.accelerator_features.len());
+    for (k, v) in inputs.platform.iter().flatten() {
+        out.insert(Text::new_static(k), v.clone());
     }
-    if let Some(v) = node_effective_labels.get(MANAGED).filter(|v| !v.is_empty()) {
+    for feature in &inputs.accelerator_features {
+        out.insert(feature.clone(), Text::new_static("true"));
+    }
+    if let Some(v) = &inputs.managed {
         out.insert(Text::new_static(MANAGED), v.clone());
     }
-    if !general.key.is_empty() {
-        out.insert(general.feature.clone(), Text::new_static("true"));
+    if let Some(feature) = &inputs.general_feature {
+        out.insert(feature.clone(), Text::new_static("true"));
     }
     out
 }
