@@ -11,6 +11,8 @@ pub const CPU_FAMILY: &str = "feature.node.kubernetes.io/cpu-model.family";
 pub const CPU_ID: &str = "feature.node.kubernetes.io/cpu-model.id";
 /// Annotation from the NodeFeatureRule `gpustack-cpu-info`.
 pub const CPU_NAME_ANNOTATION: &str = "feature.gpustack.ai/cpu-name";
+/// Annotation from the same rule: the CPU family (`CPU_ANNOTATION_PREFIX` + `family`).
+pub const CPU_FAMILY_ANNOTATION: &str = "feature.gpustack.ai/cpu-family";
 /// Prefix of every `feature.gpustack.ai/cpu-*` annotation.
 pub const CPU_ANNOTATION_PREFIX: &str = "feature.gpustack.ai/cpu-";
 
@@ -323,6 +325,15 @@ pub use crate::text;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_annotation_keys_are_the_prefix_and_their_attribute() {
+        assert_eq!(CPU_NAME_ANNOTATION, format!("{CPU_ANNOTATION_PREFIX}name"));
+        assert_eq!(
+            CPU_FAMILY_ANNOTATION,
+            format!("{CPU_ANNOTATION_PREFIX}family")
+        );
+    }
 
     #[test]
     fn text_formats_as_format_does_at_every_length() {

@@ -7,8 +7,8 @@ use crate::devices::{DeviceGroup, Devices};
 use crate::labels::{
     self, accelerator_feature_key, general_feature_key, is_known_manufacturer, text, Labels, Text,
     ToSmolStr, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY,
-    CPU_ID, CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR, CREDITS_PREFIX, HOSTNAME, MANAGED, OS,
-    TOPOLOGY_PROFILE,
+    CPU_FAMILY_ANNOTATION, CPU_ID, CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR, CREDITS_PREFIX,
+    HOSTNAME, MANAGED, OS, TOPOLOGY_PROFILE,
 };
 use crate::objects::NodeFlavor;
 
@@ -192,7 +192,15 @@ pub fn normalize_name(name: &str, manufacturer: &str, budget: usize, strip_cruft
 /// A `feature.gpustack.ai/cpu-<attr>` annotation; an unresolved NFD template (`@…`) reads as
 /// empty (`generalFeatureAnnotation`, pkg/nodefeature/helper.go).
 pub fn cpu_annotation(annotations: &Labels, attr: &str) -> Text {
-    match labels::get_formatted(annotations, format_args!("{CPU_ANNOTATION_PREFIX}{attr}")) {
+    resolved(labels::get_formatted(
+        annotations,
+        format_args!("{CPU_ANNOTATION_PREFIX}{attr}"),
+    ))
+}
+
+/// A `feature.gpustack.ai/cpu-*` annotation's value, empty when absent or an unresolved `@…`.
+fn resolved(value: Option<&Text>) -> Text {
+    match value {
         Some(v) if !v.starts_with('@') => v.clone(),
         _ => Text::default(),
     }
@@ -834,24 +842,35 @@ pub struct FlavorInputs {
     pub cores: Text,
 }
 
+/// The inputs both flavor kinds share: the gKey and the node's os, arch and profile (the
+/// counts and attributes left empty), read once per node.
+fn platform_inputs(labels: &Labels, g: &GeneralLabelKeys, settings: &Settings) -> FlavorInputs {
+    FlavorInputs {
+        general_key: g.key.clone(),
+        accelerator_key: Text::default(),
+        count: 0,
+        os: label_text(labels, OS),
+        arch: label_text(labels, ARCH),
+        profile: flavor_profile(labels, settings),
+        product: Text::default(),
+        family: Text::default(),
+        memory: Text::default(),
+        cores: Text::default(),
+    }
+}
+
 /// The inputs of the node's CPU flavor, when its gKey `.count` is positive (chain.md §6.1–6.3).
 fn cpu_flavor_inputs(
     labels: &Labels,
     annotations: &Labels,
     g: &GeneralLabelKeys,
-    settings: &Settings,
+    platform: &FlavorInputs,
 ) -> Option<FlavorInputs> {
     Some(FlavorInputs {
-        general_key: g.key.clone(),
-        accelerator_key: Text::default(),
         count: positive_count(labels, &g.count)?,
-        os: label_text(labels, OS),
-        arch: label_text(labels, ARCH),
-        profile: flavor_profile(labels, settings),
-        product: cpu_annotation(annotations, "name"),
-        family: cpu_annotation(annotations, "family"),
-        memory: Text::default(),
-        cores: Text::default(),
+        product: resolved(annotations.get(CPU_NAME_ANNOTATION)),
+        family: resolved(annotations.get(CPU_FAMILY_ANNOTATION)),
+        ..platform.clone()
     })
 }
 
@@ -859,21 +878,17 @@ fn cpu_flavor_inputs(
 /// (chain.md §6.1–6.3).
 fn device_flavor_inputs(
     labels: &Labels,
-    g: &GeneralLabelKeys,
     a: &AcceleratorLabelKeys,
-    settings: &Settings,
+    platform: &FlavorInputs,
 ) -> Option<FlavorInputs> {
     Some(FlavorInputs {
-        general_key: g.key.clone(),
         accelerator_key: a.key.clone(),
         count: positive_count(labels, &a.count)?,
-        os: label_text(labels, OS),
-        arch: label_text(labels, ARCH),
-        profile: flavor_profile(labels, settings),
         product: label_text(labels, &a.product),
         family: label_text(labels, &a.family),
         memory: label_text(labels, &a.memory),
         cores: label_text(labels, &a.cores),
+        ..platform.clone()
     })
 }
 
@@ -991,14 +1006,15 @@ pub fn node_flavors_by(
     a_keys: &[AcceleratorLabelKeys],
     build: impl FnMut(FlavorInputs) -> NodeFlavor,
 ) -> Vec<NodeFlavor> {
+    let platform = platform_inputs(labels, g, settings);
     let cpu = if mixing_drops_cpu_flavor(labels, settings) {
         None
     } else {
-        cpu_flavor_inputs(labels, annotations, g, settings)
+        cpu_flavor_inputs(labels, annotations, g, &platform)
     };
     let devices = a_keys
         .iter()
-        .filter_map(|a| device_flavor_inputs(labels, g, a, settings));
+        .filter_map(|a| device_flavor_inputs(labels, a, &platform));
     cpu.into_iter().chain(devices).map(build).collect()
 }
 
