@@ -139,6 +139,34 @@ impl Labels {
         self.get_indexed(i)
     }
 
+    /// Writes `other`'s labels over this map's, `other`'s value winning on an equal key (what
+    /// [`Extend`] with `other`'s pairs gives): one merge of the two sorted vectors, where
+    /// inserting pair by pair searches and shifts once per pair. The merged map keeps room for
+    /// a few more labels.
+    pub fn overlay(&mut self, other: &Labels) {
+        const ROOM: usize = 8;
+        if other.is_empty() {
+            return;
+        }
+        if self.is_empty() {
+            *self = other.clone();
+            return;
+        }
+        let mut merged = Vec::with_capacity(self.len() + other.len() + ROOM);
+        let mut theirs = other.iter().peekable();
+        for (k, v) in self.iter() {
+            while let Some((tk, tv)) = theirs.next_if(|(tk, _)| *tk < k) {
+                merged.push((tk.clone(), tv.clone()));
+            }
+            match theirs.next_if(|(tk, _)| *tk == k) {
+                Some((tk, tv)) => merged.push((tk.clone(), tv.clone())),
+                None => merged.push((k.clone(), v.clone())),
+            }
+        }
+        merged.extend(theirs.map(|(k, v)| (k.clone(), v.clone())));
+        *self = Labels(Some(Arc::new(Map::from_sorted_store_unchecked(merged))));
+    }
+
     /// The map, unshared first if another holder shares it.
     fn map_mut(&mut self) -> &mut Map {
         Arc::make_mut(self.0.get_or_insert_with(Default::default))
@@ -325,6 +353,47 @@ pub use crate::text;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `overlay` is `extend` with the other map's pairs, whatever the overlap, and leaves a
+    /// map it shares untouched.
+    #[test]
+    fn overlaying_a_map_is_extending_by_its_pairs() {
+        let map = |pairs: &[(&str, &str)]| -> Labels {
+            pairs
+                .iter()
+                .map(|(k, v)| (Text::new(k), Text::new(v)))
+                .collect()
+        };
+        type Pairs<'p> = &'p [(&'p str, &'p str)];
+        let cases: [(Pairs, Pairs); 7] = [
+            (&[], &[]),
+            (&[("a", "1")], &[]),
+            (&[], &[("a", "1")]),
+            (
+                &[("b", "1"), ("d", "2")],
+                &[("a", "x"), ("c", "y"), ("e", "z")],
+            ),
+            (&[("a", "1"), ("b", "2"), ("c", "3")], &[("b", "x")]),
+            (
+                &[("a", "1"), ("c", "3")],
+                &[("a", "x"), ("b", "y"), ("c", "z"), ("d", "w")],
+            ),
+            (&[("m", "1")], &[("a", "x"), ("b", "y")]),
+        ];
+        for (mine, theirs) in cases {
+            let (base, other) = (map(mine), map(theirs));
+            let mut extended = base.clone();
+            extended.extend(other.iter().map(|(k, v)| (k.clone(), v.clone())));
+            let mut overlaid = base.clone();
+            overlaid.overlay(&other);
+            assert_eq!(overlaid, extended, "{mine:?} overlaid by {theirs:?}");
+            assert!(overlaid
+                .keys()
+                .zip(overlaid.keys().skip(1))
+                .all(|(a, b)| a < b));
+            assert_eq!(base, map(mine), "the shared map was written");
+        }
+    }
 
     #[test]
     fn cpu_annotation_keys_are_the_prefix_and_their_attribute() {

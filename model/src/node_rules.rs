@@ -30,8 +30,8 @@ pub(crate) struct NodeRules<'a> {
     general: HashMap<GeneralKeyInputs<'a>, GeneralLabelKeys>,
     /// The label keys of each aKey met.
     accelerators: HashMap<Text, AcceleratorLabelKeys>,
-    /// Rule 4's labels of each distinct device group.
-    groups: HashMap<GroupLabelInputs<'a>, Vec<(Text, Text)>>,
+    /// Rule 4's labels of each distinct device group, as a map to merge into a node's.
+    groups: HashMap<GroupLabelInputs<'a>, Labels>,
     /// Rule 8's flavors, per distinct flavor input (the settings are the derivation's).
     flavors: HashMap<FlavorInputs, NodeFlavor>,
     /// Rule 18's Devices labels, per distinct input (a copy shares the map).
@@ -72,10 +72,10 @@ impl<'a> NodeRules<'a> {
         let labels =
             nodefeature::effective_node_labels_by(node, settings, g, self.sources, |group, out| {
                 if let Some(inputs) = GroupLabelInputs::of(group) {
-                    let written = groups
-                        .entry(inputs)
-                        .or_insert_with(|| nodefeature::group_labels(&inputs));
-                    out.extend(written.iter().cloned());
+                    let written = groups.entry(inputs).or_insert_with(|| {
+                        nodefeature::group_labels(&inputs).into_iter().collect()
+                    });
+                    out.overlay(written);
                 }
             });
         let topology_levels = match settings.era {

@@ -697,8 +697,9 @@ pub fn effective_node_labels(node: &Node, settings: &Settings) -> Labels {
     effective_node_labels_with_key(node, settings, &g_key, &[])
 }
 
-/// About how many labels the chain adds to an accelerated node (a capacity hint only).
-const DERIVED_LABELS_HINT: usize = 64;
+/// About how many labels the Worker, the topology reconciler and the mixing rule add after the
+/// Device Manager's (a capacity hint only).
+const LATER_LABELS_HINT: usize = 8;
 
 /// [`effective_node_labels`] for a node whose gKey (read from its own labels and annotations)
 /// is already known, profiled against the cluster's TopologySources. The labels merged in
@@ -727,16 +728,14 @@ pub fn effective_node_labels_by<'a>(
     mut put_group: impl FnMut(&'a DeviceGroup, &mut Labels),
 ) -> Labels {
     let mut out = node.labels.clone();
-    // The Device Manager and the Worker add most of a node's labels (a card model's group
-    // alone adds a few dozen): one allocation instead of a doubling per few inserts.
-    out.reserve(DERIVED_LABELS_HINT);
     if let Some(devices) = &node.devices {
         for group in &devices.groups {
             put_group(group, &mut out);
         }
         // the same DM NodeFeature carries the RDMA and fabric labels (rdma.go, fabric.go)
-        out.extend(crate::rdma::network_node_labels(devices, &node.network));
+        out.overlay(&crate::rdma::network_node_labels(devices, &node.network));
     }
+    out.reserve(LATER_LABELS_HINT);
     put_worker_node_labels(
         &node.labels,
         g,
