@@ -40,7 +40,7 @@ pub fn own_feature_key(f: &NodeFlavor) -> Text {
 pub fn flavor_labels(f: &NodeFlavor, n: u64) -> Labels {
     let key = own_feature_key(f);
     let mut out = Labels::new();
-    out.insert(text!("{key}.count"), f.count.to_smolstr());
+    out.insert(labels::count_key(&key), f.count.to_smolstr());
     out.insert(
         text!("{key}.capacity"),
         n.saturating_mul(f.count).to_smolstr(),

@@ -99,6 +99,11 @@ pub fn general_feature_key(g_key: &str) -> Text {
     text!("{GENERAL_PREFIX}{g_key}")
 }
 
+/// `<featureKey>.count`: a node's cores or cards under a feature key.
+pub fn count_key(feature: &str) -> Text {
+    text!("{feature}.count")
+}
+
 /// A label key or value: short ones (most values, node names) live inline, longer ones (most
 /// keys) are shared when cloned, so copying a label map allocates map nodes only.
 pub type Text = smol_str::SmolStr;

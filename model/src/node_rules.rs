@@ -72,9 +72,9 @@ impl<'a> NodeRules<'a> {
         let labels =
             nodefeature::effective_node_labels_by(node, settings, g, self.sources, |group, out| {
                 if let Some(inputs) = GroupLabelInputs::of(group) {
-                    let written = groups.entry(inputs).or_insert_with(|| {
-                        nodefeature::group_labels(&inputs).into_iter().collect()
-                    });
+                    let written = groups
+                        .entry(inputs)
+                        .or_insert_with(|| nodefeature::group_labels(&inputs));
                     out.overlay(written);
                 }
             });

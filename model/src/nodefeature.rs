@@ -5,10 +5,10 @@
 use crate::cluster::{Era, Node, Settings, TopologySource};
 use crate::devices::{DeviceGroup, Devices};
 use crate::labels::{
-    self, accelerator_feature_key, general_feature_key, is_known_manufacturer, text, Labels, Text,
-    ToSmolStr, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY,
-    CPU_FAMILY_ANNOTATION, CPU_ID, CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR, CREDITS_PREFIX,
-    HOSTNAME, MANAGED, OS, TOPOLOGY_PROFILE,
+    self, accelerator_feature_key, count_key, general_feature_key, is_known_manufacturer, text,
+    Labels, Text, ToSmolStr, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX,
+    CPU_FAMILY, CPU_FAMILY_ANNOTATION, CPU_ID, CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR,
+    CREDITS_PREFIX, HOSTNAME, MANAGED, OS, TOPOLOGY_PROFILE,
 };
 use crate::objects::NodeFlavor;
 
@@ -331,7 +331,7 @@ impl GeneralLabelKeys {
         let feature = general_feature_key(g_key);
         GeneralLabelKeys {
             key: Text::new(g_key),
-            count: text!("{feature}.count"),
+            count: count_key(&feature),
             manufacturer_feature: general_feature_key(key_manufacturer(g_key)),
             feature,
         }
@@ -357,7 +357,7 @@ impl AcceleratorLabelKeys {
         let feature = accelerator_feature_key(a_key);
         AcceleratorLabelKeys {
             key: Text::new(a_key),
-            count: text!("{feature}.count"),
+            count: count_key(&feature),
             product: text!("{feature}.product"),
             family: text!("{feature}.family"),
             memory: text!("{feature}.memory"),
@@ -577,8 +577,8 @@ impl<'a> GroupLabelInputs<'a> {
 
 /// The labels of one device group with at least one card (`applyAcceleratorLabels`, chain.md
 /// §2.2; pkg/nodefeature/helper.go). The aKey uses the group's `id` as given; every value is
-/// sanitized as it is written. The keys are distinct, so their order does not matter.
-pub fn group_labels(group: &GroupLabelInputs<'_>) -> Vec<(Text, Text)> {
+/// sanitized as it is written.
+pub fn group_labels(group: &GroupLabelInputs<'_>) -> Labels {
     let mut out = Vec::with_capacity(10);
     let mut put = |k: Text, v: &str| out.push((k, Text::from(sanitize_label_value(v))));
     let manu_key = accelerator_feature_key(group.manufacturer);
@@ -593,7 +593,7 @@ pub fn group_labels(group: &GroupLabelInputs<'_>) -> Vec<(Text, Text)> {
     put(text!("{key}.product"), group.name);
     put(text!("{key}.memory"), &memory_label(group.memory_mib));
     put(text!("{key}.cores"), &group.cores.to_string());
-    put(text!("{key}.count"), &group.cards.to_string());
+    put(count_key(&key), &group.cards.to_string());
     if !group.family.is_empty() {
         put(text!("{key}.family"), group.family);
     }
@@ -602,13 +602,13 @@ pub fn group_labels(group: &GroupLabelInputs<'_>) -> Vec<(Text, Text)> {
     }
     put(key, "true");
     put(manu_key, "true");
-    out
+    out.into_iter().collect()
 }
 
 /// Writes [`group_labels`] of `group` over `out` (none for a group without cards).
 fn put_group_labels(group: &DeviceGroup, out: &mut Labels) {
     if let Some(inputs) = GroupLabelInputs::of(group) {
-        out.extend(group_labels(&inputs));
+        out.overlay(&group_labels(&inputs));
     }
 }
 
@@ -905,10 +905,7 @@ pub fn flavor_of(inputs: &FlavorInputs, settings: &Settings) -> NodeFlavor {
 fn cpu_flavor_of(i: &FlavorInputs, settings: &Settings) -> NodeFlavor {
     let g_key = i.general_key.as_str();
     let mut node_labels = base_node_labels(&i.os, &i.arch, g_key, &i.profile);
-    node_labels.insert(
-        text!("{}.count", general_feature_key(g_key)),
-        i.count.to_smolstr(),
-    );
+    node_labels.insert(count_key(&general_feature_key(g_key)), i.count.to_smolstr());
     if !settings.mixed_on_node {
         // E3 pins the CPU-only mark; E2 (@ee282a6) pinned acceleratable=false instead.
         match settings.era {
@@ -941,7 +938,7 @@ fn device_flavor_of(i: &FlavorInputs) -> NodeFlavor {
     let (g_key, a_key) = (i.general_key.as_str(), i.accelerator_key.as_str());
     let feature = accelerator_feature_key(a_key);
     let mut node_labels = base_node_labels(&i.os, &i.arch, g_key, &i.profile);
-    node_labels.insert(text!("{feature}.count"), i.count.to_smolstr());
+    node_labels.insert(count_key(&feature), i.count.to_smolstr());
     node_labels.insert(feature, Text::new_static("true"));
     NodeFlavor {
         name: flavor_name(g_key, a_key, &i.os, &i.arch, i.count, &i.profile),
