@@ -10,9 +10,10 @@
 //! (`client::observed_from`), are the observed side of the diff (issue [M15]: loading them into
 //! a twin store and reading them back over loopback HTTP took 3 s and 600 MiB for 4,000 nodes).
 //! A dump's objects stay text until a reader asks for one ([`Listed`]): parsed whole, a
-//! 4,000-node dump's values were 110 of the audit's 140 MB. A Node is parsed once, and only
-//! the members its reader reads (`wire::read::NODE_FIELDS`), for both sides: whole, twice,
-//! Nodes were half of the audit's instructions.
+//! 4,000-node dump's values were 110 of the audit's 140 MB. A Node or a Devices object is read
+//! once, straight into the typed parts its reader reads, their texts borrowed from the dump
+//! (`wire::read::NodeDoc`, `DevicesDoc`; `wire::doc`), and the Node's serve both sides: as
+//! `serde_json::Value`s, those parts were most of the audit's instructions.
 //!
 //! The AdmissionChecks are read too: a queue references `gpustack-node-devices` and
 //! `gpustack-model-deployment-joint` only while the check is Active (`model::queue::
@@ -32,7 +33,7 @@ use serde_json::{json, Value};
 
 use crate::client::{self, Client, ClientError, Observed};
 use crate::server::store::Store;
-use crate::wire::fields::{at, Fields};
+use crate::wire::doc::{self, DocError, LooseName, LooseText};
 use crate::wire::kinds::{self, Kind, AUDITED_KINDS};
 use crate::wire::read::{self, meta_str, Listing};
 
@@ -147,19 +148,24 @@ impl Listed {
 
 impl Listing for Listed {
     fn value(&self) -> Cow<'_, Value> {
-        self.fields(&Fields::ALL)
-    }
-
-    fn fields(&self, keep: &Fields) -> Cow<'_, Value> {
         match self {
             Listed::Parsed(o) => Cow::Borrowed(o),
             // The text was parsed once already, when the dump was: it is a JSON value.
-            Listed::Text { raw, .. } => Cow::Owned(keep.parse(raw.get()).unwrap_or_default()),
+            Listed::Text { raw, .. } => {
+                Cow::Owned(serde_json::from_str(raw.get()).unwrap_or_default())
+            }
         }
     }
 
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed(Listed::name(self))
+    }
+
+    fn read_as<'s, T: serde::Deserialize<'s>>(&'s self) -> Result<T, DocError> {
+        match self {
+            Listed::Parsed(o) => doc::from_value(o),
+            Listed::Text { raw, .. } => doc::from_text(raw.get()),
+        }
     }
 }
 
@@ -217,13 +223,13 @@ impl Snapshot {
                     )
                 })
             };
-            let api_version = text_at(head.api_version, "apiVersion")?;
-            let kind = text_at(head.kind, "kind")?;
-            let name = text_at(head.name, "metadata.name")?;
+            let api_version = text_at(non_empty(&head.api_version), "apiVersion")?;
+            let kind = text_at(non_empty(&head.kind), "kind")?;
+            let name = text_at(non_empty(&head.metadata.name), "metadata.name")?;
             match kinds::by_kind(&api_version, &kind).filter(|k| AUDITED_KINDS.contains(k)) {
                 Some(k) => {
                     let namespace = if k.namespaced {
-                        text_at(head.namespace, "metadata.namespace")?
+                        text_at(non_empty(&head.metadata.namespace), "metadata.namespace")?
                     } else {
                         String::new()
                     };
@@ -369,41 +375,31 @@ impl<'de: 'a, 'a> Visitor<'de> for ItemsVisitor<'a> {
 }
 
 /// What [`Snapshot::parse`] reads of an item before keeping its text: its type, name and
-/// namespace, each when it is a non-empty string. Every other field is skipped unparsed.
-#[derive(Default)]
-struct Head {
-    api_version: Option<String>,
-    kind: Option<String>,
-    name: Option<String>,
-    namespace: Option<String>,
+/// namespace, each when it is a non-empty string. Every other member is skipped unparsed.
+#[derive(Default, serde::Deserialize)]
+#[serde(default)]
+struct Head<'a> {
+    #[serde(borrow, rename = "apiVersion")]
+    api_version: LooseText<'a>,
+    #[serde(borrow)]
+    kind: LooseText<'a>,
+    #[serde(borrow)]
+    metadata: LooseName<'a>,
 }
 
-impl Head {
-    /// The members [`Head`] reads: one pass over the item, every other member skipped.
-    const FIELDS: Fields = Fields(&[
-        ("apiVersion", Fields::ALL),
-        ("kind", Fields::ALL),
-        (
-            "metadata",
-            Fields(&[("name", Fields::ALL), ("namespace", Fields::ALL)]),
-        ),
-    ]);
-
-    fn of(raw: &RawValue) -> Head {
-        let head = Head::FIELDS.parse(raw.get()).unwrap_or_default();
-        let text = |pointer: &str| {
-            at(&head, pointer)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-        };
-        Head {
-            api_version: text("/apiVersion"),
-            kind: text("/kind"),
-            name: text("/metadata/name"),
-            namespace: text("/metadata/namespace"),
-        }
+impl Head<'_> {
+    fn of(raw: &RawValue) -> Head<'_> {
+        doc::from_text(raw.get()).unwrap_or_default()
     }
+}
+
+/// A head's member as text, when it is a non-empty string.
+fn non_empty(text: &LooseText<'_>) -> Option<String> {
+    text.0
+        .as_ref()
+        .map(|t| t.as_str())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
 }
 
 /// The AdmissionChecks an operator-owned queue may reference, in reference order.
@@ -535,7 +531,7 @@ pub fn audit(snapshot: &Snapshot, settings: &Settings) -> Result<Audit, AuditErr
     // each Node parsed once: the model's input and the observed labels from the same value
     let derived =
         model::derive::derive(&read_model(&loaded, &settings, &snapshot.source, |node| {
-            observed.insert_listed(&kinds::NODE, node)
+            observed.insert_node(node.name(), node.labels())
         })?);
     loaded.observe_besides_nodes(&mut observed);
     // an administrator's own Topologies (for queues of their own) are not the operator's
@@ -595,13 +591,13 @@ pub fn cluster_of(snapshot: &Snapshot, settings: &Settings) -> Result<model::Clu
     )
 }
 
-/// The model's input read from the loaded objects (the twin's reader), validated; each Node's
-/// value goes to `see_node` as it is read.
+/// The model's input read from the loaded objects (the twin's reader), validated; each Node
+/// goes to `see_node` as it is read.
 fn read_model(
     loaded: &Loaded<'_>,
     settings: &Settings,
     source: &str,
-    see_node: impl FnMut(&Value),
+    see_node: impl FnMut(&read::NodeDoc<'_>),
 ) -> Result<model::Cluster, AuditError> {
     let cluster = read::cluster_from_seeing(settings, |kind| Ok(loaded.list(kind)), see_node)
         .map_err(|e| match e {

@@ -5,6 +5,7 @@
 //! nor [`crate::operator`] (`tests/layering.rs`).
 
 pub mod clock;
+pub mod doc;
 pub mod fields;
 pub mod identity;
 pub mod kinds;
