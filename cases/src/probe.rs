@@ -66,7 +66,7 @@ pub fn cluster_hardware(snapshot: &Snapshot) -> Vec<String> {
 
 /// The listed objects of `kind` that are the cluster's own (not verify's mocks, which carry
 /// the run label).
-fn own(snapshot: &Snapshot, kind: Kind) -> impl Iterator<Item = Cow<'_, Value>> {
+fn own<'s>(snapshot: &'s Snapshot<'_>, kind: Kind) -> impl Iterator<Item = Cow<'s, Value>> {
     snapshot
         .items
         .iter()

@@ -9,7 +9,7 @@ use live::client::Client;
 use live::operator::spawn_twin_with_operator;
 use live::server::store::{Store, StoreConfig};
 
-fn walkthrough_snapshot() -> live::audit::Snapshot {
+fn walkthrough_snapshot() -> live::audit::Snapshot<'static> {
     let cluster = model::examples::walkthrough();
     let mut store = Store::new(StoreConfig::default());
     live::server::schemas::install_validators(&mut store);

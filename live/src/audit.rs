@@ -9,11 +9,12 @@
 //! them into the model's input, and the same values, through the client's typed round trip
 //! (`client::observed_from`), are the observed side of the diff (issue [M15]: loading them into
 //! a twin store and reading them back over loopback HTTP took 3 s and 600 MiB for 4,000 nodes).
-//! A dump's objects stay text until a reader asks for one ([`Listed`]): parsed whole, a
-//! 4,000-node dump's values were 110 of the audit's 140 MB. A Node or a Devices object is read
-//! once, straight into the typed parts its reader reads, their texts borrowed from the dump
-//! (`wire::read::NodeDoc`, `DevicesDoc`; `wire::doc`), and the Node's serve both sides: as
-//! `serde_json::Value`s, those parts were most of the audit's instructions.
+//! A dump is read in one pass ([`Snapshot::parse`]): each Node and Devices object straight
+//! into the typed parts its reader reads (`wire::read::NodeDoc`, `DevicesDoc`), their texts
+//! borrowed from the dump, and each of the few other objects into a value; a Node's parts
+//! serve both sides. Issue [M15]: a 4,000-node dump's objects as `serde_json::Value`s were 110
+//! of the audit's 140 MB, and scanning the text three times (the items, their heads, their
+//! members) and building those values were most of its instructions.
 //!
 //! The AdmissionChecks are read too: a queue references `gpustack-node-devices` and
 //! `gpustack-model-deployment-joint` only while the check is Active (`model::queue::
@@ -28,14 +29,15 @@ use model::labels::{JOINT_CHECK, NODE_DEVICES_CHECK};
 use model::Settings;
 use oracle::{fold, render_findings, DerivationGraph, Difference, Finding};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::client::{self, Client, ClientError, Observed};
 use crate::server::store::Store;
-use crate::wire::doc::{self, DocError, LooseName, LooseText};
+use crate::wire::doc::{
+    self, default_for_other_values, DocError, LooseName, LooseText, MemberWise, Text,
+};
 use crate::wire::kinds::{self, Kind, AUDITED_KINDS};
-use crate::wire::read::{self, meta_str, Listing};
+use crate::wire::read::{self, meta_str, DevicesDoc, Listing, NodeDoc};
 
 /// Audited kinds an older dump command did not list: a dump holding no object of one of them
 /// most likely never asked for it (a cluster the operator manages has at least the
@@ -115,45 +117,50 @@ impl AuditError {
     }
 }
 
-/// One listed object: a live cluster's, parsed; a dump's, kept as its text with the name and
-/// namespace checked when the dump was parsed, and parsed again each time it is read, so that
-/// the audit holds one object's value at a time.
+/// One listed object: a live cluster's, parsed; a dump's Node or Devices object, the typed
+/// parts its reader reads, borrowed from the dump's text (read with the dump, in one pass);
+/// a dump's other objects, parsed whole.
 #[derive(Clone, Debug)]
-pub enum Listed {
+pub enum Listed<'a> {
     Parsed(Value),
-    Text {
-        raw: Box<RawValue>,
-        name: String,
-        namespace: String,
-    },
+    Node(NodeDoc<'a>),
+    Devices(DevicesDoc<'a>),
 }
 
-impl Listed {
+impl Listed<'_> {
     /// `metadata.name`.
     pub fn name(&self) -> &str {
         match self {
             Listed::Parsed(o) => meta_str(o, "name"),
-            Listed::Text { name, .. } => name,
+            Listed::Node(doc) => doc.name(),
+            Listed::Devices(doc) => doc.name(),
         }
     }
 
-    /// `metadata.namespace` (empty: cluster-scoped).
+    /// `metadata.namespace` (empty: cluster-scoped, as Nodes and Devices are).
     pub fn namespace(&self) -> &str {
         match self {
             Listed::Parsed(o) => meta_str(o, "namespace"),
-            Listed::Text { namespace, .. } => namespace,
+            Listed::Node(_) | Listed::Devices(_) => "",
         }
     }
 }
 
-impl Listing for Listed {
+/// Why a listed object is not of the parts asked for.
+fn not_of_kind(kind: &str) -> DocError {
+    DocError {
+        path: String::new(),
+        message: format!("not a {kind}"),
+    }
+}
+
+impl Listing for Listed<'_> {
+    /// A dump's Node or Devices object as the members its reader read (the rest was skipped).
     fn value(&self) -> Cow<'_, Value> {
         match self {
             Listed::Parsed(o) => Cow::Borrowed(o),
-            // The text was parsed once already, when the dump was: it is a JSON value.
-            Listed::Text { raw, .. } => {
-                Cow::Owned(serde_json::from_str(raw.get()).unwrap_or_default())
-            }
+            Listed::Node(doc) => Cow::Owned(serde_json::to_value(doc).unwrap_or_default()),
+            Listed::Devices(doc) => Cow::Owned(serde_json::to_value(doc).unwrap_or_default()),
         }
     }
 
@@ -161,38 +168,42 @@ impl Listing for Listed {
         Cow::Borrowed(Listed::name(self))
     }
 
-    fn read_as<'s, T: serde::Deserialize<'s>>(&'s self) -> Result<T, DocError> {
+    fn node(&self) -> Result<Cow<'_, NodeDoc<'_>>, DocError> {
         match self {
-            Listed::Parsed(o) => doc::from_value(o),
-            Listed::Text { raw, .. } => doc::from_text(raw.get()),
+            Listed::Parsed(o) => o.node(),
+            Listed::Node(doc) => Ok(Cow::Borrowed(doc)),
+            Listed::Devices(_) => Err(not_of_kind("Node")),
+        }
+    }
+
+    fn devices(&self) -> Result<Cow<'_, DevicesDoc<'_>>, DocError> {
+        match self {
+            Listed::Parsed(o) => o.devices(),
+            Listed::Devices(doc) => Ok(Cow::Borrowed(doc)),
+            Listed::Node(_) => Err(not_of_kind("Devices object")),
         }
     }
 }
 
-/// The listed objects of one cluster, from a file or from the API.
+/// The listed objects of one cluster, from a file (borrowing its text) or from the API.
 #[derive(Clone, Debug, Default)]
-pub struct Snapshot {
+pub struct Snapshot<'a> {
     /// Where the objects came from (a file path, or `context C`), named in errors.
     pub source: String,
     /// Each object with its kind and its index in the source's `items`.
-    pub items: Vec<(usize, Kind, Listed)>,
+    pub items: Vec<(usize, Kind, Listed<'a>)>,
     /// `Kind` of each item of a kind the audit does not read (e.g. Pods), left out.
     pub ignored: Vec<String>,
     /// Kinds of [`LATER_KINDS`] the source did not list (a dump with none of them).
     pub unlisted: Vec<Kind>,
 }
 
-impl Snapshot {
-    /// Parses a v1 `List` (`kubectl get … -o json`); `source` names the file in errors.
-    pub fn parse(text: &str, source: &str) -> Result<Snapshot, AuditError> {
-        let doc: ListDoc = serde_json::from_str(text).map_err(|e| {
-            let what = if e.is_data() {
-                "not a List object"
-            } else {
-                "not JSON"
-            };
-            AuditError::input(source, "(document)", format!("{what}: {e}"))
-        })?;
+impl<'a> Snapshot<'a> {
+    /// Parses a v1 `List` (`kubectl get … -o json`) in one pass; `source` names the file in
+    /// errors. A Node or Devices object that its reader refuses (a label that is not a string)
+    /// is refused here, naming its item and field.
+    pub fn parse(text: &'a str, source: &str) -> Result<Snapshot<'a>, AuditError> {
+        let doc: ListDoc = serde_json::from_str(text).map_err(|e| list_error(text, source, &e))?;
         let kind = doc.kind.as_str().unwrap_or_default();
         if !kind.ends_with("List") {
             return Err(AuditError::input(
@@ -212,8 +223,7 @@ impl Snapshot {
             source: source.to_string(),
             ..Snapshot::default()
         };
-        for (i, raw) in items.into_iter().enumerate() {
-            let head = Head::of(raw);
+        for (i, item) in items.into_iter().enumerate() {
             let text_at = |text: Option<String>, field: &str| {
                 text.ok_or_else(|| {
                     AuditError::input(
@@ -223,26 +233,29 @@ impl Snapshot {
                     )
                 })
             };
-            let api_version = text_at(non_empty(&head.api_version), "apiVersion")?;
-            let kind = text_at(non_empty(&head.kind), "kind")?;
-            let name = text_at(non_empty(&head.metadata.name), "metadata.name")?;
+            let api_version = text_at(non_empty(&item.api_version), "apiVersion")?;
+            let kind = text_at(non_empty(&item.kind), "kind")?;
+            let name = text_at(item.body.name(), "metadata.name")?;
             match kinds::by_kind(&api_version, &kind).filter(|k| AUDITED_KINDS.contains(k)) {
                 Some(k) => {
-                    let namespace = if k.namespaced {
-                        text_at(non_empty(&head.metadata.namespace), "metadata.namespace")?
-                    } else {
-                        String::new()
+                    if k.namespaced {
+                        text_at(item.body.namespace(), "metadata.namespace")?;
+                    }
+                    // the body was read as the kind its head names (`Body::for_head`)
+                    let listed = match item.body {
+                        Body::Node(doc) => Listed::Node(doc),
+                        Body::Devices(doc) => Listed::Devices(doc),
+                        Body::Whole(mut members) => {
+                            members.insert("apiVersion".into(), Value::String(api_version));
+                            members.insert("kind".into(), Value::String(kind));
+                            Listed::Parsed(Value::Object(members))
+                        }
+                        Body::Other(_) => {
+                            let field = format!("items[{i}] ({name})");
+                            return Err(AuditError::input(source, field, "not read as its kind"));
+                        }
                     };
-                    let raw = raw.to_owned();
-                    out.items.push((
-                        i,
-                        k,
-                        Listed::Text {
-                            raw,
-                            name,
-                            namespace,
-                        },
-                    ));
+                    out.items.push((i, k, listed));
                 }
                 None => out.ignored.push(format!("{api_version}/{kind}")),
             }
@@ -255,7 +268,7 @@ impl Snapshot {
     }
 
     /// Lists every audited kind through `client` (GET only).
-    pub async fn list(client: &Client) -> Result<Snapshot, ClientError> {
+    pub async fn list(client: &Client) -> Result<Snapshot<'static>, ClientError> {
         let mut out = Snapshot {
             source: format!("context {}", client.target().context),
             ..Snapshot::default()
@@ -312,8 +325,22 @@ impl Snapshot {
     }
 }
 
-/// A `List` document as [`Snapshot::parse`] reads it: the items' text, borrowed from the
-/// document, each checked ([`Head`]) but none parsed into a value.
+/// Why a dump is not a `List` [`Snapshot::parse`] reads: not JSON; or, read again for the
+/// field path, the member refused (`items[3].metadata.labels.<key>`).
+fn list_error(text: &str, source: &str, e: &serde_json::Error) -> AuditError {
+    if !e.is_data() {
+        return AuditError::input(source, "(document)", format!("not JSON: {e}"));
+    }
+    match doc::from_text::<ListDoc>(text) {
+        Err(refused) if !refused.path.is_empty() && refused.path != "." => {
+            AuditError::input(source, refused.path, refused.message)
+        }
+        _ => AuditError::input(source, "(document)", format!("not a List object: {e}")),
+    }
+}
+
+/// A `List` document as [`Snapshot::parse`] reads it, in one pass: each item's head and
+/// parts ([`Item`]), borrowed from the document.
 #[derive(serde::Deserialize)]
 struct ListDoc<'a> {
     #[serde(default)]
@@ -323,7 +350,7 @@ struct ListDoc<'a> {
 }
 
 /// A [`ListDoc`]'s `items`: `None` inside when they are not an array.
-struct Items<'a>(Option<Vec<&'a RawValue>>);
+struct Items<'a>(Option<Vec<Item<'a>>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Items<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -342,7 +369,7 @@ impl<'de: 'a, 'a> Visitor<'de> for ItemsVisitor<'a> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Items<'a>, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(item) = seq.next_element::<&'de RawValue>()? {
+        while let Some(item) = seq.next_element()? {
             out.push(item);
         }
         Ok(Items(Some(out)))
@@ -374,22 +401,136 @@ impl<'de: 'a, 'a> Visitor<'de> for ItemsVisitor<'a> {
     }
 }
 
-/// What [`Snapshot::parse`] reads of an item before keeping its text: its type, name and
-/// namespace, each when it is a non-empty string. Every other member is skipped unparsed.
-#[derive(Default, serde::Deserialize)]
-#[serde(default)]
-struct Head<'a> {
-    #[serde(borrow, rename = "apiVersion")]
+/// One item of a dump, read in one pass: its type (each when a string), and its other members
+/// as [`Body::for_head`] decides from the type read before them. `kubectl` and the API server
+/// write `apiVersion` and `kind` first; an item whose body comes first is read whole.
+#[derive(Default)]
+struct Item<'a> {
     api_version: LooseText<'a>,
-    #[serde(borrow)]
     kind: LooseText<'a>,
-    #[serde(borrow)]
-    metadata: LooseName<'a>,
+    body: Body<'a>,
 }
 
-impl Head<'_> {
-    fn of(raw: &RawValue) -> Head<'_> {
-        doc::from_text(raw.get()).unwrap_or_default()
+/// An item's members but its type.
+enum Body<'a> {
+    /// A Node's parts, as its reader reads them.
+    Node(NodeDoc<'a>),
+    /// A Devices object's parts, as its reader reads them.
+    Devices(DevicesDoc<'a>),
+    /// Every member, parsed (the other audited kinds, and an item whose type came late).
+    Whole(Map<String, Value>),
+    /// A kind the audit does not read: its name, for the head's check.
+    Other(LooseName<'a>),
+}
+
+impl Default for Body<'_> {
+    fn default() -> Self {
+        Body::Whole(Map::new())
+    }
+}
+
+impl<'a> Body<'a> {
+    /// How an item's members are read, from the type read so far.
+    fn for_head(api_version: &LooseText<'_>, kind: &LooseText<'_>) -> Body<'a> {
+        let (Some(api_version), Some(kind)) = (&api_version.0, &kind.0) else {
+            return Body::default();
+        };
+        match kinds::by_kind(api_version.as_str(), kind.as_str()) {
+            Some(k) if k == kinds::NODE => Body::Node(NodeDoc::default()),
+            Some(k) if k == kinds::DEVICES => Body::Devices(DevicesDoc::default()),
+            Some(k) if AUDITED_KINDS.contains(&k) => Body::default(),
+            _ => Body::Other(LooseName::default()),
+        }
+    }
+
+    fn read_member<'de: 'a, A: MapAccess<'de>>(
+        &mut self,
+        name: Cow<'de, str>,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
+        match self {
+            Body::Node(doc) => doc.read_member(&name, map),
+            Body::Devices(doc) => doc.read_member(&name, map),
+            Body::Whole(members) => {
+                members.insert(name.into_owned(), map.next_value()?);
+                Ok(())
+            }
+            Body::Other(head) if name == "metadata" => {
+                *head = map.next_value()?;
+                Ok(())
+            }
+            Body::Other(_) => map.next_value::<IgnoredAny>().map(|_| ()),
+        }
+    }
+
+    /// `metadata.name`, when a non-empty string.
+    fn name(&self) -> Option<String> {
+        match self {
+            Body::Node(doc) => Some(doc.name()),
+            Body::Devices(doc) => Some(doc.name()),
+            Body::Whole(members) => members
+                .get("metadata")
+                .and_then(|m| m.get("name"))
+                .and_then(Value::as_str),
+            Body::Other(head) => head.name.0.as_ref().map(|t| t.as_str()),
+        }
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+    }
+
+    /// `metadata.namespace`, when a non-empty string (Nodes and Devices have none).
+    fn namespace(&self) -> Option<String> {
+        match self {
+            Body::Whole(members) => members
+                .get("metadata")
+                .and_then(|m| m.get("namespace"))
+                .and_then(Value::as_str),
+            Body::Other(head) => head.namespace.0.as_ref().map(|t| t.as_str()),
+            Body::Node(_) | Body::Devices(_) => None,
+        }
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Item<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ItemVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for ItemVisitor<'a> {
+            type Value = Item<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item<'a>, A::Error> {
+                let mut item = Item::default();
+                let mut body: Option<Body<'a>> = None;
+                while let Some(Text(name)) = map.next_key()? {
+                    let head = match name.as_ref() {
+                        "apiVersion" => &mut item.api_version,
+                        "kind" => &mut item.kind,
+                        _ => {
+                            let body = body.get_or_insert_with(|| {
+                                Body::for_head(&item.api_version, &item.kind)
+                            });
+                            body.read_member(name, &mut map)?;
+                            continue;
+                        }
+                    };
+                    // the body was read as the first type seen: a second is refused
+                    if head.0.is_some() {
+                        return Err(serde::de::Error::custom(format!("`{name}` listed twice")));
+                    }
+                    *head = map.next_value()?;
+                }
+                item.body = body.unwrap_or_default();
+                Ok(item)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Item<'a>, E> {
+                Ok(Item::default())
+            }
+            default_for_other_values!();
+        }
+        d.deserialize_any(ItemVisitor(std::marker::PhantomData))
     }
 }
 
@@ -621,7 +762,7 @@ fn read_model(
 /// LocalQueues when none were listed.
 struct Loaded<'a> {
     /// The objects of each of [`AUDITED_KINDS`], at that kind's index.
-    by_kind: Vec<Vec<Cow<'a, Listed>>>,
+    by_kind: Vec<Vec<Cow<'a, Listed<'a>>>>,
     namespaces: NamespaceSource,
     /// Namespaced objects whose namespace is not listed, as `Kind namespace/name`. A cluster
     /// lists kinds one after another: a namespace deleted between its listing and that of its
@@ -633,7 +774,7 @@ struct Loaded<'a> {
 
 impl<'a> Loaded<'a> {
     /// The objects of `kind` (none for a kind the audit does not read, e.g. Pods).
-    fn list(&self, kind: &Kind) -> Vec<&Listed> {
+    fn list(&self, kind: &Kind) -> Vec<&Listed<'_>> {
         audited_index(kind)
             .map(|i| self.by_kind[i].iter().map(|o| o.as_ref()).collect())
             .unwrap_or_default()
@@ -656,7 +797,7 @@ impl<'a> Loaded<'a> {
 /// The snapshot's objects by kind. A listed object was validated and defaulted by the server
 /// that listed it (as `Store::restore` takes a mirrored one), so it is read as it is; an object
 /// listed twice is malformed input.
-fn load(snapshot: &Snapshot) -> Result<Loaded<'_>, AuditError> {
+fn load<'a>(snapshot: &'a Snapshot<'_>) -> Result<Loaded<'a>, AuditError> {
     let source = snapshot.source.as_str();
     let listed_names: BTreeSet<&str> = snapshot
         .items
@@ -722,7 +863,7 @@ fn load(snapshot: &Snapshot) -> Result<Loaded<'_>, AuditError> {
 }
 
 /// A listed object with its namespace, name and index in the source's `items`.
-type Keyed<'a> = (&'a str, &'a str, usize, Cow<'a, Listed>);
+type Keyed<'a> = (&'a str, &'a str, usize, Cow<'a, Listed<'a>>);
 
 /// The object listed twice whose second listing comes first in the source, as (kind,
 /// namespace, name, first item, second item); `by_kind` is sorted by namespace, name and item.

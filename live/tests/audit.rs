@@ -4,12 +4,13 @@
 //! file and the field. Quantities are compared by value however the dump spells them, and the
 //! queues' AdmissionChecks are predicted from the AdmissionChecks the dump lists.
 
-use live::audit::{audit, AuditError, CheckState, NamespaceSource, Snapshot};
+use live::audit::{audit, cluster_of, AuditError, CheckState, Listed, NamespaceSource, Snapshot};
 use live::operator::admission::write_joint_check;
 use live::operator::{reconcile, write_mock};
 use live::server::store::{Selector, Store};
 use live::wire::kinds::AUDITED_KINDS;
 use live::wire::kinds::{self, Kind};
+use live::wire::read::Listing;
 use model::examples::{walkthrough, WALKTHROUGH_FLAVORS};
 use model::labels::{JOINT_CHECK, NODE_DEVICES_CHECK};
 use model::Settings;
@@ -59,12 +60,15 @@ fn dump(store: &Store, kinds: &[Kind], managed_fields: bool) -> Value {
     json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items})
 }
 
-fn run(snapshot: &Snapshot) -> Result<live::audit::Audit, AuditError> {
+fn run(snapshot: &Snapshot<'_>) -> Result<live::audit::Audit, AuditError> {
     audit(snapshot, &Settings::default())
 }
 
-fn parse(doc: &Value) -> Snapshot {
-    Snapshot::parse(&doc.to_string(), "dump.json").expect("a well-formed dump")
+/// `doc` written and parsed as a dump file would be (the snapshot borrows the text; a test's
+/// few dumps live until it ends).
+fn parse(doc: &Value) -> Snapshot<'static> {
+    let text: &'static str = Box::leak(doc.to_string().into_boxed_str());
+    Snapshot::parse(text, "dump.json").expect("a well-formed dump")
 }
 
 #[test]
@@ -200,6 +204,109 @@ fn an_unreadable_node_names_the_item_and_field() {
     assert_eq!(e.outcome(), Outcome::Usage);
     assert!(e.to_string().contains("status.capacity.cpu"), "{e}");
     assert!(e.to_string().starts_with("dump.json: "), "{e}");
+}
+
+/// `doc`'s text with each item's `apiVersion` and `kind` written after its other members (JSON
+/// does not order members; `kubectl` writes the type first).
+fn with_type_last(doc: &Value) -> String {
+    let items: Vec<String> = doc["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|o| {
+            let o = o.as_object().expect("an object");
+            let (head, body): (Vec<_>, Vec<_>) = o
+                .iter()
+                .partition(|(k, _)| *k == "apiVersion" || *k == "kind");
+            let members: Vec<String> = body
+                .into_iter()
+                .chain(head)
+                .map(|(k, v)| format!("{}: {v}", json!(k)))
+                .collect();
+            format!("{{{}}}", members.join(", "))
+        })
+        .collect();
+    format!(r#"{{"kind": "List", "items": [{}]}}"#, items.join(", "))
+}
+
+/// A Node or Devices object whose type comes before its body is read in one pass into its
+/// reader's parts; one whose type comes after is parsed whole and read from its value: the
+/// same cluster, and the same audit.
+#[test]
+fn an_item_whose_type_comes_last_reads_the_same() {
+    let doc = dump(&reconciled(), &kubectl_kinds(), true);
+    let in_order = parse(&doc);
+    let text = with_type_last(&doc);
+    let type_last = Snapshot::parse(&text, "dump.json").expect("a well-formed dump");
+    let parts = |s: &Snapshot<'_>| {
+        s.items
+            .iter()
+            .filter(|(_, _, o)| !matches!(o, Listed::Parsed(_)))
+            .count()
+    };
+    assert_eq!(parts(&type_last), 0, "read whole");
+    assert!(parts(&in_order) > 0, "read into parts");
+    let settings = Settings::default();
+    assert_eq!(
+        cluster_of(&in_order, &settings).expect("reads"),
+        cluster_of(&type_last, &settings).expect("reads")
+    );
+    let report = run(&type_last).expect("the audit runs");
+    assert_eq!(report.differences, [], "{}", report.render());
+    // and a Node's parts, as a value, read the same as the Node
+    let node_value: Vec<Value> = in_order
+        .items
+        .iter()
+        .filter(|(_, k, _)| *k == kinds::NODE)
+        .map(|(_, _, o)| o.value().into_owned())
+        .collect();
+    let devices_value: Vec<Value> = in_order
+        .items
+        .iter()
+        .filter(|(_, k, _)| *k == kinds::DEVICES)
+        .map(|(_, _, o)| o.value().into_owned())
+        .collect();
+    let from_values = live::wire::read::cluster_from(&settings, |kind| {
+        Ok(match *kind {
+            k if k == kinds::NODE => node_value.clone(),
+            k if k == kinds::DEVICES => devices_value.clone(),
+            _ => Vec::new(),
+        })
+    })
+    .expect("reads");
+    let from_parts = live::wire::read::cluster_from(&settings, |kind| {
+        Ok(in_order
+            .items
+            .iter()
+            .filter(|(_, k, _)| k == kind && (*k == kinds::NODE || *k == kinds::DEVICES))
+            .map(|(_, _, o)| o)
+            .collect::<Vec<_>>())
+    })
+    .expect("reads");
+    assert!(!from_parts.nodes.is_empty());
+    assert_eq!(from_values.nodes, from_parts.nodes);
+}
+
+/// A Node's member its reader refuses is refused as the dump is read, naming the item and the
+/// field path.
+#[test]
+fn a_refused_node_member_names_its_item_and_field() {
+    let mut doc = dump(&reconciled(), &kubectl_kinds(), true);
+    let i = doc["items"]
+        .as_array()
+        .and_then(|items| items.iter().position(|o| o["kind"] == "Node"))
+        .expect("a node");
+    doc["items"][i]["metadata"]["labels"]["kubernetes.io/os"] = json!(7);
+    let e = match Snapshot::parse(&doc.to_string(), "dump.json") {
+        Err(e @ AuditError::Input { .. }) => e.to_string(),
+        other => panic!("expected an input error, got {other:?}"),
+    };
+    assert!(
+        e.starts_with(&format!(
+            "dump.json: items[{i}].metadata.labels.kubernetes.io/os: invalid type: integer `7`"
+        )),
+        "{e}"
+    );
 }
 
 #[test]

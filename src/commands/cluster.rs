@@ -102,9 +102,11 @@ pub(crate) async fn connect_announced(
 pub(super) fn audit(args: AuditArgs) -> Result<Outcome> {
     let settings = model::Settings::default();
     let outcome = live::client::preflight::block_on(async {
+        // the snapshot borrows the dump's text
+        let text;
         let snapshot = match &args.snapshot {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
+                text = std::fs::read_to_string(path)
                     .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
                 live::audit::Snapshot::parse(&text, &path.display().to_string())
             }

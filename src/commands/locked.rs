@@ -123,7 +123,7 @@ pub(super) type Interrupt = std::sync::Arc<std::sync::atomic::AtomicBool>;
 /// The live tier's pool rows of each case in `numbers` that needs a pool shape: the cluster's
 /// pool that has it, and its audit against the model (read-only, from `snapshot`).
 pub(super) async fn cases_pool_rows(
-    snapshot: &live::audit::Snapshot,
+    snapshot: &live::audit::Snapshot<'_>,
     settings: &model::Settings,
     numbers: &[u32],
 ) -> std::result::Result<std::collections::BTreeMap<u32, Vec<cases::Row>>, String> {

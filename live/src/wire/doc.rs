@@ -11,7 +11,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
+use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 /// Why a listed object could not be read into a part: the field path as the object spells it
@@ -62,6 +64,14 @@ fn without_position(e: &serde_json::Error) -> String {
     }
 }
 
+/// A reader's typed parts read one member of a listed object at a time, by a caller that reads
+/// the object's other members itself (the audit reads a dump's items in one pass).
+pub trait MemberWise<'de>: Default {
+    /// Reads the value of member `name` (its key already read from `map`) into the parts, or
+    /// skips it.
+    fn read_member<A: MapAccess<'de>>(&mut self, name: &str, map: &mut A) -> Result<(), A::Error>;
+}
+
 /// A JSON string, borrowed from the input when it has no escapes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Text<'a>(pub Cow<'a, str>);
@@ -69,6 +79,12 @@ pub struct Text<'a>(pub Cow<'a, str>);
 impl Text<'_> {
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+impl Serialize for Text<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
     }
 }
 
@@ -102,6 +118,12 @@ impl StringMap<'_> {
     }
 }
 
+impl Serialize for StringMap<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter())
+    }
+}
+
 impl<'de: 'a, 'a> Deserialize<'de> for StringMap<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct MapVisitor<'a>(PhantomData<&'a ()>);
@@ -126,6 +148,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for StringMap<'a> {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MemberNames<'a>(pub Vec<Text<'a>>);
 
+impl Serialize for MemberNames<'_> {
+    /// Each name with an empty object (`fieldsV1`'s leaves).
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let empty = serde_json::Map::new();
+        s.collect_map(self.0.iter().map(|name| (name, &empty)))
+    }
+}
+
 impl<'de: 'a, 'a> Deserialize<'de> for MemberNames<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct NamesVisitor<'a>(PhantomData<&'a ()>);
@@ -146,8 +176,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for MemberNames<'a> {
     }
 }
 
-/// The visitor methods of a lenient part for the JSON values it does not read: each is
-/// skipped, and the part is its default.
+/// The visitor methods of a lenient part for the JSON values it does not read (but strings and
+/// objects): each is skipped, and the part is its default.
 macro_rules! default_for_other_values {
     () => {
         fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
@@ -174,11 +204,18 @@ macro_rules! default_for_other_values {
         }
     };
 }
+pub(crate) use default_for_other_values;
 
 /// A string where one is expected, and nothing (not a refusal) for any other value: what an
 /// item's head reads, whose absence the caller reports with its own field path.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LooseText<'a>(pub Option<Text<'a>>);
+
+impl Serialize for LooseText<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
 
 impl<'de: 'a, 'a> Deserialize<'de> for LooseText<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -242,9 +279,46 @@ impl<'de: 'a, 'a> Deserialize<'de> for LooseName<'a> {
     }
 }
 
+/// `T` where the value is an object, and nothing (not a refusal) for any other value: a
+/// listed item's `metadata`, whose name the caller checks with its own field path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectOrNothing<T>(pub Option<T>);
+
+impl<T> Default for ObjectOrNothing<T> {
+    fn default() -> Self {
+        ObjectOrNothing(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOrNothing<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+            type Value = ObjectOrNothing<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map)).map(|t| ObjectOrNothing(Some(t)))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(ObjectOrNothing(None))
+            }
+            default_for_other_values!();
+        }
+        d.deserialize_any(ObjectVisitor(PhantomData))
+    }
+}
+
 /// A Kubernetes quantity as listed: its text, or a JSON number's (as `serde_json` writes it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QuantityText<'a>(pub Cow<'a, str>);
+
+impl Serialize for QuantityText<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
 
 impl<'de: 'a, 'a> Deserialize<'de> for QuantityText<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -18,11 +18,14 @@ use model::devices::{
 use model::labels::{Labels, DERIVED_FROM_NODE, RESOURCE_TYPE, RESOURCE_TYPE_INSTANCETYPES};
 use model::objects::InstanceTypeSpec;
 use model::units::UNITS_PER_CARD;
-use serde::de::IgnoredAny;
-use serde::Deserialize;
+use serde::de::{IgnoredAny, MapAccess};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::doc::{self, DocError, MemberNames, QuantityText, StringMap, Text};
+use super::doc::{
+    self, DocError, LooseText, MemberNames, MemberWise, ObjectOrNothing, QuantityText, StringMap,
+    Text,
+};
 use super::fields::at;
 use super::kinds::{self, Kind};
 use super::pod::{charging_pod, pod_holds};
@@ -64,9 +67,11 @@ pub trait Listing {
     /// `metadata.name`, which a listing may know without parsing the object.
     fn name(&self) -> Cow<'_, str>;
 
-    /// The object read as `T` (a reader's typed parts, [`super::doc`]), borrowing from the
-    /// listing where it can.
-    fn read_as<'s, T: Deserialize<'s>>(&'s self) -> Result<T, DocError>;
+    /// The object read as a Node's typed parts ([`NodeDoc`]), borrowing from the listing.
+    fn node(&self) -> Result<Cow<'_, NodeDoc<'_>>, DocError>;
+
+    /// The object read as a Devices object's typed parts ([`DevicesDoc`]).
+    fn devices(&self) -> Result<Cow<'_, DevicesDoc<'_>>, DocError>;
 }
 
 impl Listing for Value {
@@ -74,8 +79,12 @@ impl Listing for Value {
         Cow::Borrowed(self)
     }
 
-    fn read_as<'s, T: Deserialize<'s>>(&'s self) -> Result<T, DocError> {
-        doc::from_value(self)
+    fn node(&self) -> Result<Cow<'_, NodeDoc<'_>>, DocError> {
+        doc::from_value(self).map(Cow::Owned)
+    }
+
+    fn devices(&self) -> Result<Cow<'_, DevicesDoc<'_>>, DocError> {
+        doc::from_value(self).map(Cow::Owned)
     }
 
     fn name(&self) -> Cow<'_, str> {
@@ -92,8 +101,12 @@ impl<T: Listing + ?Sized> Listing for &T {
         (**self).name()
     }
 
-    fn read_as<'s, D: Deserialize<'s>>(&'s self) -> Result<D, DocError> {
-        (**self).read_as()
+    fn node(&self) -> Result<Cow<'_, NodeDoc<'_>>, DocError> {
+        (**self).node()
+    }
+
+    fn devices(&self) -> Result<Cow<'_, DevicesDoc<'_>>, DocError> {
+        (**self).devices()
     }
 }
 
@@ -135,18 +148,18 @@ pub fn cluster_from_seeing<V: Listing>(
             let devices = devices
                 .get(name.as_ref())
                 .map(|d| {
-                    d.read_as::<DevicesDoc>().map_err(|e| {
+                    d.devices().map_err(|e| {
                         ReadError::field(&kinds::DEVICES, &d.name(), &e.path, e.message)
                     })
                 })
                 .transpose()?;
-            let node: NodeDoc = o
-                .read_as()
+            let node = o
+                .node()
                 .map_err(|e| ReadError::field(&kinds::NODE, &name, &e.path, e.message))?;
             see_node(&node);
             read_node(
                 &node,
-                devices.as_ref(),
+                devices.as_deref(),
                 pods.get(name.as_ref()).map_or(&[], Vec::as_slice),
             )
         })
@@ -221,7 +234,7 @@ fn string_map(kind: &Kind, o: &Value, pointer: &str, field: &str) -> Result<Labe
 
 /// What [`read_node`] reads of a Node, and the audit's observed side its name and labels
 /// (`client::observe`): one pass over a listed Node, its texts borrowed.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct NodeDoc<'a> {
     #[serde(borrow)]
     pub metadata: Option<NodeMeta<'a>>,
@@ -229,23 +242,24 @@ pub struct NodeDoc<'a> {
     status: Option<NodeStatus<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeMeta<'a> {
-    #[serde(borrow)]
-    pub name: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    pub name: LooseText<'a>,
     #[serde(borrow)]
     pub labels: Option<StringMap<'a>>,
     #[serde(borrow)]
     annotations: Option<StringMap<'a>>,
-    deletion_timestamp: Option<IgnoredAny>,
+    #[serde(borrow)]
+    deletion_timestamp: Option<Text<'a>>,
     #[serde(borrow)]
     managed_fields: Option<Vec<ManagedFields<'a>>>,
 }
 
 /// One `metadata.managedFields` entry: who wrote it, how, and the labels it owns
 /// (`fieldsV1.f:metadata.f:labels`).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ManagedFields<'a> {
     #[serde(borrow)]
@@ -256,36 +270,36 @@ struct ManagedFields<'a> {
     fields_v1: Option<OwnedMetadata<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 struct OwnedMetadata<'a> {
     #[serde(borrow, rename = "f:metadata")]
     metadata: Option<OwnedLabels<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 struct OwnedLabels<'a> {
     #[serde(borrow, rename = "f:labels")]
     labels: Option<MemberNames<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 struct NodeStatus<'a> {
     #[serde(borrow)]
     capacity: Option<NodeCapacity<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 struct NodeCapacity<'a> {
     #[serde(borrow)]
     cpu: Option<QuantityText<'a>>,
 }
 
 impl NodeDoc<'_> {
-    /// `metadata.name` (absent: empty).
+    /// `metadata.name` (absent or not a string: empty).
     pub fn name(&self) -> &str {
         self.metadata
             .as_ref()
-            .and_then(|m| m.name.as_ref())
+            .and_then(|m| m.name.0.as_ref())
             .map_or("", Text::as_str)
     }
 
@@ -307,6 +321,21 @@ impl NodeDoc<'_> {
             .filter_map(|m| m.fields_v1.as_ref()?.metadata.as_ref()?.labels.as_ref())
             .flat_map(|labels| &labels.0)
             .filter_map(|k| k.as_str().strip_prefix("f:"))
+    }
+}
+
+impl<'de: 'a, 'a> MemberWise<'de> for NodeDoc<'a> {
+    /// `metadata` (nothing when it is not an object: the caller refuses the missing name) and
+    /// `status`; the rest skipped.
+    fn read_member<A: MapAccess<'de>>(&mut self, name: &str, map: &mut A) -> Result<(), A::Error> {
+        match name {
+            "metadata" => self.metadata = map.next_value::<ObjectOrNothing<_>>()?.0,
+            "status" => self.status = map.next_value()?,
+            _ => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -478,7 +507,7 @@ pub fn topology_source_object(source: &TopologySource) -> Value {
 /// What [`read_devices`] and [`read_network`] read of a `Devices` object (research/devices.md
 /// §1.2), in one pass, its texts borrowed: not its managed fields, about a third of a listed
 /// one. A member absent or `null` reads as empty, 0 or false.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct DevicesDoc<'a> {
     #[serde(borrow)]
     metadata: Option<NameOnly<'a>>,
@@ -488,20 +517,20 @@ pub struct DevicesDoc<'a> {
     status: Option<DevicesStatus<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 struct NameOnly<'a> {
-    #[serde(borrow)]
-    name: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    name: LooseText<'a>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 struct DevicesSpec<'a> {
     #[serde(borrow)]
     groups: Option<Vec<SpecGroup<'a>>>,
     interfaces: Option<Vec<Interface>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct SpecGroup<'a> {
     #[serde(borrow)]
@@ -524,7 +553,7 @@ struct SpecGroup<'a> {
     accelerators: Option<Vec<SpecCard<'a>>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 struct SpecCard<'a> {
     #[serde(borrow)]
     id: Option<Text<'a>>,
@@ -534,7 +563,7 @@ struct SpecCard<'a> {
     topology: Option<CardTopology>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct CardStatus<'a> {
     logical_sliced: Option<LogicalSliced>,
@@ -543,21 +572,21 @@ struct CardStatus<'a> {
     unhealthy: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct LogicalSliced {
     count: Option<u32>,
     cores_percentage_overcommit: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 struct PhysicalSliced<'a> {
     count: Option<u32>,
     #[serde(borrow)]
     profiles: Option<Vec<ProfileDoc<'a>>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ProfileDoc<'a> {
     #[serde(borrow)]
@@ -567,19 +596,19 @@ struct ProfileDoc<'a> {
     placements: Option<Vec<PlacementDoc>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 struct PlacementDoc {
     start: Option<u32>,
     length: Option<u32>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 struct DevicesStatus<'a> {
     #[serde(borrow)]
     groups: Option<Vec<StatusGroup<'a>>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 struct StatusGroup<'a> {
     #[serde(borrow)]
     id: Option<Text<'a>>,
@@ -589,7 +618,7 @@ struct StatusGroup<'a> {
     accelerators: Option<Vec<LedgerRow<'a>>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct LedgerRow<'a> {
     #[serde(borrow)]
@@ -603,11 +632,27 @@ struct LedgerRow<'a> {
     allocated_profiles: Option<Vec<ProfileCountDoc<'a>>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 struct ProfileCountDoc<'a> {
     #[serde(borrow)]
     name: Option<Text<'a>>,
     count: Option<u32>,
+}
+
+impl<'de: 'a, 'a> MemberWise<'de> for DevicesDoc<'a> {
+    /// `metadata` (nothing when it is not an object: the caller refuses the missing name),
+    /// `spec` and `status`; the rest skipped.
+    fn read_member<A: MapAccess<'de>>(&mut self, name: &str, map: &mut A) -> Result<(), A::Error> {
+        match name {
+            "metadata" => self.metadata = map.next_value::<ObjectOrNothing<_>>()?.0,
+            "spec" => self.spec = map.next_value()?,
+            "status" => self.status = map.next_value()?,
+            _ => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// An optional text as the model holds it (absent: empty).
@@ -622,10 +667,11 @@ fn items<T>(list: &Option<Vec<T>>) -> &[T] {
 }
 
 impl DevicesDoc<'_> {
-    fn name(&self) -> &str {
+    /// `metadata.name` (absent or not a string: empty).
+    pub fn name(&self) -> &str {
         self.metadata
             .as_ref()
-            .and_then(|m| m.name.as_ref())
+            .and_then(|m| m.name.0.as_ref())
             .map_or("", Text::as_str)
     }
 
