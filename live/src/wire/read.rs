@@ -59,8 +59,8 @@ impl ReadError {
     }
 }
 
-/// A listed object as the readers take it: a value, or (an audited dump's) text parsed each
-/// time it is read, so that a reader holds one object's value at a time.
+/// A listed object as the readers take it: a value (the twin's store, the client), or (an
+/// audited dump's Node or Devices object) the typed parts its reader reads, read with the dump.
 pub trait Listing {
     fn value(&self) -> Cow<'_, Value>;
 
