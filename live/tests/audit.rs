@@ -287,6 +287,58 @@ fn an_item_whose_type_comes_last_reads_the_same() {
     assert_eq!(from_values.nodes, from_parts.nodes);
 }
 
+/// A label the Worker applied (its own output, not the model's input) that a Node no longer
+/// carries, or carries with another value, is the one difference, at that Node's label; the
+/// other Nodes, alike on both sides, are none.
+#[test]
+fn a_nodes_changed_own_label_is_the_one_difference() {
+    let doc = dump(&reconciled(), &kubectl_kinds(), true);
+    let (i, name, key) = doc["items"]
+        .as_array()
+        .and_then(|items| {
+            items.iter().enumerate().find_map(|(i, o)| {
+                let owned = o["metadata"]["managedFields"]
+                    .as_array()?
+                    .iter()
+                    .find(|m| m["manager"] == "gpustack-worker" && m["operation"] == "Apply")?;
+                let key = owned["fieldsV1"]["f:metadata"]["f:labels"]
+                    .as_object()?
+                    .keys()
+                    .find_map(|k| k.strip_prefix("f:"))?
+                    .to_string();
+                let name = o["metadata"]["name"].as_str()?.to_string();
+                (o["kind"] == "Node").then_some((i, name, key))
+            })
+        })
+        .expect("a node with a label the worker applied");
+    let was = doc["items"][i]["metadata"]["labels"][&key].clone();
+    assert!(was.is_string(), "{key}");
+    let mut changed = doc.clone();
+    changed["items"][i]["metadata"]["labels"][&key] = json!("changed-by-hand");
+    let mut removed = doc.clone();
+    removed["items"][i]["metadata"]["labels"]
+        .as_object_mut()
+        .expect("labels")
+        .remove(&key);
+    for (doc, observed) in [(changed, Some("changed-by-hand")), (removed, None)] {
+        let report = run(&parse(&doc)).expect("the audit runs");
+        assert_eq!(report.differences.len(), 1, "{}", report.render());
+        let d = &report.differences[0];
+        assert_eq!(
+            (d.kind, d.name.as_str(), d.field.as_str()),
+            (
+                ObjectKind::NodeLabels,
+                name.as_str(),
+                format!("labels[\"{key}\"]").as_str()
+            ),
+            "{}",
+            report.render()
+        );
+        assert_eq!(d.expected.as_deref(), was.as_str());
+        assert_eq!(d.observed.as_deref(), observed);
+    }
+}
+
 /// A Node's member its reader refuses is refused as the dump is read, naming the item and the
 /// field path.
 #[test]

@@ -36,7 +36,7 @@ pub use cleanup::{Cleanup, Runs};
 pub use kube::config::Kubeconfig;
 pub use localize::{localize, localize_onto, Localizer, OverlayNode, Token};
 pub use mock::{mocked_cluster, mocked_cluster_keeping};
-pub use observe::{diff, expected, observes, Observed};
+pub use observe::{diff, expected, expected_besides_nodes, observes, Observed};
 pub use preflight::{connect, Access, ConnectError, TWIN_CONTEXT};
 pub use quiesce::{Quiescence, Quiescer};
 pub use reach::Unreachable;

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Node;
-use model::derive::Derived;
+use model::derive::{Derived, DerivedNode};
 use oracle::{diff_objects, Difference, ObjectKind};
 use serde_json::{json, Map, Value};
 
@@ -19,7 +19,7 @@ use super::{Client, ClientError, RUN_LABEL};
 use crate::crd::{ClusterQueue, InstanceType, LocalQueue, ResourceFlavor, Topology};
 use crate::wire::fields::at;
 use crate::wire::kinds::{self, Kind};
-use crate::wire::render::render;
+use crate::wire::render::{node_labels as node_labels_object, render_besides_nodes};
 
 /// Observed (or expected) objects by kind, then identity (`name`; LocalQueue `namespace/name`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -50,8 +50,8 @@ impl Observed {
     }
 
     /// Adds a Node from the labels its reader read (`wire::read::NodeDoc`), in the form
-    /// [`insert`](Self::insert) gives a listed Node: the audit reads each Node once for both
-    /// the model's input and this side.
+    /// [`insert`](Self::insert) gives a listed Node (the audit adds the Nodes whose labels are
+    /// not the derived ones).
     pub(crate) fn insert_node<'l>(
         &mut self,
         name: &str,
@@ -61,6 +61,17 @@ impl Observed {
             .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
             .collect();
         self.insert_node_labels(name.to_string(), labels);
+    }
+
+    /// A derived Node as expected: its rendered labels (`wire::render::node_labels`), moved
+    /// into the entry rather than copied through a listing.
+    pub(crate) fn insert_expected_node(&mut self, node: &DerivedNode) {
+        let mut object = node_labels_object(node);
+        let labels = match object.pointer_mut("/metadata/labels").map(Value::take) {
+            Some(Value::Object(labels)) => labels,
+            _ => Map::new(),
+        };
+        self.insert_node_labels(node.name.to_string(), labels);
     }
 
     /// A Node's entry: its label map, as [`reduce`] keeps a listed Node's.
@@ -165,17 +176,17 @@ fn through_type(kind: &Kind, object: Value) -> Value {
 
 /// What the model's derivation says the operator's objects must be.
 pub fn expected(derived: &Derived) -> Observed {
+    let mut out = expected_besides_nodes(derived);
+    for node in &derived.nodes {
+        out.insert_expected_node(node);
+    }
+    out
+}
+
+/// [`expected`] but the Nodes' label sets (the audit adds only the Nodes whose labels differ).
+pub fn expected_besides_nodes(derived: &Derived) -> Observed {
     let mut out = Observed::default();
-    for (kind, namespace, mut object) in render(derived) {
-        if kind == kinds::NODE {
-            // a rendered Node is its name and labels: the labels move, not copied ([`reduce`])
-            let labels = match object.pointer_mut("/metadata/labels").map(Value::take) {
-                Some(Value::Object(labels)) => labels,
-                _ => Map::new(),
-            };
-            out.insert_node_labels(crate::wire::read::name_of(&object), labels);
-            continue;
-        }
+    for (kind, namespace, mut object) in render_besides_nodes(derived) {
         if let Some(ns) = namespace {
             object["metadata"]["namespace"] = json!(ns);
         }
@@ -283,7 +294,7 @@ mod tests {
     fn an_expected_node_is_its_rendered_labels_as_listed() {
         let derived = model::derive::derive(&model::examples::walkthrough());
         let mut listed = Observed::default();
-        for (kind, _, object) in render(&derived)
+        for (kind, _, object) in crate::wire::render::render(&derived)
             .iter()
             .filter(|(k, _, _)| *k == kinds::NODE)
         {

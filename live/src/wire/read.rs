@@ -116,17 +116,7 @@ impl<T: Listing + ?Sized> Listing for &T {
 /// at once).
 pub fn cluster_from<V: Listing>(
     settings: &Settings,
-    list: impl FnMut(&Kind) -> Result<Vec<V>, ReadError>,
-) -> Result<Cluster, ReadError> {
-    cluster_from_seeing(settings, list, |_| {})
-}
-
-/// [`cluster_from`], handing each Node as read ([`NodeDoc`]) to `see_node`: a caller that needs
-/// the Nodes too (the audit's observed side) reads each once.
-pub fn cluster_from_seeing<V: Listing>(
-    settings: &Settings,
     mut list: impl FnMut(&Kind) -> Result<Vec<V>, ReadError>,
-    mut see_node: impl FnMut(&NodeDoc<'_>),
 ) -> Result<Cluster, ReadError> {
     let devices: BTreeMap<String, V> = list(&kinds::DEVICES)?
         .into_iter()
@@ -156,7 +146,6 @@ pub fn cluster_from_seeing<V: Listing>(
             let node = o
                 .node()
                 .map_err(|e| ReadError::field(&kinds::NODE, &name, &e.path, e.message))?;
-            see_node(&node);
             read_node(
                 &node,
                 devices.as_deref(),

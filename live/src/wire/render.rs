@@ -25,6 +25,13 @@ pub fn render(derived: &Derived) -> Vec<Rendered> {
         .iter()
         .map(|n| (kinds::NODE, None, node_labels(n)))
         .collect();
+    out.extend(render_besides_nodes(derived));
+    out
+}
+
+/// [`render`]'s objects but the Node label sets: the objects the operator creates.
+pub fn render_besides_nodes(derived: &Derived) -> Vec<Rendered> {
+    let mut out: Vec<Rendered> = Vec::new();
     out.extend(
         derived
             .topologies
