@@ -242,6 +242,7 @@ fn effects(s: &model::scenario::Scenario) -> Vec<String> {
                 .unwrap_or_default()
                 .to_string(),
             Effect::Evicted { workloads } => format!("evicted {}", workloads.len()),
+            Effect::Parked { workloads } => format!("parked {}", workloads.len()),
             Effect::Ignored { .. } => "ignored".into(),
             other => format!("{other:?}"),
         })
