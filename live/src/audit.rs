@@ -226,8 +226,8 @@ impl<'a> Snapshot<'a> {
             ..Snapshot::default()
         };
         for (i, item) in items.into_iter().enumerate() {
-            let text_at = |text: Option<String>, field: &str| {
-                text.ok_or_else(|| {
+            let required = |text: Option<&str>, field: &str| {
+                text.map(str::to_string).ok_or_else(|| {
                     AuditError::input(
                         source,
                         format!("items[{i}].{field}"),
@@ -235,13 +235,13 @@ impl<'a> Snapshot<'a> {
                     )
                 })
             };
-            let api_version = text_at(non_empty(&item.api_version), "apiVersion")?;
-            let kind = text_at(non_empty(&item.kind), "kind")?;
-            let name = text_at(item.body.name(), "metadata.name")?;
+            let api_version = required(item.api_version.non_empty(), "apiVersion")?;
+            let kind = required(item.kind.non_empty(), "kind")?;
+            let name = required(item.body.name(), "metadata.name")?;
             match kinds::by_kind(&api_version, &kind).filter(|k| AUDITED_KINDS.contains(k)) {
                 Some(k) => {
                     if k.namespaced {
-                        text_at(item.body.namespace(), "metadata.namespace")?;
+                        required(item.body.namespace(), "metadata.namespace")?;
                     }
                     // the body was read as the kind its head names (`Body::for_head`)
                     let listed = match item.body {
@@ -466,7 +466,7 @@ impl<'a> Body<'a> {
     }
 
     /// `metadata.name`, when a non-empty string.
-    fn name(&self) -> Option<String> {
+    fn name(&self) -> Option<&str> {
         match self {
             Body::Node(doc) => Some(doc.name()),
             Body::Devices(doc) => Some(doc.name()),
@@ -474,24 +474,22 @@ impl<'a> Body<'a> {
                 .get("metadata")
                 .and_then(|m| m.get("name"))
                 .and_then(Value::as_str),
-            Body::Other(head) => head.name.0.as_ref().map(|t| t.as_str()),
+            Body::Other(head) => head.name.non_empty(),
         }
         .filter(|s| !s.is_empty())
-        .map(str::to_string)
     }
 
     /// `metadata.namespace`, when a non-empty string (Nodes and Devices have none).
-    fn namespace(&self) -> Option<String> {
+    fn namespace(&self) -> Option<&str> {
         match self {
             Body::Whole(members) => members
                 .get("metadata")
                 .and_then(|m| m.get("namespace"))
-                .and_then(Value::as_str),
-            Body::Other(head) => head.namespace.0.as_ref().map(|t| t.as_str()),
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty()),
+            Body::Other(head) => head.namespace.non_empty(),
             Body::Node(_) | Body::Devices(_) => None,
         }
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
     }
 }
 
@@ -534,15 +532,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for Item<'a> {
         }
         d.deserialize_any(ItemVisitor(std::marker::PhantomData))
     }
-}
-
-/// A head's member as text, when it is a non-empty string.
-fn non_empty(text: &LooseText<'_>) -> Option<String> {
-    text.0
-        .as_ref()
-        .map(|t| t.as_str())
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
 }
 
 /// The AdmissionChecks an operator-owned queue may reference, in reference order.

@@ -211,6 +211,13 @@ pub(crate) use default_for_other_values;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LooseText<'a>(pub Option<Text<'a>>);
 
+impl LooseText<'_> {
+    /// The string, when it is one and not empty.
+    pub fn non_empty(&self) -> Option<&str> {
+        self.0.as_ref().map(Text::as_str).filter(|s| !s.is_empty())
+    }
+}
+
 impl Serialize for LooseText<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.0.serialize(s)

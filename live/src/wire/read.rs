@@ -288,8 +288,8 @@ impl NodeDoc<'_> {
     pub fn name(&self) -> &str {
         self.metadata
             .as_ref()
-            .and_then(|m| m.name.0.as_ref())
-            .map_or("", Text::as_str)
+            .and_then(|m| m.name.non_empty())
+            .unwrap_or_default()
     }
 
     /// `metadata.labels`, in the listing's order.
@@ -660,8 +660,8 @@ impl DevicesDoc<'_> {
     pub fn name(&self) -> &str {
         self.metadata
             .as_ref()
-            .and_then(|m| m.name.0.as_ref())
-            .map_or("", Text::as_str)
+            .and_then(|m| m.name.non_empty())
+            .unwrap_or_default()
     }
 
     fn spec_groups(&self) -> &[SpecGroup<'_>] {
