@@ -806,9 +806,9 @@ fn queue_world(
     members: &[&DerivedNode],
 ) -> QueueWorld {
     // Validation only tests the flavors' nodeLabels against a node: keep just those keys.
-    let keys: BTreeSet<&str> = selected
+    let keys: BTreeSet<&Text> = selected
         .iter()
-        .flat_map(|rf| rf.node_labels.keys().map(Text::as_str))
+        .flat_map(|rf| rf.node_labels.keys())
         .collect();
     let pool_nodes = pool_nodes(&keys, members);
     QueueWorld {
@@ -833,30 +833,36 @@ fn queue_world(
 /// Each member as the plan check reads it: its name and its labels under `keys`. Members alike
 /// under those keys share one map (a copied map is shared, not copied), found by the values'
 /// hash; a pool of one node has nothing to share.
-fn pool_nodes(keys: &BTreeSet<&str>, members: &[&DerivedNode]) -> Vec<PoolNode> {
-    let reduced = |d: &DerivedNode| -> Labels {
+fn pool_nodes(keys: &BTreeSet<&Text>, members: &[&DerivedNode]) -> Vec<PoolNode> {
+    let reduced = |values: &[Option<&Text>]| -> Labels {
         keys.iter()
-            .filter_map(|&k| d.labels.get_key_value(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .zip(values)
+            .filter_map(|(&k, v)| Some((k.clone(), (*v)?.clone())))
             .collect()
     };
     let node = |d: &DerivedNode, labels: Labels| PoolNode {
         name: d.name.clone(),
         labels,
     };
+    // A BTreeSet of texts iterates in the byte order the labels are kept in.
+    let sorted_keys = || keys.iter().map(|k| k.as_str());
+    let mut values: Vec<Option<&Text>> = Vec::with_capacity(keys.len());
     if let [d] = members {
-        return vec![node(d, reduced(d))];
+        d.labels.values_under(sorted_keys(), &mut values);
+        return vec![node(d, reduced(&values))];
     }
     let mut alike: HashMap<Vec<Option<&Text>>, Labels> = HashMap::new();
-    let mut values: Vec<Option<&Text>> = Vec::with_capacity(keys.len());
     members
         .iter()
         .map(|d| {
             values.clear();
-            values.extend(keys.iter().map(|&k| d.labels.get(k)));
+            d.labels.values_under(sorted_keys(), &mut values);
             let labels = match alike.get(values.as_slice()) {
                 Some(set) => set.clone(),
-                None => alike.entry(values.clone()).or_insert(reduced(d)).clone(),
+                None => alike
+                    .entry(values.clone())
+                    .or_insert_with(|| reduced(&values))
+                    .clone(),
             };
             node(d, labels)
         })

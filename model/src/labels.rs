@@ -140,8 +140,55 @@ impl Labels {
 
     /// The stored key and its value (`BTreeMap::get_key_value`).
     pub fn get_key_value(&self, key: &str) -> Option<(&Text, &Text)> {
-        let i = self.find_index(key).ok()?;
-        self.get_indexed(i)
+        let (k, v) = self.as_slice().get(self.find_index(key).ok()?)?;
+        Some((k, v))
+    }
+
+    /// The value under `key` (`BTreeMap::get`).
+    pub fn get(&self, key: &str) -> Option<&Text> {
+        Some(&self.as_slice().get(self.find_index(key).ok()?)?.1)
+    }
+
+    /// The value under each of `keys`, given in key order, appended to `out`: one walk along
+    /// the map and the keys, where a search per key would probe the map again for each.
+    pub fn values_under<'l, 'k>(
+        &'l self,
+        keys: impl IntoIterator<Item = &'k str>,
+        out: &mut Vec<Option<&'l Text>>,
+    ) {
+        let mut pairs = self.as_slice().iter().peekable();
+        for key in keys {
+            let key = key.as_bytes();
+            while pairs.next_if(|(k, _)| k.as_bytes() < key).is_some() {}
+            out.push(pairs.next_if(|(k, _)| k.as_bytes() == key).map(|(_, v)| v));
+        }
+    }
+
+    /// Whether `key` is set (`BTreeMap::contains_key`).
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.find_index(key).is_ok()
+    }
+
+    /// Where `key` is, or where it would go (`LiteMap::find_index`): a binary search that
+    /// skips the prefix `key` is known to share with both ends of the range left. Most lookups
+    /// are of keys sharing a long prefix with their neighbours (`acceleratable.feature.gpustack.ai/…`),
+    /// which a plain search compares again at every probe.
+    pub fn find_index(&self, key: &str) -> Result<usize, usize> {
+        let (pairs, key) = (self.as_slice(), key.as_bytes());
+        // pairs[..lo] < key < pairs[hi..]; key shares `lo_common` bytes with pairs[lo - 1] and
+        // `hi_common` with pairs[hi], so every key between them shares the smaller count.
+        let (mut lo, mut hi) = (0, pairs.len());
+        let (mut lo_common, mut hi_common) = (0, 0);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let known = lo_common.min(hi_common);
+            match compare_after(pairs[mid].0.as_bytes(), key, known) {
+                (std::cmp::Ordering::Less, common) => (lo, lo_common) = (mid + 1, common),
+                (std::cmp::Ordering::Greater, common) => (hi, hi_common) = (mid, common),
+                (std::cmp::Ordering::Equal, _) => return Ok(mid),
+            }
+        }
+        Err(lo)
     }
 
     /// Writes `other`'s labels over this map's, `other`'s value winning on an equal key (what
@@ -176,6 +223,30 @@ impl Labels {
     fn map_mut(&mut self) -> &mut Map {
         Arc::make_mut(self.0.get_or_insert_with(Default::default))
     }
+}
+
+/// The byte order of `a` and `b` (`str`'s order) and the length of their common prefix, both
+/// known to start with the same `known` bytes; eight bytes compared at a time.
+#[inline]
+fn compare_after(a: &[u8], b: &[u8], known: usize) -> (std::cmp::Ordering, usize) {
+    let common = a.len().min(b.len());
+    let mut i = known.min(common);
+    while let (Some(x), Some(y)) = (a.get(i..i + 8), b.get(i..i + 8)) {
+        let differ = u64::from_le_bytes(x.try_into().unwrap_or_default())
+            ^ u64::from_le_bytes(y.try_into().unwrap_or_default());
+        if differ != 0 {
+            let at = i + differ.trailing_zeros() as usize / 8;
+            return (a[at].cmp(&b[at]), at);
+        }
+        i += 8;
+    }
+    while i < common {
+        if a[i] != b[i] {
+            return (a[i].cmp(&b[i]), i);
+        }
+        i += 1;
+    }
+    (a.len().cmp(&b.len()), common)
 }
 
 impl std::ops::Deref for Labels {
@@ -398,6 +469,62 @@ mod tests {
                 .all(|(a, b)| a < b));
             assert_eq!(base, map(mine), "the shared map was written");
         }
+    }
+
+    /// The in-line key order is `str`'s, and its common prefix the keys', on keys of every
+    /// length around the eight-byte step sharing prefixes of every length; a lookup finds what
+    /// a linear scan finds, one by one or walking sorted keys.
+    #[test]
+    fn keys_order_and_are_found_as_strings_are() {
+        let stems = [
+            "",
+            "a",
+            "acceleratable.feature.gpustack.ai/",
+            "kubernetes.io/os",
+            "é",
+        ];
+        let mut keys: Vec<String> = Vec::new();
+        for stem in stems {
+            for tail in [
+                "",
+                "a",
+                "b",
+                "ab",
+                "abcdefgh",
+                "abcdefgi",
+                "abcdefghi",
+                "\u{7f}",
+                "ü",
+            ] {
+                keys.push(format!("{stem}{tail}"));
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                let (order, common) = compare_after(a.as_bytes(), b.as_bytes(), 0);
+                assert_eq!(order, a.cmp(b), "{a:?} vs {b:?}");
+                let shared = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+                assert_eq!(common, shared, "{a:?} vs {b:?}");
+                assert_eq!(
+                    compare_after(a.as_bytes(), b.as_bytes(), shared),
+                    (order, shared)
+                );
+            }
+        }
+        let labels = of(keys.iter().step_by(2).map(|k| (k.as_str(), "v")));
+        for k in &keys {
+            let scanned = labels.iter().find(|(have, _)| *have == k).map(|(_, v)| v);
+            assert_eq!(labels.get(k), scanned, "{k:?}");
+            assert_eq!(labels.contains_key(k), scanned.is_some(), "{k:?}");
+        }
+        assert_eq!(Labels::new().get("a"), None);
+        let mut sorted = keys.clone();
+        sorted.sort();
+        sorted.dedup();
+        let mut walked = Vec::new();
+        labels.values_under(sorted.iter().map(String::as_str), &mut walked);
+        let searched: Vec<_> = sorted.iter().map(|k| labels.get(k)).collect();
+        assert_eq!(walked, searched);
     }
 
     #[test]

@@ -421,12 +421,13 @@ pub fn local_queue_name(cluster_queue: &str) -> String {
 /// A topology profile: `fnv64-` + FNV-1a-64 of the level keys joined by NUL
 /// (chain.md §2.4, §17 rule 6; node topology controller).
 pub fn topology_profile(levels: &[&str]) -> String {
-    profile_of_keys(levels.iter().copied())
+    profile_of_keys(levels.iter().copied()).into()
 }
 
-/// [`topology_profile`] of level keys however held.
-fn profile_of_keys<'s>(levels: impl IntoIterator<Item = &'s str>) -> String {
-    format!("{PROFILE_PREFIX}{:016x}", fnv1a64_joined(levels, "\0"))
+/// [`topology_profile`] of level keys however held, formatted on the stack (a profile fits a
+/// label text in line: no allocation per node).
+fn profile_of_keys<'s>(levels: impl IntoIterator<Item = &'s str>) -> Text {
+    text!("{PROFILE_PREFIX}{:016x}", fnv1a64_joined(levels, "\0"))
 }
 
 /// The profile of a node no TopologySource matches: hostname only (chain.md §2.4).
@@ -510,7 +511,7 @@ pub fn node_topology_levels(labels: &Labels, sources: &[TopologySource]) -> Vec<
 }
 
 /// The profile of a level list: [`topology_profile`] over the keys in order.
-pub fn profile_of_levels(levels: &[String]) -> String {
+pub fn profile_of_levels(levels: &[String]) -> Text {
     profile_of_keys(levels.iter().map(String::as_str))
 }
 
@@ -745,7 +746,7 @@ pub fn effective_node_labels_by<'a>(
     );
     if settings.era == Era::E3 {
         let profile = profile_of_levels(&node_topology_levels(&out, sources));
-        out.insert(Text::new_static(TOPOLOGY_PROFILE), profile.into());
+        out.insert(Text::new_static(TOPOLOGY_PROFILE), profile);
     }
     if !settings.mixed_on_node && !node_is_accelerated(&out) {
         out.insert(Text::new_static(CPU_ONLY), Text::new_static("true"));
