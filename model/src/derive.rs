@@ -76,8 +76,17 @@ struct NodeTable<'a> {
     /// key names its nodes by these instead of hashing them again.
     keys: &'a [u64],
     by_name: HashMap<&'a str, usize>,
-    /// Rows with a Devices object, by each `(key, value)` label of that object.
+    /// The rows with a Devices object, grouped by their Devices labels: alike nodes share one
+    /// label map (`node_rules`), so a pool tests each distinct map once.
+    devices_groups: Vec<DevicesGroup<'a>>,
+    /// Groups by each `(key, value)` label of their map.
     by_devices_label: HashMap<(&'a str, &'a str), Vec<usize>>,
+}
+
+/// Rows whose Devices labels are one shared map.
+struct DevicesGroup<'a> {
+    labels: &'a Labels,
+    rows: Vec<usize>,
 }
 
 impl<'a> NodeTable<'a> {
@@ -88,19 +97,35 @@ impl<'a> NodeTable<'a> {
             .enumerate()
             .map(|(i, (_, d))| (d.name.as_str(), i))
             .collect();
+        let mut devices_groups: Vec<DevicesGroup> = Vec::new();
+        let mut group_of_map: HashMap<usize, usize> = HashMap::new();
+        for (i, (node, d)) in rows.iter().enumerate() {
+            let Some(labels) = d.devices_labels.as_ref().filter(|_| node.devices.is_some()) else {
+                continue;
+            };
+            let group = *group_of_map.entry(labels.identity()).or_insert_with(|| {
+                devices_groups.push(DevicesGroup {
+                    labels,
+                    rows: Vec::new(),
+                });
+                devices_groups.len() - 1
+            });
+            devices_groups[group].rows.push(i);
+        }
         let mut by_devices_label: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
-        for (i, (_, d)) in rows.iter().enumerate() {
-            for (k, v) in d.devices_labels.iter().flatten() {
+        for (g, group) in devices_groups.iter().enumerate() {
+            for (k, v) in group.labels.iter() {
                 by_devices_label
                     .entry((k.as_str(), v.as_str()))
                     .or_default()
-                    .push(i);
+                    .push(g);
             }
         }
         NodeTable {
             rows,
             keys,
             by_name,
+            devices_groups,
             by_devices_label,
         }
     }
@@ -114,8 +139,8 @@ impl<'a> NodeTable<'a> {
     }
 
     /// Rule 18: rows whose Devices labels carry every selector label, in cluster order.
-    /// Candidates come from the selector's rarest label; each is then checked against the
-    /// whole selector.
+    /// Candidate groups come from the selector's rarest label; each is then checked against
+    /// the whole selector.
     fn devices_matching(&self, selector: &Labels) -> Vec<usize> {
         let candidates = selector
             .iter()
@@ -124,19 +149,13 @@ impl<'a> NodeTable<'a> {
                     .get(&(k.as_str(), v.as_str()))
                     .map_or(&[][..], Vec::as_slice)
             })
-            .min_by_key(|rows| rows.len())
+            .min_by_key(|groups| groups.len())
             .unwrap_or(&[]);
         let mut rows: Vec<usize> = candidates
             .iter()
-            .copied()
-            .filter(|&i| {
-                let (node, derived) = self.rows[i];
-                node.devices.is_some()
-                    && derived
-                        .devices_labels
-                        .as_ref()
-                        .is_some_and(|labels| pool::labels_contain(labels, selector))
-            })
+            .map(|&g| &self.devices_groups[g])
+            .filter(|group| pool::labels_contain(group.labels, selector))
+            .flat_map(|group| group.rows.iter().copied())
             .collect();
         rows.sort_unstable();
         rows

@@ -283,7 +283,8 @@ pub fn flavor_transitions<'a>(
 pub struct FlavorPool<'a> {
     pub flavor: &'a NodeFlavor,
     pub first: Contribution<'a>,
-    pub nodes: BTreeSet<&'a str>,
+    /// The contributors' names, sorted, each once.
+    pub nodes: Vec<&'a str>,
 }
 
 /// Builds the ResourceFlavor of one pool (chain.md §6.3); the `cpuDetail` note, when the flavor
@@ -319,13 +320,20 @@ pub fn flavor_pools<'a>(nodes: &[Contribution<'a>]) -> Vec<FlavorPool<'a>> {
                 .or_insert_with(|| FlavorPool {
                     flavor: f,
                     first: *c,
-                    nodes: BTreeSet::new(),
+                    nodes: Vec::new(),
                 })
                 .nodes
-                .insert(c.node);
+                .push(c.node);
         }
     }
-    pools.into_values().collect()
+    pools
+        .into_values()
+        .map(|mut p| {
+            p.nodes.sort_unstable();
+            p.nodes.dedup();
+            p
+        })
+        .collect()
 }
 
 /// Rule 9: one ResourceFlavor per pool of [`flavor_pools`], capacity = contributors × count.

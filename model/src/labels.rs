@@ -219,6 +219,12 @@ impl Labels {
         *self = Labels(Some(Arc::new(Map::from_sorted_store_unchecked(merged))));
     }
 
+    /// Which shared map this is: equal for a map and its copies until one is written, and 0
+    /// for a map holding nothing. Maps with different identities may still be equal.
+    pub fn identity(&self) -> usize {
+        self.0.as_ref().map_or(0, |map| Arc::as_ptr(map) as usize)
+    }
+
     /// The map, unshared first if another holder shares it.
     fn map_mut(&mut self) -> &mut Map {
         Arc::make_mut(self.0.get_or_insert_with(Default::default))
@@ -554,7 +560,14 @@ mod tests {
         let original = from_pairs(&[("a", "1"), ("b", "2")]);
         let mut copy = original.clone();
         assert!(std::ptr::eq(&*original, &*copy), "a copy shares the map");
+        assert_eq!(copy.identity(), original.identity());
         copy.insert("c".into(), "3".into());
+        assert_ne!(
+            copy.identity(),
+            original.identity(),
+            "a written copy is its own map"
+        );
+        assert_eq!(Labels::new().identity(), 0);
         *copy.values_mut().next().unwrap() = "9".into();
         assert_eq!(
             original,
