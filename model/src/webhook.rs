@@ -41,7 +41,7 @@ pub fn default_instance_type_labels(
     let wanted = spec_schedule_labels(&spec, aware);
     let mut out: Labels = existing
         .iter()
-        .filter(|(k, _)| wanted.contains_key(*k) || !is_feature_key(k))
+        .filter(|(k, _)| wanted.contains_key(k) || !is_feature_key(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     out.extend(wanted);

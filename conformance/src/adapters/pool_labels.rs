@@ -55,7 +55,7 @@ fn absent_of(expected: &Value, key: &str, present: &Labels) -> Value {
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
-        .filter(|k| !present.contains_key(*k))
+        .filter(|k| !present.contains_key(k))
         .collect();
     json!(absent)
 }

@@ -143,7 +143,7 @@ fn worker_labels(object: &Value, input: &Labels) -> Labels {
             .into_iter()
             .flatten()
             .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
-            .filter(|(k, v)| input.get(*k).is_none_or(|have| have != v)),
+            .filter(|(k, v)| input.get(k).is_none_or(|have| have != v)),
     )
 }
 

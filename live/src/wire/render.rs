@@ -196,7 +196,7 @@ fn cpu_fields(cpu: &Labels, acceleratable: bool) -> Map<String, Value> {
     };
     let mut out = Map::new();
     for key in identity.iter().chain(CPU_FIELDS.iter()) {
-        if let Some(v) = cpu.get(*key) {
+        if let Some(v) = cpu.get(key) {
             out.insert((*key).to_string(), json!(v));
         }
     }
