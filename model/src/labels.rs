@@ -146,7 +146,7 @@ impl Labels {
 
     /// The value under `key` (`BTreeMap::get`).
     pub fn get(&self, key: &str) -> Option<&Text> {
-        Some(&self.as_slice().get(self.find_index(key).ok()?)?.1)
+        self.get_key_value(key).map(|(_, v)| v)
     }
 
     /// The value under each of `keys`, given in key order, appended to `out`: one walk along
@@ -171,8 +171,9 @@ impl Labels {
 
     /// Where `key` is, or where it would go (`LiteMap::find_index`): a binary search that
     /// skips the prefix `key` is known to share with both ends of the range left. Most lookups
-    /// are of keys sharing a long prefix with their neighbours (`acceleratable.feature.gpustack.ai/…`),
-    /// which a plain search compares again at every probe.
+    /// are of keys sharing a long prefix with their neighbours
+    /// (`acceleratable.feature.gpustack.ai/…`), which a plain search compares again at every
+    /// probe.
     pub fn find_index(&self, key: &str) -> Result<usize, usize> {
         let (pairs, key) = (self.as_slice(), key.as_bytes());
         // pairs[..lo] < key < pairs[hi..]; key shares `lo_common` bytes with pairs[lo - 1] and
