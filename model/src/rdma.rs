@@ -253,8 +253,9 @@ impl Distance {
 
 /// `device.BusDistance`: a missing bus or root id on either side is unknown; the same innermost
 /// switch is PIX; the same outermost bridge is PXB; then the same NUMA is NODE, another NUMA is
-/// SYS and an unknown NUMA on either side is unknown (never read as node 0).
-pub fn bus_distance(card: &CardTopology, iface: &Interface) -> Distance {
+/// SYS and an unknown NUMA on either side is unknown (never read as node 0). The interface is
+/// measured at `numa` (a VF: its PF's bus coordinates with its own NUMA).
+pub fn bus_distance(card: &CardTopology, iface: &Interface, numa: &str) -> Distance {
     if card.pci_bus_id.is_empty()
         || iface.pci_bus_id.is_empty()
         || card.pci_root_id.is_empty()
@@ -269,10 +270,10 @@ pub fn bus_distance(card: &CardTopology, iface: &Interface) -> Distance {
     if card.pci_root_id == iface.pci_root_id {
         return Distance::Pxb;
     }
-    if card.numa_affinity.is_empty() || iface.numa_affinity.is_empty() {
+    if card.numa_affinity.is_empty() || numa.is_empty() {
         return Distance::Unknown;
     }
-    if card.numa_affinity == iface.numa_affinity {
+    if card.numa_affinity == numa {
         Distance::Node
     } else {
         Distance::Sys
@@ -300,19 +301,11 @@ pub fn closest_distance(
     endpoints: &[LabelEndpoint<'_>],
 ) -> Option<Distance> {
     let none = CardTopology::default();
-    // each endpoint as measured (its PF's coordinates, its own NUMA), built once for every card
-    let measured: Vec<Interface> = endpoints
-        .iter()
-        .map(|e| Interface {
-            numa_affinity: e.numa.to_string(),
-            ..e.iface.clone()
-        })
-        .collect();
     let mut closest: Option<Distance> = None;
     for id in spec_card_ids(devices) {
         let card = network.card(id).unwrap_or(&none);
-        for m in &measured {
-            let d = bus_distance(card, m);
+        for e in endpoints {
+            let d = bus_distance(card, e.iface, e.numa);
             closest = Some(closest.map_or(d, |c| c.min(d)));
         }
     }
@@ -633,17 +626,29 @@ mod tests {
         i.pci_root_id = "R1".into();
         i.pci_switches = vec!["S1".into(), "R1".into()];
         assert_eq!(
-            bus_distance(&card(&["S1", "R1"], "R1", "0"), &i),
+            bus_distance(&card(&["S1", "R1"], "R1", "0"), &i, &i.numa_affinity),
             Distance::Pix
         );
         assert_eq!(
-            bus_distance(&card(&["S2", "R1"], "R1", "0"), &i),
+            bus_distance(&card(&["S2", "R1"], "R1", "0"), &i, &i.numa_affinity),
             Distance::Pxb
         );
-        assert_eq!(bus_distance(&card(&[], "R2", "0"), &i), Distance::Node);
-        assert_eq!(bus_distance(&card(&[], "R2", "1"), &i), Distance::Sys);
-        assert_eq!(bus_distance(&card(&[], "R2", ""), &i), Distance::Unknown);
-        assert_eq!(bus_distance(&card(&[], "", "0"), &i), Distance::Unknown);
+        assert_eq!(
+            bus_distance(&card(&[], "R2", "0"), &i, &i.numa_affinity),
+            Distance::Node
+        );
+        assert_eq!(
+            bus_distance(&card(&[], "R2", "1"), &i, &i.numa_affinity),
+            Distance::Sys
+        );
+        assert_eq!(
+            bus_distance(&card(&[], "R2", ""), &i, &i.numa_affinity),
+            Distance::Unknown
+        );
+        assert_eq!(
+            bus_distance(&card(&[], "", "0"), &i, &i.numa_affinity),
+            Distance::Unknown
+        );
         // the closest pair wins
         let devices = cards(&["far", "near"]);
         let mut network = net(vec![i]);
