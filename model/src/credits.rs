@@ -211,9 +211,13 @@ pub fn parse_quantity(s: &str) -> Result<Quantity, ModelError> {
     }
     let overflow = || bad("out of range");
     // mantissa = all digits as one integer; value = mantissa × 10^-frac × scale.
-    let mantissa: i128 = format!("{int_digits}{frac_digits}")
-        .parse()
-        .map_err(|_| overflow())?;
+    let mantissa = int_digits
+        .bytes()
+        .chain(frac_digits.bytes())
+        .try_fold(0i128, |m, d| {
+            m.checked_mul(10)?.checked_add(i128::from(d - b'0'))
+        })
+        .ok_or_else(overflow)?;
     let frac_len = i32::try_from(frac_digits.len()).map_err(|_| overflow())?;
     let micro = match scale {
         Scale::Ten(e) => scale_by_ten(mantissa, e + 6 - frac_len).ok_or_else(overflow)?,

@@ -284,7 +284,7 @@ pub fn general_key_of(inputs: &GeneralKeyInputs<'_>) -> String {
     if id.is_empty() {
         manu
     } else {
-        format!("{manu}-{id}")
+        [manu.as_str(), "-", &id].concat()
     }
 }
 
@@ -407,15 +407,29 @@ fn fnv1a64_joined<'s>(parts: impl IntoIterator<Item = &'s str>, separator: &str)
     })
 }
 
+/// `{:016x}` of `h`, written without the formatting machinery: every derivation names a
+/// LocalQueue per pool and a profile per node by such a hash.
+fn hex16(h: u64) -> [u8; 16] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    std::array::from_fn(|i| DIGITS[((h >> (60 - 4 * i)) & 0xf) as usize])
+}
+
+/// `prefix` followed by [`hex16`] of `h`.
+fn prefixed_hex16(prefix: &str, h: u64) -> String {
+    let hex = hex16(h);
+    // hex digits are ASCII
+    [prefix, std::str::from_utf8(&hex).unwrap_or_default()].concat()
+}
+
 /// FNV-1a 64-bit of `s` as 16 lowercase hex digits (`stringx.SumByFNV64a`).
 pub fn fnv1a64_hex(s: &str) -> String {
-    format!("{:016x}", fnv1a64(s))
+    prefixed_hex16("", fnv1a64(s))
 }
 
 /// `FormatLocalQueueName`: `gpustack-fnv64-<hex>` of the ClusterQueue name, always 31 chars
 /// (chain.md §3.3).
 pub fn local_queue_name(cluster_queue: &str) -> String {
-    format!("{LOCAL_QUEUE_PREFIX}{:016x}", fnv1a64(cluster_queue))
+    prefixed_hex16(LOCAL_QUEUE_PREFIX, fnv1a64(cluster_queue))
 }
 
 /// A topology profile: `fnv64-` + FNV-1a-64 of the level keys joined by NUL
@@ -427,7 +441,10 @@ pub fn topology_profile(levels: &[&str]) -> String {
 /// [`topology_profile`] of level keys however held, formatted on the stack (a profile fits a
 /// label text in line: no allocation per node).
 fn profile_of_keys<'s>(levels: impl IntoIterator<Item = &'s str>) -> Text {
-    text!("{PROFILE_PREFIX}{:016x}", fnv1a64_joined(levels, "\0"))
+    let hex = hex16(fnv1a64_joined(levels, "\0"));
+    let mut profile = arrayvec::ArrayString::<22>::from(PROFILE_PREFIX).unwrap_or_default();
+    profile.push_str(std::str::from_utf8(&hex).unwrap_or_default());
+    Text::new(profile)
 }
 
 /// The profile of a node no TopologySource matches: hostname only (chain.md §2.4).
@@ -1368,6 +1385,23 @@ mod tests {
             let lq = local_queue_name(cq);
             assert_eq!(lq, format!("gpustack-fnv64-{hex}"));
             assert_eq!(lq.len(), 31);
+        }
+    }
+
+    #[test]
+    fn hashes_are_written_as_padded_lowercase_hex() {
+        for h in [
+            0,
+            1,
+            0xf,
+            0x10,
+            0xdead_beef,
+            0x0123_4567_89ab_cdef,
+            u64::MAX,
+        ] {
+            let hex = hex16(h);
+            assert_eq!(std::str::from_utf8(&hex), Ok(format!("{h:016x}").as_str()));
+            assert_eq!(prefixed_hex16("p-", h), format!("p-{h:016x}"));
         }
     }
 

@@ -57,15 +57,14 @@ impl PoolIdentity {
     /// Exact pool name for a known awareness setting (`DerivedInstanceTypeIdentity`,
     /// pkg/nodefeature/helper.go).
     pub fn name_under(&self, aware: bool) -> String {
-        let (os, arch) = (&self.os, &self.arch);
+        let (os, arch) = (self.os.as_str(), self.arch.as_str());
+        let (g, a) = (self.general_group.as_str(), self.accelerator_group.as_str());
+        // concatenated, not formatted: a derivation names every pool of every flavor
         match (self.acceleratable, aware) {
-            (true, true) => format!(
-                "gpustack--{}--{}-{os}-{arch}",
-                self.general_group, self.accelerator_group
-            ),
-            (true, false) => format!("gpustack--{}-{os}-{arch}", self.accelerator_group),
-            (false, true) => format!("gpustack--{}-{os}-{arch}", self.general_group),
-            (false, false) => format!("gpustack--{GENERAL_GROUP_GENERIC}-{os}-{arch}"),
+            (true, true) => ["gpustack--", g, "--", a, "-", os, "-", arch].concat(),
+            (true, false) => ["gpustack--", a, "-", os, "-", arch].concat(),
+            (false, true) => ["gpustack--", g, "-", os, "-", arch].concat(),
+            (false, false) => ["gpustack--", GENERAL_GROUP_GENERIC, "-", os, "-", arch].concat(),
         }
     }
 

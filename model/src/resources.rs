@@ -195,11 +195,8 @@ fn classify_partition_profile(name: &str) -> Option<ResourceName> {
 /// `<base>.partitioned.<kind>-`: what every per-profile partition key of `manufacturer` starts
 /// with (`None`: it has no partition kind).
 pub fn partition_profile_prefix(manufacturer: &str) -> Option<String> {
-    Some(format!(
-        "{}.partitioned.{}-",
-        base_of(manufacturer)?,
-        partition_kind(manufacturer)?
-    ))
+    let (base, kind) = (base_of(manufacturer)?, partition_kind(manufacturer)?);
+    Some([base, ".partitioned.", kind, "-"].concat())
 }
 
 /// The family of any resource name (`ResourceFamilyOf`).
@@ -219,12 +216,11 @@ pub fn resource_name(manufacturer: &str, key: &Key) -> Option<String> {
     let suffix = match key {
         Key::Whole => "",
         Key::Visibility => {
-            return Some(format!(
-                "{VISIBILITY_PREFIX}{manufacturer}{VISIBILITY_SUFFIX}"
-            ))
+            return Some([VISIBILITY_PREFIX, manufacturer, VISIBILITY_SUFFIX].concat())
         }
         Key::PartitionedProfile(profile) => {
-            let name = format!("{}{profile}", partition_profile_prefix(manufacturer)?);
+            let mut name = partition_profile_prefix(manufacturer)?;
+            name.push_str(profile);
             return is_valid_profile_resource_name(profile, &name).then_some(name);
         }
         other => SUFFIXES.iter().find(|(_, k)| k == other)?.0,
@@ -232,7 +228,7 @@ pub fn resource_name(manufacturer: &str, key: &Key) -> Option<String> {
     if key.family() == Family::Partitioned {
         partition_kind(manufacturer)?;
     }
-    Some(format!("{base}{suffix}"))
+    Some([base, suffix].concat())
 }
 
 /// A profile key must be a valid qualified resource name; an empty profile or one like
