@@ -16,7 +16,6 @@ use crate::flavor::Contribution;
 use crate::labels::{self, Labels, Text, DERIVED_FROM_NODE, NOTE_PREFIX};
 use crate::mutants::Mutant;
 use crate::node_rules::NodeRules;
-use crate::nodefeature::GeneralLabelKeys;
 use crate::objects::{
     ClusterQueue, InstanceType, InstanceTypeSpec, InstanceTypeStatus, LocalQueue, NodeFlavor,
     ResourceFlavor, Topology,
@@ -353,11 +352,14 @@ fn derive_through<R: Record>(
     let (nodes, node_keys): (Vec<DerivedNode>, Vec<u64>) = cluster
         .nodes
         .iter()
-        .map(|n| {
-            let g = rules.general_keys(n);
-            let (derived, key) = stored_node(store, &mut rules, n, &g, settings_key);
-            explain::node(rec, n, &g.key, &derived);
-            (derived, key)
+        .map(|n| match store {
+            Some(store) => stored_node(store, &mut rules, n, settings_key),
+            None => {
+                let g = rules.general_keys(n);
+                let derived = rules.derive_node(n, &g);
+                explain::node(rec, n, &g.key, &derived);
+                (derived, 0)
+            }
         })
         .unzip();
     let contributions: Vec<Contribution<'_>> = cluster
@@ -464,27 +466,22 @@ fn stored_flavors(
         .unzip()
 }
 
-/// [`NodeRules::derive_node`], from the store when one serves the derivation, with the step's
-/// key (0 without a store): the step reads the node (labels, annotations, Devices), its gKey and
-/// the TopologySources and the settings (`settings_key` is theirs), and nothing else.
+/// [`NodeRules::derive_node`] from the store, with the step's key: the step reads the node
+/// (labels, annotations, Devices), the TopologySources and the settings (`settings_key` is
+/// theirs), and nothing else. Its gKey is the node's own labels' and annotations', so the key
+/// need not name it, and a step served from the store skips reading it.
 fn stored_node<'a>(
-    store: Option<&dyn StepStore>,
+    store: &dyn StepStore,
     rules: &mut NodeRules<'a>,
     node: &'a Node,
-    g: &GeneralLabelKeys,
     settings_key: u64,
 ) -> (DerivedNode, u64) {
-    match store {
-        Some(store) => {
-            let key = step_key(
-                store,
-                &(node, g.key.as_str(), rules.sources(), settings_key),
-            );
-            let derived = store.node(key, &mut || rules.derive_node(node, g));
-            (derived, key)
-        }
-        None => (rules.derive_node(node, g), 0),
-    }
+    let key = step_key(store, &(node, rules.sources(), settings_key));
+    let derived = store.node(key, &mut || {
+        let g = rules.general_keys(node);
+        rules.derive_node(node, &g)
+    });
+    (derived, key)
 }
 
 /// Rule 11: admin InstanceTypes as written; derived ones authored create-only per pool
