@@ -625,30 +625,21 @@ mod tests {
         let mut i = nic("x", "mlx5_0", "0", None);
         i.pci_root_id = "R1".into();
         i.pci_switches = vec!["S1".into(), "R1".into()];
-        assert_eq!(
-            bus_distance(&card(&["S1", "R1"], "R1", "0"), &i, &i.numa_affinity),
-            Distance::Pix
-        );
-        assert_eq!(
-            bus_distance(&card(&["S2", "R1"], "R1", "0"), &i, &i.numa_affinity),
-            Distance::Pxb
-        );
-        assert_eq!(
-            bus_distance(&card(&[], "R2", "0"), &i, &i.numa_affinity),
-            Distance::Node
-        );
-        assert_eq!(
-            bus_distance(&card(&[], "R2", "1"), &i, &i.numa_affinity),
-            Distance::Sys
-        );
-        assert_eq!(
-            bus_distance(&card(&[], "R2", ""), &i, &i.numa_affinity),
-            Distance::Unknown
-        );
-        assert_eq!(
-            bus_distance(&card(&[], "", "0"), &i, &i.numa_affinity),
-            Distance::Unknown
-        );
+        let cases = [
+            (card(&["S1", "R1"], "R1", "0"), "0", Distance::Pix),
+            (card(&["S2", "R1"], "R1", "0"), "0", Distance::Pxb),
+            (card(&[], "R2", "0"), "0", Distance::Node),
+            (card(&[], "R2", "1"), "0", Distance::Sys),
+            (card(&[], "R2", ""), "0", Distance::Unknown),
+            (card(&[], "", "0"), "0", Distance::Unknown),
+            // past the bridges only the NUMA measured (a VF's, not its PF's) is read
+            (card(&[], "R2", "1"), "1", Distance::Node),
+            (card(&["S1"], "R1", "1"), "", Distance::Pix),
+            (card(&[], "R2", "1"), "", Distance::Unknown),
+        ];
+        for (c, numa, want) in cases {
+            assert_eq!(bus_distance(&c, &i, numa), want, "{c:?} at NUMA {numa:?}");
+        }
         // the closest pair wins
         let devices = cards(&["far", "near"]);
         let mut network = net(vec![i]);
