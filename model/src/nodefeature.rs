@@ -11,6 +11,7 @@ use crate::labels::{
     CREDITS_PREFIX, HOSTNAME, MANAGED, OS, TOPOLOGY_PROFILE,
 };
 use crate::objects::NodeFlavor;
+use arrayvec::ArrayString;
 
 /// Longest Kubernetes label value.
 const LABEL_VALUE_MAX: usize = 63;
@@ -409,16 +410,18 @@ fn fnv1a64_joined<'s>(parts: impl IntoIterator<Item = &'s str>, separator: &str)
 
 /// `{:016x}` of `h`, written without the formatting machinery: every derivation names a
 /// LocalQueue per pool and a profile per node by such a hash.
-fn hex16(h: u64) -> [u8; 16] {
+fn hex16(h: u64) -> ArrayString<16> {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    std::array::from_fn(|i| DIGITS[((h >> (60 - 4 * i)) & 0xf) as usize])
+    let mut hex = ArrayString::new();
+    for shift in (0..64).step_by(4).rev() {
+        hex.push(char::from(DIGITS[((h >> shift) & 0xf) as usize]));
+    }
+    hex
 }
 
 /// `prefix` followed by [`hex16`] of `h`.
 fn prefixed_hex16(prefix: &str, h: u64) -> String {
-    let hex = hex16(h);
-    // hex digits are ASCII
-    [prefix, std::str::from_utf8(&hex).unwrap_or_default()].concat()
+    [prefix, &hex16(h)].concat()
 }
 
 /// FNV-1a 64-bit of `s` as 16 lowercase hex digits (`stringx.SumByFNV64a`).
@@ -441,9 +444,8 @@ pub fn topology_profile(levels: &[&str]) -> String {
 /// [`topology_profile`] of level keys however held, formatted on the stack (a profile fits a
 /// label text in line: no allocation per node).
 fn profile_of_keys<'s>(levels: impl IntoIterator<Item = &'s str>) -> Text {
-    let hex = hex16(fnv1a64_joined(levels, "\0"));
-    let mut profile = arrayvec::ArrayString::<22>::from(PROFILE_PREFIX).unwrap_or_default();
-    profile.push_str(std::str::from_utf8(&hex).unwrap_or_default());
+    let mut profile = ArrayString::<22>::from(PROFILE_PREFIX).unwrap_or_default();
+    profile.push_str(&hex16(fnv1a64_joined(levels, "\0")));
     Text::new(profile)
 }
 
@@ -1399,8 +1401,7 @@ mod tests {
             0x0123_4567_89ab_cdef,
             u64::MAX,
         ] {
-            let hex = hex16(h);
-            assert_eq!(std::str::from_utf8(&hex), Ok(format!("{h:016x}").as_str()));
+            assert_eq!(hex16(h).as_str(), format!("{h:016x}"));
             assert_eq!(prefixed_hex16("p-", h), format!("p-{h:016x}"));
         }
     }
