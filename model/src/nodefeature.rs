@@ -426,7 +426,7 @@ fn prefixed_hex16(prefix: &str, h: u64) -> String {
 
 /// FNV-1a 64-bit of `s` as 16 lowercase hex digits (`stringx.SumByFNV64a`).
 pub fn fnv1a64_hex(s: &str) -> String {
-    prefixed_hex16("", fnv1a64(s))
+    hex16(fnv1a64(s)).to_string()
 }
 
 /// `FormatLocalQueueName`: `gpustack-fnv64-<hex>` of the ClusterQueue name, always 31 chars
@@ -441,12 +441,12 @@ pub fn topology_profile(levels: &[&str]) -> String {
     profile_of_keys(levels.iter().copied()).into()
 }
 
-/// [`topology_profile`] of level keys however held, formatted on the stack (a profile fits a
-/// label text in line: no allocation per node).
+/// [`topology_profile`] of level keys however held, built in line (a profile fits a label
+/// text in line: no allocation per node).
 fn profile_of_keys<'s>(levels: impl IntoIterator<Item = &'s str>) -> Text {
-    let mut profile = ArrayString::<22>::from(PROFILE_PREFIX).unwrap_or_default();
-    profile.push_str(&hex16(fnv1a64_joined(levels, "\0")));
-    Text::new(profile)
+    [PROFILE_PREFIX, &hex16(fnv1a64_joined(levels, "\0"))]
+        .into_iter()
+        .collect()
 }
 
 /// The profile of a node no TopologySource matches: hostname only (chain.md §2.4).
