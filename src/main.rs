@@ -27,12 +27,12 @@ mod logging;
 use clap::Parser;
 use outcome::Outcome;
 
-/// The model's derivations allocate many small strings; mimalloc roughly halves `verify
-/// check`'s time against glibc's allocator (generators/README.md, `check/` speed). Opt-in
-/// (`--features mimalloc`): over a 30-minute soak it held ~25 % more memory than at warm-up.
-#[cfg(feature = "mimalloc")]
+/// The model's derivations allocate many small strings: on jemalloc `verify fuzz --tier model`
+/// runs 1.3x and a one-thread `verify check` 1.4x faster than on glibc's allocator, and a twin
+/// soak holds less memory (docs/benchmarks.md, "Twelfth run"). Off with `--no-default-features`.
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() {
     let args = cli::Cli::parse();

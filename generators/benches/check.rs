@@ -24,10 +24,12 @@ use std::time::Instant;
 use generators::check::{explore, run_check, ChainModel, CheckConfig, CheckReport, Search, State};
 use stateright::{Checker, Model, Property};
 
-/// The model's derivations allocate many small strings; glibc's allocator spent about half the
-/// bench's time in malloc/free (perf), mimalloc far less.
+/// The `verify` binary's allocator, so that the floor and `verify check` are timed alike (the
+/// model's derivations allocate many small strings; glibc's allocator spent about half the
+/// bench's time in malloc/free, perf).
+#[cfg(not(target_env = "msvc"))]
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() {
     let raw: Vec<String> = std::env::args().skip(1).collect();

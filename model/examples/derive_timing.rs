@@ -7,30 +7,35 @@
 //! A budget written `<n>x` (e.g. `2000x`) makes exactly n calls per shape, so that
 //! `perf stat -e instructions:u` compares two builds without this machine's timing noise.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use model::derive::{Derived, Deriver};
 
-/// The system allocator, counting allocations: the derivation is allocation-bound, and the
-/// count per call is exact where this machine's timings are not.
+/// The `verify` binary's allocator (jemalloc), counting allocations: the derivation is
+/// allocation-bound, and the count per call is exact where this machine's timings are not.
 struct Counting;
+
+#[cfg(not(target_env = "msvc"))]
+static INNER: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+#[cfg(target_env = "msvc")]
+static INNER: std::alloc::System = std::alloc::System;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
+        unsafe { INNER.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
+        unsafe { INNER.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
+        unsafe { INNER.realloc(ptr, layout, new_size) }
     }
 }
 

@@ -112,12 +112,13 @@ pub(super) fn twin_serve(
     Ok(Outcome::Held)
 }
 
-/// One malloc arena for the whole process, set before any thread starts: glibc gives each
-/// allocating thread (the twin's server and operator threads, the client) its own arena, and
-/// over a long soak they hold memory the soak no longer uses (+12 % at the peak of a 30-minute
-/// twin soak with the default, +6 % with one; docs/benchmarks.md "Soak").
+/// On glibc's allocator (a `--no-default-features` build), one malloc arena for the whole
+/// process, set before any thread starts: glibc gives each allocating thread (the twin's server
+/// and operator threads, the client) its own arena, and over a long soak they hold memory the
+/// soak no longer uses (+12 % at the peak of a 30-minute twin soak with the default, +6 % with
+/// one; docs/benchmarks.md "Soak"). jemalloc, the default, needs no such cap.
 pub(super) fn one_malloc_arena() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "jemalloc")))]
     // SAFETY: mallopt only changes glibc's allocator tuning; called before other threads exist.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);
