@@ -8,8 +8,6 @@
 //! (`logical_sliced_count − allocated_slices > 0`); under [`SharedOnceMax::Shares`] (@0ae3355,
 //! @01712e2) there is no slot gate. SL capacity counts every logical card either way.
 
-use std::collections::BTreeMap;
-
 use crate::cluster::SharedOnceMax;
 use crate::devices::{logical_slots_free, Capability, Card, Devices, Ledger, Mode, ProfileCount};
 use crate::nodefeature::parse_flavor_count;
@@ -188,14 +186,14 @@ pub fn card_partition_remaining(capability: &Capability, ledger: Option<&Ledger>
     }
 }
 
-/// The pool's PT accumulator (name-keyed, so the lists come out name-sorted).
+/// The pool's PT accumulator; its profile lists come out name-sorted.
 #[derive(Clone, Debug, Default)]
 struct PartitionTally {
     capacity: i64,
     remaining: i64,
     any_placeable: bool,
-    allocated: BTreeMap<String, u32>,
-    remaining_profiles: BTreeMap<String, u32>,
+    allocated: ProfileSums,
+    remaining_profiles: ProfileSums,
 }
 
 impl PartitionTally {
@@ -214,11 +212,11 @@ impl PartitionTally {
         let ready = ledger.filter(|l| l.partition_ready());
         for p in &capability.physical_profiles {
             let by = if ready.is_none() { p.count } else { 0 };
-            add_count(&mut self.remaining_profiles, &p.name, by);
+            self.remaining_profiles.add(&p.name, by);
         }
         let Some(l) = ready else { return };
-        add_counts(&mut self.allocated, &l.allocated_profiles);
-        add_counts(&mut self.remaining_profiles, &l.remaining_profiles);
+        self.allocated.add_all(&l.allocated_profiles);
+        self.remaining_profiles.add_all(&l.remaining_profiles);
     }
 
     fn into_view(self) -> PartitionView {
@@ -228,35 +226,57 @@ impl PartitionTally {
                 remaining: self.remaining,
                 capacity: self.capacity,
             },
-            allocated_profiles: into_counts(self.allocated),
-            remaining_profiles: into_counts(self.remaining_profiles),
+            allocated_profiles: self.allocated.into_sorted(),
+            remaining_profiles: self.remaining_profiles.into_sorted(),
         }
     }
 }
 
-/// Sums a `{name, count}` list into a name-keyed map.
-fn add_counts(into: &mut BTreeMap<String, u32>, list: &[ProfileCount]) {
-    for p in list {
-        add_count(into, &p.name, p.count);
-    }
+/// Profile counts summed by name, kept in the order first met. The cards of a pool list their
+/// catalog's profiles in one order, so the entry after the last one added is tried first: one
+/// comparison a profile rather than a search. Sorted by name once, at the end.
+#[derive(Clone, Debug, Default)]
+struct ProfileSums {
+    sums: Vec<ProfileCount>,
+    next: usize,
 }
 
-/// Adds `by` to `name`'s count, creating the entry (at `by`) if absent; the name is only
-/// copied for a new entry.
-fn add_count(into: &mut BTreeMap<String, u32>, name: &str, by: u32) {
-    match into.get_mut(name) {
-        Some(count) => *count = count.saturating_add(by),
-        None => {
-            into.insert(name.to_string(), by);
+impl ProfileSums {
+    /// Adds `by` to `name`'s count, creating the entry (at `by`) if absent; the name is only
+    /// copied for a new entry.
+    fn add(&mut self, name: &str, by: u32) {
+        let at = match self.sums.get(self.next) {
+            Some(p) if p.name == name => Some(self.next),
+            _ => self.sums.iter().position(|p| p.name == name),
+        };
+        match at {
+            Some(i) => {
+                let count = &mut self.sums[i].count;
+                *count = count.saturating_add(by);
+                self.next = i + 1;
+            }
+            None => {
+                self.sums.push(ProfileCount {
+                    name: name.to_string(),
+                    count: by,
+                });
+                self.next = self.sums.len();
+            }
         }
     }
-}
 
-/// A name-keyed map as a name-sorted `{name, count}` list.
-fn into_counts(map: BTreeMap<String, u32>) -> Vec<ProfileCount> {
-    map.into_iter()
-        .map(|(name, count)| ProfileCount { name, count })
-        .collect()
+    /// Adds each entry of a `{name, count}` list.
+    fn add_all(&mut self, list: &[ProfileCount]) {
+        for p in list {
+            self.add(&p.name, p.count);
+        }
+    }
+
+    /// The sums as a name-sorted `{name, count}` list.
+    fn into_sorted(mut self) -> Vec<ProfileCount> {
+        self.sums.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        self.sums
+    }
 }
 
 /// PT view over every node, enumerated from the capability side with the ledger joined in
@@ -983,5 +1003,35 @@ mod tests {
         assert_eq!(card_family(&both), CardFamily::Partitioned);
         assert_eq!(card_family(&logical_cap()), CardFamily::LogicallySliceable);
         assert_eq!(card_family(&Capability::default()), CardFamily::WholeOnly);
+    }
+
+    proptest::proptest! {
+        /// Profile sums equal a name-keyed map's sums, name-sorted, whatever order and repeats
+        /// the lists come in (the cursor only saves the search).
+        #[test]
+        fn profile_sums_are_sums_by_name(
+            lists in proptest::collection::vec(
+                proptest::collection::vec(("[a-d]g\\.[1-2]0gb", 0u32..8), 0..6),
+                0..6,
+            ),
+        ) {
+            let mut sums = ProfileSums::default();
+            let mut by_name = std::collections::BTreeMap::<String, u32>::new();
+            for list in &lists {
+                let list: Vec<ProfileCount> = list
+                    .iter()
+                    .map(|(name, count)| ProfileCount { name: name.clone(), count: *count })
+                    .collect();
+                sums.add_all(&list);
+                for p in &list {
+                    *by_name.entry(p.name.clone()).or_default() += p.count;
+                }
+            }
+            let expected: Vec<ProfileCount> = by_name
+                .into_iter()
+                .map(|(name, count)| ProfileCount { name, count })
+                .collect();
+            proptest::prop_assert_eq!(sums.into_sorted(), expected);
+        }
     }
 }
