@@ -112,15 +112,57 @@ pub(super) fn twin_serve(
     Ok(Outcome::Held)
 }
 
-/// On glibc's allocator (a `--no-default-features` build), one malloc arena for the whole
-/// process, set before any thread starts: glibc gives each allocating thread (the twin's server
-/// and operator threads, the client) its own arena, and over a long soak they hold memory the
-/// soak no longer uses (+12 % at the peak of a 30-minute twin soak with the default, +6 % with
-/// one; docs/benchmarks.md "Soak"). jemalloc, the default, needs no such cap.
-pub(super) fn one_malloc_arena() {
+/// The allocator tuned for a long run, before any thread starts: a soak's figure is its memory
+/// over time, so what it frees goes back to the system at once. On jemalloc (the default) every
+/// arena's freed pages are purged at once rather than after the binary's 1 s, which keeps fuzz
+/// and check 20 % faster but let a twin soak's RSS rise in bursts (docs/benchmarks.md, "Twelfth
+/// run"). On glibc's allocator (`--no-default-features`), one malloc arena for the whole
+/// process: glibc gives each allocating thread (the twin's server and operator threads, the
+/// client) its own arena, and over a long soak they hold memory the soak no longer uses (+12 %
+/// at the peak of a 30-minute twin soak with the default, +6 % with one; "Soak").
+pub(super) fn lean_allocator_for_soak() {
+    #[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+    purge_freed_pages_at_once();
     #[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "jemalloc")))]
     // SAFETY: mallopt only changes glibc's allocator tuning; called before other threads exist.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
+/// jemalloc's `dirty_decay_ms` at 0: the default for arenas created from now on, and each
+/// arena already created (only those exist to be set; the others refuse the write).
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+fn purge_freed_pages_at_once() {
+    // SAFETY: both options are jemalloc's `ssize_t` (isize) milliseconds.
+    let set = |name: &str| unsafe {
+        tikv_jemalloc_ctl::raw::write(format!("{name}\0").as_bytes(), 0isize)
+    };
+    if let Err(e) = set("arenas.dirty_decay_ms") {
+        tracing::warn!(
+            "jemalloc: setting arenas.dirty_decay_ms to 0 failed ({e}); the soak keeps 1 s"
+        );
+    }
+    let arenas = tikv_jemalloc_ctl::arenas::narenas::read().unwrap_or(0);
+    for i in 0..arenas {
+        let _ = set(&format!("arena.{i}.dirty_decay_ms"));
+    }
+}
+
+#[cfg(all(test, feature = "jemalloc", not(target_env = "msvc")))]
+mod tests {
+    /// The soak's tuning reaches the arena already serving this thread, not only later ones.
+    #[test]
+    fn a_soak_purges_freed_pages_at_once() {
+        let decay = |name: &[u8]| unsafe { tikv_jemalloc_ctl::raw::read::<isize>(name) };
+        assert_eq!(
+            decay(b"arenas.dirty_decay_ms\0").unwrap(),
+            1000,
+            "the binary's 1 s"
+        );
+        drop(vec![0u8; 1 << 20]);
+        super::purge_freed_pages_at_once();
+        assert_eq!(decay(b"arenas.dirty_decay_ms\0").unwrap(), 0);
+        assert_eq!(decay(b"arena.0.dirty_decay_ms\0").unwrap(), 0);
     }
 }

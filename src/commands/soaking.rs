@@ -5,7 +5,7 @@ use super::*;
 /// `verify soak`: churn until the deadline, Ctrl-C or the first finding; series, checkpoint,
 /// counterexample and a history row.
 pub(super) fn soak(args: SoakArgs) -> Result<Outcome> {
-    one_malloc_arena();
+    lean_allocator_for_soak();
     let tier = args.tier();
     let twin = tier == Tier::Twin;
     let on_cluster = tier == Tier::Live;
