@@ -9,8 +9,9 @@ FROM rust:1.95-alpine AS build
 RUN apk add --no-cache musl-dev ca-certificates
 WORKDIR /src
 COPY . .
-# no default features (mimalloc is opt-in and not needed in a Pod); --locked: Cargo.lock as
-# committed
+# no default features: the image keeps musl's allocator (jemalloc, the default elsewhere, is a C
+# build not tried on musl here, with no container engine; a Pod's live run waits on the
+# cluster's API, not on allocation); --locked: Cargo.lock as committed
 RUN cargo build --release --locked --no-default-features --bin verify \
     && strip target/release/verify \
     && mkdir -p /out/verify/.verify \
