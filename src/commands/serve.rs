@@ -113,16 +113,24 @@ pub(super) fn twin_serve(
 }
 
 /// The allocator tuned for a long run, before any thread starts: a soak's figure is its memory
-/// over time, so what it frees goes back to the system at once. On jemalloc (the default) every
-/// arena's freed pages are purged at once rather than after the binary's 1 s, which keeps fuzz
-/// and check 20 % faster but let a twin soak's RSS rise in bursts (docs/benchmarks.md, "Twelfth
-/// run"). On glibc's allocator (`--no-default-features`), one malloc arena for the whole
-/// process: glibc gives each allocating thread (the twin's server and operator threads, the
-/// client) its own arena, and over a long soak they hold memory the soak no longer uses (+12 %
-/// at the peak of a 30-minute twin soak with the default, +6 % with one; "Soak").
-pub(super) fn lean_allocator_for_soak() {
+/// over time, so what it frees goes back to the system soon. On jemalloc (the default), on the
+/// twin and live tiers, every arena's freed pages are purged at once rather than after the
+/// binary's 1 s, under which a twin soak's RSS rose in bursts (docs/benchmarks.md, "Twelfth
+/// run"); the model tier keeps 1 s, as purging at once costs its allocation-bound steps (fuzz
+/// 20 %) and its memory is a quarter of the twin's. On glibc's allocator
+/// (`--no-default-features`), one malloc arena for the whole process: glibc gives each
+/// allocating thread (the twin's server and operator threads, the client) its own arena, and
+/// over a long soak they hold memory the soak no longer uses (+12 % at the peak of a 30-minute
+/// twin soak with the default, +6 % with one; "Soak").
+#[cfg_attr(
+    any(not(feature = "jemalloc"), target_env = "msvc"),
+    allow(unused_variables)
+)]
+pub(super) fn lean_allocator_for_soak(tier: Tier) {
     #[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
-    purge_freed_pages_at_once();
+    if tier != Tier::Model {
+        purge_freed_pages_at_once();
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "jemalloc")))]
     // SAFETY: mallopt only changes glibc's allocator tuning; called before other threads exist.
     unsafe {

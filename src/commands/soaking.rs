@@ -5,8 +5,8 @@ use super::*;
 /// `verify soak`: churn until the deadline, Ctrl-C or the first finding; series, checkpoint,
 /// counterexample and a history row.
 pub(super) fn soak(args: SoakArgs) -> Result<Outcome> {
-    lean_allocator_for_soak();
     let tier = args.tier();
+    lean_allocator_for_soak(tier);
     let twin = tier == Tier::Twin;
     let on_cluster = tier == Tier::Live;
     let faults = args.faults().map_err(UsageError)?;
