@@ -31,26 +31,25 @@ use outcome::Outcome;
 /// runs 1.3x and a one-thread `verify check` 1.4x faster than on glibc's allocator, and a twin
 /// soak holds less memory (docs/benchmarks.md, "Twelfth run"). Off with `--no-default-features`.
 #[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
-#[global_allocator]
-static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+mod jemalloc {
+    #[global_allocator]
+    static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// jemalloc's compiled-in options (its `malloc_conf` string; `_RJEM_MALLOC_CONF` still wins):
-/// freed pages go back to the system after 1 s rather than 10 s. With the default a twin soak's
-/// RSS rose in bursts for as long as the decay (peak +27 % over the warm-up level against
-/// glibc's +10 %); at 1 s fuzz and check run as fast and a check holds 7 % less
-/// (docs/benchmarks.md, "Twelfth run").
-#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
-#[export_name = "_rjem_malloc_conf"]
-static JEMALLOC_CONF: JemallocConf = JemallocConf(c"dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
+    /// jemalloc's compiled-in options (its `malloc_conf` string; `_RJEM_MALLOC_CONF` still
+    /// wins): freed pages go back to the system after 1 s rather than 10 s. With the default a
+    /// twin soak's RSS rose in bursts for as long as the decay (peak +27 % over the warm-up
+    /// level against glibc's +10 %); at 1 s fuzz and check run as fast and a check holds 7 %
+    /// less (docs/benchmarks.md, "Twelfth run").
+    #[export_name = "_rjem_malloc_conf"]
+    static CONF: Conf = Conf(c"dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
 
-/// The `const char *` jemalloc reads its options from.
-#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
-#[repr(transparent)]
-struct JemallocConf(*const std::ffi::c_char);
+    /// The `const char *` jemalloc reads its options from.
+    #[repr(transparent)]
+    struct Conf(*const std::ffi::c_char);
 
-// SAFETY: the pointer is to a static, immutable C string.
-#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
-unsafe impl Sync for JemallocConf {}
+    // SAFETY: the pointer is to a static, immutable C string.
+    unsafe impl Sync for Conf {}
+}
 
 fn main() {
     let args = cli::Cli::parse();

@@ -170,7 +170,6 @@ mod tests {
                 "the binary's 1 s (main.rs)"
             );
         }
-        drop(vec![0u8; 1 << 20]);
         super::purge_freed_pages_at_once();
         assert_eq!(decay(b"arenas.dirty_decay_ms\0").unwrap(), 0);
         assert_eq!(decay(b"arena.0.dirty_decay_ms\0").unwrap(), 0);
