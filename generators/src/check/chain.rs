@@ -164,12 +164,8 @@ impl ChainModel {
         palette::initial_cluster(self.nodes, self.cards, self.mutant)
     }
 
-    pub fn structure(&self, id: u32) -> Arc<Structure> {
+    pub fn structure(&self, id: u32) -> &Structure {
         self.tables.structure(id)
-    }
-
-    pub fn hold(&self, id: u32) -> Arc<model::lifecycle::Hold> {
-        Arc::new(self.tables.hold(id).hold.clone())
     }
 
     fn slot(&self, node: usize, card: usize) -> usize {

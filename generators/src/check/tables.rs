@@ -2,7 +2,7 @@
 //! structures, the memo tables of the expensive model work, and the node renamings the
 //! symmetry reduction uses.
 
-use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::sync::{Arc, LazyLock, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use model::cluster::ExistingInstanceType;
@@ -200,8 +200,9 @@ impl Tables {
         Deriver::with_steps(self.steps.clone())
     }
 
-    pub fn card_row(&self, id: u16) -> Arc<CardState> {
-        self.card_rows.get(u32::from(id)).unwrap_or_default()
+    pub fn card_row(&self, id: u16) -> &CardState {
+        static ABSENT: LazyLock<CardState> = LazyLock::new(CardState::default);
+        self.card_rows.get(u32::from(id)).unwrap_or(&ABSENT)
     }
 
     pub fn intern_card(&self, row: CardState) -> u16 {
@@ -209,13 +210,12 @@ impl Tables {
         u16::try_from(id).unwrap_or(u16::MAX)
     }
 
-    pub fn structure(&self, id: u32) -> Arc<Structure> {
-        self.structures.get(id).unwrap_or_else(|| {
-            Arc::new(Structure {
-                derived: Derived::default(),
-                authored: Vec::new(),
-            })
-        })
+    pub fn structure(&self, id: u32) -> &Structure {
+        static EMPTY: LazyLock<Structure> = LazyLock::new(|| Structure {
+            derived: Derived::default(),
+            authored: Vec::new(),
+        });
+        self.structures.get(id).unwrap_or(&EMPTY)
     }
 
     /// A fingerprint of the structure's authored InstanceTypes.
@@ -228,16 +228,15 @@ impl Tables {
         self.structures.intern(s.fingerprint(), s)
     }
 
-    pub fn hold(&self, id: u32) -> Arc<HoldEntry> {
-        self.holds.get(id).unwrap_or_else(|| {
-            Arc::new(HoldEntry {
-                hold: Hold::default(),
-                nodes: 0,
-                cards: 0,
-                partition: false,
-                quota_fp: 0,
-            })
-        })
+    pub fn hold(&self, id: u32) -> &HoldEntry {
+        static NONE: LazyLock<HoldEntry> = LazyLock::new(|| HoldEntry {
+            hold: Hold::default(),
+            nodes: 0,
+            cards: 0,
+            partition: false,
+            quota_fp: 0,
+        });
+        self.holds.get(id).unwrap_or(&NONE)
     }
 
     pub fn intern_hold(&self, hold: Hold) -> u32 {
