@@ -4,11 +4,14 @@ a full derivation of 1,000 nodes x 8 cards (and the incremental one after one no
 `verify audit --snapshot` of a 4,000-node dump
 against Python's json.load of the same file (time and max RSS), model-tier fuzz throughput,
 and `verify check`'s default scope on one and two threads against the floor of stateright
-exploring the recorded state graph alone (generators' `check` bench, `graph1`). The 30-minute
-soak's memory is not measured here (docs/benchmarks.md, "Soak").
+exploring the recorded state graph alone (generators' `check` bench, `graph1`); besides the
+table, where the check rows' dependency stands: stateright alone on two threads (`graph2`) and
+a plain one-thread BFS of the same states alone and with the model (`own1`: what replacing
+stateright would give). The 30-minute soak's memory is not measured here (docs/benchmarks.md,
+"Soak").
 
     python3 scripts/ratios.py            (builds what it runs, release profile)
-    python3 scripts/ratios.py --quick    (skips the check rows: they take about a minute)
+    python3 scripts/ratios.py --quick    (skips the check rows: they take about three minutes)
 """
 import json, os, re, subprocess, sys, tempfile, time
 
@@ -114,6 +117,19 @@ def check(work):
         else:
             row("check default scope, 2 threads", f"{unique / secs:,.0f} unique/s",
                 ">= 500,000/s", f"{500000 / (unique / secs):.1f}x")
+    # not rows of the issue's table: where the check rows' dependency stands. stateright alone
+    # on two threads (the 2-thread target's own floor), and a plain one-thread BFS over the
+    # same states, alone and with the model (what replacing stateright would give).
+    bench = ["cargo", "bench", "-q", "-p", "generators", "--bench", "check", "--",
+             "3", "2", "4", "0"]
+    alone2 = re.search(r"stateright alone, 2t(?:\s+\d+){3}\s+[\d.]+s\s+(\d+)",
+                       run(bench + ["graph2"]))
+    row("  stateright alone, 2 threads", f"{int(alone2.group(1)):,} unique/s", ">= 500,000/s",
+        f"{500000 / int(alone2.group(1)):.1f}x")
+    own = run(bench + ["own1"])
+    plain = [float(re.search(rf"{label}(?:\s+\d+){{3}}\s+([\d.]+)s", own).group(1))
+             for label in ("plain BFS alone, 1t", "plain BFS, model, 1t")]
+    row("  plain BFS alone / with the model, 1 thread", f"{plain[0]:.2f}/{plain[1]:.1f} s", "", "")
 
 
 def main():

@@ -16,13 +16,18 @@
 //! index (same states, same successors in the same order, one property that always holds).
 //! That row is what stateright's BFS alone costs for this scope on this machine: no model,
 //! however fast, can make the check faster than it.
+//!
+//! `own1` measures what replacing stateright would give: a plain one-thread breadth-first
+//! search written for this bench ([`plain_bfs`]) explores the recorded graph (the floor a
+//! replacement would have) and then the scope itself, cold, through `ChainModel` (what
+//! `verify check --threads 1` would cost on it). Both must visit exactly stateright's states.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::time::Instant;
 
 use generators::check::{explore, run_check, ChainModel, CheckConfig, CheckReport, Search, State};
-use stateright::{Checker, Model, Property};
+use stateright::{Checker, Expectation, Model, Property};
 
 /// The `verify` binary's allocator, so that the floor and `verify check` are timed alike (the
 /// model's derivations allocate many small strings; glibc's allocator spent about half the
@@ -108,6 +113,13 @@ fn main() {
         warm.tables = cold.tables.clone();
         row(&format!("{label}, cold"), &explore(&config, cold));
         row(&format!("{label}, no model work"), &explore(&config, warm));
+    }
+    if only.is_some_and(|o| *o == "own1") {
+        let model = ChainModel::for_check(&scope).unwrap_or_else(|e| fail("own1", &e));
+        let graph = Graph::record(&model);
+        plain_bfs("plain BFS alone, 1t", &graph);
+        let cold = ChainModel::for_check(&scope).unwrap_or_else(|e| fail("own1", &e));
+        plain_bfs("plain BFS, model, 1t", &cold);
     }
     if only.is_some_and(|o| o.starts_with("graph")) {
         let model = ChainModel::for_check(&scope).unwrap_or_else(|e| fail("graph", &e));
@@ -216,6 +228,79 @@ impl Model for Graph {
     fn properties(&self) -> Vec<Property<Self>> {
         vec![Property::always("holds", |_, _| true)]
     }
+}
+
+/// A breadth-first search of `model` on one thread doing what any checker must per state and
+/// no more: evaluate the properties, generate the successors, fingerprint each (stateright's
+/// hash: ahash with fixed seeds) and keep each new one with its parent's fingerprint (from
+/// which a counterexample's path is rebuilt). stateright's BFS also clones the path of every
+/// successor it generates and keeps its maps and counters shared for many threads. Prints a
+/// row like the others, the verdict being the properties that did not hold as expected.
+fn plain_bfs<M: Model>(name: &str, model: &M)
+where
+    M::State: Hash,
+{
+    type Parents = HashMap<u64, u64, nohash_hasher::BuildNoHashHasher<u64>>;
+    let start = Instant::now();
+    let properties = model.properties();
+    // Always: held in every state so far; sometimes: held in some state.
+    let mut met: Vec<bool> = properties
+        .iter()
+        .map(|p| p.expectation != Expectation::Sometimes)
+        .collect();
+    let mut parents = Parents::default();
+    let mut queue = VecDeque::new();
+    for s in model.init_states() {
+        let fp = generators::check::memo::fingerprint(&s);
+        if parents.insert(fp, fp).is_none() {
+            queue.push_back((s, fp, 1usize));
+        }
+    }
+    let (mut generated, mut depth) = (parents.len(), 0);
+    let mut actions = Vec::new();
+    while let Some((state, fp, d)) = queue.pop_front() {
+        depth = depth.max(d);
+        for (p, met) in properties.iter().zip(&mut met) {
+            let holds = (p.condition)(model, &state);
+            match p.expectation {
+                Expectation::Always => *met &= holds,
+                Expectation::Sometimes => *met |= holds,
+                Expectation::Eventually => {}
+            }
+        }
+        model.actions(&state, &mut actions);
+        for a in actions.drain(..) {
+            let Some(next) = model.next_state(&state, a) else {
+                continue;
+            };
+            if !model.within_boundary(&next) {
+                continue;
+            }
+            generated += 1;
+            let next_fp = generators::check::memo::fingerprint(&next);
+            if let std::collections::hash_map::Entry::Vacant(e) = parents.entry(next_fp) {
+                e.insert(fp);
+                queue.push_back((next, next_fp, d + 1));
+            }
+        }
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let unmet: Vec<&str> = properties
+        .iter()
+        .zip(&met)
+        .filter(|(_, met)| !**met)
+        .map(|(p, _)| p.name)
+        .collect();
+    println!(
+        "{name:<24} {generated:>12} {:>12} {depth:>6} {wall:>9.2}s {:>14.0}  {}",
+        parents.len(),
+        parents.len() as f64 / wall,
+        if unmet.is_empty() {
+            "all held".to_string()
+        } else {
+            format!("not as expected: {}", unmet.join(", "))
+        }
+    );
 }
 
 fn row(name: &str, r: &CheckReport) {
