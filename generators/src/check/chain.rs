@@ -227,7 +227,7 @@ impl ChainModel {
     /// and the holds of the admitted (charged) ones.
     pub fn world_of(&self, s: &State) -> World {
         let st = self.structure(s.structure);
-        let (cluster, instances) = self.cluster_of(s, &st);
+        let (cluster, instances) = self.cluster_of(s, st);
         let reserved = self.reserved_of(&s.workloads);
         let mut holds = BTreeMap::new();
         for (k, status) in s.workloads.iter().enumerate() {
@@ -238,7 +238,7 @@ impl ChainModel {
         World {
             admission: AdmissionState {
                 cluster,
-                derived: self.take_derived(s.structure, &st),
+                derived: self.take_derived(s.structure, st),
                 reserved,
                 holds,
                 instances,
