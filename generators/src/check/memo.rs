@@ -96,9 +96,9 @@ impl<V: Clone> Memo<V> {
 /// One copy of each distinct value, named by its index. Values are bucketed by a
 /// caller-given fingerprint and compared in full, so two different values never share an id.
 /// Reading a value by its id takes no lock and touches no shared counter (the values sit in an
-/// append-only vector): the search reads a state's structure and holds at every step, and a
-/// lock or a reference count shared by the threads made two threads slower per state than
-/// one (`Tables::hold` 2 % of one thread's time, 4 % of two threads', perf).
+/// append-only vector): the search reads a state's structure and holds at every step, and the
+/// lock and reference count the threads shared doubled that read's share of the time on two
+/// threads (`Tables::hold` 2 % of one thread's perf samples, 4 % of two threads').
 pub struct Interner<T> {
     values: boxcar::Vec<T>,
     /// Ids by fingerprint; written only when a new value is added.
