@@ -17,10 +17,10 @@
 //! That row is what stateright's BFS alone costs for this scope on this machine: no model,
 //! however fast, can make the check faster than it.
 //!
-//! `own1` measures what replacing stateright would give: a plain one-thread breadth-first
-//! search written for this bench ([`plain_bfs`]) explores the recorded graph (the floor a
-//! replacement would have) and then the scope itself, cold, through `ChainModel` (what
-//! `verify check --threads 1` would cost on it). Both must visit exactly stateright's states.
+//! `own1`/`own2` measure what replacing stateright would give: a plain breadth-first search
+//! written for this bench ([`plain_bfs`]) on one or two threads explores the recorded graph
+//! (the floor a replacement would have) and then the scope itself, cold, through `ChainModel`
+//! (what `verify check` would cost on it). Both must visit exactly stateright's states.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -114,12 +114,16 @@ fn main() {
         row(&format!("{label}, cold"), &explore(&config, cold));
         row(&format!("{label}, no model work"), &explore(&config, warm));
     }
-    if only.is_some_and(|o| *o == "own1") {
-        let model = ChainModel::for_check(&scope).unwrap_or_else(|e| fail("own1", &e));
+    for threads in [1, 2] {
+        let tag = format!("own{threads}");
+        if only.is_some_and(|o| *o != tag) {
+            continue;
+        }
+        let model = ChainModel::for_check(&scope).unwrap_or_else(|e| fail(&tag, &e));
         let graph = Graph::record(&model);
-        plain_bfs("plain BFS alone, 1t", &graph);
-        let cold = ChainModel::for_check(&scope).unwrap_or_else(|e| fail("own1", &e));
-        plain_bfs("plain BFS, model, 1t", &cold);
+        plain_bfs(&format!("plain BFS alone, {threads}t"), &graph, threads);
+        let cold = ChainModel::for_check(&scope).unwrap_or_else(|e| fail(&tag, &e));
+        plain_bfs(&format!("plain BFS, model, {threads}t"), &cold, threads);
     }
     if only.is_some_and(|o| o.starts_with("graph")) {
         let model = ChainModel::for_check(&scope).unwrap_or_else(|e| fail("graph", &e));
@@ -230,17 +234,20 @@ impl Model for Graph {
     }
 }
 
-/// A breadth-first search of `model` on one thread doing what any checker must per state and
-/// no more: evaluate the properties, generate the successors, fingerprint each (stateright's
-/// hash: ahash with fixed seeds) and keep each new one with its parent's fingerprint (from
-/// which a counterexample's path is rebuilt). stateright's BFS also clones the path of every
-/// successor it generates and keeps its maps and counters shared for many threads. Prints a
-/// row like the others, the verdict being the properties that did not hold as expected.
-fn plain_bfs<M: Model>(name: &str, model: &M)
+/// A breadth-first search of `model` on `threads` threads doing what any checker must per state
+/// and no more: evaluate the properties, generate the successors, fingerprint each
+/// (stateright's hash: ahash with fixed seeds) and keep each new one with its parent's
+/// fingerprint (from which a counterexample's path is rebuilt). stateright's BFS also clones
+/// the path of every successor it generates and keeps its maps and counters shared between
+/// threads. One thread runs a plain queue and map; several go level by level sharing nothing
+/// while they work: each expands its share of the frontier, then each keeps the new states
+/// whose fingerprints it owns in a map of its own. Prints a row like the others, the verdict
+/// being the properties that did not hold as expected.
+fn plain_bfs<M>(name: &str, model: &M, threads: usize)
 where
-    M::State: Hash,
+    M: Model + Sync,
+    M::State: Hash + Send + Sync,
 {
-    type Parents = HashMap<u64, u64, nohash_hasher::BuildNoHashHasher<u64>>;
     let start = Instant::now();
     let properties = model.properties();
     // Always: held in every state so far; sometimes: held in some state.
@@ -248,6 +255,85 @@ where
         .iter()
         .map(|p| p.expectation != Expectation::Sometimes)
         .collect();
+    let (generated, unique, depth) = if threads <= 1 {
+        queue_bfs(model, &properties, &mut met)
+    } else {
+        level_bfs(model, &properties, &mut met, threads)
+    };
+    let wall = start.elapsed().as_secs_f64();
+    let unmet: Vec<&str> = properties
+        .iter()
+        .zip(&met)
+        .filter(|(_, met)| !**met)
+        .map(|(p, _)| p.name)
+        .collect();
+    println!(
+        "{name:<24} {generated:>12} {unique:>12} {depth:>6} {wall:>9.2}s {:>14.0}  {}",
+        unique as f64 / wall,
+        if unmet.is_empty() {
+            "all held".to_string()
+        } else {
+            format!("not as expected: {}", unmet.join(", "))
+        }
+    );
+}
+
+/// Parent fingerprints by fingerprint.
+type Parents = HashMap<u64, u64, nohash_hasher::BuildNoHashHasher<u64>>;
+
+/// Folds one state's verdicts (`holds[i]` for property i) into `met`.
+fn fold_verdicts<M: Model>(
+    properties: &[Property<M>],
+    met: &mut [bool],
+    holds: impl Fn(usize) -> bool,
+) {
+    for (i, (p, met)) in properties.iter().zip(met).enumerate() {
+        match p.expectation {
+            Expectation::Always => *met &= holds(i),
+            Expectation::Sometimes => *met |= holds(i),
+            Expectation::Eventually => {}
+        }
+    }
+}
+
+/// Judges `state` and hands each successor within the boundary, with its fingerprint, to
+/// `found`; returns how many it generated.
+fn expand<M: Model>(
+    model: &M,
+    properties: &[Property<M>],
+    met: &mut [bool],
+    state: &M::State,
+    actions: &mut Vec<M::Action>,
+    mut found: impl FnMut(M::State, u64),
+) -> usize
+where
+    M::State: Hash,
+{
+    fold_verdicts(properties, met, |i| (properties[i].condition)(model, state));
+    model.actions(state, actions);
+    let mut generated = 0;
+    for a in actions.drain(..) {
+        let Some(next) = model.next_state(state, a) else {
+            continue;
+        };
+        if model.within_boundary(&next) {
+            generated += 1;
+            let fp = generators::check::memo::fingerprint(&next);
+            found(next, fp);
+        }
+    }
+    generated
+}
+
+/// One thread: a FIFO queue and one map. Returns (generated, unique, depth).
+fn queue_bfs<M: Model>(
+    model: &M,
+    properties: &[Property<M>],
+    met: &mut [bool],
+) -> (usize, usize, usize)
+where
+    M::State: Hash,
+{
     let mut parents = Parents::default();
     let mut queue = VecDeque::new();
     for s in model.init_states() {
@@ -260,47 +346,120 @@ where
     let mut actions = Vec::new();
     while let Some((state, fp, d)) = queue.pop_front() {
         depth = depth.max(d);
-        for (p, met) in properties.iter().zip(&mut met) {
-            let holds = (p.condition)(model, &state);
-            match p.expectation {
-                Expectation::Always => *met &= holds,
-                Expectation::Sometimes => *met |= holds,
-                Expectation::Eventually => {}
-            }
-        }
-        model.actions(&state, &mut actions);
-        for a in actions.drain(..) {
-            let Some(next) = model.next_state(&state, a) else {
-                continue;
-            };
-            if !model.within_boundary(&next) {
-                continue;
-            }
-            generated += 1;
-            let next_fp = generators::check::memo::fingerprint(&next);
-            if let std::collections::hash_map::Entry::Vacant(e) = parents.entry(next_fp) {
-                e.insert(fp);
-                queue.push_back((next, next_fp, d + 1));
-            }
+        generated += expand(
+            model,
+            properties,
+            met,
+            &state,
+            &mut actions,
+            |next, next_fp| {
+                if let std::collections::hash_map::Entry::Vacant(e) = parents.entry(next_fp) {
+                    e.insert(fp);
+                    queue.push_back((next, next_fp, d + 1));
+                }
+            },
+        );
+    }
+    (generated, parents.len(), depth)
+}
+
+/// Several threads, level by level; each owns the fingerprints `fp % threads` names and reads
+/// the others' maps only while no thread writes. Returns (generated, unique, depth).
+fn level_bfs<M>(
+    model: &M,
+    properties: &[Property<M>],
+    met: &mut [bool],
+    threads: usize,
+) -> (usize, usize, usize)
+where
+    M: Model + Sync,
+    M::State: Hash + Send + Sync,
+{
+    /// A generated state, its fingerprint and its parent's.
+    type Found<S> = (S, u64, u64);
+    /// What a thread expanding its share returns: its verdicts, how many states it
+    /// generated, and those of them new so far, by owner.
+    type Expanded<S> = (Vec<bool>, usize, Vec<Vec<Found<S>>>);
+    let owner = |fp: u64| (fp % threads as u64) as usize;
+    let mut parents: Vec<Parents> = (0..threads).map(|_| Parents::default()).collect();
+    let mut frontier = Vec::new();
+    for s in model.init_states() {
+        let fp = generators::check::memo::fingerprint(&s);
+        if parents[owner(fp)].insert(fp, fp).is_none() {
+            frontier.push((s, fp));
         }
     }
-    let wall = start.elapsed().as_secs_f64();
-    let unmet: Vec<&str> = properties
-        .iter()
-        .zip(&met)
-        .filter(|(_, met)| !**met)
-        .map(|(p, _)| p.name)
-        .collect();
-    println!(
-        "{name:<24} {generated:>12} {:>12} {depth:>6} {wall:>9.2}s {:>14.0}  {}",
-        parents.len(),
-        parents.len() as f64 / wall,
-        if unmet.is_empty() {
-            "all held".to_string()
-        } else {
-            format!("not as expected: {}", unmet.join(", "))
+    let (mut generated, mut depth) = (frontier.len(), 0);
+    while !frontier.is_empty() {
+        depth += 1;
+        let share = frontier.len().div_ceil(threads);
+        // Each thread expands its share, sorting by owner what it generates that its owner has
+        // not seen.
+        let expanded: Vec<Expanded<M::State>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = frontier
+                .chunks(share)
+                .map(|chunk| {
+                    let (seen, mut met) = (&parents, met.to_vec());
+                    scope.spawn(move || {
+                        let mut out: Vec<Vec<Found<M::State>>> =
+                            (0..threads).map(|_| Vec::new()).collect();
+                        let (mut actions, mut generated) = (Vec::new(), 0);
+                        for (state, fp) in chunk {
+                            generated += expand(
+                                model,
+                                properties,
+                                &mut met,
+                                state,
+                                &mut actions,
+                                |next, next_fp| {
+                                    if !seen[owner(next_fp)].contains_key(&next_fp) {
+                                        out[owner(next_fp)].push((next, next_fp, *fp));
+                                    }
+                                },
+                            );
+                        }
+                        (met, generated, out)
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        let mut by_owner: Vec<Vec<Vec<Found<M::State>>>> =
+            (0..threads).map(|_| Vec::new()).collect();
+        for (worker_met, worker_generated, out) in expanded {
+            fold_verdicts(properties, met, |i| worker_met[i]);
+            generated += worker_generated;
+            for (o, found) in out.into_iter().enumerate() {
+                by_owner[o].push(found);
+            }
         }
-    );
+        // Each owner keeps the states it had not seen: the next frontier.
+        frontier = std::thread::scope(|scope| {
+            let workers: Vec<_> = parents
+                .iter_mut()
+                .zip(by_owner)
+                .map(|(parents, found)| {
+                    scope.spawn(move || {
+                        let mut new = Vec::new();
+                        for (next, next_fp, parent) in found.into_iter().flatten() {
+                            if let std::collections::hash_map::Entry::Vacant(e) =
+                                parents.entry(next_fp)
+                            {
+                                e.insert(parent);
+                                new.push((next, next_fp));
+                            }
+                        }
+                        new
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap())
+                .collect()
+        });
+    }
+    (generated, parents.iter().map(HashMap::len).sum(), depth)
 }
 
 fn row(name: &str, r: &CheckReport) {
