@@ -158,9 +158,27 @@ impl Labels {
     ) {
         let mut pairs = self.as_slice().iter().peekable();
         for key in keys {
-            let key = key.as_bytes();
-            while pairs.next_if(|(k, _)| k.as_bytes() < key).is_some() {}
-            out.push(pairs.next_if(|(k, _)| k.as_bytes() == key).map(|(_, v)| v));
+            while pairs.next_if(|(k, _)| text_order(k, key).is_lt()).is_some() {}
+            out.push(pairs.next_if(|(k, _)| same_text(k, key)).map(|(_, v)| v));
+        }
+    }
+
+    /// Sets `key` to `value`, returning the value it replaces (`BTreeMap::insert`): found by
+    /// [`Labels::find_index`], where `LiteMap::insert`'s own search calls `memcmp` per probe.
+    pub fn insert(&mut self, key: Text, value: Text) -> Option<Text> {
+        let at = self.find_index(&key);
+        let map = self.map_mut();
+        match at {
+            Ok(i) => map
+                .iter_mut()
+                .nth(i)
+                .map(|(_, v)| std::mem::replace(v, value)),
+            Err(i) => {
+                let mut pairs = std::mem::take(map).into_tuple_vec();
+                pairs.insert(i, (key, value));
+                *map = Map::from_sorted_store_unchecked(pairs);
+                None
+            }
         }
     }
 
@@ -230,6 +248,33 @@ impl Labels {
     fn map_mut(&mut self) -> &mut Map {
         Arc::make_mut(self.0.get_or_insert_with(Default::default))
     }
+}
+
+/// Whether `a` and `b` are the same text, compared here rather than by a call to `memcmp`: the
+/// model compares short texts (label keys and values, names) by the million, where the call and
+/// its length-dependent branches cost more than the comparison (a third of a derivation's
+/// `memcmp` time went to hash-map keys of a few short texts: docs/benchmarks.md, fourteenth
+/// run).
+#[inline]
+pub fn same_text(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && (std::ptr::eq(a.as_ptr(), b.as_ptr())
+            || compare_after(a.as_bytes(), b.as_bytes(), 0).0.is_eq())
+}
+
+/// [`same_text`] for texts that may be absent.
+#[inline]
+pub fn same_optional_text(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => same_text(a, b),
+        (a, b) => a.is_none() && b.is_none(),
+    }
+}
+
+/// `str`'s order of `a` and `b`, compared as [`same_text`] compares.
+#[inline]
+pub fn text_order(a: &str, b: &str) -> std::cmp::Ordering {
+    compare_after(a.as_bytes(), b.as_bytes(), 0).0
 }
 
 /// The byte order of `a` and `b` (`str`'s order) and the length of their common prefix, both
@@ -516,8 +561,30 @@ mod tests {
                     compare_after(a.as_bytes(), b.as_bytes(), shared),
                     (order, shared)
                 );
+                assert_eq!(text_order(a, b), order, "{a:?} vs {b:?}");
+                assert_eq!(same_text(a, b), a == b, "{a:?} vs {b:?}");
+                assert_eq!(same_text(a, &b.clone()), a == b, "{a:?} vs a copy of {b:?}");
+                assert_eq!(same_optional_text(Some(a), Some(b)), a == b);
+                assert!(!same_optional_text(Some(a), None) && !same_optional_text(None, Some(b)));
             }
         }
+        assert!(same_optional_text(None, None));
+        // Inserting one by one, in an order other than the keys', keeps them sorted and
+        // returns what each key held, as a BTreeMap does; a copy made before is not written.
+        let (mut inserted, mut reference) = (Labels::new(), std::collections::BTreeMap::new());
+        for (i, k) in keys.iter().rev().chain(keys.iter().step_by(3)).enumerate() {
+            let v = Text::new(i.to_string());
+            assert_eq!(
+                inserted.insert(Text::new(k), v.clone()),
+                reference.insert(Text::new(k), v),
+                "{k:?}"
+            );
+        }
+        assert!(inserted.iter().eq(reference.iter()));
+        let before = inserted.clone();
+        inserted.insert(Text::new("a"), Text::new("written"));
+        inserted.insert(Text::new("zz"), Text::new("new"));
+        assert!(before.iter().eq(reference.iter()));
         let labels = of(keys.iter().step_by(2).map(|k| (k.as_str(), "v")));
         for k in &keys {
             let scanned = labels.iter().find(|(have, _)| *have == k).map(|(_, v)| v);

@@ -5,10 +5,11 @@
 use crate::cluster::{Era, Node, Settings, TopologySource};
 use crate::devices::{DeviceGroup, Devices};
 use crate::labels::{
-    self, accelerator_feature_key, count_key, general_feature_key, is_known_manufacturer, text,
-    Labels, Text, ToSmolStr, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX,
-    CPU_FAMILY, CPU_FAMILY_ANNOTATION, CPU_ID, CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR,
-    CREDITS_PREFIX, HOSTNAME, MANAGED, OS, TOPOLOGY_PROFILE,
+    self, accelerator_feature_key, count_key, general_feature_key, is_known_manufacturer,
+    same_optional_text, same_text, text, Labels, Text, ToSmolStr, ACCELERATABLE,
+    ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY, CPU_FAMILY_ANNOTATION, CPU_ID,
+    CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR, CREDITS_PREFIX, HOSTNAME, MANAGED, OS,
+    TOPOLOGY_PROFILE,
 };
 use crate::objects::NodeFlavor;
 use arrayvec::ArrayString;
@@ -220,12 +221,32 @@ pub fn cpu_manufacturer(labels: &Labels) -> String {
 /// Everything gKey is computed from: the NFD vendor, family and id labels and the `cpu-name`
 /// annotation. Two nodes with equal inputs have equal gKeys, so a caller deriving many nodes
 /// may compute the key once per distinct input (chain.md §3.1).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, Eq, Hash)]
 pub struct GeneralKeyInputs<'a> {
     pub vendor: Option<&'a str>,
     pub family: Option<&'a str>,
     pub id: Option<&'a str>,
     pub name: Option<&'a str>,
+}
+
+/// Field by field, texts by [`same_optional_text`] (a derivation compares every node's).
+impl PartialEq for GeneralKeyInputs<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        let GeneralKeyInputs {
+            vendor,
+            family,
+            id,
+            name,
+        } = *self;
+        [
+            (vendor, other.vendor),
+            (family, other.family),
+            (id, other.id),
+            (name, other.name),
+        ]
+        .into_iter()
+        .all(|(a, b)| same_optional_text(a, b))
+    }
 }
 
 impl<'a> GeneralKeyInputs<'a> {
@@ -563,7 +584,7 @@ pub fn memory_label(mib: u64) -> String {
 /// (`applyAcceleratorLabels`, chain.md §2.2; pkg/nodefeature/helper.go): the group's fields
 /// and its number of cards, not the cards themselves. Nodes whose groups are alike in these
 /// share the labels, so a derivation writes them once ([`crate::node_rules`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Eq, Hash)]
 pub struct GroupLabelInputs<'a> {
     manufacturer: &'a str,
     id: &'a str,
@@ -575,6 +596,36 @@ pub struct GroupLabelInputs<'a> {
     compute_capability: &'a str,
     driver_version: &'a str,
     runtime_version: &'a str,
+}
+
+/// Field by field, texts by [`same_text`] (a derivation compares the groups of every node).
+impl PartialEq for GroupLabelInputs<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        let GroupLabelInputs {
+            manufacturer,
+            id,
+            name,
+            memory_mib,
+            cores,
+            cards,
+            family,
+            compute_capability,
+            driver_version,
+            runtime_version,
+        } = *self;
+        (memory_mib, cores, cards) == (other.memory_mib, other.cores, other.cards)
+            && [
+                (manufacturer, other.manufacturer),
+                (id, other.id),
+                (name, other.name),
+                (family, other.family),
+                (compute_capability, other.compute_capability),
+                (driver_version, other.driver_version),
+                (runtime_version, other.runtime_version),
+            ]
+            .into_iter()
+            .all(|(a, b)| same_text(a, b))
+    }
 }
 
 impl<'a> GroupLabelInputs<'a> {
@@ -845,7 +896,9 @@ pub fn mixing_drops_cpu_flavor(labels: &Labels, settings: &Settings) -> bool {
 /// (and, for the CPU flavor, the annotations) its rule reads (chain.md §6.1–6.3). Nodes alike
 /// in these contribute equal flavors, so a derivation builds each once
 /// ([`crate::node_rules`]).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+// The equality below is the derived one's (same_text is `str` equality), so Hash agrees.
+#[allow(clippy::derived_hash_with_manual_eq)]
+#[derive(Clone, Debug, Eq, Hash)]
 pub struct FlavorInputs {
     pub general_key: Text,
     /// Empty for the CPU flavor.
@@ -859,6 +912,38 @@ pub struct FlavorInputs {
     pub family: Text,
     pub memory: Text,
     pub cores: Text,
+}
+
+/// Field by field, texts by [`same_text`] (a derivation compares every node's flavors').
+impl PartialEq for FlavorInputs {
+    fn eq(&self, other: &Self) -> bool {
+        let FlavorInputs {
+            general_key,
+            accelerator_key,
+            count,
+            os,
+            arch,
+            profile,
+            product,
+            family,
+            memory,
+            cores,
+        } = self;
+        *count == other.count
+            && [
+                (general_key, &other.general_key),
+                (accelerator_key, &other.accelerator_key),
+                (os, &other.os),
+                (arch, &other.arch),
+                (profile, &other.profile),
+                (product, &other.product),
+                (family, &other.family),
+                (memory, &other.memory),
+                (cores, &other.cores),
+            ]
+            .into_iter()
+            .all(|(a, b)| same_text(a, b))
+    }
 }
 
 /// The inputs both flavor kinds share: the gKey and the node's os, arch and profile (the
