@@ -5,8 +5,6 @@
 //! by the small JSON reader at the bottom of this file, which turns any syntax or type error
 //! into a value; a malformed note then leaves the Detail untouched, as in the operator.
 
-use std::cmp::Ordering;
-
 use crate::devices::{Capability, Devices, PartitionProfile};
 use crate::labels::{Labels, Text};
 use crate::objects::{Detail, InstanceTypeSpec, LogicalDetail, PhysicalDetail, SlicedDetail};
@@ -80,26 +78,26 @@ pub fn split_runtime_version(v: &str) -> Option<(i64, i64)> {
     Some((major, minor))
 }
 
-/// `compareRuntimeVersions`: numeric (major, minor) order; non-versions never reach it.
-fn compare_runtime_versions(a: &str, b: &str) -> Ordering {
-    split_runtime_version(a).cmp(&split_runtime_version(b))
-}
-
 /// `poolAcceleratorRuntimeVersions`: every distinct runtime version of the pool's own group,
 /// numerically ascending, empty and unparsable versions dropped, duplicates (`9` = `9.0`)
 /// collapsed to the first seen; empty = nothing observed; chain.md §9.5 (instance_type.go).
-/// The sort is stable, so which spelling of a duplicate survives is the first node's.
+/// The order is `compareRuntimeVersions`' numeric (major, minor); the sort is stable, so which
+/// spelling of a duplicate survives is the first node's.
 pub fn runtime_versions(devices: &[&Devices], pool_key: &str) -> Vec<Text> {
-    let mut versions: Vec<Text> = devices
+    // Each version parsed once, as it is met (a pool's nodes repeat a few versions).
+    let mut versions: Vec<((i64, i64), &str)> = devices
         .iter()
         .flat_map(|d| d.groups_of(pool_key))
-        .map(|g| g.runtime_version.as_str())
-        .filter(|v| !v.is_empty() && split_runtime_version(v).is_some())
-        .map(Text::from)
+        .filter_map(|g| {
+            Some((
+                split_runtime_version(&g.runtime_version)?,
+                &*g.runtime_version,
+            ))
+        })
         .collect();
-    versions.sort_by(|a, b| compare_runtime_versions(a, b));
-    versions.dedup_by(|later, first| compare_runtime_versions(later, first) == Ordering::Equal);
-    versions
+    versions.sort_by_key(|(number, _)| *number);
+    versions.dedup_by_key(|(number, _)| *number);
+    versions.into_iter().map(|(_, v)| Text::from(v)).collect()
 }
 
 /// `isGenericCollapsedPool`: a CPU pool with CPU-manufacturer awareness off folds many CPU kinds
@@ -610,6 +608,7 @@ mod tests {
         assert_eq!(versions(&[g("12.9"), g("9.0")]), ["9.0", "12.9"]);
         assert_eq!(versions(&[g("12.10"), g("12.9")]), ["12.9", "12.10"]);
         assert_eq!(versions(&[g("9"), g("9.0"), g("12.4")]), ["9", "12.4"]);
+        assert_eq!(versions(&[g("9.0"), g("12.4"), g("9")]), ["9.0", "12.4"]);
         assert_eq!(versions(&[g("12.9"), g(""), g("N/A"), g("12.x")]), ["12.9"]);
         assert!(versions(&[]).is_empty());
     }
