@@ -34,8 +34,8 @@ pub struct DerivedNode {
     pub labels: Labels,
     /// Managed and (E3) profiled: contributes to flavors (rule 7).
     pub eligible: bool,
-    /// Flavors the node contributes (rule 8).
-    pub flavors: Vec<NodeFlavor>,
+    /// Flavors the node contributes (rule 8), shared with alike nodes.
+    pub flavors: Arc<[NodeFlavor]>,
     /// Labels of the node's Devices object, if it has one (rule 18).
     pub devices_labels: Option<Labels>,
     /// The levels its profile hashes (E3; empty in E2): the topology reconciler's choice

@@ -9,8 +9,12 @@
 //! `GroupLabelInputs`, `FlavorInputs`, `DevicesLabelInputs`), so a remembered result is the one
 //! the rule would compute.
 
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::Arc;
+
 // Keyed by label texts of the cluster being derived, never by input chosen for collisions.
 use foldhash::HashMap;
+use hashbrown::HashTable;
 
 use crate::cluster::{Era, Node, Settings, TopologySource};
 use crate::derive::DerivedNode;
@@ -32,8 +36,12 @@ pub(crate) struct NodeRules<'a> {
     accelerators: HashMap<Text, AcceleratorLabelKeys>,
     /// Rule 4's labels of each distinct device group, as a map to merge into a node's.
     groups: HashMap<GroupLabelInputs<'a>, Labels>,
-    /// Rule 8's flavors, per distinct flavor input (the settings are the derivation's).
-    flavors: HashMap<FlavorInputs, NodeFlavor>,
+    /// Rule 8's flavors, per distinct list of flavor inputs (the settings are the
+    /// derivation's): every node with that list shares one. Found by the inputs read from a
+    /// node's labels, compared with the inputs each stored flavor was built from, so finding
+    /// a list copies no text.
+    flavors: HashTable<Arc<[NodeFlavor]>>,
+    flavors_hasher: foldhash::fast::RandomState,
     /// Rule 18's Devices labels, per distinct input (a copy shares the map).
     devices_labels: HashMap<DevicesLabelInputs, Labels>,
 }
@@ -46,7 +54,8 @@ impl<'a> NodeRules<'a> {
             general: HashMap::default(),
             accelerators: HashMap::default(),
             groups: HashMap::default(),
-            flavors: HashMap::default(),
+            flavors: HashTable::new(),
+            flavors_hasher: Default::default(),
             devices_labels: HashMap::default(),
         }
     }
@@ -85,15 +94,11 @@ impl<'a> NodeRules<'a> {
         let eligible = nodefeature::node_is_eligible(&labels, settings);
         let a_keys = self.accelerator_keys(&labels);
         let flavors = if eligible {
-            let known = &mut self.flavors;
-            nodefeature::node_flavors_by(&labels, &node.annotations, settings, g, &a_keys, |i| {
-                known
-                    .entry(i)
-                    .or_insert_with_key(|i| nodefeature::flavor_of(i, settings))
-                    .clone()
-            })
+            let inputs =
+                nodefeature::node_flavor_inputs(&labels, &node.annotations, settings, g, &a_keys);
+            self.flavors_of(&inputs)
         } else {
-            Vec::new()
+            Arc::default()
         };
         let devices_labels = node.devices.as_ref().map(|_| {
             self.devices_labels
@@ -111,6 +116,31 @@ impl<'a> NodeRules<'a> {
         }
     }
 
+    /// The flavors of `inputs` ([`nodefeature::flavor_of`]), built for the first node with
+    /// these inputs and shared by the next.
+    fn flavors_of(&mut self, inputs: &[FlavorInputs<'_>]) -> Arc<[NodeFlavor]> {
+        let hasher = &self.flavors_hasher;
+        let hash = inputs_hash(hasher, inputs.iter().copied());
+        let built_from_inputs = |flavors: &Arc<[NodeFlavor]>| {
+            flavors.len() == inputs.len()
+                && flavors
+                    .iter()
+                    .zip(inputs)
+                    .all(|(f, i)| FlavorInputs::of_flavor(f) == *i)
+        };
+        if let Some(flavors) = self.flavors.find(hash, built_from_inputs) {
+            return flavors.clone();
+        }
+        let flavors: Arc<[NodeFlavor]> = inputs
+            .iter()
+            .map(|i| nodefeature::flavor_of(i, self.settings))
+            .collect();
+        self.flavors.insert_unique(hash, flavors.clone(), |stored| {
+            inputs_hash(hasher, stored.iter().map(FlavorInputs::of_flavor))
+        });
+        flavors
+    }
+
     /// Rule 5's aKeys of `labels`, each with its label keys.
     fn accelerator_keys(&mut self, labels: &Labels) -> Vec<AcceleratorLabelKeys> {
         nodefeature::accelerator_keys(labels)
@@ -125,6 +155,17 @@ impl<'a> NodeRules<'a> {
             })
             .collect()
     }
+}
+
+/// One hash of a list of flavor inputs, whether read from a node or from built flavors.
+fn inputs_hash<'i>(
+    hasher: &impl BuildHasher,
+    inputs: impl ExactSizeIterator<Item = FlavorInputs<'i>>,
+) -> u64 {
+    let mut state = hasher.build_hasher();
+    state.write_usize(inputs.len());
+    inputs.for_each(|i| i.hash(&mut state));
+    state.finish()
 }
 
 #[cfg(test)]
@@ -146,8 +187,9 @@ mod tests {
                 &g_key,
                 &a_keys,
             )
+            .into()
         } else {
-            Vec::new()
+            Arc::default()
         };
         let a_keys: Vec<_> = a_keys.iter().map(|a| AcceleratorLabelKeys::of(a)).collect();
         DerivedNode {
@@ -196,8 +238,26 @@ mod tests {
                     node.name
                 );
                 flavors_handed += derived.flavors.len();
+                // Each flavor reads back the inputs it was built from (what finding a
+                // remembered list relies on).
+                let a_keys = rules.accelerator_keys(&derived.labels);
+                let inputs = nodefeature::node_flavor_inputs(
+                    &derived.labels,
+                    &node.annotations,
+                    settings,
+                    &g,
+                    &a_keys,
+                );
+                if derived.eligible {
+                    let read_back: Vec<_> = derived
+                        .flavors
+                        .iter()
+                        .map(FlavorInputs::of_flavor)
+                        .collect();
+                    assert_eq!(read_back, inputs, "{}", node.name);
+                }
             }
-            flavors_built += rules.flavors.len();
+            flavors_built += rules.flavors.iter().map(|list| list.len()).sum::<usize>();
         }
         // Not vacuous: most nodes' flavors were remembered from an alike node.
         assert!(

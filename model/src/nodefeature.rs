@@ -198,14 +198,13 @@ pub fn cpu_annotation(annotations: &Labels, attr: &str) -> Text {
         annotations,
         format_args!("{CPU_ANNOTATION_PREFIX}{attr}"),
     ))
+    .cloned()
+    .unwrap_or_default()
 }
 
-/// A `feature.gpustack.ai/cpu-*` annotation's value, empty when absent or an unresolved `@…`.
-fn resolved(value: Option<&Text>) -> Text {
-    match value {
-        Some(v) if !v.starts_with('@') => v.clone(),
-        _ => Text::default(),
-    }
+/// A `feature.gpustack.ai/cpu-*` annotation's value; none when absent or an unresolved `@…`.
+fn resolved(value: Option<&Text>) -> Option<&Text> {
+    value.filter(|v| !v.starts_with('@'))
 }
 
 /// gManu: the lower-cased NFD vendor id, `generic` when empty or `vendorunknown`
@@ -847,15 +846,15 @@ fn positive_count(labels: &Labels, key: &str) -> Option<u64> {
 }
 
 /// A label's value, empty when unset.
-fn label_text(labels: &Labels, key: &str) -> Text {
-    labels.get(key).cloned().unwrap_or_default()
+fn label_text<'l>(labels: &'l Labels, key: &str) -> &'l str {
+    labels.get(key).map_or("", Text::as_str)
 }
 
 /// The node's topology profile as flavors read it: the label in E3, nothing in E2.
-fn flavor_profile(labels: &Labels, settings: &Settings) -> Text {
+fn flavor_profile<'l>(labels: &'l Labels, settings: &Settings) -> &'l str {
     match settings.era {
         Era::E3 => label_text(labels, TOPOLOGY_PROFILE),
-        Era::E2 => Text::default(),
+        Era::E2 => "",
     }
 }
 
@@ -893,29 +892,32 @@ pub fn mixing_drops_cpu_flavor(labels: &Labels, settings: &Settings) -> bool {
 }
 
 /// Everything one node flavor is built from besides the settings: its keys and the labels
-/// (and, for the CPU flavor, the annotations) its rule reads (chain.md §6.1–6.3). Nodes alike
-/// in these contribute equal flavors, so a derivation builds each once
-/// ([`crate::node_rules`]).
+/// (and, for the CPU flavor, the annotations) its rule reads (chain.md §6.1–6.3), borrowed from
+/// them. Nodes alike in these contribute equal flavors, so a derivation builds each once
+/// ([`crate::node_rules`]); [`flavor_of`] copies every input into the flavor, so the inputs of
+/// a built flavor are read back from it ([`FlavorInputs::of_flavor`]).
 // The equality below is the derived one's (same_text is `str` equality), so Hash agrees.
 #[allow(clippy::derived_hash_with_manual_eq)]
-#[derive(Clone, Debug, Eq, Hash)]
-pub struct FlavorInputs {
-    pub general_key: Text,
+#[derive(Clone, Copy, Debug, Default, Eq, Hash)]
+pub struct FlavorInputs<'l> {
+    pub general_key: &'l str,
     /// Empty for the CPU flavor.
-    pub accelerator_key: Text,
+    pub accelerator_key: &'l str,
     /// The positive per-node count: cores or cards.
     pub count: u64,
-    pub os: Text,
-    pub arch: Text,
-    pub profile: Text,
-    pub product: Text,
-    pub family: Text,
-    pub memory: Text,
-    pub cores: Text,
+    pub os: &'l str,
+    pub arch: &'l str,
+    pub profile: &'l str,
+    pub product: &'l str,
+    pub family: &'l str,
+    /// Empty for the CPU flavor.
+    pub memory: &'l str,
+    /// Empty for the CPU flavor.
+    pub cores: &'l str,
 }
 
 /// Field by field, texts by [`same_text`] (a derivation compares every node's flavors').
-impl PartialEq for FlavorInputs {
+impl PartialEq for FlavorInputs<'_> {
     fn eq(&self, other: &Self) -> bool {
         let FlavorInputs {
             general_key,
@@ -928,71 +930,89 @@ impl PartialEq for FlavorInputs {
             family,
             memory,
             cores,
-        } = self;
-        *count == other.count
+        } = *self;
+        count == other.count
             && [
-                (general_key, &other.general_key),
-                (accelerator_key, &other.accelerator_key),
-                (os, &other.os),
-                (arch, &other.arch),
-                (profile, &other.profile),
-                (product, &other.product),
-                (family, &other.family),
-                (memory, &other.memory),
-                (cores, &other.cores),
+                (general_key, other.general_key),
+                (accelerator_key, other.accelerator_key),
+                (os, other.os),
+                (arch, other.arch),
+                (profile, other.profile),
+                (product, other.product),
+                (family, other.family),
+                (memory, other.memory),
+                (cores, other.cores),
             ]
             .into_iter()
             .all(|(a, b)| same_text(a, b))
     }
 }
 
+impl<'l> FlavorInputs<'l> {
+    /// The inputs `flavor` was built from by [`flavor_of`].
+    pub fn of_flavor(flavor: &'l NodeFlavor) -> Self {
+        FlavorInputs {
+            general_key: &flavor.general_key,
+            accelerator_key: &flavor.accelerator_key,
+            count: flavor.count,
+            os: &flavor.os,
+            arch: &flavor.arch,
+            profile: &flavor.profile,
+            product: &flavor.product,
+            family: &flavor.family,
+            memory: &flavor.memory,
+            cores: &flavor.cores,
+        }
+    }
+}
+
 /// The inputs both flavor kinds share: the gKey and the node's os, arch and profile (the
 /// counts and attributes left empty), read once per node.
-fn platform_inputs(labels: &Labels, g: &GeneralLabelKeys, settings: &Settings) -> FlavorInputs {
+fn platform_inputs<'l>(
+    labels: &'l Labels,
+    g: &'l GeneralLabelKeys,
+    settings: &Settings,
+) -> FlavorInputs<'l> {
     FlavorInputs {
-        general_key: g.key.clone(),
-        accelerator_key: Text::default(),
-        count: 0,
+        general_key: &g.key,
         os: label_text(labels, OS),
         arch: label_text(labels, ARCH),
         profile: flavor_profile(labels, settings),
-        product: Text::default(),
-        family: Text::default(),
-        memory: Text::default(),
-        cores: Text::default(),
+        ..FlavorInputs::default()
     }
 }
 
 /// The inputs of the node's CPU flavor, when its gKey `.count` is positive (chain.md §6.1–6.3).
-fn cpu_flavor_inputs(
+fn cpu_flavor_inputs<'l>(
     labels: &Labels,
-    annotations: &Labels,
+    annotations: &'l Labels,
     g: &GeneralLabelKeys,
-    platform: &FlavorInputs,
-) -> Option<FlavorInputs> {
+    platform: FlavorInputs<'l>,
+) -> Option<FlavorInputs<'l>> {
+    let annotation = |key| resolved(annotations.get(key)).map_or("", Text::as_str);
     Some(FlavorInputs {
         count: positive_count(labels, &g.count)?,
-        product: resolved(annotations.get(CPU_NAME_ANNOTATION)),
-        family: resolved(annotations.get(CPU_FAMILY_ANNOTATION)),
-        ..platform.clone()
+        product: annotation(CPU_NAME_ANNOTATION),
+        family: annotation(CPU_FAMILY_ANNOTATION),
+        ..platform
     })
 }
 
 /// The inputs of the node's device flavor for one aKey, when its `.count` is positive
 /// (chain.md §6.1–6.3).
-fn device_flavor_inputs(
-    labels: &Labels,
-    a: &AcceleratorLabelKeys,
-    platform: &FlavorInputs,
-) -> Option<FlavorInputs> {
+fn device_flavor_inputs<'l>(
+    labels: &'l Labels,
+    a: &'l AcceleratorLabelKeys,
+    platform: FlavorInputs<'l>,
+) -> Option<FlavorInputs<'l>> {
     Some(FlavorInputs {
-        accelerator_key: a.key.clone(),
+        accelerator_key: &a.key,
         count: positive_count(labels, &a.count)?,
         product: label_text(labels, &a.product),
         family: label_text(labels, &a.family),
         memory: label_text(labels, &a.memory),
         cores: label_text(labels, &a.cores),
-        ..platform.clone()
+        ..platform
     })
 }
 
@@ -1008,8 +1028,8 @@ pub fn flavor_of(inputs: &FlavorInputs, settings: &Settings) -> NodeFlavor {
 
 /// A CPU flavor: pins the gKey `.count` and, mixing off, the CPU-only mark (chain.md §6.2).
 fn cpu_flavor_of(i: &FlavorInputs, settings: &Settings) -> NodeFlavor {
-    let g_key = i.general_key.as_str();
-    let mut node_labels = base_node_labels(&i.os, &i.arch, g_key, &i.profile);
+    let g_key = i.general_key;
+    let mut node_labels = base_node_labels(i.os, i.arch, g_key, i.profile);
     node_labels.insert(count_key(&general_feature_key(g_key)), i.count.to_smolstr());
     if !settings.mixed_on_node {
         // E3 pins the CPU-only mark; E2 (@ee282a6) pinned acceleratable=false instead.
@@ -1021,44 +1041,44 @@ fn cpu_flavor_of(i: &FlavorInputs, settings: &Settings) -> NodeFlavor {
         };
     }
     NodeFlavor {
-        name: flavor_name(g_key, "", &i.os, &i.arch, i.count, &i.profile),
+        name: flavor_name(g_key, "", i.os, i.arch, i.count, i.profile),
         manufacturer: Text::new(key_manufacturer(g_key)),
-        general_key: i.general_key.clone(),
+        general_key: g_key.into(),
         accelerator_key: Text::default(),
-        os: i.os.clone(),
-        arch: i.arch.clone(),
+        os: i.os.into(),
+        arch: i.arch.into(),
         count: i.count,
         acceleratable: false,
-        product: i.product.clone(),
-        family: i.family.clone(),
+        product: i.product.into(),
+        family: i.family.into(),
         memory: Text::default(),
         cores: Text::default(),
-        profile: i.profile.clone(),
+        profile: i.profile.into(),
         node_labels,
     }
 }
 
 /// A device flavor: pins the aKey's feature key and `.count` (chain.md §6.2).
 fn device_flavor_of(i: &FlavorInputs) -> NodeFlavor {
-    let (g_key, a_key) = (i.general_key.as_str(), i.accelerator_key.as_str());
+    let (g_key, a_key) = (i.general_key, i.accelerator_key);
     let feature = accelerator_feature_key(a_key);
-    let mut node_labels = base_node_labels(&i.os, &i.arch, g_key, &i.profile);
+    let mut node_labels = base_node_labels(i.os, i.arch, g_key, i.profile);
     node_labels.insert(count_key(&feature), i.count.to_smolstr());
     node_labels.insert(feature, Text::new_static("true"));
     NodeFlavor {
-        name: flavor_name(g_key, a_key, &i.os, &i.arch, i.count, &i.profile),
-        general_key: i.general_key.clone(),
-        accelerator_key: i.accelerator_key.clone(),
+        name: flavor_name(g_key, a_key, i.os, i.arch, i.count, i.profile),
+        general_key: g_key.into(),
+        accelerator_key: a_key.into(),
         manufacturer: Text::new(key_manufacturer(a_key)),
-        os: i.os.clone(),
-        arch: i.arch.clone(),
+        os: i.os.into(),
+        arch: i.arch.into(),
         count: i.count,
         acceleratable: true,
-        product: i.product.clone(),
-        family: i.family.clone(),
-        memory: i.memory.clone(),
-        cores: i.cores.clone(),
-        profile: i.profile.clone(),
+        product: i.product.into(),
+        family: i.family.into(),
+        memory: i.memory.into(),
+        cores: i.cores.into(),
+        profile: i.profile.into(),
         node_labels,
     }
 }
@@ -1085,38 +1105,36 @@ pub fn node_flavors_with_keys(
     g_key: &str,
     a_keys: &[String],
 ) -> Vec<NodeFlavor> {
+    let g = GeneralLabelKeys::of(g_key);
     let a_keys: Vec<AcceleratorLabelKeys> =
         a_keys.iter().map(|a| AcceleratorLabelKeys::of(a)).collect();
-    node_flavors_by(
-        labels,
-        annotations,
-        settings,
-        &GeneralLabelKeys::of(g_key),
-        &a_keys,
-        |inputs| flavor_of(&inputs, settings),
-    )
+    node_flavor_inputs(labels, annotations, settings, &g, &a_keys)
+        .iter()
+        .map(|inputs| flavor_of(inputs, settings))
+        .collect()
 }
 
-/// [`node_flavors_with_keys`] with each flavor built by `build` from its inputs ([`flavor_of`],
-/// or the same flavor remembered from an alike node).
-pub fn node_flavors_by(
-    labels: &Labels,
-    annotations: &Labels,
+/// The inputs of [`node_flavors`]' flavors, in their order, for a node whose label keys are
+/// known: the CPU flavor's unless the mixing rule drops it, then one per aKey, each only with a
+/// positive `.count` (`ExtractNodeFlavors`, chain.md §6.1–6.3, §17 rule 8).
+pub fn node_flavor_inputs<'l>(
+    labels: &'l Labels,
+    annotations: &'l Labels,
     settings: &Settings,
-    g: &GeneralLabelKeys,
-    a_keys: &[AcceleratorLabelKeys],
-    build: impl FnMut(FlavorInputs) -> NodeFlavor,
-) -> Vec<NodeFlavor> {
+    g: &'l GeneralLabelKeys,
+    a_keys: &'l [AcceleratorLabelKeys],
+) -> Vec<FlavorInputs<'l>> {
     let platform = platform_inputs(labels, g, settings);
-    let cpu = if mixing_drops_cpu_flavor(labels, settings) {
-        None
-    } else {
-        cpu_flavor_inputs(labels, annotations, g, &platform)
-    };
-    let devices = a_keys
-        .iter()
-        .filter_map(|a| device_flavor_inputs(labels, a, &platform));
-    cpu.into_iter().chain(devices).map(build).collect()
+    let mut inputs = Vec::with_capacity(1 + a_keys.len());
+    if !mixing_drops_cpu_flavor(labels, settings) {
+        inputs.extend(cpu_flavor_inputs(labels, annotations, g, platform));
+    }
+    inputs.extend(
+        a_keys
+            .iter()
+            .filter_map(|a| device_flavor_inputs(labels, a, platform)),
+    );
+    inputs
 }
 
 /// A node contributes flavors iff it is managed (`true`) and, in E3, carries a topology profile;
