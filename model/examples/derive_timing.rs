@@ -112,5 +112,5 @@ fn main() {
 }
 
 fn report(name: &str, mean: Duration, best: Duration, allocations: u64) {
-    println!("{name:<42} mean {mean:>10.1?}  best {best:>10.1?}  {allocations:>9} allocations");
+    println!("{name:<42} mean {mean:>10.2?}  best {best:>10.2?}  {allocations:>9} allocations");
 }

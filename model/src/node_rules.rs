@@ -10,6 +10,7 @@
 //! the rule would compute.
 
 use std::hash::{BuildHasher, Hash, Hasher};
+use std::rc::Rc;
 use std::sync::Arc;
 
 // Keyed by label texts of the cluster being derived, never by input chosen for collisions.
@@ -30,10 +31,12 @@ use crate::pool::{self, DevicesLabelInputs};
 pub(crate) struct NodeRules<'a> {
     settings: &'a Settings,
     sources: &'a [TopologySource],
-    /// Rule 2's gKey and its label keys, per distinct CPU identity (chain.md §3.1).
-    general: HashMap<GeneralKeyInputs<'a>, GeneralLabelKeys>,
-    /// The label keys of each aKey met.
-    accelerators: HashMap<Text, AcceleratorLabelKeys>,
+    /// Rule 2's gKey and its label keys, per distinct CPU identity (chain.md §3.1). The keys
+    /// are handed out by `Rc`, not copied: a copy of their texts takes and drops a shared
+    /// count apiece, an atomic operation each (docs/benchmarks.md, fourteenth run).
+    general: HashMap<GeneralKeyInputs<'a>, Rc<GeneralLabelKeys>>,
+    /// The label keys of each aKey met, handed out as the gKey's are.
+    accelerators: HashMap<Text, Rc<AcceleratorLabelKeys>>,
     /// Rule 4's labels of each distinct device group, as a map to merge into a node's.
     groups: HashMap<GroupLabelInputs<'a>, Labels>,
     /// Rule 8's flavors, per distinct list of flavor inputs (the settings are the
@@ -66,11 +69,11 @@ impl<'a> NodeRules<'a> {
     }
 
     /// The gKey of `node` (from its own labels and annotations) and the keys derived from it.
-    pub(crate) fn general_keys(&mut self, node: &'a Node) -> GeneralLabelKeys {
+    pub(crate) fn general_keys(&mut self, node: &'a Node) -> Rc<GeneralLabelKeys> {
         let inputs = GeneralKeyInputs::of(&node.labels, &node.annotations);
         self.general
             .entry(inputs)
-            .or_insert_with(|| GeneralLabelKeys::of(&nodefeature::general_key_of(&inputs)))
+            .or_insert_with(|| Rc::new(GeneralLabelKeys::of(&nodefeature::general_key_of(&inputs))))
             .clone()
     }
 
@@ -142,13 +145,12 @@ impl<'a> NodeRules<'a> {
     }
 
     /// Rule 5's aKeys of `labels`, each with its label keys.
-    fn accelerator_keys(&mut self, labels: &Labels) -> Vec<AcceleratorLabelKeys> {
-        nodefeature::accelerator_keys(labels)
-            .iter()
-            .map(|a_key| match self.accelerators.get(a_key.as_str()) {
+    fn accelerator_keys(&mut self, labels: &Labels) -> Vec<Rc<AcceleratorLabelKeys>> {
+        nodefeature::accelerator_keys_in(labels)
+            .map(|a_key| match self.accelerators.get(a_key) {
                 Some(keys) => keys.clone(),
                 None => {
-                    let keys = AcceleratorLabelKeys::of(a_key);
+                    let keys = Rc::new(AcceleratorLabelKeys::of(a_key));
                     self.accelerators.insert(keys.key.clone(), keys.clone());
                     keys
                 }

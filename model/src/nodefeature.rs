@@ -2,6 +2,8 @@
 //! §6.1–6.3, §17 rules 1–8; pkg/nodefeature/helper.go, pkg/device/helper.go,
 //! pkg/kubemeta/label.go, node_flavor.go @187ec70).
 
+use std::borrow::Borrow;
+
 use crate::cluster::{Era, Node, Settings, TopologySource};
 use crate::devices::{DeviceGroup, Devices};
 use crate::labels::{
@@ -322,16 +324,25 @@ fn key_manufacturer(key: &str) -> &str {
 /// aKeys: `acceleratable.…/<mfr>-<id>` labels valued exactly `true` with a known manufacturer,
 /// sorted (`ExtractAcceleratableNodeKeys`, chain.md §2.2, §17 rule 5).
 pub fn accelerator_keys(labels: &Labels) -> Vec<String> {
-    labels
+    accelerator_keys_in(labels).map(str::to_string).collect()
+}
+
+/// [`accelerator_keys`] as they are in `labels`: the labels under the prefix are one run of
+/// the sorted map, found by one search.
+pub fn accelerator_keys_in(labels: &Labels) -> impl Iterator<Item = &str> {
+    let from = labels
+        .find_index(ACCELERATABLE_PREFIX)
+        .unwrap_or_else(|at| at);
+    labels.as_slice()[from..]
         .iter()
+        .map_while(|(k, v)| Some((k.strip_prefix(ACCELERATABLE_PREFIX)?, v)))
         .filter(|(_, v)| v.as_str() == "true")
-        .filter_map(|(k, _)| k.strip_prefix(ACCELERATABLE_PREFIX))
-        .filter(|rest| {
-            rest.split_once('-')
+        .map(|(a_key, _)| a_key)
+        .filter(|a_key| {
+            a_key
+                .split_once('-')
                 .is_some_and(|(m, _)| is_known_manufacturer(m))
         })
-        .map(str::to_string)
-        .collect()
 }
 
 /// The label keys the rules derive from one gKey: its `<featureKey>`, that key's `.count`, and
@@ -1117,12 +1128,12 @@ pub fn node_flavors_with_keys(
 /// The inputs of [`node_flavors`]' flavors, in their order, for a node whose label keys are
 /// known: the CPU flavor's unless the mixing rule drops it, then one per aKey, each only with a
 /// positive `.count` (`ExtractNodeFlavors`, chain.md §6.1–6.3, §17 rule 8).
-pub fn node_flavor_inputs<'l>(
+pub fn node_flavor_inputs<'l, A: Borrow<AcceleratorLabelKeys>>(
     labels: &'l Labels,
     annotations: &'l Labels,
     settings: &Settings,
     g: &'l GeneralLabelKeys,
-    a_keys: &'l [AcceleratorLabelKeys],
+    a_keys: &'l [A],
 ) -> Vec<FlavorInputs<'l>> {
     let platform = platform_inputs(labels, g, settings);
     let mut inputs = Vec::with_capacity(1 + a_keys.len());
@@ -1132,7 +1143,7 @@ pub fn node_flavor_inputs<'l>(
     inputs.extend(
         a_keys
             .iter()
-            .filter_map(|a| device_flavor_inputs(labels, a, platform)),
+            .filter_map(|a| device_flavor_inputs(labels, a.borrow(), platform)),
     );
     inputs
 }

@@ -233,10 +233,10 @@ pub struct DevicesLabelInputs {
 }
 
 impl DevicesLabelInputs {
-    pub fn of(
+    pub fn of<A: std::borrow::Borrow<AcceleratorLabelKeys>>(
         node_effective_labels: &Labels,
         general: &GeneralLabelKeys,
-        accelerators: &[AcceleratorLabelKeys],
+        accelerators: &[A],
     ) -> Self {
         let value = |key: &str| {
             node_effective_labels
@@ -248,7 +248,10 @@ impl DevicesLabelInputs {
             platform: [OS, ARCH, TOPOLOGY_PROFILE].map(|k| value(k).map(|v| (k, v))),
             managed: value(MANAGED),
             general_feature: (!general.key.is_empty()).then(|| general.feature.clone()),
-            accelerator_features: accelerators.iter().map(|a| a.feature.clone()).collect(),
+            accelerator_features: accelerators
+                .iter()
+                .map(|a| a.borrow().feature.clone())
+                .collect(),
         }
     }
 }
