@@ -40,8 +40,13 @@ pub struct DerivedNode {
     pub devices_labels: Option<Labels>,
     /// The levels its profile hashes (E3; empty in E2): the topology reconciler's choice
     /// among the TopologySources, hostname last (devices.md §5).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub topology_levels: Vec<String>,
+    #[serde(default, skip_serializing_if = "no_levels")]
+    pub topology_levels: Arc<[String]>,
+}
+
+/// Whether a node has no topology levels (E2), which its serde form leaves out.
+fn no_levels(levels: &Arc<[String]>) -> bool {
+    levels.is_empty()
 }
 
 /// Every object the chain produces for a cluster shape.
@@ -435,7 +440,7 @@ fn derived_topologies(
         nodes
             .iter()
             .filter(|n| !n.topology_levels.is_empty())
-            .map(|n| n.topology_levels.as_slice()),
+            .map(|n| &n.topology_levels[..]),
         &profiles,
         flavors,
         previous.map_or(&[][..], |p| p.topologies.as_slice()),

@@ -47,6 +47,56 @@ pub(crate) struct NodeRules<'a> {
     flavors_hasher: foldhash::fast::RandomState,
     /// Rule 18's Devices labels, per distinct input (a copy shares the map).
     devices_labels: HashMap<DevicesLabelInputs, Labels>,
+    /// Rule 6's levels and their profile: each source's levels normalised once, when a node
+    /// first takes its levels from it, and the levels and profile per choice of source and
+    /// populated prefix, shared by every node with that choice.
+    levels: Levels<'a>,
+}
+
+/// What a derivation remembers of rule 6 (see [`NodeRules`]).
+struct Levels<'a> {
+    sources: &'a [TopologySource],
+    normalized: Vec<Option<Vec<String>>>,
+    chosen: HashMap<LevelChoice, ChosenLevels>,
+}
+
+/// The source a node takes its levels from (none when none or several select it) and how many
+/// of that source's normalised levels the node carries: all its levels depend on.
+type LevelChoice = (Option<usize>, usize);
+
+/// A node's levels and their profile.
+struct ChosenLevels {
+    levels: Arc<[String]>,
+    profile: Text,
+}
+
+impl<'a> Levels<'a> {
+    fn new(sources: &'a [TopologySource]) -> Self {
+        Levels {
+            sources,
+            normalized: vec![None; sources.len()],
+            chosen: HashMap::default(),
+        }
+    }
+
+    /// [`nodefeature::node_topology_levels`] of `labels`, and their profile.
+    fn of(&mut self, labels: &Labels) -> &ChosenLevels {
+        let source = nodefeature::only_selecting_source(labels, self.sources);
+        let normalized: &[String] = match source {
+            Some(i) => self.normalized[i].get_or_insert_with(|| {
+                nodefeature::normalize_topology_levels(&self.sources[i].levels)
+            }),
+            None => &[],
+        };
+        let populated = nodefeature::populated_level_count(labels, normalized);
+        self.chosen.entry((source, populated)).or_insert_with(|| {
+            let levels = nodefeature::levels_ending_in_hostname(&normalized[..populated]);
+            ChosenLevels {
+                profile: nodefeature::profile_of_levels(&levels),
+                levels: levels.into(),
+            }
+        })
+    }
 }
 
 impl<'a> NodeRules<'a> {
@@ -60,6 +110,7 @@ impl<'a> NodeRules<'a> {
             flavors: HashTable::new(),
             flavors_hasher: Default::default(),
             devices_labels: HashMap::default(),
+            levels: Levels::new(sources),
         }
     }
 
@@ -80,19 +131,24 @@ impl<'a> NodeRules<'a> {
     /// Rules 1–8 and 18 for one node whose gKey's keys are `g`, profiled against the sources.
     pub(crate) fn derive_node(&mut self, node: &'a Node, g: &GeneralLabelKeys) -> DerivedNode {
         let settings = self.settings;
-        let groups = &mut self.groups;
-        let labels =
-            nodefeature::effective_node_labels_by(node, settings, g, self.sources, |group, out| {
+        let (groups, levels) = (&mut self.groups, &mut self.levels);
+        let labels = nodefeature::effective_node_labels_by(
+            node,
+            settings,
+            g,
+            |group, out| {
                 if let Some(inputs) = GroupLabelInputs::of(group) {
                     let written = groups
                         .entry(inputs)
                         .or_insert_with(|| nodefeature::group_labels(&inputs));
                     out.overlay(written);
                 }
-            });
+            },
+            |labels| levels.of(labels).profile.clone(),
+        );
         let topology_levels = match settings.era {
-            Era::E3 => nodefeature::node_topology_levels(&labels, self.sources),
-            Era::E2 => Vec::new(),
+            Era::E3 => self.levels.of(&labels).levels.clone(),
+            Era::E2 => Arc::default(),
         };
         let eligible = nodefeature::node_is_eligible(&labels, settings);
         let a_keys = self.accelerator_keys(&labels);
@@ -201,8 +257,8 @@ mod tests {
                 .as_ref()
                 .map(|_| pool::devices_labels(&labels, &GeneralLabelKeys::of(&g_key), &a_keys)),
             topology_levels: match settings.era {
-                Era::E3 => nodefeature::node_topology_levels(&labels, sources),
-                Era::E2 => Vec::new(),
+                Era::E3 => nodefeature::node_topology_levels(&labels, sources).into(),
+                Era::E2 => Arc::default(),
             },
             labels,
             eligible,
@@ -210,13 +266,56 @@ mod tests {
         }
     }
 
+    /// `cluster` with TopologySources: one selecting every node (region, zone, then topograph
+    /// tiers finest first), one selecting arm64 nodes too (so those take no source's levels),
+    /// one not ready; its nodes carry none, some or all of the levels.
+    fn zoned(mut cluster: Cluster) -> Cluster {
+        let tier = |n: u32| format!("fabric.topograph.run/tier-{n}");
+        let source =
+            |name: &str, levels: Vec<String>, selector: &[(&str, &str)], ready| TopologySource {
+                name: name.into(),
+                levels,
+                node_selector: crate::labels::from_pairs(selector),
+                ready,
+            };
+        let (region, zone) = (
+            "topology.kubernetes.io/region",
+            "topology.kubernetes.io/zone",
+        );
+        cluster.topology_sources = vec![
+            source(
+                "all",
+                vec![region.into(), zone.into(), tier(1), tier(2)],
+                &[],
+                true,
+            ),
+            source(
+                "arm",
+                vec![zone.into()],
+                &[(crate::labels::ARCH, "arm64")],
+                true,
+            ),
+            source("off", vec![region.into()], &[], false),
+        ];
+        for (n, node) in cluster.nodes.iter_mut().enumerate() {
+            let levels = [region.to_string(), zone.into(), tier(1), tier(2)];
+            for (i, level) in levels.into_iter().enumerate().take(n % 5) {
+                node.labels
+                    .insert(level.into(), format!("v{}", n % (i + 2)).into());
+            }
+        }
+        cluster
+    }
+
     /// Every node derived through one `NodeRules` (results shared among alike nodes) equals the
-    /// same node derived by the rules alone, in both eras and mixing settings.
+    /// same node derived by the rules alone, in both eras and mixing settings, with and without
+    /// TopologySources.
     #[test]
     fn a_node_derives_the_same_with_its_neighbours_results_as_alone() {
         let mut clusters: Vec<Cluster> = vec![
             crate::examples::large_mixed(128, 4),
             crate::examples::walkthrough(),
+            zoned(crate::examples::large_mixed(96, 2)),
         ];
         for base in clusters.clone() {
             for (era, mixed) in [(Era::E3, true), (Era::E3, false), (Era::E2, false)] {
@@ -226,7 +325,7 @@ mod tests {
                 clusters.push(c);
             }
         }
-        let (mut flavors_handed, mut flavors_built) = (0, 0);
+        let (mut flavors_handed, mut flavors_built, mut levels_beyond_hostname) = (0, 0, 0);
         for cluster in &clusters {
             let (settings, sources) = (&cluster.settings, &cluster.topology_sources[..]);
             let mut rules = NodeRules::new(settings, sources);
@@ -240,6 +339,7 @@ mod tests {
                     node.name
                 );
                 flavors_handed += derived.flavors.len();
+                levels_beyond_hostname += usize::from(derived.topology_levels.len() > 1);
                 // Each flavor reads back the inputs it was built from (what finding a
                 // remembered list relies on).
                 let a_keys = rules.accelerator_keys(&derived.labels);
@@ -261,7 +361,9 @@ mod tests {
             }
             flavors_built += rules.flavors.iter().map(|list| list.len()).sum::<usize>();
         }
-        // Not vacuous: most nodes' flavors were remembered from an alike node.
+        // Not vacuous: some nodes took levels from a source, and most nodes' flavors were
+        // remembered from an alike node.
+        assert!(levels_beyond_hostname > 0);
         assert!(
             flavors_built * 2 < flavors_handed,
             "{flavors_built} flavors built for {flavors_handed} handed out"

@@ -523,14 +523,13 @@ pub fn normalize_topology_levels(levels: &[String]) -> Vec<String> {
     out
 }
 
-/// The longest prefix of `levels` the node carries a non-empty label for: the first missing
-/// or empty level ends it (node_topology.go `topologyPrefix`).
-pub fn populated_level_prefix(labels: &Labels, levels: &[String]) -> Vec<String> {
+/// The length of the longest prefix of `levels` the node carries a non-empty label for: the
+/// first missing or empty level ends it (node_topology.go `topologyPrefix`).
+pub fn populated_level_count(labels: &Labels, levels: &[String]) -> usize {
     levels
         .iter()
         .take_while(|level| labels.get(level.as_str()).is_some_and(|v| !v.is_empty()))
-        .cloned()
-        .collect()
+        .count()
 }
 
 /// Whether a TopologySource applies to a node: Ready, and its selector's labels are all on
@@ -547,15 +546,28 @@ pub fn topology_source_selects(source: &TopologySource, labels: &Labels) -> bool
 /// normalised levels; none or several give nothing; `kubernetes.io/hostname` always ends the
 /// list (node_topology.go `resolveNodeTopologyLevels`; devices.md §5).
 pub fn node_topology_levels(labels: &Labels, sources: &[TopologySource]) -> Vec<String> {
-    let mut selecting = sources
-        .iter()
-        .filter(|s| topology_source_selects(s, labels));
-    let mut levels = match (selecting.next(), selecting.next()) {
-        (Some(only), None) => {
-            populated_level_prefix(labels, &normalize_topology_levels(&only.levels))
-        }
-        _ => Vec::new(),
-    };
+    let normalized = only_selecting_source(labels, sources)
+        .map(|i| normalize_topology_levels(&sources[i].levels))
+        .unwrap_or_default();
+    levels_ending_in_hostname(&normalized[..populated_level_count(labels, &normalized)])
+}
+
+/// Which source gives a node its levels: the only one that selects it, none when none or
+/// several do (`resolveNodeTopologyLevels`).
+pub fn only_selecting_source(labels: &Labels, sources: &[TopologySource]) -> Option<usize> {
+    let mut selecting =
+        (0..sources.len()).filter(|&i| topology_source_selects(&sources[i], labels));
+    match (selecting.next(), selecting.next()) {
+        (Some(only), None) => Some(only),
+        _ => None,
+    }
+}
+
+/// A node's levels from the populated prefix of its source's levels: `kubernetes.io/hostname`
+/// always ends them.
+pub fn levels_ending_in_hostname(populated: &[String]) -> Vec<String> {
+    let mut levels = Vec::with_capacity(populated.len() + 1);
+    levels.extend_from_slice(populated);
     levels.push(HOSTNAME.to_string());
     levels
 }
@@ -796,17 +808,21 @@ pub fn effective_node_labels_with_key(
     sources: &[TopologySource],
 ) -> Labels {
     let g = GeneralLabelKeys::of(g_key);
-    effective_node_labels_by(node, settings, &g, sources, put_group_labels)
+    effective_node_labels_by(node, settings, &g, put_group_labels, |labels| {
+        profile_of_levels(&node_topology_levels(labels, sources))
+    })
 }
 
 /// [`effective_node_labels_with_key`] with each device group's labels written by `put_group`
-/// ([`put_group_labels`], or the same labels remembered from an alike group).
+/// ([`put_group_labels`], or the same labels remembered from an alike group) and the profile
+/// of the labels the Worker left given by `profile_of` (the profile of their
+/// [`node_topology_levels`], or the same profile remembered from alike levels).
 pub fn effective_node_labels_by<'a>(
     node: &'a Node,
     settings: &Settings,
     g: &GeneralLabelKeys,
-    sources: &[TopologySource],
     mut put_group: impl FnMut(&'a DeviceGroup, &mut Labels),
+    profile_of: impl FnOnce(&Labels) -> Text,
 ) -> Labels {
     let mut out = node.labels.clone();
     if let Some(devices) = &node.devices {
@@ -825,7 +841,7 @@ pub fn effective_node_labels_by<'a>(
         &mut out,
     );
     if settings.era == Era::E3 {
-        let profile = profile_of_levels(&node_topology_levels(&out, sources));
+        let profile = profile_of(&out);
         out.insert(Text::new_static(TOPOLOGY_PROFILE), profile);
     }
     if !settings.mixed_on_node && !node_is_accelerated(&out) {
