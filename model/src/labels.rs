@@ -361,13 +361,18 @@ impl Extend<(Text, Text)> for Labels {
     /// Each pair in turn, a later value winning (`BTreeMap::extend`). A map holding labels
     /// already takes a few pairs by binary search, where `LiteMap::extend` appends them and
     /// sorts the whole map again.
+    /// Nothing to add leaves a map holding nothing without a vector (most nodes have no RDMA
+    /// or fabric labels to add).
     fn extend<I: IntoIterator<Item = (Text, Text)>>(&mut self, iter: I) {
-        let map = self.map_mut();
-        if map.is_empty() {
-            map.extend(iter);
+        let mut pairs = iter.into_iter().peekable();
+        if pairs.peek().is_none() {
+            return;
+        }
+        if self.is_empty() {
+            self.map_mut().extend(pairs);
         } else {
-            for (k, v) in iter {
-                map.insert(k, v);
+            for (k, v) in pairs {
+                self.insert(k, v);
             }
         }
     }
@@ -521,6 +526,9 @@ mod tests {
                 .all(|(a, b)| a < b));
             assert_eq!(base, map(mine), "the shared map was written");
         }
+        let mut nothing = Labels::new();
+        nothing.extend(std::iter::empty());
+        assert_eq!(nothing.identity(), 0, "extending by nothing made a vector");
     }
 
     /// The in-line key order is `str`'s, and its common prefix the keys', on keys of every
