@@ -3,11 +3,11 @@
 //! models, a few card models and driver versions, a few core and card counts. What a rule
 //! builds from the same inputs is the same, so the derivation formats the label keys of each
 //! gKey and aKey once, writes each distinct device group's labels once, builds each distinct
-//! flavor and Devices label set once, and hands every node a copy (labels and long texts are
-//! shared on copy). The rules themselves are `nodefeature`'s and `pool`'s; this file only
-//! remembers their results, keyed by everything each one reads (`GeneralKeyInputs`,
-//! `GroupLabelInputs`, `FlavorInputs`, `DevicesLabelInputs`), so a remembered result is the one
-//! the rule would compute.
+//! list of flavors, topology levels and Devices label set once, and hands every node a shared
+//! copy. The rules themselves are `nodefeature`'s and `pool`'s; this file only remembers their
+//! results, keyed by everything each one reads (`GeneralKeyInputs`, `GroupLabelInputs`,
+//! `FlavorInputs`, the choice of TopologySource and populated levels, `DevicesLabelInputs`), so
+//! a remembered result is the one the rule would compute.
 
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::rc::Rc;
