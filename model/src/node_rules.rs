@@ -61,7 +61,7 @@ struct Levels<'a> {
 }
 
 /// The source a node takes its levels from (none when none or several select it) and how many
-/// of that source's normalised levels the node carries: all its levels depend on.
+/// of that source's normalised levels the node carries: its levels depend on nothing else.
 type LevelChoice = (Option<usize>, usize);
 
 /// A node's levels and their profile.
