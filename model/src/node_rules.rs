@@ -22,9 +22,10 @@ use crate::derive::DerivedNode;
 use crate::labels::{Labels, Text};
 use crate::nodefeature::{
     self, AcceleratorLabelKeys, FlavorInputs, GeneralKeyInputs, GeneralLabelKeys, GroupLabelInputs,
+    NodePlatform,
 };
 use crate::objects::NodeFlavor;
-use crate::pool::{self, DevicesLabelInputs};
+use crate::pool::{self, DevicesLabelInputs, DevicesLabelReads};
 
 /// One derivation's node rules: its settings and TopologySources, and what the rules computed
 /// so far for the inputs they met.
@@ -45,8 +46,9 @@ pub(crate) struct NodeRules<'a> {
     /// a list copies no text.
     flavors: HashTable<Arc<[NodeFlavor]>>,
     flavors_hasher: foldhash::fast::RandomState,
-    /// Rule 18's Devices labels, per distinct input (a copy shares the map).
-    devices_labels: HashMap<DevicesLabelInputs, Labels>,
+    /// Rule 18's Devices labels, per distinct input (a copy shares the map), found as the
+    /// flavors are: by the inputs read from a node's labels, compared with the stored ones.
+    devices_labels: HashTable<(DevicesLabelInputs, Labels)>,
     /// Rule 6's levels and their profile: each source's levels normalised once, when a node
     /// first takes its levels from it, and the levels and profile per choice of source and
     /// populated prefix, shared by every node with that choice.
@@ -109,7 +111,7 @@ impl<'a> NodeRules<'a> {
             groups: HashMap::default(),
             flavors: HashTable::new(),
             flavors_hasher: Default::default(),
-            devices_labels: HashMap::default(),
+            devices_labels: HashTable::new(),
             levels: Levels::new(sources),
         }
     }
@@ -150,21 +152,26 @@ impl<'a> NodeRules<'a> {
             Era::E3 => self.levels.of(&labels).levels.clone(),
             Era::E2 => Arc::default(),
         };
-        let eligible = nodefeature::node_is_eligible(&labels, settings);
+        let platform = NodePlatform::of(&labels);
+        let eligible = platform.is_eligible(settings);
         let a_keys = self.accelerator_keys(&labels);
         let flavors = if eligible {
-            let inputs =
-                nodefeature::node_flavor_inputs(&labels, &node.annotations, settings, g, &a_keys);
+            let inputs = nodefeature::node_flavor_inputs(
+                &labels,
+                &platform,
+                &node.annotations,
+                settings,
+                g,
+                &a_keys,
+            );
             self.flavors_of(&inputs)
         } else {
             Arc::default()
         };
-        let devices_labels = node.devices.as_ref().map(|_| {
-            self.devices_labels
-                .entry(DevicesLabelInputs::of(&labels, g, &a_keys))
-                .or_insert_with_key(pool::devices_labels_of)
-                .clone()
-        });
+        let devices_labels = node
+            .devices
+            .as_ref()
+            .map(|_| self.devices_labels_of(&DevicesLabelReads::of(&platform, g, &a_keys)));
         DerivedNode {
             name: node.name.as_str().into(),
             labels,
@@ -198,6 +205,24 @@ impl<'a> NodeRules<'a> {
             inputs_hash(hasher, stored.iter().map(FlavorInputs::of_flavor))
         });
         flavors
+    }
+
+    /// Rule 18's Devices labels of `reads` ([`pool::devices_labels_of`]), built for the first
+    /// node with these inputs and shared by the next.
+    fn devices_labels_of(
+        &mut self,
+        reads: &DevicesLabelReads<'_, Rc<AcceleratorLabelKeys>>,
+    ) -> Labels {
+        let hasher = &self.flavors_hasher;
+        let hash = reads.hash_with(hasher);
+        if let Some((_, labels)) = self.devices_labels.find(hash, |(i, _)| reads.are(i)) {
+            return labels.clone();
+        }
+        let inputs = reads.to_inputs();
+        let labels = pool::devices_labels_of(&inputs);
+        self.devices_labels
+            .insert_unique(hash, (inputs, labels.clone()), |(i, _)| i.hash_with(hasher));
+        labels
     }
 
     /// Rule 5's aKeys of `labels`, each with its label keys.
@@ -345,6 +370,7 @@ mod tests {
                 let a_keys = rules.accelerator_keys(&derived.labels);
                 let inputs = nodefeature::node_flavor_inputs(
                     &derived.labels,
+                    &NodePlatform::of(&derived.labels),
                     &node.annotations,
                     settings,
                     &g,

@@ -877,11 +877,43 @@ fn label_text<'l>(labels: &'l Labels, key: &str) -> &'l str {
     labels.get(key).map_or("", Text::as_str)
 }
 
-/// The node's topology profile as flavors read it: the label in E3, nothing in E2.
-fn flavor_profile<'l>(labels: &'l Labels, settings: &Settings) -> &'l str {
-    match settings.era {
-        Era::E3 => label_text(labels, TOPOLOGY_PROFILE),
-        Era::E2 => "",
+/// The four labels of a node that its flavors, its eligibility and its Devices labels all read
+/// (os, arch, topology profile, managed), read once per node; an unset label reads as empty,
+/// which every reader treats as unset.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NodePlatform<'l> {
+    pub os: &'l str,
+    pub arch: &'l str,
+    /// The label as set, whatever the era.
+    pub profile: &'l str,
+    pub managed: &'l str,
+}
+
+impl<'l> NodePlatform<'l> {
+    pub fn of(labels: &'l Labels) -> Self {
+        NodePlatform {
+            os: label_text(labels, OS),
+            arch: label_text(labels, ARCH),
+            profile: label_text(labels, TOPOLOGY_PROFILE),
+            managed: label_text(labels, MANAGED),
+        }
+    }
+
+    /// The node's topology profile as flavors read it: the label in E3, nothing in E2.
+    fn flavor_profile(&self, settings: &Settings) -> &'l str {
+        match settings.era {
+            Era::E3 => self.profile,
+            Era::E2 => "",
+        }
+    }
+
+    /// [`node_is_eligible`] of the node these labels were read from.
+    pub fn is_eligible(&self, settings: &Settings) -> bool {
+        let profiled = match settings.era {
+            Era::E3 => !self.profile.is_empty(),
+            Era::E2 => true,
+        };
+        self.managed == "true" && profiled
     }
 }
 
@@ -994,17 +1026,17 @@ impl<'l> FlavorInputs<'l> {
 }
 
 /// The inputs both flavor kinds share: the gKey and the node's os, arch and profile (the
-/// counts and attributes left empty), read once per node.
+/// counts and attributes left empty).
 fn platform_inputs<'l>(
-    labels: &'l Labels,
+    platform: &NodePlatform<'l>,
     g: &'l GeneralLabelKeys,
     settings: &Settings,
 ) -> FlavorInputs<'l> {
     FlavorInputs {
         general_key: &g.key,
-        os: label_text(labels, OS),
-        arch: label_text(labels, ARCH),
-        profile: flavor_profile(labels, settings),
+        os: platform.os,
+        arch: platform.arch,
+        profile: platform.flavor_profile(settings),
         ..FlavorInputs::default()
     }
 }
@@ -1135,7 +1167,8 @@ pub fn node_flavors_with_keys(
     let g = GeneralLabelKeys::of(g_key);
     let a_keys: Vec<AcceleratorLabelKeys> =
         a_keys.iter().map(|a| AcceleratorLabelKeys::of(a)).collect();
-    node_flavor_inputs(labels, annotations, settings, &g, &a_keys)
+    let platform = NodePlatform::of(labels);
+    node_flavor_inputs(labels, &platform, annotations, settings, &g, &a_keys)
         .iter()
         .map(|inputs| flavor_of(inputs, settings))
         .collect()
@@ -1146,12 +1179,13 @@ pub fn node_flavors_with_keys(
 /// positive `.count` (`ExtractNodeFlavors`, chain.md §6.1–6.3, §17 rule 8).
 pub fn node_flavor_inputs<'l, A: Borrow<AcceleratorLabelKeys>>(
     labels: &'l Labels,
+    platform: &NodePlatform<'l>,
     annotations: &'l Labels,
     settings: &Settings,
     g: &'l GeneralLabelKeys,
     a_keys: &'l [A],
 ) -> Vec<FlavorInputs<'l>> {
-    let platform = platform_inputs(labels, g, settings);
+    let platform = platform_inputs(platform, g, settings);
     let mut inputs = Vec::with_capacity(1 + a_keys.len());
     if !mixing_drops_cpu_flavor(labels, settings) {
         inputs.extend(cpu_flavor_inputs(labels, annotations, g, platform));
@@ -1167,12 +1201,7 @@ pub fn node_flavor_inputs<'l, A: Borrow<AcceleratorLabelKeys>>(
 /// A node contributes flavors iff it is managed (`true`) and, in E3, carries a topology profile;
 /// a deleting node still counts (chain.md §6.1, §17 rule 7; node_flavor.go @187ec70).
 pub fn node_is_eligible(labels: &Labels, settings: &Settings) -> bool {
-    let managed = labels.get(MANAGED).is_some_and(|v| v == "true");
-    let profiled = match settings.era {
-        Era::E3 => labels.get(TOPOLOGY_PROFILE).is_some_and(|p| !p.is_empty()),
-        Era::E2 => true,
-    };
-    managed && profiled
+    NodePlatform::of(labels).is_eligible(settings)
 }
 
 /// `parseNodeFlavorCount`: the per-node count of a flavor name, the last `-<n>c|d` segment

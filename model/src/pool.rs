@@ -5,7 +5,10 @@ use crate::labels::{
     self, Labels, Text, ToSmolStr, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, GENERAL_PREFIX,
     MANAGED, OS, SCHEDULE_PREFIX, TOPOLOGY_PROFILE,
 };
-use crate::nodefeature::{AcceleratorLabelKeys, GeneralLabelKeys};
+use std::borrow::Borrow;
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use crate::nodefeature::{AcceleratorLabelKeys, GeneralLabelKeys, NodePlatform};
 use crate::objects::{InstanceTypeSpec, NodeFlavor, UnitResources};
 
 /// `GeneralGroupGeneric`: the CPU group of a CPU-manufacturer-agnostic (collapsed) pool.
@@ -213,54 +216,132 @@ pub fn devices_labels(
     general: &GeneralLabelKeys,
     accelerators: &[AcceleratorLabelKeys],
 ) -> Labels {
-    devices_labels_of(&DevicesLabelInputs::of(
-        node_effective_labels,
-        general,
-        accelerators,
-    ))
+    let platform = NodePlatform::of(node_effective_labels);
+    devices_labels_of(&DevicesLabelReads::of(&platform, general, accelerators).to_inputs())
 }
+
+/// The keys of [`DevicesLabelInputs::platform`]'s values, in their order.
+const DEVICES_PLATFORM_KEYS: [&str; 3] = [OS, ARCH, TOPOLOGY_PROFILE];
 
 /// Everything [`devices_labels`] reads: the node's non-empty os, arch, profile and managed
 /// values and its gKey's and aKeys' feature keys. Nodes alike in these carry equal Devices
-/// labels, so a derivation builds them once ([`crate::node_rules`]).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// labels, so a derivation builds them once and keeps these inputs with them
+/// ([`crate::node_rules`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DevicesLabelInputs {
-    /// `(key, value)` of os, arch and the topology profile, where set and non-empty.
-    platform: [Option<(&'static str, Text)>; 3],
+    /// The values of [`DEVICES_PLATFORM_KEYS`], where set and non-empty.
+    platform: [Option<Text>; 3],
     managed: Option<Text>,
     general_feature: Option<Text>,
     accelerator_features: Vec<Text>,
 }
 
-impl DevicesLabelInputs {
-    pub fn of<A: std::borrow::Borrow<AcceleratorLabelKeys>>(
-        node_effective_labels: &Labels,
-        general: &GeneralLabelKeys,
-        accelerators: &[A],
+/// [`DevicesLabelInputs`] borrowed from a node's labels and label keys: what a derivation
+/// looks its remembered Devices labels up by, copying no text (a copy of a long key takes and
+/// drops a shared count).
+#[derive(Clone, Copy, Debug)]
+pub struct DevicesLabelReads<'l, A> {
+    platform: [Option<&'l str>; 3],
+    managed: Option<&'l str>,
+    general_feature: Option<&'l Text>,
+    accelerators: &'l [A],
+}
+
+impl<'l, A: Borrow<AcceleratorLabelKeys>> DevicesLabelReads<'l, A> {
+    pub fn of(
+        platform: &NodePlatform<'l>,
+        general: &'l GeneralLabelKeys,
+        accelerators: &'l [A],
     ) -> Self {
-        let value = |key: &str| {
-            node_effective_labels
-                .get(key)
-                .filter(|v| !v.is_empty())
-                .cloned()
-        };
-        DevicesLabelInputs {
-            platform: [OS, ARCH, TOPOLOGY_PROFILE].map(|k| value(k).map(|v| (k, v))),
-            managed: value(MANAGED),
-            general_feature: (!general.key.is_empty()).then(|| general.feature.clone()),
-            accelerator_features: accelerators
-                .iter()
-                .map(|a| a.borrow().feature.clone())
-                .collect(),
+        let set = |v: &'l str| (!v.is_empty()).then_some(v);
+        DevicesLabelReads {
+            platform: [set(platform.os), set(platform.arch), set(platform.profile)],
+            managed: set(platform.managed),
+            general_feature: (!general.key.is_empty()).then_some(&general.feature),
+            accelerators,
         }
     }
+
+    fn accelerator_features(&self) -> impl ExactSizeIterator<Item = &'l Text> {
+        self.accelerators.iter().map(|a| &a.borrow().feature)
+    }
+
+    /// The same inputs, owned.
+    pub fn to_inputs(&self) -> DevicesLabelInputs {
+        DevicesLabelInputs {
+            platform: self.platform.map(|v| v.map(Text::new)),
+            managed: self.managed.map(Text::new),
+            general_feature: self.general_feature.cloned(),
+            accelerator_features: self.accelerator_features().cloned().collect(),
+        }
+    }
+
+    /// Whether `inputs` are these, texts compared by [`labels::same_text`].
+    pub fn are(&self, inputs: &DevicesLabelInputs) -> bool {
+        let same = |a: Option<&str>, b: &Option<Text>| labels::same_optional_text(a, b.as_deref());
+        self.platform
+            .iter()
+            .zip(&inputs.platform)
+            .all(|(a, b)| same(*a, b))
+            && same(self.managed, &inputs.managed)
+            && same(
+                self.general_feature.map(Text::as_str),
+                &inputs.general_feature,
+            )
+            && self.accelerators.len() == inputs.accelerator_features.len()
+            && self
+                .accelerator_features()
+                .zip(&inputs.accelerator_features)
+                .all(|(a, b)| labels::same_text(a, b))
+    }
+
+    /// The hash of these inputs, equal to [`DevicesLabelInputs::hash_with`]'s for equal ones.
+    pub fn hash_with(&self, hasher: &impl BuildHasher) -> u64 {
+        devices_inputs_hash(
+            hasher,
+            self.platform,
+            self.managed,
+            self.general_feature.map(Text::as_str),
+            self.accelerator_features().map(Text::as_str),
+        )
+    }
+}
+
+impl DevicesLabelInputs {
+    /// See [`DevicesLabelReads::hash_with`].
+    pub fn hash_with(&self, hasher: &impl BuildHasher) -> u64 {
+        devices_inputs_hash(
+            hasher,
+            self.platform.each_ref().map(|v| v.as_deref()),
+            self.managed.as_deref(),
+            self.general_feature.as_deref(),
+            self.accelerator_features.iter().map(Text::as_str),
+        )
+    }
+}
+
+/// One hash of Devices label inputs, whether borrowed or owned.
+fn devices_inputs_hash<'t>(
+    hasher: &impl BuildHasher,
+    platform: [Option<&str>; 3],
+    managed: Option<&str>,
+    general_feature: Option<&str>,
+    accelerator_features: impl ExactSizeIterator<Item = &'t str>,
+) -> u64 {
+    let mut state = hasher.build_hasher();
+    (platform, managed, general_feature).hash(&mut state);
+    state.write_usize(accelerator_features.len());
+    accelerator_features.for_each(|f| f.hash(&mut state));
+    state.finish()
 }
 
 /// The Devices labels of `inputs` (see [`devices_labels`]).
 pub fn devices_labels_of(inputs: &DevicesLabelInputs) -> Labels {
     let mut out = Labels::with_capacity(6 + inputs.accelerator_features.len());
-    for (k, v) in inputs.platform.iter().flatten() {
-        out.insert(Text::new_static(k), v.clone());
+    for (k, v) in DEVICES_PLATFORM_KEYS.iter().zip(&inputs.platform) {
+        if let Some(v) = v {
+            out.insert(Text::new_static(k), v.clone());
+        }
     }
     for feature in &inputs.accelerator_features {
         out.insert(feature.clone(), Text::new_static("true"));
@@ -617,6 +698,77 @@ mod tests {
 
     fn l(pairs: &[(&str, &str)]) -> Labels {
         crate::labels::from_pairs(pairs)
+    }
+
+    /// Reads match the inputs they were copied into, hash as they do, and no other inputs: a
+    /// node differing in any one of them gets Devices labels of its own. (A derivation only
+    /// compares inputs whose hashes collide, so its own tests could not see a wrong `are`.)
+    #[test]
+    fn devices_label_reads_match_only_their_own_inputs() {
+        let hasher = foldhash::fast::FixedState::with_seed(7);
+        let g = GeneralLabelKeys::of("intel-xeon-8358");
+        let none = GeneralLabelKeys::default();
+        let (a100, h100) = (
+            AcceleratorLabelKeys::of("nvidia-a100"),
+            AcceleratorLabelKeys::of("nvidia-h100"),
+        );
+        let (one, two) = ([a100.clone()], [a100, h100]);
+        let base = NodePlatform {
+            os: "linux",
+            arch: "amd64",
+            profile: "fnv64-0123456789abcdef",
+            managed: "true",
+        };
+        let inputs = DevicesLabelReads::of(&base, &g, &one).to_inputs();
+        let reads = DevicesLabelReads::of(&base, &g, &one);
+        assert!(reads.are(&inputs));
+        assert_eq!(reads.hash_with(&hasher), inputs.hash_with(&hasher));
+        let others = [
+            DevicesLabelReads::of(&NodePlatform { os: "", ..base }, &g, &one),
+            DevicesLabelReads::of(
+                &NodePlatform {
+                    arch: "arm64",
+                    ..base
+                },
+                &g,
+                &one,
+            ),
+            DevicesLabelReads::of(
+                &NodePlatform {
+                    profile: "",
+                    ..base
+                },
+                &g,
+                &one,
+            ),
+            DevicesLabelReads::of(
+                &NodePlatform {
+                    managed: "false",
+                    ..base
+                },
+                &g,
+                &one,
+            ),
+            DevicesLabelReads::of(
+                &NodePlatform {
+                    managed: "",
+                    ..base
+                },
+                &g,
+                &one,
+            ),
+            DevicesLabelReads::of(&base, &none, &one),
+            DevicesLabelReads::of(&base, &g, &two),
+            DevicesLabelReads::of(&base, &g, &two[1..]),
+            DevicesLabelReads::of(&base, &g, &two[..0]),
+        ];
+        for other in others {
+            assert!(!other.are(&inputs), "{other:?}");
+            let (copied, labels) = (other.to_inputs(), devices_labels_of(&other.to_inputs()));
+            assert!(other.are(&copied), "{other:?}");
+            assert_eq!(other.hash_with(&hasher), copied.hash_with(&hasher));
+            assert_ne!(labels, devices_labels_of(&inputs), "{other:?}");
+        }
     }
 
     fn device_flavor(g: &str, a: &str) -> NodeFlavor {
