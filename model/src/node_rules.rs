@@ -45,7 +45,8 @@ pub(crate) struct NodeRules<'a> {
     /// node's labels, compared with the inputs each stored flavor was built from, so finding
     /// a list copies no text.
     flavors: HashTable<Arc<[NodeFlavor]>>,
-    flavors_hasher: foldhash::fast::RandomState,
+    /// The hasher of the two memos found by borrowed inputs (flavors, Devices labels).
+    memo_hasher: foldhash::fast::RandomState,
     /// Rule 18's Devices labels, per distinct input (a copy shares the map), found as the
     /// flavors are: by the inputs read from a node's labels, compared with the stored ones.
     devices_labels: HashTable<(DevicesLabelInputs, Labels)>,
@@ -110,7 +111,7 @@ impl<'a> NodeRules<'a> {
             accelerators: HashMap::default(),
             groups: HashMap::default(),
             flavors: HashTable::new(),
-            flavors_hasher: Default::default(),
+            memo_hasher: Default::default(),
             devices_labels: HashTable::new(),
             levels: Levels::new(sources),
         }
@@ -185,7 +186,7 @@ impl<'a> NodeRules<'a> {
     /// The flavors of `inputs` ([`nodefeature::flavor_of`]), built for the first node with
     /// these inputs and shared by the next.
     fn flavors_of(&mut self, inputs: &[FlavorInputs<'_>]) -> Arc<[NodeFlavor]> {
-        let hasher = &self.flavors_hasher;
+        let hasher = &self.memo_hasher;
         let hash = inputs_hash(hasher, inputs.iter().copied());
         let built_from_inputs = |flavors: &Arc<[NodeFlavor]>| {
             flavors.len() == inputs.len()
@@ -213,7 +214,7 @@ impl<'a> NodeRules<'a> {
         &mut self,
         reads: &DevicesLabelReads<'_, Rc<AcceleratorLabelKeys>>,
     ) -> Labels {
-        let hasher = &self.flavors_hasher;
+        let hasher = &self.memo_hasher;
         let hash = reads.hash_with(hasher);
         if let Some((_, labels)) = self.devices_labels.find(hash, |(i, _)| reads.are(i)) {
             return labels.clone();
