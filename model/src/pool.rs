@@ -226,8 +226,8 @@ const DEVICES_PLATFORM_KEYS: [&str; 3] = [OS, ARCH, TOPOLOGY_PROFILE];
 /// Everything [`devices_labels`] reads: the node's non-empty os, arch, profile and managed
 /// values and its gKey's and aKeys' feature keys. Nodes alike in these carry equal Devices
 /// labels, so a derivation builds them once and keeps these inputs with them
-/// ([`crate::node_rules`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// ([`crate::node_rules`]), found by [`DevicesLabelReads::are`].
+#[derive(Clone, Debug)]
 pub struct DevicesLabelInputs {
     /// The values of [`DEVICES_PLATFORM_KEYS`], where set and non-empty.
     platform: [Option<Text>; 3],
@@ -719,55 +719,48 @@ mod tests {
             profile: "fnv64-0123456789abcdef",
             managed: "true",
         };
-        let inputs = DevicesLabelReads::of(&base, &g, &one).to_inputs();
         let reads = DevicesLabelReads::of(&base, &g, &one);
+        let inputs = reads.to_inputs();
         assert!(reads.are(&inputs));
         assert_eq!(reads.hash_with(&hasher), inputs.hash_with(&hasher));
-        let others = [
-            DevicesLabelReads::of(&NodePlatform { os: "", ..base }, &g, &one),
-            DevicesLabelReads::of(
-                &NodePlatform {
-                    arch: "arm64",
-                    ..base
-                },
-                &g,
-                &one,
-            ),
-            DevicesLabelReads::of(
-                &NodePlatform {
-                    profile: "",
-                    ..base
-                },
-                &g,
-                &one,
-            ),
-            DevicesLabelReads::of(
-                &NodePlatform {
-                    managed: "false",
-                    ..base
-                },
-                &g,
-                &one,
-            ),
-            DevicesLabelReads::of(
-                &NodePlatform {
-                    managed: "",
-                    ..base
-                },
-                &g,
-                &one,
-            ),
-            DevicesLabelReads::of(&base, &none, &one),
-            DevicesLabelReads::of(&base, &g, &two),
-            DevicesLabelReads::of(&base, &g, &two[1..]),
-            DevicesLabelReads::of(&base, &g, &two[..0]),
+        let platforms = [
+            NodePlatform { os: "", ..base },
+            NodePlatform {
+                arch: "arm64",
+                ..base
+            },
+            NodePlatform {
+                profile: "",
+                ..base
+            },
+            NodePlatform {
+                managed: "false",
+                ..base
+            },
+            NodePlatform {
+                managed: "",
+                ..base
+            },
         ];
+        let others = platforms
+            .iter()
+            .map(|p| DevicesLabelReads::of(p, &g, &one))
+            .chain([
+                DevicesLabelReads::of(&base, &none, &one),
+                DevicesLabelReads::of(&base, &g, &two),
+                DevicesLabelReads::of(&base, &g, &two[1..]),
+                DevicesLabelReads::of(&base, &g, &two[..0]),
+            ]);
         for other in others {
             assert!(!other.are(&inputs), "{other:?}");
-            let (copied, labels) = (other.to_inputs(), devices_labels_of(&other.to_inputs()));
+            let copied = other.to_inputs();
             assert!(other.are(&copied), "{other:?}");
             assert_eq!(other.hash_with(&hasher), copied.hash_with(&hasher));
-            assert_ne!(labels, devices_labels_of(&inputs), "{other:?}");
+            assert_ne!(
+                devices_labels_of(&copied),
+                devices_labels_of(&inputs),
+                "{other:?}"
+            );
         }
     }
 
