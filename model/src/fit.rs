@@ -20,7 +20,7 @@ use crate::error::ModelError;
 use crate::fit_keys::{
     filter_fit_labels, is_fit_label_key, shared_fit_label_key, sliced_fit_label_key,
 };
-use crate::labels::{Labels, Text, ToSmolStr, MANAGED};
+use crate::labels::{int_text, Labels, Text, MANAGED};
 use crate::ledger::{charge, CardLedger, Charge};
 use crate::placement::requirement_admits;
 use crate::pod_webhook::NodeSelectorRequirement;
@@ -75,11 +75,11 @@ pub fn fit_labels_of(devices: &Devices) -> Labels {
         let a_key = group.accelerator_key();
         let sliced_key = sliced_fit_label_key(&a_key);
         if sliceable && is_fit_label_key(&sliced_key) {
-            out.insert(sliced_key, max_free_units.to_smolstr());
+            out.insert(sliced_key, int_text(max_free_units));
         }
         let shared_key = shared_fit_label_key(&a_key);
         if shareable && is_fit_label_key(&shared_key) {
-            out.insert(shared_key, free_share_cards.to_smolstr());
+            out.insert(shared_key, int_text(free_share_cards));
         }
     }
     out

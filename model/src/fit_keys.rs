@@ -5,7 +5,7 @@
 //! own domains, so any accelerator key of up to 63 characters yields a valid label key and the
 //! controllers watching `feature.` / `acceleratable.` labels are not woken by fit changes.
 
-use crate::labels::{text, Labels, Text};
+use crate::labels::{concat_text, Labels, Text};
 use crate::resources::is_qualified_name;
 
 /// The domain every fit label ends with (`FitLabelDomainSuffix`; fit.go).
@@ -17,12 +17,12 @@ pub const SHARED_FIT_PREFIX: &str = "shared-free-cards.fit.gpustack.ai/";
 
 /// `FitSlicedMaxFreeUnitsLabelKey`: `sliced-max-free-units.fit.gpustack.ai/<aKey>`; fit.go.
 pub fn sliced_fit_label_key(accelerator_key: &str) -> Text {
-    text!("{SLICED_FIT_PREFIX}{accelerator_key}")
+    concat_text(&[SLICED_FIT_PREFIX, accelerator_key])
 }
 
 /// `FitSharedFreeCardsLabelKey`: `shared-free-cards.fit.gpustack.ai/<aKey>`; fit.go.
 pub fn shared_fit_label_key(accelerator_key: &str) -> Text {
-    text!("{SHARED_FIT_PREFIX}{accelerator_key}")
+    concat_text(&[SHARED_FIT_PREFIX, accelerator_key])
 }
 
 /// `IsFitLabelKey`: one of the two prefixes with a non-empty model, and the whole key a valid

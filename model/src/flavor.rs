@@ -5,9 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cluster::{Node, Settings};
 use crate::labels::{
-    self, accelerator_feature_key, general_feature_key, note_key, text, Labels, Text, ToSmolStr,
-    ACCELERATABLE, ARCH, OS, RESOURCE_TYPE, RESOURCE_TYPE_NODES, RESOURCE_TYPE_TOPOLOGY,
-    TOPOLOGY_PROFILE,
+    self, accelerator_feature_key, general_feature_key, note_key, Labels, Text, ACCELERATABLE,
+    ARCH, OS, RESOURCE_TYPE, RESOURCE_TYPE_NODES, RESOURCE_TYPE_TOPOLOGY, TOPOLOGY_PROFILE,
 };
 use crate::nodefeature::{
     cpu_detail, effective_node_labels, node_flavors, node_is_eligible, profile_of_levels, CpuDetail,
@@ -40,17 +39,17 @@ pub fn own_feature_key(f: &NodeFlavor) -> Text {
 pub fn flavor_labels(f: &NodeFlavor, n: u64) -> Labels {
     let key = own_feature_key(f);
     let mut out = Labels::new();
-    out.insert(labels::count_key(&key), f.count.to_smolstr());
+    out.insert(labels::count_key(&key), labels::int_text(f.count));
     out.insert(
-        text!("{key}.capacity"),
-        n.saturating_mul(f.count).to_smolstr(),
+        labels::concat_text(&[&key, ".capacity"]),
+        labels::int_text(n.saturating_mul(f.count)),
     );
     out.insert(key, Text::new_static("true"));
     out.insert(Text::new_static(OS), f.os.clone());
     out.insert(Text::new_static(ARCH), f.arch.clone());
     out.insert(
         Text::new_static(ACCELERATABLE),
-        f.acceleratable.to_smolstr(),
+        labels::bool_text(f.acceleratable),
     );
     if f.acceleratable {
         out.insert(
@@ -79,7 +78,10 @@ pub fn carries_cpu_detail(f: &NodeFlavor, aware: bool) -> bool {
 /// when `cpu` is given and [`carries_cpu_detail`] holds.
 pub fn flavor_notes(f: &NodeFlavor, cpu: Option<&CpuDetail>, aware: bool) -> Labels {
     let mut notes = labels::of([
-        (note_key!("acceleratable"), f.acceleratable.to_smolstr()),
+        (
+            note_key!("acceleratable"),
+            labels::bool_text(f.acceleratable),
+        ),
         (note_key!("generalGroup"), f.general_key.clone()),
         (note_key!("acceleratorGroup"), f.accelerator_key.clone()),
         (note_key!("manufacturer"), f.manufacturer.clone()),
@@ -375,7 +377,7 @@ mod tests {
     use super::*;
     use crate::cluster::Era;
     use crate::devices::Devices;
-    use crate::labels::{CPU_ONLY, MANAGED};
+    use crate::labels::{text, CPU_ONLY, MANAGED};
     use crate::nodefeature::{group_id, DEFAULT_TOPOLOGY_PROFILE};
 
     fn node(

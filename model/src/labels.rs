@@ -91,17 +91,17 @@ pub fn is_known_manufacturer(m: &str) -> bool {
 
 /// `<featureKey>` label for an accelerator key: `acceleratable.feature.gpustack.ai/<aKey>`.
 pub fn accelerator_feature_key(a_key: &str) -> Text {
-    text!("{ACCELERATABLE_PREFIX}{a_key}")
+    concat_text(&[ACCELERATABLE_PREFIX, a_key])
 }
 
 /// `<featureKey>` label for a CPU key: `general.feature.gpustack.ai/<gKey>`.
 pub fn general_feature_key(g_key: &str) -> Text {
-    text!("{GENERAL_PREFIX}{g_key}")
+    concat_text(&[GENERAL_PREFIX, g_key])
 }
 
 /// `<featureKey>.count`: a node's cores or cards under a feature key.
 pub fn count_key(feature: &str) -> Text {
-    text!("{feature}.count")
+    concat_text(&[feature, ".count"])
 }
 
 /// A label key or value: short ones (most values, node names) live inline, longer ones (most
@@ -449,29 +449,49 @@ pub use smol_str::ToSmolStr;
 /// [`format!`] into a [`Text`]: formatted on the stack, so a derived key longer than the inline
 /// 23 bytes costs one allocation (its shared copy) and a shorter one none.
 pub fn text_of(args: std::fmt::Arguments<'_>) -> Text {
-    match args.as_str() {
-        Some(s) => Text::new_static(s),
-        None => on_stack(args, |s| Text::new(s)),
-    }
-}
-
-/// `use_it` applied to `args` formatted into a stack buffer (on the heap only past 256 bytes,
-/// longer than any label key).
-fn on_stack<R>(args: std::fmt::Arguments<'_>, use_it: impl FnOnce(&str) -> R) -> R {
     if let Some(s) = args.as_str() {
-        return use_it(s);
+        return Text::new_static(s);
     }
     let mut buf = arrayvec::ArrayString::<256>::new();
     match std::fmt::write(&mut buf, args) {
-        Ok(()) => use_it(buf.as_str()),
-        Err(_) => use_it(&std::fmt::format(args)),
+        Ok(()) => Text::new(buf.as_str()),
+        Err(_) => Text::new(std::fmt::format(args)),
     }
 }
 
-/// The value of a key formatted on the stack: a derived key that is looked up and never kept
-/// costs no allocation.
-pub fn get_formatted<'l>(labels: &'l Labels, key: std::fmt::Arguments<'_>) -> Option<&'l Text> {
-    on_stack(key, |k| labels.get(k))
+/// `parts` one after another as a [`Text`]: [`text!`] of string pieces without `core::fmt`,
+/// which took a tenth of a small cluster's derivation (docs/benchmarks.md, sixteenth run).
+pub fn concat_text(parts: &[&str]) -> Text {
+    concatenated(parts, |s| Text::new(s))
+}
+
+/// The value under the key `parts` spell one after another, the key written on the stack: a
+/// derived key that is looked up and never kept costs no allocation.
+pub fn get_concat<'l>(labels: &'l Labels, parts: &[&str]) -> Option<&'l Text> {
+    concatenated(parts, |k| labels.get(k))
+}
+
+/// `use_it` applied to `parts` written one after another into a stack buffer (on the heap only
+/// past 256 bytes, longer than any label key).
+fn concatenated<R>(parts: &[&str], use_it: impl FnOnce(&str) -> R) -> R {
+    let mut buf = arrayvec::ArrayString::<256>::new();
+    for part in parts {
+        if buf.try_push_str(part).is_err() {
+            return use_it(&parts.concat());
+        }
+    }
+    use_it(&buf)
+}
+
+/// A boolean label value, spelled as Go's `strconv.FormatBool` spells it.
+pub fn bool_text(value: bool) -> Text {
+    Text::new_static(if value { "true" } else { "false" })
+}
+
+/// An integer label value in decimal (Go's `strconv.Itoa`), its digits written by `itoa`
+/// rather than `core::fmt`; at most 20 digits and a sign, so always inline.
+pub fn int_text(value: impl itoa::Integer) -> Text {
+    Text::new(itoa::Buffer::new().format(value))
 }
 
 /// `format!` for [`Text`] ([`text_of`]).
@@ -632,6 +652,27 @@ mod tests {
     }
 
     #[test]
+    fn concatenated_and_number_texts_read_as_format_writes_them() {
+        let long = "x".repeat(300);
+        for piece in ["", "nvidia", "0123456789abcdefghijklmnop", long.as_str()] {
+            assert_eq!(
+                concat_text(&[ACCELERATABLE_PREFIX, piece, ".count"]),
+                format!("{ACCELERATABLE_PREFIX}{piece}.count")
+            );
+            assert_eq!(concat_text(&[piece]), piece);
+        }
+        assert_eq!(concat_text(&[]), "");
+        for n in [0, 7, -12, i64::MAX, i64::MIN] {
+            assert_eq!(int_text(n), n.to_string());
+        }
+        assert_eq!(int_text(u64::MAX), u64::MAX.to_string());
+        assert_eq!(int_text(42usize), "42");
+        for b in [true, false] {
+            assert_eq!(bool_text(b), b.to_string());
+        }
+    }
+
+    #[test]
     fn a_copied_map_is_shared_until_written_and_compares_by_content() {
         let original = from_pairs(&[("a", "1"), ("b", "2")]);
         let mut copy = original.clone();
@@ -672,7 +713,7 @@ mod tests {
     }
 
     #[test]
-    fn a_formatted_key_finds_what_the_same_text_would() {
+    fn a_concatenated_key_finds_what_the_same_text_would() {
         let long = "y".repeat(300);
         let long_key = format!("{long}.count");
         let labels = of([("a.count", "1"), ("b.count", "2"), (long_key.as_str(), "3")]);
@@ -682,7 +723,7 @@ mod tests {
             ("c", None),
             (long.as_str(), Some("3")),
         ] {
-            let got = get_formatted(&labels, format_args!("{piece}.count"));
+            let got = get_concat(&labels, &[piece, ".count"]);
             assert_eq!(got.map(Text::as_str), want, "{piece}");
         }
         assert_eq!(note_key!("cores"), format!("{NOTE_PREFIX}cores"));

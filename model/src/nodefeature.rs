@@ -7,8 +7,8 @@ use std::borrow::Borrow;
 use crate::cluster::{Era, Node, Settings, TopologySource};
 use crate::devices::{DeviceGroup, Devices};
 use crate::labels::{
-    self, accelerator_feature_key, count_key, general_feature_key, is_known_manufacturer,
-    same_optional_text, same_text, text, Labels, Text, ToSmolStr, ACCELERATABLE,
+    self, accelerator_feature_key, concat_text, count_key, general_feature_key, int_text,
+    is_known_manufacturer, same_optional_text, same_text, Labels, Text, ACCELERATABLE,
     ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY, CPU_FAMILY_ANNOTATION, CPU_ID,
     CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR, CREDITS_PREFIX, HOSTNAME, MANAGED, OS,
     TOPOLOGY_PROFILE,
@@ -196,9 +196,9 @@ pub fn normalize_name(name: &str, manufacturer: &str, budget: usize, strip_cruft
 /// A `feature.gpustack.ai/cpu-<attr>` annotation; an unresolved NFD template (`@…`) reads as
 /// empty (`generalFeatureAnnotation`, pkg/nodefeature/helper.go).
 pub fn cpu_annotation(annotations: &Labels, attr: &str) -> Text {
-    resolved(labels::get_formatted(
+    resolved(labels::get_concat(
         annotations,
-        format_args!("{CPU_ANNOTATION_PREFIX}{attr}"),
+        &[CPU_ANNOTATION_PREFIX, attr],
     ))
     .cloned()
     .unwrap_or_default()
@@ -390,10 +390,10 @@ impl AcceleratorLabelKeys {
         AcceleratorLabelKeys {
             key: Text::new(a_key),
             count: count_key(&feature),
-            product: text!("{feature}.product"),
-            family: text!("{feature}.family"),
-            memory: text!("{feature}.memory"),
-            cores: text!("{feature}.cores"),
+            product: concat_text(&[&feature, ".product"]),
+            family: concat_text(&[&feature, ".family"]),
+            memory: concat_text(&[&feature, ".memory"]),
+            cores: concat_text(&[&feature, ".cores"]),
             feature,
         }
     }
@@ -677,21 +677,30 @@ pub fn group_labels(group: &GroupLabelInputs<'_>) -> Labels {
     let manu_key = accelerator_feature_key(group.manufacturer);
     put(Text::new_static(ACCELERATABLE), "true");
     if !group.driver_version.is_empty() {
-        put(text!("{manu_key}.driver-version"), group.driver_version);
+        put(
+            concat_text(&[&manu_key, ".driver-version"]),
+            group.driver_version,
+        );
     }
     if !group.runtime_version.is_empty() {
-        put(text!("{manu_key}.runtime-version"), group.runtime_version);
+        put(
+            concat_text(&[&manu_key, ".runtime-version"]),
+            group.runtime_version,
+        );
     }
-    let key = text!("{manu_key}-{}", group.id);
-    put(text!("{key}.product"), group.name);
-    put(text!("{key}.memory"), &memory_label(group.memory_mib));
-    put(text!("{key}.cores"), &group.cores.to_string());
-    put(count_key(&key), &group.cards.to_string());
+    let key = concat_text(&[&manu_key, "-", group.id]);
+    put(concat_text(&[&key, ".product"]), group.name);
+    put(
+        concat_text(&[&key, ".memory"]),
+        &memory_label(group.memory_mib),
+    );
+    put(concat_text(&[&key, ".cores"]), &int_text(group.cores));
+    put(count_key(&key), &int_text(group.cards));
     if !group.family.is_empty() {
-        put(text!("{key}.family"), group.family);
+        put(concat_text(&[&key, ".family"]), group.family);
     }
     if !group.compute_capability.is_empty() {
-        put(text!("{key}.comcap"), group.compute_capability);
+        put(concat_text(&[&key, ".comcap"]), group.compute_capability);
     }
     put(key, "true");
     put(manu_key, "true");
@@ -768,7 +777,7 @@ fn put_worker_node_labels(
     out.insert(g.manufacturer_feature.clone(), Text::new_static("true"));
     let cores = cpu_cores(cpu_millis);
     if cores > 0 {
-        out.insert(g.count.clone(), cores.to_smolstr());
+        out.insert(g.count.clone(), int_text(cores));
     }
     out.insert(g.feature.clone(), Text::new_static("true"));
 }
@@ -919,27 +928,40 @@ impl<'l> NodePlatform<'l> {
 
 /// Flavor name: `gpustack--<gKey>[--<aKey>]-<os>-<arch>-<n>c|d[-<profile>]` (chain.md §6.2).
 fn flavor_name(g_key: &str, a_key: &str, os: &str, arch: &str, count: u64, profile: &str) -> Text {
-    let base = if a_key.is_empty() {
-        text!("gpustack--{g_key}-{os}-{arch}-{count}c")
+    let mut digits = itoa::Buffer::new();
+    let count = digits.format(count);
+    let (a_sep, kind) = if a_key.is_empty() {
+        ("", "c")
     } else {
-        text!("gpustack--{g_key}--{a_key}-{os}-{arch}-{count}d")
+        ("--", "d")
     };
-    if profile.is_empty() {
-        base
-    } else {
-        text!("{base}-{profile}")
-    }
+    let p_sep = if profile.is_empty() { "" } else { "-" };
+    concat_text(&[
+        "gpustack--",
+        g_key,
+        a_sep,
+        a_key,
+        "-",
+        os,
+        "-",
+        arch,
+        "-",
+        count,
+        kind,
+        p_sep,
+        profile,
+    ])
 }
 
 /// `spec.nodeLabels` shared by both flavor kinds: managed, os, arch, paired CPU key, profile.
 fn base_node_labels(os: &str, arch: &str, g_key: &str, profile: &str) -> Labels {
     let mut out = Labels::with_capacity(8);
     out.insert(Text::new_static(MANAGED), Text::new_static("true"));
-    out.insert(Text::new_static(OS), os.to_smolstr());
-    out.insert(Text::new_static(ARCH), arch.to_smolstr());
+    out.insert(Text::new_static(OS), Text::new(os));
+    out.insert(Text::new_static(ARCH), Text::new(arch));
     out.insert(general_feature_key(g_key), Text::new_static("true"));
     if !profile.is_empty() {
-        out.insert(Text::new_static(TOPOLOGY_PROFILE), profile.to_smolstr());
+        out.insert(Text::new_static(TOPOLOGY_PROFILE), Text::new(profile));
     }
     out
 }
@@ -1089,7 +1111,7 @@ pub fn flavor_of(inputs: &FlavorInputs, settings: &Settings) -> NodeFlavor {
 fn cpu_flavor_of(i: &FlavorInputs, settings: &Settings) -> NodeFlavor {
     let g_key = i.general_key;
     let mut node_labels = base_node_labels(i.os, i.arch, g_key, i.profile);
-    node_labels.insert(count_key(&general_feature_key(g_key)), i.count.to_smolstr());
+    node_labels.insert(count_key(&general_feature_key(g_key)), int_text(i.count));
     if !settings.mixed_on_node {
         // E3 pins the CPU-only mark; E2 (@ee282a6) pinned acceleratable=false instead.
         match settings.era {
@@ -1122,7 +1144,7 @@ fn device_flavor_of(i: &FlavorInputs) -> NodeFlavor {
     let (g_key, a_key) = (i.general_key, i.accelerator_key);
     let feature = accelerator_feature_key(a_key);
     let mut node_labels = base_node_labels(i.os, i.arch, g_key, i.profile);
-    node_labels.insert(count_key(&feature), i.count.to_smolstr());
+    node_labels.insert(count_key(&feature), int_text(i.count));
     node_labels.insert(feature, Text::new_static("true"));
     NodeFlavor {
         name: flavor_name(g_key, a_key, i.os, i.arch, i.count, i.profile),
@@ -1207,8 +1229,11 @@ pub fn node_is_eligible(labels: &Labels, settings: &Settings) -> bool {
 /// `parseNodeFlavorCount`: the per-node count of a flavor name, the last `-<n>c|d` segment
 /// before any `-fnv64-…` profile tail; 0 if none (instance_type.go, newest revision).
 pub fn parse_flavor_count(name: &str) -> u64 {
-    let marker = format!("-{PROFILE_PREFIX}");
-    let base = name.rfind(&marker).map_or(name, |i| &name[..i]);
+    // The last `-<PROFILE_PREFIX>` and what follows it is the profile.
+    let base = name
+        .rmatch_indices(PROFILE_PREFIX)
+        .find(|(i, _)| name[..*i].ends_with('-'))
+        .map_or(name, |(i, _)| &name[..i - 1]);
     base.rsplit('-')
         .filter(|seg| seg.len() >= 2)
         .find_map(|seg| {
@@ -1263,9 +1288,8 @@ pub fn cpu_detail(labels: &Labels, annotations: &Labels) -> CpuDetail {
     }
 }
 
-/// A JSON string literal.
-fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
+/// Appends `s` as a JSON string literal.
+fn push_json_string(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -1274,21 +1298,29 @@ fn json_string(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c if u32::from(c) < 0x20 => {
+                out.push_str("\\u00");
+                for nibble in [u32::from(c) >> 4, u32::from(c) & 0xf] {
+                    out.push(char::from_digit(nibble, 16).unwrap_or('0'));
+                }
+            }
             c => out.push(c),
         }
     }
     out.push('"');
-    out
 }
 
-/// A JSON object of the non-empty `(key, value)` string fields, in order (Go `omitempty`).
-fn json_fields(fields: &[(&str, &str)]) -> Vec<String> {
-    fields
-        .iter()
-        .filter(|(_, v)| !v.is_empty())
-        .map(|(k, v)| format!("{}:{}", json_string(k), json_string(v)))
-        .collect()
+/// Appends the non-empty `(key, value)` string fields as JSON object members, in order (Go
+/// `omitempty`), each after a comma unless it is the object's first.
+fn push_json_fields(out: &mut String, fields: &[(&str, &str)]) {
+    for (k, v) in fields.iter().filter(|(_, v)| !v.is_empty()) {
+        if !out.ends_with('{') {
+            out.push(',');
+        }
+        push_json_string(out, k);
+        out.push(':');
+        push_json_string(out, v);
+    }
 }
 
 impl CpuDetail {
@@ -1297,31 +1329,45 @@ impl CpuDetail {
     /// field names from api/worker/v1alpha1/instance_type.go). Empty fields are omitted; the
     /// `cache` object is always present, as Go's `omitempty` keeps an empty struct.
     pub fn note_json(&self, acceleratable: bool) -> String {
-        let mut parts = Vec::new();
+        let mut out = String::with_capacity(256);
+        out.push('{');
         if acceleratable {
-            parts.extend(json_fields(&[
-                ("manufacturer", &self.manufacturer),
-                ("product", &self.product),
-                ("family", &self.family),
-            ]));
+            push_json_fields(
+                &mut out,
+                &[
+                    ("manufacturer", &self.manufacturer),
+                    ("product", &self.product),
+                    ("family", &self.family),
+                ],
+            );
         }
-        parts.extend(json_fields(&[
-            ("physicalCores", &self.physical_cores),
-            ("threadsPerPhysicalCore", &self.threads_per_physical_core),
-            ("logicalCores", &self.logical_cores),
-            ("stepping", &self.stepping),
-            ("clockSpeed", &self.clock_speed),
-            ("maxClockSpeed", &self.max_clock_speed),
-            ("cacheLine", &self.cache_line),
-        ]));
-        let cache = json_fields(&[
-            ("l1i", &self.cache_l1i),
-            ("l1d", &self.cache_l1d),
-            ("l2", &self.cache_l2),
-            ("l3", &self.cache_l3),
-        ]);
-        parts.push(format!("\"cache\":{{{}}}", cache.join(",")));
-        format!("{{{}}}", parts.join(","))
+        push_json_fields(
+            &mut out,
+            &[
+                ("physicalCores", &self.physical_cores),
+                ("threadsPerPhysicalCore", &self.threads_per_physical_core),
+                ("logicalCores", &self.logical_cores),
+                ("stepping", &self.stepping),
+                ("clockSpeed", &self.clock_speed),
+                ("maxClockSpeed", &self.max_clock_speed),
+                ("cacheLine", &self.cache_line),
+            ],
+        );
+        if !out.ends_with('{') {
+            out.push(',');
+        }
+        out.push_str("\"cache\":{");
+        push_json_fields(
+            &mut out,
+            &[
+                ("l1i", &self.cache_l1i),
+                ("l1d", &self.cache_l1d),
+                ("l2", &self.cache_l2),
+                ("l3", &self.cache_l3),
+            ],
+        );
+        out.push_str("}}");
+        out
     }
 }
 
@@ -1858,6 +1904,15 @@ mod tests {
             r#"{"manufacturer":"amd","product":"AMD EPYC 7R13 Processor","physicalCores":"8","cache":{"l2":"512 \"KiB\""}}"#
         );
         assert_eq!(CpuDetail::default().note_json(false), r#"{"cache":{}}"#);
+        let escaped = CpuDetail {
+            product: "a\u{1}b\u{1f}\t\\".into(),
+            cache_l3: "32 MiB".into(),
+            ..CpuDetail::default()
+        };
+        assert_eq!(
+            escaped.note_json(true),
+            r#"{"product":"a\u0001b\u001f\t\\","cache":{"l3":"32 MiB"}}"#
+        );
     }
 
     /// The merged-in labels never touch gKey's inputs: the effective labels give the same key,

@@ -2,8 +2,8 @@
 //! and the derived InstanceType authoring (research/chain.md §7, §8.4, §17 rules 10–12, 18, 24).
 
 use crate::labels::{
-    self, Labels, Text, ToSmolStr, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, GENERAL_PREFIX,
-    MANAGED, OS, SCHEDULE_PREFIX, TOPOLOGY_PROFILE,
+    self, Labels, Text, ACCELERATABLE, ACCELERATABLE_PREFIX, ARCH, GENERAL_PREFIX, MANAGED, OS,
+    SCHEDULE_PREFIX, TOPOLOGY_PROFILE,
 };
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -115,12 +115,15 @@ pub fn pool_schedule_labels(
     arch: &str,
 ) -> Labels {
     let mut out = Labels::new();
-    out.insert(Text::new_static(ACCELERATABLE), acceleratable.to_smolstr());
+    out.insert(
+        Text::new_static(ACCELERATABLE),
+        labels::bool_text(acceleratable),
+    );
     if !os.is_empty() {
-        out.insert(Text::new_static(OS), os.to_smolstr());
+        out.insert(Text::new_static(OS), Text::new(os));
     }
     if !arch.is_empty() {
-        out.insert(Text::new_static(ARCH), arch.to_smolstr());
+        out.insert(Text::new_static(ARCH), Text::new(arch));
     }
     if acceleratable && !accelerator_group.is_empty() {
         out.insert(
@@ -365,7 +368,7 @@ pub fn instance_types_served_by_devices(
     let mut platform = Labels::new();
     for key in [OS, ARCH] {
         if let Some(v) = devices_labels.get(key).filter(|v| !v.is_empty()) {
-            platform.insert(key.to_smolstr(), v.clone());
+            platform.insert(Text::new_static(key), v.clone());
         }
     }
     let selectors: Vec<Labels> = devices_labels

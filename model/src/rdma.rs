@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use crate::devices::{CardTopology, Devices, Interface, Link, LinkState, Network};
-use crate::labels::{Labels, Text, ToSmolStr, FEATURE_PREFIX};
+use crate::labels::{int_text, Labels, Text, FEATURE_PREFIX};
 use crate::nodefeature::sanitize_label_value;
 
 /// `NodeRDMACapableLabelKey` (pkg/nodefeature/rdma.go).
@@ -350,7 +350,7 @@ pub fn rdma_node_labels(devices: &Devices, network: &Network) -> Labels {
         out.insert(Text::new_static(RDMA_NUMA), numa.into());
     }
     if let Some(d) = closest_distance(devices, network, &endpoints) {
-        out.insert(Text::new_static(RDMA_DISTANCE), d.word().to_smolstr());
+        out.insert(Text::new_static(RDMA_DISTANCE), Text::new_static(d.word()));
     }
     out
 }
@@ -397,7 +397,7 @@ pub fn fabric_node_labels(devices: &Devices, network: &Network) -> Labels {
     }
     out.insert(Text::new_static(FABRIC_DOMAIN), domain.into());
     if members > 0 {
-        out.insert(Text::new_static(FABRIC_MEMBERS), members.to_smolstr());
+        out.insert(Text::new_static(FABRIC_MEMBERS), int_text(members));
     }
     out
 }

@@ -2,7 +2,7 @@
 //! pkg/worker/webhooks/worker/instance_type.go @4adb335).
 
 use crate::field::{forbidden, invalid, invalid_message, required, FieldError};
-use crate::labels::{Labels, Text, ToSmolStr, QUEUE_ENTRANCE};
+use crate::labels::{Labels, Text, QUEUE_ENTRANCE};
 use crate::objects::InstanceTypeSpec;
 use crate::pool::{is_feature_key, spec_schedule_labels, GENERAL_GROUP_GENERIC};
 
@@ -45,7 +45,7 @@ pub fn default_instance_type_labels(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     out.extend(wanted);
-    out.insert(Text::new_static(QUEUE_ENTRANCE), entrance.to_smolstr());
+    out.insert(Text::new_static(QUEUE_ENTRANCE), Text::new(entrance));
     out
 }
 

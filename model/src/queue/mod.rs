@@ -89,7 +89,7 @@ pub fn plan_order(flavors: &[PoolFlavor]) -> Vec<&PoolFlavor> {
 /// chain.md §10.2.
 pub fn covered_resource(acceleratable: bool, manufacturer: &str) -> String {
     if acceleratable {
-        format!("{}{manufacturer}", labels::CREDITS_PREFIX)
+        [labels::CREDITS_PREFIX, manufacturer].concat()
     } else {
         "cpu".to_string()
     }

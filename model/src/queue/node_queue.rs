@@ -291,7 +291,7 @@ pub struct QueueStep {
 
 /// `gpustack-<profile>`: the Topology a profiled flavor points at. chain.md §10.2.
 pub fn topology_name(profile: &str) -> Text {
-    labels::text!("gpustack-{profile}")
+    labels::concat_text(&["gpustack-", profile])
 }
 
 /// Whether a flavor's nodeLabels select a node. chain.md §10.2 (TAS validation).
