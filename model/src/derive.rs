@@ -663,7 +663,10 @@ fn settle_pool<R: Record>(
     let mut it_labels =
         webhook::default_instance_type_labels(&entrance, &spec, &Labels::new(), aware);
     if pool.derived {
-        it_labels.insert(DERIVED_FROM_NODE.into(), "true".into());
+        it_labels.insert(
+            Text::new_static(DERIVED_FROM_NODE),
+            Text::new_static("true"),
+        );
     }
     let members: Vec<&DerivedNode> = pool.members.iter().map(|&i| pool.nodes.rows[i].1).collect();
     let devices = pool.nodes.devices(&pool.devices);

@@ -38,33 +38,33 @@ pub fn own_feature_key(f: &NodeFlavor) -> Text {
 /// `metadata.labels` of a ResourceFlavor pooled from `n` nodes (chain.md §6.3).
 pub fn flavor_labels(f: &NodeFlavor, n: u64) -> Labels {
     let key = own_feature_key(f);
-    let mut out = Labels::new();
-    out.insert(labels::count_key(&key), labels::int_text(f.count));
-    out.insert(
+    let mut out = Vec::with_capacity(9);
+    out.push((labels::count_key(&key), labels::int_text(f.count)));
+    out.push((
         labels::concat_text(&[&key, ".capacity"]),
         labels::int_text(n.saturating_mul(f.count)),
-    );
-    out.insert(key, Text::new_static("true"));
-    out.insert(Text::new_static(OS), f.os.clone());
-    out.insert(Text::new_static(ARCH), f.arch.clone());
-    out.insert(
+    ));
+    out.push((key, Text::new_static("true")));
+    out.push((Text::new_static(OS), f.os.clone()));
+    out.push((Text::new_static(ARCH), f.arch.clone()));
+    out.push((
         Text::new_static(ACCELERATABLE),
         labels::bool_text(f.acceleratable),
-    );
+    ));
     if f.acceleratable {
-        out.insert(
+        out.push((
             general_feature_key(&f.general_key),
             Text::new_static("true"),
-        );
+        ));
     }
     if !f.profile.is_empty() {
-        out.insert(Text::new_static(TOPOLOGY_PROFILE), f.profile.clone());
+        out.push((Text::new_static(TOPOLOGY_PROFILE), f.profile.clone()));
     }
-    out.insert(
+    out.push((
         Text::new_static(RESOURCE_TYPE),
         Text::new_static(RESOURCE_TYPE_NODES),
-    );
-    out
+    ));
+    out.into_iter().collect()
 }
 
 /// Whether a flavor carries the `cpuDetail` note: always on CPU flavors, on device flavors only

@@ -953,15 +953,16 @@ fn flavor_name(g_key: &str, a_key: &str, os: &str, arch: &str, count: u64, profi
     ])
 }
 
-/// `spec.nodeLabels` shared by both flavor kinds: managed, os, arch, paired CPU key, profile.
-fn base_node_labels(os: &str, arch: &str, g_key: &str, profile: &str) -> Labels {
-    let mut out = Labels::with_capacity(8);
-    out.insert(Text::new_static(MANAGED), Text::new_static("true"));
-    out.insert(Text::new_static(OS), Text::new(os));
-    out.insert(Text::new_static(ARCH), Text::new(arch));
-    out.insert(general_feature_key(g_key), Text::new_static("true"));
+/// `spec.nodeLabels` shared by both flavor kinds: managed, os, arch, paired CPU key, profile;
+/// pairs for the flavor kind to add its own to before they are sorted into a map once.
+fn base_node_labels(os: &str, arch: &str, g_key: &str, profile: &str) -> Vec<(Text, Text)> {
+    let mut out = Vec::with_capacity(8);
+    out.push((Text::new_static(MANAGED), Text::new_static("true")));
+    out.push((Text::new_static(OS), Text::new(os)));
+    out.push((Text::new_static(ARCH), Text::new(arch)));
+    out.push((general_feature_key(g_key), Text::new_static("true")));
     if !profile.is_empty() {
-        out.insert(Text::new_static(TOPOLOGY_PROFILE), Text::new(profile));
+        out.push((Text::new_static(TOPOLOGY_PROFILE), Text::new(profile)));
     }
     out
 }
@@ -1111,16 +1112,15 @@ pub fn flavor_of(inputs: &FlavorInputs, settings: &Settings) -> NodeFlavor {
 fn cpu_flavor_of(i: &FlavorInputs, settings: &Settings) -> NodeFlavor {
     let g_key = i.general_key;
     let mut node_labels = base_node_labels(i.os, i.arch, g_key, i.profile);
-    node_labels.insert(count_key(&general_feature_key(g_key)), int_text(i.count));
+    node_labels.push((count_key(&general_feature_key(g_key)), int_text(i.count)));
     if !settings.mixed_on_node {
         // E3 pins the CPU-only mark; E2 (@ee282a6) pinned acceleratable=false instead.
-        match settings.era {
-            Era::E3 => node_labels.insert(Text::new_static(CPU_ONLY), Text::new_static("true")),
-            Era::E2 => {
-                node_labels.insert(Text::new_static(ACCELERATABLE), Text::new_static("false"))
-            }
-        };
+        node_labels.push(match settings.era {
+            Era::E3 => (Text::new_static(CPU_ONLY), Text::new_static("true")),
+            Era::E2 => (Text::new_static(ACCELERATABLE), Text::new_static("false")),
+        });
     }
+    let node_labels = node_labels.into_iter().collect();
     NodeFlavor {
         name: flavor_name(g_key, "", i.os, i.arch, i.count, i.profile),
         manufacturer: Text::new(key_manufacturer(g_key)),
@@ -1144,8 +1144,9 @@ fn device_flavor_of(i: &FlavorInputs) -> NodeFlavor {
     let (g_key, a_key) = (i.general_key, i.accelerator_key);
     let feature = accelerator_feature_key(a_key);
     let mut node_labels = base_node_labels(i.os, i.arch, g_key, i.profile);
-    node_labels.insert(count_key(&feature), int_text(i.count));
-    node_labels.insert(feature, Text::new_static("true"));
+    node_labels.push((count_key(&feature), int_text(i.count)));
+    node_labels.push((feature, Text::new_static("true")));
+    let node_labels = node_labels.into_iter().collect();
     NodeFlavor {
         name: flavor_name(g_key, a_key, i.os, i.arch, i.count, i.profile),
         general_key: g_key.into(),

@@ -114,30 +114,30 @@ pub fn pool_schedule_labels(
     os: &str,
     arch: &str,
 ) -> Labels {
-    let mut out = Labels::new();
-    out.insert(
+    let mut out = Vec::with_capacity(5);
+    out.push((
         Text::new_static(ACCELERATABLE),
         labels::bool_text(acceleratable),
-    );
+    ));
     if !os.is_empty() {
-        out.insert(Text::new_static(OS), Text::new(os));
+        out.push((Text::new_static(OS), Text::new(os)));
     }
     if !arch.is_empty() {
-        out.insert(Text::new_static(ARCH), Text::new(arch));
+        out.push((Text::new_static(ARCH), Text::new(arch)));
     }
     if acceleratable && !accelerator_group.is_empty() {
-        out.insert(
+        out.push((
             labels::accelerator_feature_key(accelerator_group),
             Text::new_static("true"),
-        );
+        ));
     }
     if aware && !general_group.is_empty() && general_group != GENERAL_GROUP_GENERIC {
-        out.insert(
+        out.push((
             labels::general_feature_key(general_group),
             Text::new_static("true"),
-        );
+        ));
     }
-    out
+    out.into_iter().collect()
 }
 
 /// [`pool_schedule_labels`] of an InstanceType spec (its CPU group as written; the webhook
@@ -166,17 +166,17 @@ fn is_true_feature_label(key: &str, value: &str) -> bool {
 /// `PoolFlavorSelector` (chain.md §7.3; pkg/nodefeature/helper.go): os/arch, the acceleratable
 /// boolean (any value) and every true feature key; `None` without a discriminator.
 pub fn pool_flavor_selector(queue_labels: &Labels) -> Option<Labels> {
-    let mut sel = Labels::new();
+    let mut sel = Vec::with_capacity(queue_labels.len());
     let mut discriminated = false;
     for (k, v) in queue_labels {
         if k == OS || k == ARCH {
-            sel.insert(k.clone(), v.clone());
+            sel.push((k.clone(), v.clone()));
         } else if k == ACCELERATABLE || is_true_feature_label(k, v) {
-            sel.insert(k.clone(), v.clone());
+            sel.push((k.clone(), v.clone()));
             discriminated = true;
         }
     }
-    discriminated.then_some(sel)
+    discriminated.then(|| sel.into_iter().collect())
 }
 
 /// Whether `labels` carries every `selector` entry with the same value (whole keys, never prefixes).
@@ -194,21 +194,21 @@ pub fn flavor_selected_by_pool(selector: &Labels, flavor_labels: &Labels) -> boo
 /// `poolDevicesSelector` (chain.md §7.4; instance_type.go @01712e2): os/arch, true feature keys,
 /// plus `gpustack.ai/managed=true`; `None` without a feature key (the boolean does not count).
 pub fn pool_devices_selector(queue_labels: &Labels) -> Option<Labels> {
-    let mut sel = Labels::new();
+    let mut sel = Vec::with_capacity(queue_labels.len() + 1);
     let mut featured = false;
     for (k, v) in queue_labels {
         if k == OS || k == ARCH {
-            sel.insert(k.clone(), v.clone());
+            sel.push((k.clone(), v.clone()));
         } else if is_true_feature_label(k, v) {
-            sel.insert(k.clone(), v.clone());
+            sel.push((k.clone(), v.clone()));
             featured = true;
         }
     }
     if !featured {
         return None;
     }
-    sel.insert(Text::new_static(MANAGED), Text::new_static("true"));
-    Some(sel)
+    sel.push((Text::new_static(MANAGED), Text::new_static("true")));
+    Some(sel.into_iter().collect())
 }
 
 /// Rule 18 / chain.md §4: the labels a node's Devices object carries — os, arch and
@@ -340,22 +340,22 @@ fn devices_inputs_hash<'t>(
 
 /// The Devices labels of `inputs` (see [`devices_labels`]).
 pub fn devices_labels_of(inputs: &DevicesLabelInputs) -> Labels {
-    let mut out = Labels::with_capacity(6 + inputs.accelerator_features.len());
+    let mut out = Vec::with_capacity(6 + inputs.accelerator_features.len());
     for (k, v) in DEVICES_PLATFORM_KEYS.iter().zip(&inputs.platform) {
         if let Some(v) = v {
-            out.insert(Text::new_static(k), v.clone());
+            out.push((Text::new_static(k), v.clone()));
         }
     }
     for feature in &inputs.accelerator_features {
-        out.insert(feature.clone(), Text::new_static("true"));
+        out.push((feature.clone(), Text::new_static("true")));
     }
     if let Some(v) = &inputs.managed {
-        out.insert(Text::new_static(MANAGED), v.clone());
+        out.push((Text::new_static(MANAGED), v.clone()));
     }
     if let Some(feature) = &inputs.general_feature {
-        out.insert(feature.clone(), Text::new_static("true"));
+        out.push((feature.clone(), Text::new_static("true")));
     }
-    out
+    out.into_iter().collect()
 }
 
 /// `enqueueInstanceTypeWhenDevicesChanged` (instance_type.go @01712e2): for every true feature key

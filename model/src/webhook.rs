@@ -39,14 +39,14 @@ pub fn default_instance_type_labels(
     }
     let spec = default_instance_type_spec(spec);
     let wanted = spec_schedule_labels(&spec, aware);
-    let mut out: Labels = existing
+    // One collect: a later pair wins, so the wanted labels and the entrance override.
+    existing
         .iter()
         .filter(|(k, _)| wanted.contains_key(k) || !is_feature_key(k))
         .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    out.extend(wanted);
-    out.insert(Text::new_static(QUEUE_ENTRANCE), Text::new(entrance));
-    out
+        .chain(wanted.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .chain([(Text::new_static(QUEUE_ENTRANCE), Text::new(entrance))])
+        .collect()
 }
 
 /// `s` as a positive int32 with no unit suffix, the way Go's `ParseInt(s, 10, 32)` reads it

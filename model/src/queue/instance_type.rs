@@ -96,11 +96,14 @@ pub fn isolated_preemption() -> QueuePreemption {
 /// derived-from-node says; E3 `Hold` + empty-plan marker, E2 `None`. chain.md §10.1; rule 13;
 /// instance_type.go `createClusterQueue`.
 pub fn new_cluster_queue(it_name: &str, schedule_labels: &Labels, era: Era) -> ClusterQueue {
-    let mut labels_ = schedule_labels.clone();
-    labels_.insert(
-        labels::RESOURCE_TYPE.into(),
-        labels::RESOURCE_TYPE_INSTANCETYPES.into(),
-    );
+    let labels_ = schedule_labels
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .chain([(
+            Text::new_static(labels::RESOURCE_TYPE),
+            Text::new_static(labels::RESOURCE_TYPE_INSTANCETYPES),
+        )])
+        .collect();
     let (stop_policy, annotations) = match era {
         Era::E2 => (StopPolicy::None, Labels::new()),
         Era::E3 => (

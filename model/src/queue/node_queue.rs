@@ -632,11 +632,11 @@ fn finish(
 /// `draining`. chain.md §10.3(b); node_queue.go `migrateClusterQueueResourceGroups`.
 fn start_migration(next: &mut QueueState) {
     next.annotations.insert(
-        labels::MIGRATION_STOP_POLICY.into(),
+        Text::new_static(labels::MIGRATION_STOP_POLICY),
         encode_saved_stop_policy(next.stop_policy).into(),
     );
     next.annotations.insert(
-        labels::MIGRATION_PHASE.into(),
+        Text::new_static(labels::MIGRATION_PHASE),
         MigrationPhase::Draining.annotation().into(),
     );
     next.stop_policy = Some(StopPolicy::HoldAndDrain);
@@ -658,7 +658,7 @@ fn begin_migration(before: &QueueState, mut next: QueueState) -> QueueStep {
 fn switch_plan(next: &mut QueueState, plan: Vec<ResourceGroup>) {
     next.resource_groups = plan;
     next.annotations.insert(
-        labels::MIGRATION_PHASE.into(),
+        Text::new_static(labels::MIGRATION_PHASE),
         MigrationPhase::Switched.annotation().into(),
     );
 }
@@ -679,8 +679,10 @@ fn hold_empty_plan(next: &mut QueueState) {
         && !next.has_migration_marker()
     {
         next.stop_policy = Some(StopPolicy::Hold);
-        next.annotations
-            .insert(labels::EMPTY_PLAN_HOLD.into(), "true".into());
+        next.annotations.insert(
+            Text::new_static(labels::EMPTY_PLAN_HOLD),
+            Text::new_static("true"),
+        );
     }
 }
 
@@ -757,8 +759,10 @@ fn fill(
     };
     // The TAS marker and the AdmissionCheck references are written before anything else; a
     // migration step that has to write them does nothing more this time.
-    next.annotations
-        .insert(labels::TAS_QUEUE.into(), "true".into());
+    next.annotations.insert(
+        Text::new_static(labels::TAS_QUEUE),
+        Text::new_static("true"),
+    );
     next.admission_checks = queue_admission_checks(acceleratable, settings);
     let changed =
         next.annotations != state.annotations || next.admission_checks != state.admission_checks;

@@ -4,7 +4,7 @@
 //! so the static derivation and the state machines cannot disagree (chain.md §17 rule 16).
 
 use crate::cluster::Settings;
-use crate::labels;
+use crate::labels::{self, Text};
 use crate::objects::{ClusterQueue, StopPolicy};
 
 use super::{
@@ -64,16 +64,17 @@ fn sync_inactive_on(state: &mut QueueState, inactive: &mut bool) {
         state.generation += 1;
     }
     if synced.empty_plan_hold {
-        state
-            .annotations
-            .insert(labels::EMPTY_PLAN_HOLD.into(), "true".into());
+        state.annotations.insert(
+            Text::new_static(labels::EMPTY_PLAN_HOLD),
+            Text::new_static("true"),
+        );
     } else {
         state.annotations.remove(labels::EMPTY_PLAN_HOLD);
     }
     // Only an edited saved policy is rewritten, so an `unset` one survives an untouched pass.
     if migrating && synced.saved_stop_policy != saved {
         state.annotations.insert(
-            labels::MIGRATION_STOP_POLICY.into(),
+            Text::new_static(labels::MIGRATION_STOP_POLICY),
             synced.saved_stop_policy.name().into(),
         );
     }
