@@ -523,6 +523,14 @@ pub fn check_queue_plan(
     live: &[&PoolFlavor],
     world: &QueueWorld,
 ) -> Result<(), Refused> {
+    check_existing_groups(state)?;
+    check_live_flavors(live, world)?;
+    state.read_migration().map(|_| ())
+}
+
+/// [`check_queue_plan`]'s checks of the queue as it stands: one group per covered resource,
+/// and quota only on a queue this controller manages.
+fn check_existing_groups(state: &QueueState) -> Result<(), Refused> {
     if let Some(r) = first_duplicate_covered(&state.resource_groups) {
         return Err(Refused::new(
             QueueRefusal::DuplicateCoveredResource,
@@ -537,6 +545,12 @@ pub fn check_queue_plan(
                 .into(),
         ));
     }
+    Ok(())
+}
+
+/// [`check_queue_plan`]'s checks of the live flavors alone: how many, which nodes each selects,
+/// and that the selection conserves the pool's nodes.
+fn check_live_flavors(live: &[&PoolFlavor], world: &QueueWorld) -> Result<(), Refused> {
     if live.len() > MAX_FLAVORS_PER_QUEUE {
         return Err(Refused::new(
             QueueRefusal::TooManyFlavors,
@@ -549,8 +563,32 @@ pub fn check_queue_plan(
     }
     let listed = list_order(live);
     let selection = select_nodes(&listed, world)?;
-    check_conservation(&listed, &selection, world)?;
-    state.read_migration().map(|_| ())
+    check_conservation(&listed, &selection, world)
+}
+
+/// What a Reconcile reads of the pool's flavors and world and not of the queue: the live
+/// flavors in plan order, the verdict of [`check_live_flavors`] on them and the resource groups
+/// they plan. Settling a queue reconciles it until nothing changes, every turn on the same
+/// flavors and world, so [`settle`](super::settle) works them out once
+/// ([`reconcile_node_queue_planned`]).
+pub struct FlavorPlan<'f> {
+    live: Vec<&'f PoolFlavor>,
+    /// `None` where no Reconcile reads it (E2, or no live flavor).
+    checked: Option<Result<(), Refused>>,
+    groups: Result<Vec<ResourceGroup>, QueueRefusal>,
+}
+
+impl<'f> FlavorPlan<'f> {
+    pub fn of(flavors: &'f [PoolFlavor], world: &QueueWorld, era: Era) -> Self {
+        let live = plan_order(flavors);
+        let checked =
+            (era == Era::E3 && !live.is_empty()).then(|| check_live_flavors(&live, world));
+        FlavorPlan {
+            checked,
+            groups: queue_resource_groups(flavors),
+            live,
+        }
+    }
 }
 
 /// [`check_queue_plan`] without the message.
@@ -720,43 +758,47 @@ pub fn reconcile_node_queue(
     world: &QueueWorld,
     settings: &Settings,
 ) -> QueueStep {
+    let plan = FlavorPlan::of(flavors, world, settings.era);
+    reconcile_node_queue_planned(state, &plan, settings)
+}
+
+/// [`reconcile_node_queue`] with what it reads of the flavors and world worked out already.
+pub fn reconcile_node_queue_planned(
+    state: &QueueState,
+    plan: &FlavorPlan<'_>,
+    settings: &Settings,
+) -> QueueStep {
     if state.deleting {
         return drain_on_delete(state);
     }
-    let live = plan_order(flavors);
-    match (settings.era, live.is_empty()) {
+    match (settings.era, plan.live.is_empty()) {
         (Era::E2, true) => drain_or_empty_e2(state, settings),
-        (Era::E2, false) => fill_e2(state, flavors, settings),
+        (Era::E2, false) => fill_e2(state, plan, settings),
         (Era::E3, true) => drain_or_empty(state, settings),
-        (Era::E3, false) => fill(state, flavors, &live, world, settings),
+        (Era::E3, false) => fill(state, plan, settings),
     }
 }
 
 /// Live flavors exist: validate, then migrate, gate, or update in place. corrections.md 2–3;
 /// node_queue.go `fillClusterQueue`.
-fn fill(
-    state: &QueueState,
-    flavors: &[PoolFlavor],
-    live: &[&PoolFlavor],
-    world: &QueueWorld,
-    settings: &Settings,
-) -> QueueStep {
+fn fill(state: &QueueState, planned: &FlavorPlan<'_>, settings: &Settings) -> QueueStep {
     let mut next = state.clone();
-    if let Err(r) = check_queue_plan(state, live, world) {
-        return refuse(state, next, r);
-    }
-    let plan = match queue_resource_groups(flavors) {
-        Ok(plan) => plan,
-        Err(r) => {
-            let message = r.to_string();
-            return refuse(state, next, Refused::new(r, message));
-        }
-    };
-    let acceleratable = live.first().is_some_and(|f| f.acceleratable);
-    let migration = match state.read_migration() {
+    // check_queue_plan's order: the queue's groups, the live flavors, the migration marks.
+    let checked = check_existing_groups(state)
+        .and_then(|()| planned.checked.clone().unwrap_or(Ok(())))
+        .and_then(|()| state.read_migration());
+    let migration = match checked {
         Ok(m) => m,
         Err(r) => return refuse(state, next, r),
     };
+    let plan = match &planned.groups {
+        Ok(plan) => plan.clone(),
+        Err(r) => {
+            let message = r.to_string();
+            return refuse(state, next, Refused::new(*r, message));
+        }
+    };
+    let acceleratable = planned.live.first().is_some_and(|f| f.acceleratable);
     // The TAS marker and the AdmissionCheck references are written before anything else; a
     // migration step that has to write them does nothing more this time.
     next.annotations.insert(
@@ -859,17 +901,17 @@ fn drain_or_empty(state: &QueueState, settings: &Settings) -> QueueStep {
 
 /// E2 fill: write the plan, reactivate a queue drained to empty; no TAS validation.
 /// node_queue.go @06f8117 `fillClusterQueue`.
-fn fill_e2(state: &QueueState, flavors: &[PoolFlavor], settings: &Settings) -> QueueStep {
+fn fill_e2(state: &QueueState, planned: &FlavorPlan<'_>, settings: &Settings) -> QueueStep {
     let mut next = state.clone();
-    let plan = match queue_resource_groups(flavors) {
-        Ok(plan) => plan,
+    let plan = match &planned.groups {
+        Ok(plan) => plan.clone(),
         Err(r) => {
             let message = r.to_string();
-            let refused = Refused::new(r, message);
+            let refused = Refused::new(*r, message);
             return finish(state, next, Some(TopologyReady::refused(refused)), None);
         }
     };
-    let acceleratable = plan_order(flavors).first().is_some_and(|f| f.acceleratable);
+    let acceleratable = planned.live.first().is_some_and(|f| f.acceleratable);
     next.admission_checks = queue_admission_checks(acceleratable, settings);
     if next.policy() == StopPolicy::HoldAndDrain && next.resource_groups.is_empty() {
         next.stop_policy = Some(StopPolicy::None);

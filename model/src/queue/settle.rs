@@ -8,8 +8,8 @@ use crate::labels::{self, Text};
 use crate::objects::{ClusterQueue, StopPolicy};
 
 use super::{
-    converge_inactive, reconcile_node_queue, ActiveCondition, InactiveSync, PoolFlavor, QueueState,
-    QueueWorld, TopologyReady, STOPPED_REASON,
+    converge_inactive, reconcile_node_queue_planned, ActiveCondition, FlavorPlan, InactiveSync,
+    PoolFlavor, QueueState, QueueWorld, TopologyReady, STOPPED_REASON,
 };
 
 /// Turns a Kueue queue can take before a settle is called stuck; the reconcilers converge in
@@ -104,9 +104,10 @@ pub fn settle_pool_queue(
     let mut inactive = inactive;
     let mut topology_ready = None;
     let mut converged = false;
+    let plan = FlavorPlan::of(flavors, world, settings.era);
     for _ in 0..MAX_TURNS {
         let before_inactive = inactive;
-        let step = reconcile_node_queue(&state, flavors, world, settings);
+        let step = reconcile_node_queue_planned(&state, &plan, settings);
         topology_ready = step.topology_ready.or(topology_ready);
         let mut next = step.state;
         sync_inactive_on(&mut next, &mut inactive);
