@@ -608,17 +608,26 @@ fn slug_tokens(s: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Whether `prefix` is a whole-token prefix of `tokens` (so `a10` never matches `a100`).
-fn has_token_prefix(tokens: &[&str], prefix: &[&str]) -> bool {
-    tokens.starts_with(prefix)
+/// How many tokens `prefix`'s slug tokens take when they are a whole-token prefix of `tokens`
+/// (so `a10` never matches `a100`); none otherwise. The prefix is split as it is compared, not
+/// collected: a derived pool reads every preset of its manufacturer.
+fn token_prefix_len(tokens: &[&str], prefix: &str) -> Option<usize> {
+    let mut taken = 0;
+    for token in prefix.split(is_slug_separator).filter(|t| !t.is_empty()) {
+        if tokens.get(taken) != Some(&token) {
+            return None;
+        }
+        taken += 1;
+    }
+    Some(taken)
 }
 
 /// Removes leading marketing sequences repeatedly (`Radeon Instinct MI300X` → `mi300x`).
 fn strip_marketing<'a>(mut tokens: &'a [&'a str]) -> &'a [&'a str] {
-    while let Some(n) = PRESET_STRIP.iter().find_map(|s| {
-        let seq = slug_tokens(s);
-        has_token_prefix(tokens, &seq).then_some(seq.len())
-    }) {
+    while let Some(n) = PRESET_STRIP
+        .iter()
+        .find_map(|s| token_prefix_len(tokens, s))
+    {
         tokens = tokens.get(n..).unwrap_or_default();
     }
     tokens
@@ -636,7 +645,7 @@ pub fn preset_unit_resources(manufacturer: &str, product: &str) -> UnitResources
     let tokens = strip_marketing(&all);
     let tier = entries
         .iter()
-        .find(|e| has_token_prefix(tokens, &slug_tokens(e.prefix)))
+        .find(|e| token_prefix_len(tokens, e.prefix).is_some())
         .map_or(PresetTier::Fallback, |e| {
             e.by.iter()
                 .find(|(token, _)| tokens.contains(token))
@@ -1129,6 +1138,18 @@ mod tests {
             let got = preset_unit_resources(m, p);
             assert_eq!((got.cpu.as_str(), got.ram.as_str()), (cpu, ram), "{m} {p}");
         }
+    }
+
+    #[test]
+    fn a_prefix_takes_whole_tokens_or_nothing() {
+        let tokens = ["rtx", "a6000", "ada"];
+        assert_eq!(token_prefix_len(&tokens, "rtx-a6000"), Some(2));
+        assert_eq!(token_prefix_len(&tokens, "rtx_a6000.ada"), Some(3));
+        assert_eq!(token_prefix_len(&tokens, "--rtx--"), Some(1));
+        assert_eq!(token_prefix_len(&tokens, ""), Some(0));
+        assert_eq!(token_prefix_len(&tokens, "rtx-a600"), None);
+        assert_eq!(token_prefix_len(&tokens, "a6000"), None);
+        assert_eq!(token_prefix_len(&tokens, "rtx-a6000-ada-x"), None);
     }
 
     #[test]
