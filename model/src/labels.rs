@@ -504,7 +504,7 @@ pub fn bool_text(value: bool) -> Text {
 }
 
 /// An integer label value in decimal (Go's `strconv.Itoa`), its digits written by `itoa`
-/// rather than `core::fmt`; at most 20 digits and a sign, so always inline.
+/// rather than `core::fmt`; inline for any 64-bit integer (at most 20 digits and a sign).
 pub fn int_text(value: impl itoa::Integer) -> Text {
     Text::new(itoa::Buffer::new().format(value))
 }
