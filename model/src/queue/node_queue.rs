@@ -567,9 +567,10 @@ fn check_live_flavors(live: &[&PoolFlavor], world: &QueueWorld) -> Result<(), Re
 }
 
 /// What a Reconcile reads of the pool's flavors and world and not of the queue: the live
-/// flavors in plan order, the verdict of [`check_live_flavors`] on them and the resource groups
-/// they plan. Settling a queue reconciles it until nothing changes, every turn on the same
-/// flavors and world, so [`settle`](super::settle) works them out once
+/// flavors in plan order, the verdict of the checks on them alone (count, node selection,
+/// conservation) and the resource groups they plan. Settling a queue reconciles it until
+/// nothing changes, every turn on the same flavors and world, so
+/// [`settle_pool_queue`](super::settle_pool_queue) works them out once
 /// ([`reconcile_node_queue_planned`]).
 pub struct FlavorPlan<'f> {
     live: Vec<&'f PoolFlavor>,
