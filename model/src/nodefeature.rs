@@ -1311,15 +1311,21 @@ fn push_json_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// Appends `key` as a JSON object member's name, after a comma unless it is the object's
+/// first member.
+fn push_json_key(out: &mut String, key: &str) {
+    if !out.ends_with('{') {
+        out.push(',');
+    }
+    push_json_string(out, key);
+    out.push(':');
+}
+
 /// Appends the non-empty `(key, value)` string fields as JSON object members, in order (Go
-/// `omitempty`), each after a comma unless it is the object's first.
+/// `omitempty`).
 fn push_json_fields(out: &mut String, fields: &[(&str, &str)]) {
     for (k, v) in fields.iter().filter(|(_, v)| !v.is_empty()) {
-        if !out.ends_with('{') {
-            out.push(',');
-        }
-        push_json_string(out, k);
-        out.push(':');
+        push_json_key(out, k);
         push_json_string(out, v);
     }
 }
@@ -1354,10 +1360,8 @@ impl CpuDetail {
                 ("cacheLine", &self.cache_line),
             ],
         );
-        if !out.ends_with('{') {
-            out.push(',');
-        }
-        out.push_str("\"cache\":{");
+        push_json_key(&mut out, "cache");
+        out.push('{');
         push_json_fields(
             &mut out,
             &[
