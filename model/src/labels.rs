@@ -238,6 +238,39 @@ impl Labels {
         *self = Labels(Some(Arc::new(Map::from_sorted_store_unchecked(merged))));
     }
 
+    /// This map with its labels whose keys are `replaced` swapped for `by`'s, whose keys must
+    /// all be `replaced` ones (what filtering them out and extending by `by` gives). A copy of
+    /// this map, sharing its vector, when those labels already are `by`'s; else one merge of
+    /// the two sorted vectors, where collecting the kept pairs sorted them again.
+    pub fn with_replaced(&self, replaced: impl Fn(&str) -> bool, by: &Labels) -> Labels {
+        debug_assert!(
+            by.keys().all(|k| replaced(k)),
+            "a replacing key is not replaced"
+        );
+        let mut current = self.iter().filter(|(k, _)| replaced(k));
+        let unchanged = by.iter().all(|(k, v)| {
+            current
+                .next()
+                .is_some_and(|(ck, cv)| same_text(ck, k) && same_text(cv, v))
+        }) && current.next().is_none();
+        if unchanged {
+            return self.clone();
+        }
+        let mut merged = Vec::with_capacity(self.len() + by.len());
+        let mut theirs = by.iter().peekable();
+        for (k, v) in self.iter().filter(|(k, _)| !replaced(k)) {
+            while let Some((tk, tv)) = theirs.next_if(|(tk, _)| text_order(tk, k).is_lt()) {
+                merged.push((tk.clone(), tv.clone()));
+            }
+            merged.push((k.clone(), v.clone()));
+        }
+        merged.extend(theirs.map(|(k, v)| (k.clone(), v.clone())));
+        if merged.is_empty() {
+            return Labels::new();
+        }
+        Labels(Some(Arc::new(Map::from_sorted_store_unchecked(merged))))
+    }
+
     /// Which shared map this is: equal for a map and its copies until one is written, and 0
     /// for a map holding nothing. Maps with different identities may still be equal.
     pub fn identity(&self) -> usize {
@@ -550,6 +583,42 @@ mod tests {
             let mut extended = Labels::new();
             extended.extend(texts());
             proptest::prop_assert!(extended.iter().eq(want.iter()));
+        }
+
+        /// `with_replaced` is filtering the replaced labels out and extending by the new ones,
+        /// whether they differ or not (then the copy shares the map).
+        #[test]
+        fn replacing_labels_is_filtering_and_extending(
+            own in proptest::collection::btree_map(
+                proptest::sample::select(vec!["a", "fit/a", "fit/b", "m", "fit/z", "z", "é"]),
+                0u8..3,
+                0..7,
+            ),
+            by in proptest::collection::btree_map(
+                proptest::sample::select(vec!["fit/a", "fit/b", "fit/c", "fit/z"]),
+                0u8..3,
+                0..4,
+            ),
+            by_own_fit_labels in proptest::bool::ANY,
+        ) {
+            let replaced = |k: &str| k.starts_with("fit/");
+            let own: Labels = own.iter().map(|(k, v)| (Text::new(k), int_text(*v))).collect();
+            let by: Labels = if by_own_fit_labels {
+                own.iter().filter(|(k, _)| replaced(k)).map(|(k, v)| (k.clone(), v.clone())).collect()
+            } else {
+                by.iter().map(|(k, v)| (Text::new(k), int_text(*v))).collect()
+            };
+            let mut want: Labels = own
+                .iter()
+                .filter(|(k, _)| !replaced(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            want.extend(by.iter().map(|(k, v)| (k.clone(), v.clone())));
+            let got = own.with_replaced(replaced, &by);
+            proptest::prop_assert!(got.iter().eq(want.iter()));
+            if by_own_fit_labels {
+                proptest::prop_assert_eq!(got.identity(), own.identity());
+            }
         }
     }
 

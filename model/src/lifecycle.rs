@@ -32,12 +32,13 @@ use crate::admission::joint::{
     NOT_A_GROUP_MESSAGE,
 };
 use crate::cluster::Cluster;
+use crate::credits::Quantity;
 use crate::derive::{Derived, Deriver};
 use crate::devices::Card;
 use crate::error::ModelError;
 use crate::fit::{desired_fit_labels, fit_pin, node_is_managed, pod_set_fit_demand, FitQuestion};
 use crate::fit_keys::{filter_fit_labels, is_fit_label_key};
-use crate::labels::{Labels, Text, HOSTNAME, JOINT_CHECK, NODE_DEVICES_CHECK};
+use crate::labels::{Text, HOSTNAME, JOINT_CHECK, NODE_DEVICES_CHECK};
 use crate::ledger::{
     charge, lowest_free_placement, reconstruct_instances, release, CardLedger, Charge, ChargeError,
     Instance,
@@ -53,7 +54,9 @@ use crate::pod_webhook::{
     NodeSelectorRequirement, PodRejection,
 };
 use crate::profiles::vendor_profile_name;
-use crate::quota::{pod_requests, pod_set_credits, quota_verdict, QuotaVerdict};
+use crate::quota::{
+    credits_of_requests, pod_requests, pod_set_credits_of, quota_verdict, QuotaVerdict,
+};
 use crate::resources::{family_of, Family};
 use crate::workload::{Container, PodSet, Workload};
 
@@ -395,28 +398,30 @@ impl AdmissionState {
         given: Option<&[PodSetAssignment]>,
     ) -> Result<Outcome, ModelError> {
         let key = key.to_string();
-        let Some(queue) = self.queue_of(w).cloned() else {
+        // Read in place: gates 1–3 only read the state; its name is kept for the writes after.
+        let Some(queue) = self.queue_of(w) else {
             return Ok(Outcome::Pending {
                 reason: no_local_queue(w),
             });
         };
+        let queue_name = queue.name.to_string();
+        let node_devices_gated = queue
+            .admission_checks
+            .iter()
+            .any(|c| c == NODE_DEVICES_CHECK);
         let admitted = match self.gate_pod_webhook(w) {
             Ok(p) => p,
             Err(PodRejected { message }) => return Ok(Outcome::Rejected { message }),
         };
         let (assignments, quota) = match given {
             Some(given) => (given.to_vec(), reserved_quota(&admitted, given)?),
-            None => match self.gate_quota(&queue, &admitted)? {
+            None => match self.gate_quota(queue, &admitted)? {
                 QuotaGate::Assigned { assignments, quota } => (assignments, quota),
                 QuotaGate::Pending { reason } => return Ok(Outcome::Pending { reason }),
             },
         };
         let mut charges = Vec::new();
-        if queue
-            .admission_checks
-            .iter()
-            .any(|c| c == NODE_DEVICES_CHECK)
-        {
+        if node_devices_gated {
             let pod_sets: Vec<PodSet> = admitted.iter().map(|a| a.pod_set.clone()).collect();
             let demands = parse_family_demands(&pod_sets, Some(&assignments))?;
             let fit = self.gate_node_devices(&assignments, &demands);
@@ -431,12 +436,12 @@ impl AdmissionState {
             };
         }
         if self.joint_gates(w) {
-            return Ok(self.hold_for_barrier(w, &queue.name, quota, charges));
+            return Ok(self.hold_for_barrier(w, &queue_name, quota, charges));
         }
         if let Err(e) = self.apply(&charges) {
             return Ok(unplaceable(e));
         }
-        self.reserve(&key, &queue.name, quota, charges);
+        self.reserve(&key, &queue_name, quota, charges);
         Ok(Outcome::Admitted)
     }
 
@@ -777,7 +782,8 @@ impl AdmissionState {
             required,
         } in pod_sets
         {
-            let asked = pod_set_usage(ps)?;
+            let requests = pod_requests(&ps.containers)?;
+            let asked = pod_set_usage_of(ps, &requests)?;
             let group = queue.resource_groups.first();
             let covered: Vec<&Text> = group
                 .map(|g| g.covered_resources.iter().collect())
@@ -789,7 +795,7 @@ impl AdmissionState {
             if asked.is_empty() {
                 continue;
             }
-            let pod = tas_pod_requests(&ps.containers)?;
+            let pod = tas_pod_requests(&ps.containers, &requests)?;
             let flavors = group.map(|g| g.flavors.as_slice()).unwrap_or_default();
             let mut reasons: Vec<String> = Vec::new();
             let mut chosen = None;
@@ -797,15 +803,11 @@ impl AdmissionState {
                 let verdicts: Vec<QuotaVerdict> = asked
                     .iter()
                     .map(|(r, amount)| {
-                        let used = self
-                            .reserved
-                            .get(&(queue.name.to_string(), f.flavor.to_string(), r.clone()))
-                            .copied()
-                            .unwrap_or(0)
-                            + taken
-                                .get(&(f.flavor.to_string(), r.clone()))
-                                .copied()
-                                .unwrap_or(0);
+                        let used = amount_under(&self.reserved, |(q, fl, res)| {
+                            queue.name == q.as_str() && f.flavor == fl.as_str() && res == r
+                        }) + amount_under(&taken, |(fl, res)| {
+                            f.flavor == fl.as_str() && res == r
+                        });
                         quota_verdict(r, &f.flavor, used, *amount, nominal(r, f.nominal_quota))
                     })
                     .collect();
@@ -906,14 +908,10 @@ impl AdmissionState {
             .zip(&self.derived.nodes)
             .filter(|(_, d)| selector_matches(&rf.node_labels, &d.labels))
             .map(|(n, d)| {
-                let mut labels: Labels = d
-                    .labels
-                    .iter()
-                    .filter(|(k, _)| !is_fit_label_key(k))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
                 let fit = desired_fit_labels(node_is_managed(&d.labels), n.devices.as_ref());
-                labels.extend(filter_fit_labels(&fit));
+                let labels = d
+                    .labels
+                    .with_replaced(is_fit_label_key, &filter_fit_labels(&fit));
                 let mut free = n
                     .devices
                     .as_ref()
@@ -1146,12 +1144,15 @@ fn workload_fit_pins(queue: &str, it: &InstanceType, ps: &PodSet) -> Vec<NodeSel
 /// millicores, rounded up (docs/modules/topology/scheduling.md: "the full PodSet requests,
 /// including CPU, memory, and GPUStack resources"). The model's nodes carry no memory
 /// capacity, so memory is not counted.
-fn tas_pod_requests(containers: &[Container]) -> Result<Amounts, ModelError> {
+fn tas_pod_requests(
+    containers: &[Container],
+    requests: &BTreeMap<String, Quantity>,
+) -> Result<Amounts, ModelError> {
     let mut pod: Amounts = pod_accelerator_requests(containers)?
         .into_iter()
         .filter(|(k, _)| family_of(k) != Family::Visibility)
         .collect();
-    if let Some(cpu) = pod_requests(containers)?.get(CPU) {
+    if let Some(cpu) = requests.get(CPU) {
         let millis = i64::try_from((cpu.micro().max(0) + 999) / 1000)
             .map_err(|_| ModelError::invalid(CPU, "out of range"))?;
         pod.insert(CPU.into(), millis);
@@ -1217,13 +1218,29 @@ fn reserved_quota(
 /// The quota a pod set uses per resource, in each resource's quota unit: credits as Kueue's
 /// transformations fold them (R7), `cpu` in millicores.
 pub fn pod_set_usage(ps: &PodSet) -> Result<BTreeMap<String, i64>, ModelError> {
-    let mut usage = pod_set_credits(ps)?;
-    if let Some(cpu) = pod_requests(&ps.containers)?.get(CPU) {
+    pod_set_usage_of(ps, &pod_requests(&ps.containers)?)
+}
+
+/// [`pod_set_usage`] from one Pod's effective requests ([`pod_requests`] of the pod set's
+/// containers): gate 2 reads them for the quota and for TAS, and parses them once.
+fn pod_set_usage_of(
+    ps: &PodSet,
+    pod: &BTreeMap<String, Quantity>,
+) -> Result<BTreeMap<String, i64>, ModelError> {
+    let mut usage = pod_set_credits_of(ps, credits_of_requests(pod)?)?;
+    if let Some(cpu) = pod.get(CPU) {
         let millis = i64::try_from(cpu.micro().div_euclid(1000))
             .map_err(|_| ModelError::invalid(format!("{}.cpu", ps.name), "out of range"))?;
         usage.insert(CPU.into(), millis.saturating_mul(i64::from(ps.count)));
     }
     Ok(usage)
+}
+
+/// The amount a quota map holds under the one key `is_key` picks, 0 if none: a walk over the
+/// map's few entries, where `get` needed the key built as owned strings (three allocations per
+/// flavor and resource gate 2 weighs).
+fn amount_under<K>(map: &BTreeMap<K, i64>, is_key: impl Fn(&K) -> bool) -> i64 {
+    map.iter().find(|(k, _)| is_key(k)).map_or(0, |(_, v)| *v)
 }
 
 /// A flavor's nominal quota in the unit [`pod_set_usage`] counts: cores become millicores.

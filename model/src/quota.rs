@@ -135,10 +135,17 @@ pub fn kueue_transformations() -> Vec<KueueTransformation> {
 /// One Pod's credits per credits resource, each rounded up to a whole credit (Kueue's
 /// `ResourceValue` quantization of a non-CPU resource).
 pub fn pod_credits(containers: &[Container]) -> Result<BTreeMap<String, i64>, ModelError> {
-    let pod = pod_requests(containers)?;
+    credits_of_requests(&pod_requests(containers)?)
+}
+
+/// [`pod_credits`] from the Pod's effective requests ([`pod_requests`]), for callers that read
+/// them for more than credits and so parse them once.
+pub fn credits_of_requests(
+    pod: &BTreeMap<String, Quantity>,
+) -> Result<BTreeMap<String, i64>, ModelError> {
     let mut micro: BTreeMap<String, i128> = BTreeMap::new();
-    for (name, q) in &pod {
-        if let Some((credits, factor)) = credit_transformation(name, &pod) {
+    for (name, q) in pod {
+        if let Some((credits, factor)) = credit_transformation(name, pod) {
             let product = q
                 .micro()
                 .checked_mul(factor.micro())
@@ -160,7 +167,15 @@ pub fn pod_credits(containers: &[Container]) -> Result<BTreeMap<String, i64>, Mo
 
 /// R7 for one pod set: the per-Pod credits × its pod count.
 pub fn pod_set_credits(ps: &PodSet) -> Result<BTreeMap<String, i64>, ModelError> {
-    pod_credits(&ps.containers)?
+    pod_set_credits_of(ps, pod_credits(&ps.containers)?)
+}
+
+/// `per_pod` credits (one Pod's, [`pod_credits`]) × the pod set's count.
+pub fn pod_set_credits_of(
+    ps: &PodSet,
+    per_pod: BTreeMap<String, i64>,
+) -> Result<BTreeMap<String, i64>, ModelError> {
+    per_pod
         .into_iter()
         .map(|(k, v)| {
             v.checked_mul(i64::from(ps.count))
