@@ -368,14 +368,7 @@ struct Stream(u64);
 
 impl Stream {
     fn of(devices: &Devices) -> Stream {
-        // FNV-1a 64 over the Devices' JSON: stable across toolchains, unlike `DefaultHasher`
-        let text = serde_json::to_string(devices).unwrap_or_default();
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in text.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        Stream(h)
+        Stream(crate::json_fnv1a(devices))
     }
 
     fn next(&mut self) -> u64 {

@@ -81,13 +81,7 @@ fn mixing_flip_at(salt: u64, position: u64) -> bool {
 
 /// FNV-1a 64 over the initial nodes' JSON (ordered maps: deterministic).
 fn nodes_hash(cluster: &Cluster) -> u64 {
-    let text = serde_json::to_string(&cluster.nodes).unwrap_or_default();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
+    crate::json_fnv1a(&cluster.nodes)
 }
 
 /// The cards of `node` that can change family alone.
