@@ -113,13 +113,42 @@ pub type Text = smol_str::SmolStr;
 /// per eleven entries. The vector is shared, copied on the first write to a shared map, so a
 /// derived node, flavor or queue is copied (out of a step store, into a world's structure)
 /// without copying its labels; an empty map holds nothing. Iteration order (by key), the serde
-/// form (a map; a repeated key keeps its last value) and the `Hash` input (length, then each
-/// key and value) are the `BTreeMap`'s, so scenario files, reports and state fingerprints are
-/// unchanged.
+/// form (a map; a repeated key keeps its last value) are the `BTreeMap`'s, so scenario files
+/// and reports are unchanged. A map hashes as one number, its contents' hash, worked out once
+/// per shared vector ([`Labels::content_hash`]).
 #[derive(Clone, Default)]
-pub struct Labels(Option<Arc<Map>>);
+pub struct Labels(Option<Arc<Shared>>);
 
 type Map = litemap::LiteMap<Text, Text>;
+
+/// A shared map and its contents' hash, 0 until first asked (every write through
+/// [`Labels::map_mut`] clears it). Step keys and state fingerprints hash the same shared maps
+/// (a cluster's node labels, a step's derived labels) at every derivation: hashing each key and
+/// value was a twentieth of a check.
+#[derive(Default)]
+struct Shared {
+    map: Map,
+    hash: std::sync::atomic::AtomicU64,
+}
+
+impl Clone for Shared {
+    fn clone(&self) -> Self {
+        Shared::of(self.map.clone())
+    }
+}
+
+impl Shared {
+    fn of(map: Map) -> Self {
+        Shared {
+            map,
+            hash: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+}
+
+/// The fixed-seed hasher of a map's contents: equal maps hash alike in every run and thread.
+const CONTENT_HASHER: foldhash::quality::FixedState =
+    foldhash::quality::FixedState::with_seed(0x6c62_272e_07bb_0142);
 
 /// What an empty [`Labels`] reads as.
 static EMPTY: Map = litemap::LiteMap::new();
@@ -130,7 +159,7 @@ impl Labels {
     }
 
     pub fn with_capacity(capacity: usize) -> Self {
-        Labels(Some(Arc::new(litemap::LiteMap::with_capacity(capacity))))
+        Labels::of_map(litemap::LiteMap::with_capacity(capacity))
     }
 
     /// Every value, mutably, in key order (`BTreeMap::values_mut`).
@@ -235,7 +264,7 @@ impl Labels {
             }
         }
         merged.extend(theirs.map(|(k, v)| (k.clone(), v.clone())));
-        *self = Labels(Some(Arc::new(Map::from_sorted_store_unchecked(merged))));
+        *self = Labels::of_map(Map::from_sorted_store_unchecked(merged));
     }
 
     /// This map with its labels whose keys are `replaced` swapped for `by`'s, whose keys must
@@ -268,7 +297,7 @@ impl Labels {
         if merged.is_empty() {
             return Labels::new();
         }
-        Labels(Some(Arc::new(Map::from_sorted_store_unchecked(merged))))
+        Labels::of_map(Map::from_sorted_store_unchecked(merged))
     }
 
     /// Which shared map this is: equal for a map and its copies until one is written, and 0
@@ -277,9 +306,38 @@ impl Labels {
         self.0.as_ref().map_or(0, |map| Arc::as_ptr(map) as usize)
     }
 
-    /// The map, unshared first if another holder shares it.
+    /// The map, unshared first if another holder shares it; its stored hash cleared, as the
+    /// caller may write.
     fn map_mut(&mut self) -> &mut Map {
-        Arc::make_mut(self.0.get_or_insert_with(Default::default))
+        let shared = Arc::make_mut(self.0.get_or_insert_with(Default::default));
+        *shared.hash.get_mut() = 0;
+        &mut shared.map
+    }
+
+    fn of_map(map: Map) -> Self {
+        Labels(Some(Arc::new(Shared::of(map))))
+    }
+
+    /// The hash of the pairs in key order, the same for equal maps (an empty one included),
+    /// computed once per shared vector. 0 is kept for "not yet", so a map whose hash is 0
+    /// stores 1.
+    pub fn content_hash(&self) -> u64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        let of = |map: &Map| {
+            use std::hash::BuildHasher;
+            CONTENT_HASHER.hash_one(map).max(1)
+        };
+        match &self.0 {
+            None => of(&EMPTY),
+            Some(shared) => match shared.hash.load(Relaxed) {
+                0 => {
+                    let h = of(&shared.map);
+                    shared.hash.store(h, Relaxed);
+                    h
+                }
+                h => h,
+            },
+        }
     }
 }
 
@@ -337,7 +395,7 @@ fn compare_after(a: &[u8], b: &[u8], known: usize) -> (std::cmp::Ordering, usize
 impl std::ops::Deref for Labels {
     type Target = Map;
     fn deref(&self) -> &Map {
-        self.0.as_deref().unwrap_or(&EMPTY)
+        self.0.as_deref().map_or(&EMPTY, |shared| &shared.map)
     }
 }
 
@@ -373,7 +431,7 @@ impl Ord for Labels {
 
 impl std::hash::Hash for Labels {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (**self).hash(state)
+        state.write_u64(self.content_hash())
     }
 }
 
@@ -401,7 +459,7 @@ impl FromIterator<(Text, Text)> for Labels {
             }
             repeated
         });
-        Labels(Some(Arc::new(Map::from_sorted_store_unchecked(pairs))))
+        Labels::of_map(Map::from_sorted_store_unchecked(pairs))
     }
 }
 
@@ -430,7 +488,9 @@ impl IntoIterator for Labels {
     type Item = (Text, Text);
     type IntoIter = std::vec::IntoIter<(Text, Text)>;
     fn into_iter(self) -> Self::IntoIter {
-        let pairs = self.0.map(|map| Arc::unwrap_or_clone(map).into_tuple_vec());
+        let pairs = self
+            .0
+            .map(|shared| Arc::unwrap_or_clone(shared).map.into_tuple_vec());
         pairs.unwrap_or_default().into_iter()
     }
 }
@@ -814,17 +874,44 @@ mod tests {
         assert_eq!(emptied.cmp(&Labels::new()), std::cmp::Ordering::Equal);
         use std::hash::{BuildHasher, RandomState};
         let state = RandomState::new();
-        let btree = state.hash_one(std::collections::BTreeMap::<Text, Text>::new());
-        assert_eq!(
-            state.hash_one(&emptied),
-            btree,
-            "hashes as the empty BTreeMap"
-        );
-        assert_eq!(state.hash_one(Labels::new()), btree);
-        let full = std::collections::BTreeMap::from_iter(copy.clone());
-        assert_eq!(state.hash_one(&copy), state.hash_one(full));
+        assert_eq!(state.hash_one(&emptied), state.hash_one(Labels::new()));
         assert_eq!(Labels::new().into_iter().count(), 0);
         assert_eq!(copy.clone().into_iter().count(), 3);
+    }
+
+    /// A map hashes as every equal map does, however it was built or written: each write
+    /// clears the hash it stored, and a copy's write leaves the original's.
+    #[test]
+    fn equal_maps_hash_alike_after_every_kind_of_write() {
+        use std::hash::{BuildHasher, RandomState};
+        let state = RandomState::new();
+        let hash = |l: &Labels| state.hash_one(l);
+        let fresh = |pairs: &[(&str, &str)]| hash(&from_pairs(pairs));
+        let original = from_pairs(&[("a", "1"), ("b", "2")]);
+        let before = hash(&original);
+        let mut l = original.clone();
+        assert_eq!(hash(&l), before, "a copy hashes as its original");
+        l.insert("c".into(), "3".into());
+        assert_eq!(hash(&l), fresh(&[("a", "1"), ("b", "2"), ("c", "3")]));
+        *l.values_mut().next().unwrap() = "9".into();
+        assert_eq!(hash(&l), fresh(&[("a", "9"), ("b", "2"), ("c", "3")]));
+        l.remove("b");
+        assert_eq!(hash(&l), fresh(&[("a", "9"), ("c", "3")]));
+        l.extend([(Text::new("d"), Text::new("4"))]);
+        assert_eq!(hash(&l), fresh(&[("a", "9"), ("c", "3"), ("d", "4")]));
+        l.overlay(&from_pairs(&[("a", "1")]));
+        assert_eq!(hash(&l), fresh(&[("a", "1"), ("c", "3"), ("d", "4")]));
+        let replaced = l.with_replaced(|k| k == "d", &from_pairs(&[("d", "5")]));
+        assert_eq!(
+            hash(&replaced),
+            fresh(&[("a", "1"), ("c", "3"), ("d", "5")])
+        );
+        assert_eq!(hash(&original), before, "the original keeps its hash");
+        assert_ne!(hash(&original), hash(&l), "different maps hash apart here");
+        assert_eq!(
+            original.content_hash(),
+            from_pairs(&[("a", "1"), ("b", "2")]).content_hash()
+        );
     }
 
     #[test]
