@@ -124,7 +124,7 @@ type Map = litemap::LiteMap<Text, Text>;
 /// A shared map and its contents' hash, 0 until first asked (every write through
 /// [`Labels::map_mut`] clears it). Step keys and state fingerprints hash the same shared maps
 /// (a cluster's node labels, a step's derived labels) at every derivation: hashing each key and
-/// value was a twentieth of a check.
+/// value was 3.8 % of the instructions of a check's first 10,000 states.
 #[derive(Default)]
 struct Shared {
     map: Map,
