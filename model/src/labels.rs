@@ -252,18 +252,7 @@ impl Labels {
             *self = other.clone();
             return;
         }
-        let mut merged = Vec::with_capacity(self.len() + other.len() + ROOM);
-        let mut theirs = other.iter().peekable();
-        for (k, v) in self.iter() {
-            while let Some((tk, tv)) = theirs.next_if(|(tk, _)| *tk < k) {
-                merged.push((tk.clone(), tv.clone()));
-            }
-            match theirs.next_if(|(tk, _)| *tk == k) {
-                Some((tk, tv)) => merged.push((tk.clone(), tv.clone())),
-                None => merged.push((k.clone(), v.clone())),
-            }
-        }
-        merged.extend(theirs.map(|(k, v)| (k.clone(), v.clone())));
+        let merged = merge_over(self.iter(), other, self.len() + other.len() + ROOM);
         *self = Labels::of_map(Map::from_sorted_store_unchecked(merged));
     }
 
@@ -285,15 +274,8 @@ impl Labels {
         if unchanged {
             return self.clone();
         }
-        let mut merged = Vec::with_capacity(self.len() + by.len());
-        let mut theirs = by.iter().peekable();
-        for (k, v) in self.iter().filter(|(k, _)| !replaced(k)) {
-            while let Some((tk, tv)) = theirs.next_if(|(tk, _)| text_order(tk, k).is_lt()) {
-                merged.push((tk.clone(), tv.clone()));
-            }
-            merged.push((k.clone(), v.clone()));
-        }
-        merged.extend(theirs.map(|(k, v)| (k.clone(), v.clone())));
+        let kept = self.iter().filter(|(k, _)| !replaced(k));
+        let merged = merge_over(kept, by, self.len() + by.len());
         if merged.is_empty() {
             return Labels::new();
         }
@@ -339,6 +321,28 @@ impl Labels {
             },
         }
     }
+}
+
+/// `ours`, pairs in key order, merged with `theirs`'s, `theirs` winning on an equal key: one
+/// pass over the two sorted runs ([`Labels::overlay`], [`Labels::with_replaced`]).
+fn merge_over<'a>(
+    ours: impl Iterator<Item = (&'a Text, &'a Text)>,
+    theirs: &'a Labels,
+    capacity: usize,
+) -> Vec<(Text, Text)> {
+    let mut merged = Vec::with_capacity(capacity);
+    let mut theirs = theirs.iter().peekable();
+    for (k, v) in ours {
+        while let Some((tk, tv)) = theirs.next_if(|(tk, _)| *tk < k) {
+            merged.push((tk.clone(), tv.clone()));
+        }
+        match theirs.next_if(|(tk, _)| *tk == k) {
+            Some((tk, tv)) => merged.push((tk.clone(), tv.clone())),
+            None => merged.push((k.clone(), v.clone())),
+        }
+    }
+    merged.extend(theirs.map(|(k, v)| (k.clone(), v.clone())));
+    merged
 }
 
 /// Whether `a` and `b` are the same text, compared here rather than by a call to `memcmp`: the

@@ -78,7 +78,8 @@ pub struct ResourceName {
     pub key: Key,
 }
 
-/// Fixed suffixes after `<base>`, longest first so `.sliced.units` is not read as `.sliced`.
+/// Fixed suffixes after `<base>`, each a whole tail (`classify` compares them exactly); longest
+/// first, as the suffix-by-suffix reading in the tests strips them.
 const SUFFIXES: [(&str, Key); 8] = [
     (".sliced.memory-percentage", Key::SlicedMemoryPercentage),
     (".sliced.cores-percentage", Key::SlicedCoresPercentage),
@@ -183,6 +184,9 @@ pub fn classify(name: &str) -> Option<ResourceName> {
     })
 }
 
+/// What follows `<base>` in a per-profile partition key, before `<kind>-<profile>`.
+const PARTITION_PROFILE_INFIX: &str = ".partitioned.";
+
 /// A resource name's manufacturer and what follows its `<base>`. Every known base is
 /// `<domain>/<word>` with no dot after the slash, so the base ends at the first dot after it.
 fn split_at_base(name: &str) -> Option<(&'static str, &str)> {
@@ -198,7 +202,7 @@ fn split_at_base(name: &str) -> Option<(&'static str, &str)> {
 /// when it is not empty.
 fn partition_profile_in<'n>(manufacturer: &str, tail: &'n str) -> Option<&'n str> {
     let profile = tail
-        .strip_prefix(".partitioned.")?
+        .strip_prefix(PARTITION_PROFILE_INFIX)?
         .strip_prefix(partition_kind(manufacturer)?)?
         .strip_prefix('-')?;
     (!profile.is_empty()).then_some(profile)
@@ -208,7 +212,7 @@ fn partition_profile_in<'n>(manufacturer: &str, tail: &'n str) -> Option<&'n str
 /// with (`None`: it has no partition kind).
 pub fn partition_profile_prefix(manufacturer: &str) -> Option<String> {
     let (base, kind) = (base_of(manufacturer)?, partition_kind(manufacturer)?);
-    Some([base, ".partitioned.", kind, "-"].concat())
+    Some([base, PARTITION_PROFILE_INFIX, kind, "-"].concat())
 }
 
 /// The family of any resource name (`ResourceFamilyOf`).
