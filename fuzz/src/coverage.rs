@@ -13,6 +13,7 @@
 //! `mixing-flip` (what a drawn `instance-type-mixed-on-node` flip did, [`mixing_flips`]) and
 //! `properties` (the properties that had something to check, below).
 
+use model::derive::Deriver;
 use model::scenario::Scenario;
 use reports::counterexample::{event_kind, node_shape};
 
@@ -172,14 +173,14 @@ fn topology_shapes(s: &Scenario) -> Shown {
 /// contributors), `postponed` (a deletion waiting 10 s for a node's profile) and
 /// `migration-drain` (a queue's HoldAndDrain migration evicted Workloads). Replays only up to
 /// the last flip.
-fn mixing_flips(s: &Scenario) -> Shown {
+fn mixing_flips(s: &Scenario, deriver: &Deriver) -> Shown {
     use model::events::{Effect, Event};
     use model::flavor::FlavorTransition;
     let Some(last) = s.events.iter().rposition(|e| *e == Event::MixingFlip) else {
         return Vec::new();
     };
     let mut out: Shown = vec![("mixing-flip", "drawn".to_string())];
-    let mut world = s.start();
+    let mut world = s.start_through(deriver.clone());
     for e in &s.events[..=last] {
         if *e != Event::MixingFlip {
             world.apply(e);
@@ -208,6 +209,16 @@ fn mixing_flips(s: &Scenario) -> Shown {
 /// Every (class, value) a generated scenario shows; `mutant` names the property a mutant
 /// run checks (`mutant-<name>`), which every scenario exercises.
 pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
+    shown_through(s, mutant, &Deriver::plain())
+}
+
+/// [`shown`], the mixing flips replayed through `deriver` (the seed's, which its judgement
+/// replays the same events through).
+pub fn shown_through(
+    s: &Scenario,
+    mutant: Option<model::mutants::Mutant>,
+    deriver: &Deriver,
+) -> Shown {
     let mut out: Shown = Vec::new();
     let mut cards = 0;
     for node in &s.cluster.nodes {
@@ -220,7 +231,7 @@ pub fn shown(s: &Scenario, mutant: Option<model::mutants::Mutant>) -> Shown {
     }
     out.extend(partition_shapes(s));
     out.extend(topology_shapes(s));
-    out.extend(mixing_flips(s));
+    out.extend(mixing_flips(s, deriver));
     out.push(("nodes", s.cluster.nodes.len().to_string()));
     out.extend(s.cluster.foreign_queues.iter().map(|q| {
         let state = if q.terminating { "terminating" } else { "live" };

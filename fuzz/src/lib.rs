@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use generators::check::tables::StepMemo;
-use generators::{arb_scenario, ShapeConfig};
+use generators::{arb_scenario_through, ShapeConfig};
 use model::derive::Deriver;
 use model::mutants::Mutant;
 use model::scenario::{Expectation, Scenario};
@@ -252,17 +252,27 @@ pub fn seeded_rng(seed: u64, salt: &[u8]) -> TestRng {
 
 /// The scenario seed `seed` generates (what `--seed S` replays exactly).
 pub fn scenario_for(seed: u64, shape: &ShapeConfig) -> Result<Scenario, GenerateError> {
+    let mut s = scenario_tree(seed, shape, &Deriver::plain())?.current();
+    s.seed = Some(seed);
+    s.name = format!("seed-{seed}");
+    Ok(s)
+}
+
+/// The value tree seed `seed` draws, its pools derived through `deriver` (the tree keeps it
+/// for every cluster it shrinks to). The deriver changes no draw: any deriver gives the same
+/// scenarios.
+fn scenario_tree(
+    seed: u64,
+    shape: &ShapeConfig,
+    deriver: &Deriver,
+) -> Result<Box<dyn ValueTree<Value = Scenario>>, GenerateError> {
     let mut runner = TestRunner::new_with_rng(Config::default(), rng_for(seed));
-    let tree = arb_scenario(shape)
+    arb_scenario_through(shape, deriver)
         .new_tree(&mut runner)
         .map_err(|reason| GenerateError {
             seed,
             reason: reason.to_string(),
-        })?;
-    let mut s = tree.current();
-    s.seed = Some(seed);
-    s.name = format!("seed-{seed}");
-    Ok(s)
+        })
 }
 
 /// proptest could not draw a scenario for a seed (its `Reason` is no `std::error::Error`, so
@@ -308,8 +318,18 @@ impl From<oracle::Violation> for Found {
 /// The first property a scenario breaks: a violated property, or with a mutant the first
 /// divergence between the model and the mutated model.
 pub fn first_violation(s: &Scenario, mutant: Option<Mutant>) -> Option<(String, Found)> {
+    first_violation_through(s, mutant, &scenario_deriver())
+}
+
+/// [`first_violation`], the model's properties deriving through `deriver` (a mutant's
+/// comparison derives on its own).
+fn first_violation_through(
+    s: &Scenario,
+    mutant: Option<Mutant>,
+    deriver: &Deriver,
+) -> Option<(String, Found)> {
     match mutant {
-        None => oracle::check_all_through(s, &scenario_deriver())
+        None => oracle::check_all_through(s, deriver)
             .into_iter()
             .next()
             .map(|v| (v.property.to_string(), Found::from(v))),
@@ -335,9 +355,10 @@ pub fn first_violation(s: &Scenario, mutant: Option<Mutant>) -> Option<(String, 
     }
 }
 
-/// A deriver whose step store lives for one scenario's properties: their derivations differ in
-/// a few nodes or a setting, so most node and pool steps are computed once (a store kept
-/// across seeds would fill with steps no later seed asks for).
+/// A deriver whose step store lives for one scenario: its generation (the pools submissions
+/// name), its coverage replay and its properties derive the same cluster or variants of it
+/// that differ in a few nodes or a setting, so most node and pool steps are computed once (a
+/// store kept across seeds would fill with steps no later seed asks for).
 fn scenario_deriver() -> Deriver {
     Deriver::with_steps(std::sync::Arc::new(StepMemo::default()))
 }
@@ -352,15 +373,16 @@ pub fn mutated(s: &Scenario, m: Mutant) -> Scenario {
 /// Judges one seed on the model tier and, on failure, shrinks it while the same property
 /// keeps failing.
 pub fn judge_seed(seed: u64, config: &FuzzConfig) -> Result<Option<Failure>, Judged> {
-    judge_seed_observed(seed, config, &|_| {})
+    judge_seed_observed(seed, config, &|_, _| {})
 }
 
 /// [`judge_seed`], showing `on_generated` the scenario the seed generated (before shrinking),
-/// for statistics.
+/// for statistics, and the deriver its judgement derives through (a look that derives through
+/// it shares the judgement's node and pool steps).
 pub fn judge_seed_observed(
     seed: u64,
     config: &FuzzConfig,
-    on_generated: &(dyn Fn(&Scenario) + Sync),
+    on_generated: &(dyn Fn(&Scenario, &Deriver) + Sync),
 ) -> Result<Option<Failure>, Judged> {
     judge_seed_on(seed, config, None, on_generated)
 }
@@ -405,7 +427,7 @@ pub fn judge_seed_on(
     seed: u64,
     config: &FuzzConfig,
     twin: Option<&mut ApiTarget>,
-    on_generated: &(dyn Fn(&Scenario) + Sync),
+    on_generated: &(dyn Fn(&Scenario, &Deriver) + Sync),
 ) -> Result<Option<Failure>, Judged> {
     judge_seed_folding(seed, config, twin, on_generated, None)
 }
@@ -428,23 +450,19 @@ pub fn judge_seed_folding(
     seed: u64,
     config: &FuzzConfig,
     mut twin: Option<&mut ApiTarget>,
-    on_generated: &(dyn Fn(&Scenario) + Sync),
+    on_generated: &(dyn Fn(&Scenario, &Deriver) + Sync),
     shrunk: Option<&Shrunk>,
 ) -> Result<Option<Failure>, Judged> {
-    let mut runner = TestRunner::new_with_rng(Config::default(), rng_for(seed));
-    let mut tree = arb_scenario(&config.shape)
-        .new_tree(&mut runner)
-        .map_err(|reason| GenerateError {
-            seed,
-            reason: reason.to_string(),
-        })?;
+    // One store for the seed's generation, its coverage and its judgement: all three derive
+    // the generated cluster.
+    let deriver = scenario_deriver();
     // One scenario for every look: `current()` rebuilds it from the value tree each call.
-    let generated = tree.current();
-    on_generated(&generated);
+    let generated = scenario_tree(seed, &config.shape, &deriver)?.current();
+    on_generated(&generated, &deriver);
     // On the twin tier the mutant is the twin operator's; the model tier compares models.
     let model_mutant = if twin.is_some() { None } else { config.mutant };
     let by_model = |s: &Scenario| first_violation(s, model_mutant);
-    let found = match by_model(&generated) {
+    let found = match first_violation_through(&generated, model_mutant, &deriver) {
         Some((p, f)) => Some(((p, f), false)),
         None => match twin.as_deref_mut() {
             None => None,
@@ -462,6 +480,10 @@ pub fn judge_seed_folding(
     if shrunk.is_some_and(|set| set.lock().is_ok_and(|set| set.contains(&first_signature))) {
         return Ok(Some(unshrunk));
     }
+    // The seed drawn again for shrinking, deriving plainly: the seed's store would keep every
+    // cluster the tree shrinks to, and each candidate is judged with a store of its own.
+    drop(deriver);
+    let mut tree = scenario_tree(seed, &config.shape, &Deriver::plain())?;
     let (scenario, found, shrinks) = match (on_twin, twin) {
         // The mutated model disagrees with the model too: shrink there, confirm on the twin.
         (true, Some(t))
@@ -614,14 +636,15 @@ pub fn run(
     config: &FuzzConfig,
     on_done: &(dyn Fn(u64, Option<&Failure>) + Sync),
 ) -> Result<FuzzReport, FuzzError> {
-    run_observed(config, on_done, &|_| {})
+    run_observed(config, on_done, &|_, _| {})
 }
 
-/// [`run`], also showing `on_generated` every generated scenario (shape statistics).
+/// [`run`], also showing `on_generated` every generated scenario (shape statistics) and its
+/// seed's deriver ([`judge_seed_observed`]).
 pub fn run_observed(
     config: &FuzzConfig,
     on_done: &(dyn Fn(u64, Option<&Failure>) + Sync),
-    on_generated: &(dyn Fn(&Scenario) + Sync),
+    on_generated: &(dyn Fn(&Scenario, &Deriver) + Sync),
 ) -> Result<FuzzReport, FuzzError> {
     let seeds = SeedPlan::of(config);
     let started = Instant::now();

@@ -154,8 +154,10 @@ fn every_generated_scenario_is_counted_once_in_the_coverage() {
         ..FuzzConfig::default()
     };
     let coverage = std::sync::Mutex::new(reports::Coverage::default());
-    let report = fuzz::run_observed(&config, &|_, _| {}, &|s| {
-        let shown = fuzz::coverage::shown(s, None);
+    let report = fuzz::run_observed(&config, &|_, _| {}, &|s, deriver| {
+        // Through the seed's step store the replay sees what a plain one sees.
+        let shown = fuzz::coverage::shown_through(s, None, deriver);
+        assert_eq!(shown, fuzz::coverage::shown(s, None));
         coverage.lock().unwrap().observe(shown);
     })
     .unwrap();

@@ -190,7 +190,7 @@ fn a_twin_tier_mutant_counterexample_records_its_mutant_and_replays_under_it() {
     };
     config.twin.shrink_steps = 4;
     let mut twin = ApiTarget::start(config.twin.clone()).expect("the twin starts");
-    let f = fuzz::judge_seed_on(seed, &config, Some(&mut twin), &|_| {})
+    let f = fuzz::judge_seed_on(seed, &config, Some(&mut twin), &|_, _| {})
         .expect("judged")
         .expect("the mutated twin diverges");
     assert_eq!(f.scenario.mutant.as_deref(), Some(m.name()));

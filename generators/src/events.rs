@@ -7,6 +7,7 @@
 //! dropped. Shrinking removes seeds, so sequences shrink toward fewer events.
 
 use model::cluster::{Cluster, Node};
+use model::derive::Deriver;
 use model::devices::{partition_scope, Capability, PartitionScope};
 use model::events::Event;
 use model::scenario::Scenario;
@@ -17,7 +18,7 @@ use proptest::sample::Index;
 use crate::cluster::{arb_cluster, NAMESPACE_NAMES};
 use crate::devices::{plain_capability, product_of};
 use crate::nodes::{arb_anonymous_node, name_node};
-use crate::workloads::{arb_workload, pools_of};
+use crate::workloads::{arb_workload, pools_through};
 use crate::ShapeConfig;
 
 /// One event before it is resolved against the shape.
@@ -255,8 +256,12 @@ fn shape_seeds(config: &ShapeConfig) -> Vec<(u32, BoxedStrategy<Seed>)> {
 }
 
 /// Seeds for `cluster`: the shared kinds, plus submissions when it has a pool.
-fn arb_seed(cluster: &Cluster, shared: &[(u32, BoxedStrategy<Seed>)]) -> BoxedStrategy<Seed> {
-    let pools = pools_of(cluster);
+fn arb_seed(
+    cluster: &Cluster,
+    shared: &[(u32, BoxedStrategy<Seed>)],
+    deriver: &Deriver,
+) -> BoxedStrategy<Seed> {
+    let pools = pools_through(cluster, deriver);
     let mut options = shared.to_vec();
     if !pools.is_empty() {
         options.insert(1, (5, arb_workload(&pools).prop_map(Seed::Submit).boxed()));
@@ -274,17 +279,21 @@ fn resolve_all(cluster: &Cluster, seeds: Vec<Seed>) -> Vec<Event> {
 /// can; never a finish, as nothing has been submitted yet).
 pub fn arb_event(cluster: &Cluster) -> BoxedStrategy<Event> {
     let cluster = cluster.clone();
-    arb_seed(&cluster, &shape_seeds(&ShapeConfig::default()))
-        .prop_map(move |seed| {
-            let seed = match seed {
-                Seed::Finish(_) => Seed::AwarenessFlip,
-                other => other,
-            };
-            Shape::of(&cluster)
-                .resolve(seed)
-                .unwrap_or(Event::AwarenessFlip)
-        })
-        .boxed()
+    arb_seed(
+        &cluster,
+        &shape_seeds(&ShapeConfig::default()),
+        &Deriver::plain(),
+    )
+    .prop_map(move |seed| {
+        let seed = match seed {
+            Seed::Finish(_) => Seed::AwarenessFlip,
+            other => other,
+        };
+        Shape::of(&cluster)
+            .resolve(seed)
+            .unwrap_or(Event::AwarenessFlip)
+    })
+    .boxed()
 }
 
 /// Up to `max` events over `cluster` (default card limit for joining nodes).
@@ -300,7 +309,12 @@ pub fn arb_events(cluster: &Cluster, max: usize) -> BoxedStrategy<Vec<Event>> {
 
 /// Up to `config.max_events` events over `cluster`, joining nodes within `config`.
 pub fn arb_events_with(cluster: &Cluster, config: &ShapeConfig) -> BoxedStrategy<Vec<Event>> {
-    events_from(cluster, &shape_seeds(config), config.max_events)
+    events_from(
+        cluster,
+        &shape_seeds(config),
+        config.max_events,
+        &Deriver::plain(),
+    )
 }
 
 /// Up to `max` events over `cluster` from the shared seed kinds.
@@ -308,20 +322,30 @@ fn events_from(
     cluster: &Cluster,
     shared: &[(u32, BoxedStrategy<Seed>)],
     max: usize,
+    deriver: &Deriver,
 ) -> BoxedStrategy<Vec<Event>> {
     let owned = cluster.clone();
-    prop::collection::vec(arb_seed(cluster, shared), 0..=max)
+    prop::collection::vec(arb_seed(cluster, shared, deriver), 0..=max)
         .prop_map(move |seeds| resolve_all(&owned, seeds))
         .boxed()
 }
 
 /// A replayable scenario: a cluster within `config` and an event sequence over it.
 pub fn arb_scenario(config: &ShapeConfig) -> BoxedStrategy<Scenario> {
+    arb_scenario_through(config, &Deriver::plain())
+}
+
+/// [`arb_scenario`], deriving each cluster's pools through `deriver`: a caller that judges
+/// the scenario through the same deriver finds the cluster's node and pool steps in its store.
+/// The strategy keeps the deriver, so a store fills with every cluster it generates or
+/// shrinks to: hand it a store that lives for one seed.
+pub fn arb_scenario_through(config: &ShapeConfig, deriver: &Deriver) -> BoxedStrategy<Scenario> {
     let shared = shape_seeds(config);
     let max = config.max_events;
+    let deriver = deriver.clone();
     arb_cluster(config)
         .prop_flat_map(move |cluster| {
-            let events = events_from(&cluster, &shared, max);
+            let events = events_from(&cluster, &shared, max, &deriver);
             (Just(cluster), events)
         })
         .prop_map(|(cluster, events)| Scenario {

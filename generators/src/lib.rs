@@ -18,10 +18,10 @@ pub mod workloads;
 
 pub use cluster::{arb_cluster, arb_namespaces};
 pub use devices::{arb_devices, arb_devices_with, MockKey};
-pub use events::{arb_event, arb_events, arb_events_with, arb_scenario};
+pub use events::{arb_event, arb_events, arb_events_with, arb_scenario, arb_scenario_through};
 pub use nodes::{arb_node, arb_node_with, arb_nodes, name_node};
 pub use settings::arb_settings;
-pub use workloads::{arb_request, arb_workload, pools_of, Pool};
+pub use workloads::{arb_request, arb_workload, pools_of, pools_through, Pool};
 
 /// How large generated shapes may grow. The defaults are small so that the fuzzer sees many
 /// scenarios per second and counterexamples stay readable.

@@ -3,7 +3,7 @@
 
 use model::admission::joint::{DeclaredRole, DeploymentReplica};
 use model::cluster::Cluster;
-use model::derive::derive;
+use model::derive::Deriver;
 use model::nodefeature::local_queue_name;
 use model::resources::{base_of, profile_resource_name, Family};
 use model::workload::{Container, PodSet, ResourceList, Workload};
@@ -28,7 +28,13 @@ pub struct Pool {
 /// The pools the chain derives for `cluster` (one per InstanceType), with the namespaces
 /// their entrances live in.
 pub fn pools_of(cluster: &Cluster) -> Vec<Pool> {
-    let derived = derive(cluster);
+    pools_through(cluster, &Deriver::plain())
+}
+
+/// [`pools_of`], deriving `cluster` through `deriver` (a fuzz seed's, whose judgement then
+/// takes the same derivation's node and pool steps from its store).
+pub fn pools_through(cluster: &Cluster, deriver: &Deriver) -> Vec<Pool> {
+    let derived = deriver.derive(cluster);
     let all: Vec<String> = cluster.namespaces.iter().map(|n| n.name.clone()).collect();
     derived
         .instance_types

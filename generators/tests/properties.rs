@@ -1,12 +1,16 @@
 //! Properties of the generators themselves: everything they produce is a valid, consistent
 //! input, replays without panicking, and shrinks to small shapes.
 
+use std::sync::Arc;
 use std::time::Instant;
 
+use generators::check::tables::StepMemo;
 use generators::devices::{arb_devices_with, MockKey};
-use generators::{arb_cluster, arb_scenario, arb_workload, pools_of, ShapeConfig};
+use generators::{
+    arb_cluster, arb_scenario, arb_scenario_through, arb_workload, pools_of, ShapeConfig,
+};
 use model::cluster::Cluster;
-use model::derive::{derive, validate};
+use model::derive::{derive, validate, Deriver};
 use model::devices::Mode;
 use model::events::{Event, World};
 use model::nodefeature::local_queue_name;
@@ -23,6 +27,33 @@ fn total_cards(c: &Cluster) -> usize {
         .flat_map(|d| &d.groups)
         .map(|g| g.cards.len())
         .sum()
+}
+
+/// Deriving pools through a step store (what a fuzz seed's generation does) draws the very
+/// scenario a plain derivation draws, and the store holds the pools it derived.
+#[test]
+fn a_step_store_changes_no_draw() {
+    let config = ShapeConfig::default();
+    let mut filled = 0;
+    for seed in 0..24u8 {
+        let draw = |deriver: &Deriver| {
+            let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]);
+            let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+            let tree = arb_scenario_through(&config, deriver).new_tree(&mut runner);
+            tree.expect("a scenario is drawn").current()
+        };
+        let memo = Arc::new(StepMemo::default());
+        let through = draw(&Deriver::with_steps(memo.clone()));
+        assert_eq!(through, draw(&Deriver::plain()), "seed byte {seed}");
+        let pools = derive(&through.cluster).instance_types.len();
+        assert_eq!(
+            memo.pools.len(),
+            pools,
+            "seed byte {seed}: one step per pool"
+        );
+        filled += usize::from(pools > 0);
+    }
+    assert!(filled > 0, "some draw has a pool");
 }
 
 /// A runner whose random source is fixed, so a shrink test sees the same cases every run.

@@ -150,7 +150,12 @@ impl World {
     /// so what the cluster alone does not say — a drained queue's stop policy and migration
     /// phase — carries over (chain.md §10.3).
     pub fn resume(cluster: Cluster, published: Derived) -> Self {
-        let mut world = World::new(cluster);
+        Self::resume_through(cluster, published, Deriver::plain())
+    }
+
+    /// [`World::resume`], deriving through `deriver` now and after every event.
+    pub fn resume_through(cluster: Cluster, published: Derived, deriver: Deriver) -> Self {
+        let mut world = World::with_deriver(cluster, deriver);
         world.admission.derived = published;
         world.remember_authored();
         world

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::Cluster;
-use crate::derive::Derived;
+use crate::derive::{Derived, Deriver};
 use crate::events::{Event, World};
 
 /// What a scenario expects; an empty list means "every property holds".
@@ -106,9 +106,15 @@ pub struct Scenario {
 impl Scenario {
     /// The world the scenario's events apply to.
     pub fn start(&self) -> World {
+        self.start_through(Deriver::plain())
+    }
+
+    /// [`Scenario::start`], the world deriving through `deriver`.
+    pub fn start_through(&self, deriver: Deriver) -> World {
+        let cluster = self.cluster.clone();
         match &self.published {
-            Some(published) => World::resume(self.cluster.clone(), published.clone()),
-            None => World::new(self.cluster.clone()),
+            Some(published) => World::resume_through(cluster, published.clone(), deriver),
+            None => World::with_deriver(cluster, deriver),
         }
     }
 

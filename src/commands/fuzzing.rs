@@ -103,8 +103,8 @@ pub(super) fn fuzz(args: FuzzArgs, progress: bool) -> Result<Outcome> {
             bar.inc(1);
             keep(run.judged_one());
         },
-        &|s| {
-            let shown = fuzz::coverage::shown(s, config.mutant);
+        &|s, deriver| {
+            let shown = fuzz::coverage::shown_through(s, config.mutant, deriver);
             coverage.lock().map(|mut c| c.observe(shown)).ok();
         },
     )
