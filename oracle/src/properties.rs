@@ -83,6 +83,16 @@ pub fn check_all_through(s: &Scenario, deriver: &Deriver) -> Vec<Violation> {
     .collect()
 }
 
+/// [`invariance_with`], [`pool_isolation_with`] and [`idempotence_with`] in that order,
+/// the first violation returned: the three compare against one derivation of the cluster, made
+/// once (what a check asks of every shape it reaches).
+pub fn shape_with(s: &Scenario, chain: Chain<'_>) -> Result<(), Violation> {
+    let base = chain(&s.cluster, None);
+    invariance_from(s, &base, chain)?;
+    pool_isolation_from(s, &base, chain)?;
+    idempotence_from(s, &base, chain)
+}
+
 fn violation(
     property: &'static str,
     check: &'static str,

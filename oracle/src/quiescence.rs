@@ -219,7 +219,5 @@ pub fn m3_shape(w: &World) -> Check {
     };
     let chain =
         |c: &Cluster, previous: Option<&Derived>| w.admission.deriver.derive_after(c, previous);
-    m3::invariance_with(&s, &chain)?;
-    m3::pool_isolation_with(&s, &chain)?;
-    m3::idempotence_with(&s, &chain).map_err(Breach::from)
+    m3::shape_with(&s, &chain).map_err(Breach::from)
 }

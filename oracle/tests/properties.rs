@@ -279,6 +279,59 @@ fn idempotence_fails_on_a_chain_that_does_not_settle() {
     assert!(m.contains("twice"), "{m}");
 }
 
+/// The three checks a model check asks of every shape, one after another, each deriving the
+/// cluster itself.
+fn shape_one_by_one(s: &Scenario, chain: Chain<'_>) -> Result<(), Violation> {
+    invariance_with(s, chain)?;
+    pool_isolation_with(s, chain)?;
+    idempotence_with(s, chain)
+}
+
+#[test]
+fn the_shape_checks_find_what_they_find_alone_from_one_base_derivation() {
+    let walkthrough = named("walkthrough");
+    let two_t4 = scenario(
+        "t4",
+        cluster(vec![
+            gpu_node("b", AMD_CPU, "amd64", "tesla-t4", 1),
+            gpu_node("a", AMD_CPU, "amd64", "tesla-t4", 1),
+        ]),
+        vec![],
+    );
+    let drifting = |c: &Cluster, previous: Option<&Derived>| {
+        let mut d = derive_after(c, previous);
+        if previous.is_some() {
+            for it in &mut d.instance_types {
+                it.status.views.exclusive.remaining += 1;
+            }
+        }
+        d
+    };
+    let isolation_broken = with_mutant(&walkthrough, Mutant::SubstringPoolMatch);
+    let cases: [(&Scenario, Chain<'_>, Option<&str>); 5] = [
+        (&walkthrough, &derive_after, None),
+        (&two_t4, &order_dependent, Some(INVARIANCE)),
+        (&walkthrough, &name_leaking, Some(INVARIANCE)),
+        (&isolation_broken, &derive_after, Some(POOL_ISOLATION)),
+        (&walkthrough, &drifting, Some(IDEMPOTENCE)),
+    ];
+    for (s, chain, broken) in cases {
+        let shared = shape_with(s, chain);
+        assert_eq!(shared.as_ref().err().map(|v| v.property), broken);
+        assert_eq!(shared, shape_one_by_one(s, chain));
+    }
+    // Two derivations of the cluster as it stands fewer than the checks one by one.
+    let calls = std::cell::Cell::new(0);
+    let counting = |c: &Cluster, previous: Option<&Derived>| {
+        calls.set(calls.get() + 1);
+        derive_after(c, previous)
+    };
+    shape_one_by_one(&walkthrough, &counting).unwrap();
+    let alone = calls.replace(0);
+    shape_with(&walkthrough, &counting).unwrap();
+    assert_eq!(calls.get() + 2, alone);
+}
+
 #[test]
 fn admission_fails_on_an_unplaceable_verdict_and_a_lost_admission() {
     let unplaceable = Effect::Judged {
