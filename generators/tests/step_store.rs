@@ -4,7 +4,9 @@
 //! the world's own derivation, what it publishes and a fresh derivation. One store serves every
 //! scenario, so it holds steps of other clusters, other settings and other histories, which a
 //! key that forgot an input would hand out. The incremental derivation (`Deriver::incremental`,
-//! one per world, keeping the latest derivation's steps) is held to the same.
+//! one per world, keeping the latest derivation's steps) is held to the same. Gate 1's verdicts,
+//! which the check's store keeps too, are held by the same replays: every event's effect must
+//! agree.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -14,28 +16,39 @@ use generators::{arb_scenario, ShapeConfig};
 use model::cluster::{Cluster, SharedOnceMax};
 use model::derive::{derive, DerivedNode, Deriver};
 use model::events::{Event, World};
+use model::lifecycle::PodWebhookVerdict;
 use model::objects::{ClusterQueue, InstanceType, ResourceFlavor};
 use model::steps::{LatestSteps, StepStore};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 /// A store (the check's, or the incremental one), counting how often a step was served
-/// without computing.
+/// without computing, and apart from them how often a gate-1 verdict was.
 #[derive(Default)]
 struct Counting<S> {
     inner: S,
     asked: AtomicUsize,
     served: AtomicUsize,
+    verdicts_asked: AtomicUsize,
+    verdicts_served: AtomicUsize,
+}
+
+/// Counts one ask in `asked` and, unless `compute` runs, one serving in `served`.
+fn counted<'a, T>(
+    (asked, served): (&'a AtomicUsize, &'a AtomicUsize),
+    compute: &'a mut dyn FnMut() -> T,
+) -> impl FnMut() -> T + 'a {
+    asked.fetch_add(1, Ordering::Relaxed);
+    served.fetch_add(1, Ordering::Relaxed);
+    move || {
+        served.fetch_sub(1, Ordering::Relaxed);
+        compute()
+    }
 }
 
 impl<S> Counting<S> {
     fn count<'a, T>(&'a self, compute: &'a mut dyn FnMut() -> T) -> impl FnMut() -> T + 'a {
-        self.asked.fetch_add(1, Ordering::Relaxed);
-        self.served.fetch_add(1, Ordering::Relaxed);
-        move || {
-            self.served.fetch_sub(1, Ordering::Relaxed);
-            compute()
-        }
+        counted((&self.asked, &self.served), compute)
     }
 }
 
@@ -63,6 +76,15 @@ impl<S: StepStore> StepStore for Counting<S> {
         self.inner.flavor(key, &mut counted)
     }
 
+    fn pod_webhook(
+        &self,
+        key: u64,
+        compute: &mut dyn FnMut() -> PodWebhookVerdict,
+    ) -> PodWebhookVerdict {
+        let counters = (&self.verdicts_asked, &self.verdicts_served);
+        self.inner.pod_webhook(key, &mut counted(counters, compute))
+    }
+
     fn settled(&self) {
         self.inner.settled()
     }
@@ -83,6 +105,14 @@ fn a_stored_derivation_equals_the_models_after_every_event() {
     // event that left most nodes and pools alone).
     assert!(asked > 1000, "the store was asked {asked} times");
     assert!(served * 3 > asked, "served {served} of {asked} steps");
+    // Gate-1 verdicts too: submissions replayed under other settings meet the same Workload
+    // and InstanceType again.
+    let asked = counting.verdicts_asked.load(Ordering::Relaxed);
+    let served = counting.verdicts_served.load(Ordering::Relaxed);
+    assert!(
+        served > 0 && served < asked,
+        "served {served} of {asked} verdicts"
+    );
 }
 
 #[test]
@@ -101,6 +131,54 @@ fn an_incremental_derivation_equals_the_models_after_every_event() {
     // Not vacuous: most steps after an event are the previous derivation's.
     assert!(asked > 1000, "the stores were asked {asked} times");
     assert!(served * 2 > asked, "served {served} of {asked} steps");
+}
+
+/// Gate 1 reads the InstanceType fronting the Workload's queue: one Workload, under one pool
+/// name whose InstanceType offers a MIG profile on one cluster and not on the other, gets each
+/// cluster's own verdict through one store, whichever cluster asks first.
+#[test]
+fn a_stored_gate_one_verdict_is_the_fronting_instance_types() {
+    use model::devices::Card;
+    use model::examples;
+    use model::ledger::{catalogs, seed};
+    use model::lifecycle::AdmissionState;
+    const T4: &str = "gpustack--nvidia-tesla-t4-linux-amd64";
+    let logical = examples::walkthrough();
+    let mut mig = logical.clone();
+    let node = mig.nodes.iter_mut().find(|n| n.name == "node-t4-b");
+    let group = &mut node
+        .and_then(|n| n.devices.as_mut())
+        .expect("node-t4-b")
+        .groups[0];
+    let a100 = catalogs::a100_40gb();
+    group.cards[0] = Card {
+        ledger: Some(seed(a100.clone()).row),
+        capability: Some(a100),
+        ..group.cards[0].clone()
+    };
+    let w = examples::workload(
+        "mig",
+        T4,
+        1,
+        &[
+            ("nvidia.com/gpu.partitioned", "1"),
+            ("nvidia.com/gpu.partitioned.mig-2g.10gb", "1"),
+        ],
+    );
+    let submit =
+        |c: &Cluster, d: &Deriver| AdmissionState::with_deriver(c.clone(), d.clone()).submit(&w);
+    let plain = Deriver::plain();
+    let (on_mig, on_logical) = (submit(&mig, &plain), submit(&logical, &plain));
+    assert_ne!(
+        on_mig, on_logical,
+        "the profile is offered on one cluster only"
+    );
+    for order in [[&mig, &logical], [&logical, &mig]] {
+        let stored = Deriver::with_steps(Arc::new(StepMemo::default()));
+        for c in order {
+            assert_eq!(submit(c, &stored), submit(c, &plain));
+        }
+    }
 }
 
 /// `n` generated scenarios (with events), the same in every run.

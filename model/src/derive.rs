@@ -331,6 +331,19 @@ impl Deriver {
     pub fn derive_after(&self, cluster: &Cluster, previous: Option<&Derived>) -> Derived {
         derive_through(self.steps.as_deref(), cluster, previous, &mut NoRecord)
     }
+
+    /// Gate 1's verdict on the Workload and fronting InstanceType `inputs` hashes, taken from
+    /// the store when it keeps one under their key (`compute` reads nothing else).
+    pub(crate) fn pod_webhook_step(
+        &self,
+        inputs: &impl std::hash::Hash,
+        compute: &dyn Fn() -> crate::lifecycle::PodWebhookVerdict,
+    ) -> crate::lifecycle::PodWebhookVerdict {
+        match self.steps.as_deref() {
+            Some(store) => store.pod_webhook(step_key(store, inputs), &mut || compute()),
+            None => compute(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Deriver {

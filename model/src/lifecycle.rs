@@ -716,42 +716,16 @@ impl AdmissionState {
     /// server's message for a Pod named after the Workload. Each pod set carries the required
     /// node affinity its Pods and its Workload are given (the Pod webhook's static shared pin,
     /// the Workload webhook's fit pins, which change nothing when the InstanceType is unknown).
-    fn gate_pod_webhook(&self, w: &Workload) -> Result<Vec<AdmittedPodSet>, PodRejected> {
+    fn gate_pod_webhook(&self, w: &Workload) -> PodWebhookVerdict {
         let fronting = fronting_instance_type(&self.derived.instance_types, &w.queue);
-        w.pod_sets
-            .iter()
-            .map(|ps| {
-                let init: Vec<(Container, bool)> = ps
-                    .containers
-                    .iter()
-                    .filter(|c| c.init)
-                    .map(|c| (c.clone(), false))
-                    .collect();
-                let app: Vec<Container> =
-                    ps.containers.iter().filter(|c| !c.init).cloned().collect();
-                let containers = pod_containers(&init, &app);
-                let rejected = |e: PodRejection| PodRejected {
-                    message: e.message_for(&w.name),
-                };
-                let folded = fold_pod_requests(&containers, &fronting).map_err(rejected)?;
-                validate_pod_requests(&folded.containers).map_err(rejected)?;
-                let pod_set = PodSet {
-                    containers: folded.containers.into_iter().map(|c| c.container).collect(),
-                    ..ps.clone()
-                };
-                let mut required = folded.node_requirements;
-                let pins = fronting
-                    .as_ref()
-                    .map(|it| workload_fit_pins(&w.queue, it, &pod_set))
-                    .unwrap_or_default();
-                for pin in pins {
-                    if !required.contains(&pin) {
-                        required.push(pin);
-                    }
-                }
-                Ok(AdmittedPodSet { pod_set, required })
-            })
-            .collect()
+        match fronting {
+            // The verdict reads the Workload and the InstanceType fronting its queue, nothing
+            // else: a store serves it again for the same two.
+            Ok(it) => self
+                .deriver
+                .pod_webhook_step(&(w, it), &|| admit_pod_sets(w, &fronting)),
+            Err(_) => admit_pod_sets(w, &fronting),
+        }
     }
 
     /// Gate 2 (R6–R7; Kueue TryNextFlavor; corrections.md 16): each pod set takes the first
@@ -1105,9 +1079,53 @@ struct TopologyMiss {
     miss: TasMiss,
 }
 
+/// Gate 1 (the pod webhooks) on each of `w`'s pod sets, given the InstanceType fronting its
+/// queue (or why none does): the pod sets as admitted, or the first refusal.
+fn admit_pod_sets(
+    w: &Workload,
+    fronting: &Result<&InstanceType, PodRejection>,
+) -> PodWebhookVerdict {
+    w.pod_sets
+        .iter()
+        .map(|ps| {
+            let init: Vec<(Container, bool)> = ps
+                .containers
+                .iter()
+                .filter(|c| c.init)
+                .map(|c| (c.clone(), false))
+                .collect();
+            let app: Vec<Container> = ps.containers.iter().filter(|c| !c.init).cloned().collect();
+            let containers = pod_containers(&init, &app);
+            let rejected = |e: PodRejection| PodRejected {
+                message: e.message_for(&w.name),
+            };
+            let folded = fold_pod_requests(&containers, fronting).map_err(rejected)?;
+            validate_pod_requests(&folded.containers).map_err(rejected)?;
+            let pod_set = PodSet {
+                containers: folded.containers.into_iter().map(|c| c.container).collect(),
+                ..ps.clone()
+            };
+            let mut required = folded.node_requirements;
+            let pins = fronting
+                .as_ref()
+                .map(|it| workload_fit_pins(&w.queue, it, &pod_set))
+                .unwrap_or_default();
+            for pin in pins {
+                if !required.contains(&pin) {
+                    required.push(pin);
+                }
+            }
+            Ok(AdmittedPodSet { pod_set, required })
+        })
+        .collect()
+}
+
+/// Gate 1's verdict on a Workload: its pod sets as admitted, or the refusal.
+pub type PodWebhookVerdict = Result<Vec<AdmittedPodSet>, PodRejected>;
+
 /// A pod set after gate 1: its folded Pods and the required node affinity they carry.
 #[derive(Clone, Debug)]
-struct AdmittedPodSet {
+pub struct AdmittedPodSet {
     pod_set: PodSet,
     required: Vec<NodeSelectorRequirement>,
 }

@@ -1,6 +1,7 @@
 //! A store for the derivation's per-node, per-flavor and per-pool steps, so a caller that derives many
 //! similar clusters (`verify check`: thousands of worlds that differ in one node or one card)
-//! re-uses the steps whose inputs did not change. The caller owns the store and hands it to a
+//! re-uses the steps whose inputs did not change; a store may keep gate 1's verdicts the same
+//! way (a Workload and the InstanceType fronting its queue). The caller owns the store and hands it to a
 //! [`Deriver`](crate::derive::Deriver); the model keeps none. Each step's key fingerprints
 //! everything the step reads, so a derivation through a store returns exactly what it returns
 //! without one (tested in `derive.rs` and by `generators`' checks).
@@ -14,6 +15,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::derive::DerivedNode;
+use crate::lifecycle::PodWebhookVerdict;
 use crate::objects::{ClusterQueue, InstanceType, ResourceFlavor};
 
 /// Where step results are kept, keyed by fingerprints of the steps' inputs.
@@ -34,6 +36,17 @@ pub trait StepStore: Send + Sync {
     /// The flavor step's result (one ResourceFlavor, rule 9) under `key`, computing it on a
     /// miss.
     fn flavor(&self, key: u64, compute: &mut dyn FnMut() -> ResourceFlavor) -> ResourceFlavor;
+    /// Gate 1's verdict on a Workload (its pod sets as the pod webhooks admit them, or the
+    /// refusal) under `key`, computing it on a miss. Not a derivation step: a store that keeps
+    /// only those computes it every time.
+    fn pod_webhook(
+        &self,
+        key: u64,
+        compute: &mut dyn FnMut() -> PodWebhookVerdict,
+    ) -> PodWebhookVerdict {
+        let _ = key;
+        compute()
+    }
     /// A derivation through the store has ended. A store that keeps only the steps the latest
     /// derivation used ([`LatestSteps`]) drops the older ones here; others keep everything.
     fn settled(&self) {}

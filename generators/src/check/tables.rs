@@ -8,7 +8,7 @@ use std::time::Duration;
 use model::cluster::ExistingInstanceType;
 use model::derive::{Derived, DerivedNode, Deriver};
 use model::ledger::{seed, Charge};
-use model::lifecycle::Hold;
+use model::lifecycle::{Hold, PodWebhookVerdict};
 use model::objects::{ClusterQueue, InstanceType, ResourceFlavor};
 use model::steps::StepStore;
 
@@ -78,6 +78,8 @@ pub struct StepMemo {
     pub nodes: Memo<DerivedNode>,
     pub flavors: Memo<ResourceFlavor>,
     pub pools: Memo<(InstanceType, ClusterQueue)>,
+    /// Gate 1's verdicts: a check submits a few Workload templates under a few InstanceTypes.
+    pub pod_webhooks: Memo<PodWebhookVerdict>,
 }
 
 /// Most steps of each kind a [`StepMemo`] keeps. A step's result is a whole InstanceType and
@@ -92,6 +94,7 @@ impl Default for StepMemo {
             nodes: Memo::with_cap(STEP_CAP),
             flavors: Memo::with_cap(STEP_CAP),
             pools: Memo::with_cap(STEP_CAP),
+            pod_webhooks: Memo::with_cap(STEP_CAP),
         }
     }
 }
@@ -115,6 +118,14 @@ impl StepStore for StepMemo {
 
     fn flavor(&self, key: u64, compute: &mut dyn FnMut() -> ResourceFlavor) -> ResourceFlavor {
         self.flavors.get_or(key, compute)
+    }
+
+    fn pod_webhook(
+        &self,
+        key: u64,
+        compute: &mut dyn FnMut() -> PodWebhookVerdict,
+    ) -> PodWebhookVerdict {
+        self.pod_webhooks.get_or(key, compute)
     }
 }
 
@@ -336,6 +347,11 @@ impl Tables {
                 "pool steps",
                 self.steps.pools.len(),
                 self.steps.pools.busy(),
+            ),
+            stat(
+                "gate-1 verdicts",
+                self.steps.pod_webhooks.len(),
+                self.steps.pod_webhooks.busy(),
             ),
             stat(
                 "renamed structures",
