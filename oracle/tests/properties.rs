@@ -225,6 +225,29 @@ fn order_dependent(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
     d
 }
 
+/// Two T4 nodes listed out of name order.
+fn two_t4() -> Scenario {
+    scenario(
+        "t4",
+        cluster(vec![
+            gpu_node("b", AMD_CPU, "amd64", "tesla-t4", 1),
+            gpu_node("a", AMD_CPU, "amd64", "tesla-t4", 1),
+        ]),
+        vec![],
+    )
+}
+
+/// A chain whose every re-derivation from a quiescence adds one to a view: not a fixpoint.
+fn drifting(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
+    let mut d = derive_after(cluster, previous);
+    if previous.is_some() {
+        for it in &mut d.instance_types {
+            it.status.views.exclusive.remaining += 1;
+        }
+    }
+    d
+}
+
 /// A chain whose node labels carry the node's name reversed (a name leaking into a value).
 fn name_leaking(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
     let mut d = derive_after(cluster, previous);
@@ -239,14 +262,7 @@ fn name_leaking(cluster: &Cluster, previous: Option<&Derived>) -> Derived {
 fn invariance_fails_on_an_order_dependent_or_name_dependent_chain() {
     let s = named("walkthrough");
     invariance_with(&s, &derive_after).unwrap();
-    let two_t4 = scenario(
-        "t4",
-        cluster(vec![
-            gpu_node("b", AMD_CPU, "amd64", "tesla-t4", 1),
-            gpu_node("a", AMD_CPU, "amd64", "tesla-t4", 1),
-        ]),
-        vec![],
-    );
+    let two_t4 = two_t4();
     let m = fails(invariance_with(&two_t4, &order_dependent), INVARIANCE);
     assert!(m.starts_with("nodes listed in reverse order"), "{m}");
     let m = fails(invariance_with(&s, &name_leaking), INVARIANCE);
@@ -256,16 +272,6 @@ fn invariance_fails_on_an_order_dependent_or_name_dependent_chain() {
 #[test]
 fn idempotence_fails_on_a_chain_that_does_not_settle() {
     let s = named("walkthrough");
-    // Each re-derivation from a quiescence adds one to a view: not a fixpoint.
-    let drifting = |c: &Cluster, previous: Option<&Derived>| {
-        let mut d = derive_after(c, previous);
-        if previous.is_some() {
-            for it in &mut d.instance_types {
-                it.status.views.exclusive.remaining += 1;
-            }
-        }
-        d
-    };
     let m = fails(idempotence_with(&s, &drifting), IDEMPOTENCE);
     assert!(m.contains("own quiescence"), "{m}");
     let calls = std::cell::Cell::new(0);
@@ -290,23 +296,7 @@ fn shape_one_by_one(s: &Scenario, chain: Chain<'_>) -> Result<(), Violation> {
 #[test]
 fn the_shape_checks_find_what_they_find_alone_from_one_base_derivation() {
     let walkthrough = named("walkthrough");
-    let two_t4 = scenario(
-        "t4",
-        cluster(vec![
-            gpu_node("b", AMD_CPU, "amd64", "tesla-t4", 1),
-            gpu_node("a", AMD_CPU, "amd64", "tesla-t4", 1),
-        ]),
-        vec![],
-    );
-    let drifting = |c: &Cluster, previous: Option<&Derived>| {
-        let mut d = derive_after(c, previous);
-        if previous.is_some() {
-            for it in &mut d.instance_types {
-                it.status.views.exclusive.remaining += 1;
-            }
-        }
-        d
-    };
+    let two_t4 = two_t4();
     let isolation_broken = with_mutant(&walkthrough, Mutant::SubstringPoolMatch);
     let cases: [(&Scenario, Chain<'_>, Option<&str>); 5] = [
         (&walkthrough, &derive_after, None),
