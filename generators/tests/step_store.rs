@@ -138,24 +138,11 @@ fn an_incremental_derivation_equals_the_models_after_every_event() {
 /// cluster's own verdict through one store, whichever cluster asks first.
 #[test]
 fn a_stored_gate_one_verdict_is_the_fronting_instance_types() {
-    use model::devices::Card;
     use model::examples;
-    use model::ledger::{catalogs, seed};
     use model::lifecycle::AdmissionState;
     const T4: &str = "gpustack--nvidia-tesla-t4-linux-amd64";
     let logical = examples::walkthrough();
-    let mut mig = logical.clone();
-    let node = mig.nodes.iter_mut().find(|n| n.name == "node-t4-b");
-    let group = &mut node
-        .and_then(|n| n.devices.as_mut())
-        .expect("node-t4-b")
-        .groups[0];
-    let a100 = catalogs::a100_40gb();
-    group.cards[0] = Card {
-        ledger: Some(seed(a100.clone()).row),
-        capability: Some(a100),
-        ..group.cards[0].clone()
-    };
+    let mig = examples::walkthrough_with_mig_card();
     let w = examples::workload(
         "mig",
         T4,

@@ -102,6 +102,26 @@ pub fn walkthrough() -> Cluster {
     }
 }
 
+/// The walkthrough with card 0 of node-t4-b switched to MIG (the A100-40GB catalog, free); the
+/// other cards stay logical, so the T4 pool offers partition profiles on one card.
+pub fn walkthrough_with_mig_card() -> Cluster {
+    use crate::ledger::{catalogs, seed};
+    let mut cluster = walkthrough();
+    let first_t4b_card = cluster
+        .nodes
+        .iter_mut()
+        .filter(|n| n.name == "node-t4-b")
+        .flat_map(|n| n.devices.iter_mut())
+        .flat_map(|d| d.groups.iter_mut())
+        .find_map(|g| g.cards.first_mut());
+    if let Some(card) = first_t4b_card {
+        let mig = catalogs::a100_40gb();
+        card.ledger = Some(seed(mig.clone()).row);
+        card.capability = Some(mig);
+    }
+    cluster
+}
+
 /// Products per manufacturer used by [`large_mixed`]; NVIDIA's nest (a10 ⊂ a100, l40 ⊂ l40s,
 /// h20 ⊂ h200) on purpose.
 const PRODUCTS: [(&str, &str, &str, u64); 12] = [

@@ -1,8 +1,8 @@
-//! A store for the derivation's per-node, per-flavor and per-pool steps, so a caller that derives many
-//! similar clusters (`verify check`: thousands of worlds that differ in one node or one card)
-//! re-uses the steps whose inputs did not change; a store may keep gate 1's verdicts the same
-//! way (a Workload and the InstanceType fronting its queue). The caller owns the store and hands it to a
-//! [`Deriver`](crate::derive::Deriver); the model keeps none. Each step's key fingerprints
+//! A store for the derivation's per-node, per-flavor and per-pool steps, so a caller that derives
+//! many similar clusters (`verify check`: thousands of worlds that differ in one node or one card)
+//! re-uses the steps whose inputs did not change; a store may keep gate 1's verdicts the same way
+//! (a Workload and the InstanceType fronting its queue). The caller owns the store and hands it to
+//! a [`Deriver`](crate::derive::Deriver); the model keeps none. Each step's key fingerprints
 //! everything the step reads, so a derivation through a store returns exactly what it returns
 //! without one (tested in `derive.rs` and by `generators`' checks).
 //!
@@ -41,10 +41,9 @@ pub trait StepStore: Send + Sync {
     /// only those computes it every time.
     fn pod_webhook(
         &self,
-        key: u64,
+        _key: u64,
         compute: &mut dyn FnMut() -> PodWebhookVerdict,
     ) -> PodWebhookVerdict {
-        let _ = key;
         compute()
     }
     /// A derivation through the store has ended. A store that keeps only the steps the latest

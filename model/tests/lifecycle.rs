@@ -158,23 +158,8 @@ fn bad_requests_get_the_webhook_verdict_not_a_panic() {
 
 #[test]
 fn a_partition_lands_on_the_mig_card_and_moves_the_pt_view() {
-    use model::devices::Card;
-    use model::ledger::{catalogs, seed};
-    let mut cluster = examples::walkthrough();
-    let node = cluster
-        .nodes
-        .iter_mut()
-        .find(|n| n.name == "node-t4-b")
-        .unwrap();
     // Card 0 of node-t4-b switches to MIG (A100-40GB catalog); the others stay logical.
-    let group = &mut node.devices.as_mut().unwrap().groups[0];
-    let mig = catalogs::a100_40gb();
-    group.cards[0] = Card {
-        ledger: Some(seed(mig.clone()).row),
-        capability: Some(mig),
-        ..group.cards[0].clone()
-    };
-    let mut s = AdmissionState::new(cluster);
+    let mut s = AdmissionState::new(examples::walkthrough_with_mig_card());
     let pt = |s: &AdmissionState| {
         let d = s.observe();
         let it = d.instance_types.iter().find(|i| i.name == T4).unwrap();
