@@ -4,9 +4,9 @@
 //! the world's own derivation, what it publishes and a fresh derivation. One store serves every
 //! scenario, so it holds steps of other clusters, other settings and other histories, which a
 //! key that forgot an input would hand out. The incremental derivation (`Deriver::incremental`,
-//! one per world, keeping the latest derivation's steps) is held to the same. Gate 1's verdicts,
-//! which the check's store keeps too, are held by the same replays: every event's effect must
-//! agree.
+//! one per world, keeping the latest derivation's steps) is held to the same. Gate 1's verdicts
+//! and gate 2's TAS nodes, which the check's store keeps too, are held by the same replays:
+//! every event's effect must agree.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -18,12 +18,14 @@ use model::derive::{derive, DerivedNode, Deriver};
 use model::events::{Event, World};
 use model::lifecycle::PodWebhookVerdict;
 use model::objects::{ClusterQueue, InstanceType, ResourceFlavor};
+use model::placement::TasNode;
 use model::steps::{LatestSteps, StepStore};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 /// A store (the check's, or the incremental one), counting how often a step was served
-/// without computing, and apart from them how often a gate-1 verdict was.
+/// without computing, and apart from them how often a gate-1 verdict and a gate-2 TAS node
+/// were.
 #[derive(Default)]
 struct Counting<S> {
     inner: S,
@@ -31,6 +33,8 @@ struct Counting<S> {
     served: AtomicUsize,
     verdicts_asked: AtomicUsize,
     verdicts_served: AtomicUsize,
+    tas_asked: AtomicUsize,
+    tas_served: AtomicUsize,
 }
 
 /// Counts one ask in `asked` and, unless `compute` runs, one serving in `served`.
@@ -85,6 +89,11 @@ impl<S: StepStore> StepStore for Counting<S> {
         self.inner.pod_webhook(key, &mut counted(counters, compute))
     }
 
+    fn tas_node(&self, key: u64, compute: &mut dyn FnMut() -> TasNode) -> TasNode {
+        let counters = (&self.tas_asked, &self.tas_served);
+        self.inner.tas_node(key, &mut counted(counters, compute))
+    }
+
     fn settled(&self) {
         self.inner.settled()
     }
@@ -112,6 +121,13 @@ fn a_stored_derivation_equals_the_models_after_every_event() {
     assert!(
         served > 0 && served < asked,
         "served {served} of {asked} verdicts"
+    );
+    // TAS nodes too: gate 2 on topology-aware flavors meets the same node and labels again.
+    let asked = counting.tas_asked.load(Ordering::Relaxed);
+    let served = counting.tas_served.load(Ordering::Relaxed);
+    assert!(
+        served > 0 && served < asked,
+        "served {served} of {asked} TAS nodes"
     );
 }
 
@@ -161,6 +177,34 @@ fn a_stored_gate_one_verdict_is_the_fronting_instance_types() {
         "the profile is offered on one cluster only"
     );
     for order in [[&mig, &logical], [&logical, &mig]] {
+        let stored = Deriver::with_steps(Arc::new(StepMemo::default()));
+        for c in order {
+            assert_eq!(submit(c, &stored), submit(c, &plain));
+        }
+    }
+}
+
+/// Gate 2's TAS view of a node reads the node's ledger: one Workload asking two T4 cards on a
+/// cluster whose node-t4-b is free and on one where an earlier Workload holds all four of its
+/// cards (node-t4-a has one) gets each cluster's own verdict through one store, whichever
+/// cluster asks first.
+#[test]
+fn a_stored_tas_node_is_its_ledgers() {
+    use model::examples;
+    use model::lifecycle::AdmissionState;
+    const T4: &str = "gpustack--nvidia-tesla-t4-linux-amd64";
+    let gpus = |name, n| examples::workload(name, T4, 1, &[("nvidia.com/gpu", n)]);
+    let free = examples::walkthrough();
+    let mut holding = AdmissionState::new(free.clone());
+    holding.submit(&gpus("first", "4"));
+    let held = holding.cluster;
+    let w = gpus("second", "2");
+    let submit =
+        |c: &Cluster, d: &Deriver| AdmissionState::with_deriver(c.clone(), d.clone()).submit(&w);
+    let plain = Deriver::plain();
+    let (on_free, on_held) = (submit(&free, &plain), submit(&held, &plain));
+    assert_ne!(on_free, on_held, "node-t4-b has room on one cluster only");
+    for order in [[&free, &held], [&held, &free]] {
         let stored = Deriver::with_steps(Arc::new(StepMemo::default()));
         for c in order {
             assert_eq!(submit(c, &stored), submit(c, &plain));

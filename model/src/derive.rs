@@ -344,6 +344,19 @@ impl Deriver {
             None => compute(),
         }
     }
+
+    /// Gate 2's TAS view of the node and derived labels `inputs` hashes, taken from the store
+    /// when it keeps one under their key (`compute` reads nothing else).
+    pub(crate) fn tas_node_step(
+        &self,
+        inputs: &impl std::hash::Hash,
+        compute: &dyn Fn() -> crate::placement::TasNode,
+    ) -> crate::placement::TasNode {
+        match self.steps.as_deref() {
+            Some(store) => store.tas_node(step_key(store, inputs), &mut || compute()),
+            None => compute(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Deriver {

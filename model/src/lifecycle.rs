@@ -873,8 +873,8 @@ impl AdmissionState {
     }
 
     /// The nodes a flavor selects (its `nodeLabels` on the node's labels) as Kueue's TAS
-    /// sees them: labels with the fit labels the ledger stands for now (R28; the Worker keeps
-    /// them current), free accelerator keys after the ledger's holds, `cpu` in millicores.
+    /// sees them ([`tas_node`]). A node's view reads the node and its derived labels, nothing
+    /// else: a store serves it again for the same two.
     fn tas_nodes(&self, rf: &ResourceFlavor) -> Vec<TasNode> {
         self.cluster
             .nodes
@@ -882,22 +882,8 @@ impl AdmissionState {
             .zip(&self.derived.nodes)
             .filter(|(_, d)| selector_matches(&rf.node_labels, &d.labels))
             .map(|(n, d)| {
-                let fit = desired_fit_labels(node_is_managed(&d.labels), n.devices.as_ref());
-                let labels = d
-                    .labels
-                    .with_replaced(is_fit_label_key, &filter_fit_labels(&fit));
-                let mut free = n
-                    .devices
-                    .as_ref()
-                    .map(node_free_accelerators)
-                    .unwrap_or_default();
-                free.insert(CPU.into(), i64::try_from(n.cpu_millis).unwrap_or(i64::MAX));
-                TasNode {
-                    name: n.name.clone(),
-                    hostname: node_hostname(n),
-                    labels,
-                    free,
-                }
+                self.deriver
+                    .tas_node_step(&(n, &d.labels), &|| tas_node(n, &d.labels))
             })
             .collect()
     }
@@ -1207,6 +1193,25 @@ fn node_hostname(n: &crate::cluster::Node) -> String {
     n.labels
         .get(HOSTNAME)
         .map_or_else(|| n.name.clone(), Text::to_string)
+}
+
+/// One node as Kueue's TAS sees it, given its derived `labels`: those labels with the fit
+/// labels the ledger stands for now (R28; the Worker keeps them current), free accelerator keys
+/// after the ledger's holds, `cpu` in millicores.
+fn tas_node(n: &crate::cluster::Node, labels: &crate::labels::Labels) -> TasNode {
+    let fit = desired_fit_labels(node_is_managed(labels), n.devices.as_ref());
+    let mut free = n
+        .devices
+        .as_ref()
+        .map(node_free_accelerators)
+        .unwrap_or_default();
+    free.insert(CPU.into(), i64::try_from(n.cpu_millis).unwrap_or(i64::MAX));
+    TasNode {
+        name: n.name.clone(),
+        hostname: node_hostname(n),
+        labels: labels.with_replaced(is_fit_label_key, &filter_fit_labels(&fit)),
+        free,
+    }
 }
 
 /// The quota a reservation of `given` holds: each pod set's usage of the resources its

@@ -1,7 +1,8 @@
 //! A store for the derivation's per-node, per-flavor and per-pool steps, so a caller that derives
 //! many similar clusters (`verify check`: thousands of worlds that differ in one node or one card)
-//! re-uses the steps whose inputs did not change; a store may keep gate 1's verdicts the same way
-//! (a Workload and the InstanceType fronting its queue). The caller owns the store and hands it to
+//! re-uses the steps whose inputs did not change; a store may keep gate 1's verdicts (a Workload
+//! and the InstanceType fronting its queue) and gate 2's TAS view of a node (the node and its
+//! derived labels) the same way. The caller owns the store and hands it to
 //! a [`Deriver`](crate::derive::Deriver); the model keeps none. Each step's key fingerprints
 //! everything the step reads, so a derivation through a store returns exactly what it returns
 //! without one (tested in `derive.rs` and by `generators`' checks).
@@ -17,6 +18,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use crate::derive::DerivedNode;
 use crate::lifecycle::PodWebhookVerdict;
 use crate::objects::{ClusterQueue, InstanceType, ResourceFlavor};
+use crate::placement::TasNode;
 
 /// Where step results are kept, keyed by fingerprints of the steps' inputs.
 pub trait StepStore: Send + Sync {
@@ -44,6 +46,12 @@ pub trait StepStore: Send + Sync {
         _key: u64,
         compute: &mut dyn FnMut() -> PodWebhookVerdict,
     ) -> PodWebhookVerdict {
+        compute()
+    }
+    /// Gate 2's view of one node as Kueue's TAS sees it (labels with the current fit labels,
+    /// free accelerators, `cpu`) under `key`, computing it on a miss. Like gate 1's verdict, not
+    /// a derivation step.
+    fn tas_node(&self, _key: u64, compute: &mut dyn FnMut() -> TasNode) -> TasNode {
         compute()
     }
     /// A derivation through the store has ended. A store that keeps only the steps the latest

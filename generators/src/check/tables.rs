@@ -10,6 +10,7 @@ use model::derive::{Derived, DerivedNode, Deriver};
 use model::ledger::{seed, Charge};
 use model::lifecycle::{Hold, PodWebhookVerdict};
 use model::objects::{ClusterQueue, InstanceType, ResourceFlavor};
+use model::placement::TasNode;
 use model::steps::StepStore;
 
 use super::memo::{fingerprint, fingerprint_with, Interner, Memo};
@@ -80,6 +81,8 @@ pub struct StepMemo {
     pub pools: Memo<(InstanceType, ClusterQueue)>,
     /// Gate 1's verdicts: a check submits a few Workload templates under a few InstanceTypes.
     pub pod_webhooks: Memo<PodWebhookVerdict>,
+    /// Gate 2's TAS view of a node: a check's nodes take a few card states each.
+    pub tas_nodes: Memo<TasNode>,
 }
 
 /// Most steps of each kind a [`StepMemo`] keeps. A step's result is a whole InstanceType and
@@ -95,6 +98,7 @@ impl Default for StepMemo {
             flavors: Memo::with_cap(STEP_CAP),
             pools: Memo::with_cap(STEP_CAP),
             pod_webhooks: Memo::with_cap(STEP_CAP),
+            tas_nodes: Memo::with_cap(STEP_CAP),
         }
     }
 }
@@ -126,6 +130,10 @@ impl StepStore for StepMemo {
         compute: &mut dyn FnMut() -> PodWebhookVerdict,
     ) -> PodWebhookVerdict {
         self.pod_webhooks.get_or(key, compute)
+    }
+
+    fn tas_node(&self, key: u64, compute: &mut dyn FnMut() -> TasNode) -> TasNode {
+        self.tas_nodes.get_or(key, compute)
     }
 }
 
@@ -352,6 +360,11 @@ impl Tables {
                 "gate-1 verdicts",
                 self.steps.pod_webhooks.len(),
                 self.steps.pod_webhooks.busy(),
+            ),
+            stat(
+                "TAS nodes",
+                self.steps.tas_nodes.len(),
+                self.steps.tas_nodes.busy(),
             ),
             stat(
                 "renamed structures",
