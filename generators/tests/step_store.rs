@@ -57,10 +57,6 @@ impl<S> Counting<S> {
 }
 
 impl<S: StepStore> StepStore for Counting<S> {
-    fn key(&self, write: &dyn Fn(&mut dyn std::hash::Hasher)) -> u64 {
-        self.inner.key(write)
-    }
-
     fn node(&self, key: u64, compute: &mut dyn FnMut() -> DerivedNode) -> DerivedNode {
         let mut counted = self.count(compute);
         self.inner.node(key, &mut counted)

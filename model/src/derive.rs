@@ -22,7 +22,7 @@ use crate::objects::{
 };
 use crate::provenance::{NoRecord, Provenance, Record};
 use crate::queue::{FlavorPlacement, PoolFlavor, PoolNode, QueueWorld, Settled};
-use crate::steps::{step_key, StepStore};
+use crate::steps::{fingerprint, StepStore};
 use crate::units::UNITS_PER_CARD;
 use crate::{detail, explain, flavor, nodefeature, pool, queue, views, webhook};
 
@@ -340,7 +340,7 @@ impl Deriver {
         compute: &dyn Fn() -> crate::lifecycle::PodWebhookVerdict,
     ) -> crate::lifecycle::PodWebhookVerdict {
         match self.steps.as_deref() {
-            Some(store) => store.pod_webhook(step_key(store, inputs), &mut || compute()),
+            Some(store) => store.pod_webhook(fingerprint(inputs), &mut || compute()),
             None => compute(),
         }
     }
@@ -353,7 +353,7 @@ impl Deriver {
         compute: &dyn Fn() -> crate::placement::TasNode,
     ) -> crate::placement::TasNode {
         match self.steps.as_deref() {
-            Some(store) => store.tas_node(step_key(store, inputs), &mut || compute()),
+            Some(store) => store.tas_node(fingerprint(inputs), &mut || compute()),
             None => compute(),
         }
     }
@@ -379,7 +379,7 @@ fn derive_through<R: Record>(
     let settings = &cluster.settings;
     let mut rules = NodeRules::new(settings, &cluster.topology_sources);
     let store = if R::ON { None } else { store };
-    let settings_key = store.map_or(0, |s| step_key(s, settings));
+    let settings_key = store.map_or(0, |_| fingerprint(settings));
     let (nodes, node_keys): (Vec<DerivedNode>, Vec<u64>) = cluster
         .nodes
         .iter()
@@ -488,7 +488,7 @@ fn stored_flavors(
     flavor::flavor_pools(contributions)
         .iter()
         .map(|p| {
-            let key = step_key(store, &(p.flavor, p.first.key, &p.nodes, aware));
+            let key = fingerprint(&(p.flavor, p.first.key, &p.nodes, aware));
             (
                 store.flavor(key, &mut || flavor::build_resource_flavor(p, aware)),
                 key,
@@ -507,7 +507,7 @@ fn stored_node<'a>(
     node: &'a Node,
     settings_key: u64,
 ) -> (DerivedNode, u64) {
-    let key = step_key(store, &(node, rules.sources(), settings_key));
+    let key = fingerprint(&(node, rules.sources(), settings_key));
     let derived = store.node(key, &mut || {
         let g = rules.general_keys(node);
         rules.derive_node(node, &g)
@@ -628,7 +628,7 @@ fn derive_pool<'a, R: Record>(
     };
     match store {
         Some((store, settings_key)) => {
-            let key = step_key(store, &(&pool, settings_key));
+            let key = fingerprint(&(&pool, settings_key));
             store.pool(key, &mut || settle_pool(&pool, settings, &mut NoRecord))
         }
         None => settle_pool(&pool, settings, rec),
@@ -1013,9 +1013,7 @@ fn pool_devices(queue: &ClusterQueue, nodes: &NodeTable<'_>) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::hash_map::DefaultHasher;
     use std::collections::HashMap;
-    use std::hash::Hasher;
     use std::sync::Mutex;
 
     use super::*;
@@ -1051,12 +1049,6 @@ mod tests {
     }
 
     impl StepStore for Kept {
-        fn key(&self, write: &dyn Fn(&mut dyn Hasher)) -> u64 {
-            let mut h = DefaultHasher::new();
-            write(&mut h);
-            h.finish()
-        }
-
         fn node(&self, key: u64, compute: &mut dyn FnMut() -> DerivedNode) -> DerivedNode {
             self.get_or(&self.nodes, key, compute)
         }
@@ -1156,10 +1148,6 @@ mod tests {
     }
 
     impl StepStore for Counted {
-        fn key(&self, write: &dyn Fn(&mut dyn Hasher)) -> u64 {
-            self.inner.key(write)
-        }
-
         fn node(&self, key: u64, compute: &mut dyn FnMut() -> DerivedNode) -> DerivedNode {
             self.inner.node(key, &mut self.counting(0, compute))
         }

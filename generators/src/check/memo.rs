@@ -4,7 +4,6 @@
 //! fingerprint, so a hit returns what the model would compute again.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
@@ -15,26 +14,7 @@ use dashmap::DashMap;
 /// stays correct, only slower), so memory stays bounded on large scopes.
 pub const MEMO_CAP: usize = 1 << 22;
 
-/// A deterministic 64-bit fingerprint (fixed seeds: the same key fingerprints alike in every
-/// run and thread). Stateright identifies states by 64-bit fingerprints too; memo keys carry
-/// the same collision odds.
-pub fn fingerprint<T: Hash + ?Sized>(t: &T) -> u64 {
-    HASHER.hash_one(t)
-}
-
-/// A fingerprint of what `write` feeds the hasher (the same hash as [`fingerprint`]).
-pub fn fingerprint_with(write: &dyn Fn(&mut dyn Hasher)) -> u64 {
-    let mut h = HASHER.build_hasher();
-    write(&mut h);
-    h.finish()
-}
-
-static HASHER: ahash::RandomState = ahash::RandomState::with_seeds(
-    0x243f_6a88_85a3_08d3,
-    0x1319_8a2e_0370_7344,
-    0xa409_3822_299f_31d0,
-    0x082e_fa98_ec4e_6c89,
-);
+pub use model::steps::fingerprint;
 
 /// A bounded, thread-safe fingerprint → value cache.
 pub struct Memo<V> {

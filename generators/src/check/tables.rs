@@ -13,7 +13,7 @@ use model::objects::{ClusterQueue, InstanceType, ResourceFlavor};
 use model::placement::TasNode;
 use model::steps::StepStore;
 
-use super::memo::{fingerprint, fingerprint_with, Interner, Memo};
+use super::memo::{fingerprint, Interner, Memo};
 use super::palette;
 use super::state::{CardState, Status, MAX_CARD_SLOTS, MAX_NODES, MAX_WORKLOADS};
 
@@ -104,10 +104,6 @@ impl Default for StepMemo {
 }
 
 impl StepStore for StepMemo {
-    fn key(&self, write: &dyn Fn(&mut dyn std::hash::Hasher)) -> u64 {
-        fingerprint_with(write)
-    }
-
     fn node(&self, key: u64, compute: &mut dyn FnMut() -> DerivedNode) -> DerivedNode {
         self.nodes.get_or(key, compute)
     }
