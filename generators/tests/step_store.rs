@@ -76,6 +76,11 @@ impl<S: StepStore> StepStore for Counting<S> {
         self.inner.flavor(key, &mut counted)
     }
 
+    fn selection(&self, key: u64, compute: &mut dyn FnMut() -> Vec<usize>) -> Vec<usize> {
+        let mut counted = self.count(compute);
+        self.inner.selection(key, &mut counted)
+    }
+
     fn pod_webhook(
         &self,
         key: u64,

@@ -576,16 +576,18 @@ fn derive_pool<'a, R: Record>(
         },
         None => created,
     };
-    let selected = pool_flavors(&created, flavors, settings);
+    let at = stored_selection(
+        store,
+        ("flavors", &created.labels, flavor_keys, flavors.len()),
+        || pool_flavors(&created, flavors, settings),
+    );
+    let selected: Vec<&ResourceFlavor> = at.iter().map(|&i| &flavors[i]).collect();
     explain::pool_flavors(rec, &created, &selected, flavors.len());
-    // With a store, each selected flavor is named by its step key (flavors are sorted by name).
+    // With a store, each selected flavor is named by its step key.
     let selected_keys = match store {
-        Some(_) => selected
+        Some(_) => at
             .iter()
-            .filter_map(|rf| {
-                let i = flavors.binary_search_by(|f| f.name.cmp(&rf.name)).ok()?;
-                flavor_keys.get(i).copied()
-            })
+            .filter_map(|&i| flavor_keys.get(i).copied())
             .collect(),
         None => Vec::new(),
     };
@@ -603,7 +605,11 @@ fn derive_pool<'a, R: Record>(
     // Settling writes the queue's state, annotations and groups, never its labels, so the
     // devices selector read from the created queue is the settled queue's.
     let devices = if spec.acceleratable {
-        pool_devices(&created, nodes)
+        stored_selection(
+            store,
+            ("devices", &created.labels, nodes.keys, nodes.rows.len()),
+            || pool_devices(&created, nodes),
+        )
     } else {
         Vec::new()
     };
@@ -740,19 +746,38 @@ fn settle_pool<R: Record>(
     (it, settled.queue)
 }
 
-/// Rule 14: the live ResourceFlavors the queue's flavor selector picks, in name order.
-fn pool_flavors<'a>(
+/// Rule 14: the live ResourceFlavors the queue's flavor selector picks, as their positions in
+/// `flavors` (name order).
+fn pool_flavors(
     queue: &ClusterQueue,
-    flavors: &'a [ResourceFlavor],
+    flavors: &[ResourceFlavor],
     settings: &Settings,
-) -> Vec<&'a ResourceFlavor> {
+) -> Vec<usize> {
     let Some(selector) = pool::pool_flavor_selector(&queue.labels) else {
         return Vec::new();
     };
-    flavors
-        .iter()
-        .filter(|rf| selects_flavor(&selector, &rf.labels, settings.mutant))
+    (0..flavors.len())
+        .filter(|&i| selects_flavor(&selector, &flavors[i].labels, settings.mutant))
         .collect()
+}
+
+/// A pool's selection (its flavors, or the nodes whose Devices it reads: positions in the
+/// derivation's flavor or node list), from the store under its inputs (which selection, the
+/// queue's labels, which the pool's selectors are made from, and the keys of every flavor or
+/// node, in order) with the settings, or computed. Without a store, or without a key for every
+/// item, it is computed.
+fn stored_selection(
+    store: Option<(&dyn StepStore, u64)>,
+    (what, labels, keys, items): (&str, &Labels, &[u64], usize),
+    select: impl Fn() -> Vec<usize>,
+) -> Vec<usize> {
+    match store {
+        Some((store, settings_key)) if keys.len() == items && keys.iter().all(|&k| k != 0) => {
+            let key = fingerprint(&(what, labels, keys, settings_key));
+            store.selection(key, &mut || select())
+        }
+        _ => select(),
+    }
 }
 
 /// The pool-selection seam: the real ⊇ test, or a mutant's broken variant of it.
@@ -1027,6 +1052,7 @@ mod tests {
         nodes: Mutex<HashMap<u64, DerivedNode>>,
         pools: Mutex<HashMap<u64, (InstanceType, ClusterQueue)>>,
         flavors: Mutex<HashMap<u64, ResourceFlavor>>,
+        selections: Mutex<HashMap<u64, Vec<usize>>>,
         served: Mutex<usize>,
     }
 
@@ -1063,6 +1089,10 @@ mod tests {
 
         fn flavor(&self, key: u64, compute: &mut dyn FnMut() -> ResourceFlavor) -> ResourceFlavor {
             self.get_or(&self.flavors, key, compute)
+        }
+
+        fn selection(&self, key: u64, compute: &mut dyn FnMut() -> Vec<usize>) -> Vec<usize> {
+            self.get_or(&self.selections, key, compute)
         }
     }
 

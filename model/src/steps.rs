@@ -49,6 +49,12 @@ pub trait StepStore: Send + Sync {
     fn tas_node(&self, _key: u64, compute: &mut dyn FnMut() -> TasNode) -> TasNode {
         compute()
     }
+    /// A pool's selection under `key`, computing it on a miss: the positions of the flavors it
+    /// selects (rule 7.3) or of the nodes whose Devices it reads (rule 18) in the derivation's
+    /// lists. Part of a pool step's key, which a hit then needs no selector for.
+    fn selection(&self, _key: u64, compute: &mut dyn FnMut() -> Vec<usize>) -> Vec<usize> {
+        compute()
+    }
     /// A derivation through the store has ended. A store that keeps only the steps the latest
     /// derivation used ([`LatestSteps`]) drops the older ones here; others keep everything.
     fn settled(&self) {}
@@ -102,6 +108,7 @@ struct Steps {
     nodes: Table<DerivedNode>,
     flavors: Table<ResourceFlavor>,
     pools: Table<(InstanceType, ClusterQueue)>,
+    selections: Table<Vec<usize>>,
 }
 
 impl LatestSteps {
@@ -162,6 +169,10 @@ impl StepStore for LatestSteps {
 
     fn flavor(&self, key: u64, compute: &mut dyn FnMut() -> ResourceFlavor) -> ResourceFlavor {
         self.served(|s| &mut s.flavors, key, compute)
+    }
+
+    fn selection(&self, key: u64, compute: &mut dyn FnMut() -> Vec<usize>) -> Vec<usize> {
+        self.served(|s| &mut s.selections, key, compute)
     }
 
     /// The steps this derivation did not ask for are dropped; its own become the previous

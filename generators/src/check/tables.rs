@@ -83,6 +83,9 @@ pub struct StepMemo {
     pub pod_webhooks: Memo<PodWebhookVerdict>,
     /// Gate 2's TAS view of a node: a check's nodes take a few card states each.
     pub tas_nodes: Memo<TasNode>,
+    /// Pools' selections (their flavors, the nodes whose Devices they read), part of a pool
+    /// step's key.
+    pub selections: Memo<Vec<usize>>,
 }
 
 /// Most steps of each kind a [`StepMemo`] keeps. A step's result is a whole InstanceType and
@@ -99,6 +102,7 @@ impl Default for StepMemo {
             pools: Memo::with_cap(STEP_CAP),
             pod_webhooks: Memo::with_cap(STEP_CAP),
             tas_nodes: Memo::with_cap(STEP_CAP),
+            selections: Memo::with_cap(STEP_CAP),
         }
     }
 }
@@ -130,6 +134,10 @@ impl StepStore for StepMemo {
 
     fn tas_node(&self, key: u64, compute: &mut dyn FnMut() -> TasNode) -> TasNode {
         self.tas_nodes.get_or(key, compute)
+    }
+
+    fn selection(&self, key: u64, compute: &mut dyn FnMut() -> Vec<usize>) -> Vec<usize> {
+        self.selections.get_or(key, compute)
     }
 }
 
@@ -361,6 +369,11 @@ impl Tables {
                 "TAS nodes",
                 self.steps.tas_nodes.len(),
                 self.steps.tas_nodes.busy(),
+            ),
+            stat(
+                "pool selections",
+                self.steps.selections.len(),
+                self.steps.selections.busy(),
             ),
             stat(
                 "renamed structures",
