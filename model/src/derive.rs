@@ -332,28 +332,17 @@ impl Deriver {
         derive_through(self.steps.as_deref(), cluster, previous, &mut NoRecord)
     }
 
-    /// Gate 1's verdict on the Workload and fronting InstanceType `inputs` hashes, taken from
-    /// the store when it keeps one under their key (`compute` reads nothing else).
-    pub(crate) fn pod_webhook_step(
+    /// A gate's result on what `inputs` hashes (gate 1's Workload and fronting InstanceType,
+    /// gate 2's node and derived labels), taken from the store's table `kept` when it keeps
+    /// one under their key (`compute` reads nothing else), computed without a store.
+    pub(crate) fn gate_step<T>(
         &self,
+        kept: fn(&(dyn StepStore + 'static), u64, &mut dyn FnMut() -> T) -> T,
         inputs: &impl std::hash::Hash,
-        compute: &dyn Fn() -> crate::lifecycle::PodWebhookVerdict,
-    ) -> crate::lifecycle::PodWebhookVerdict {
+        compute: &dyn Fn() -> T,
+    ) -> T {
         match self.steps.as_deref() {
-            Some(store) => store.pod_webhook(fingerprint(inputs), &mut || compute()),
-            None => compute(),
-        }
-    }
-
-    /// Gate 2's TAS view of the node and derived labels `inputs` hashes, taken from the store
-    /// when it keeps one under their key (`compute` reads nothing else).
-    pub(crate) fn tas_node_step(
-        &self,
-        inputs: &impl std::hash::Hash,
-        compute: &dyn Fn() -> crate::placement::TasNode,
-    ) -> crate::placement::TasNode {
-        match self.steps.as_deref() {
-            Some(store) => store.tas_node(fingerprint(inputs), &mut || compute()),
+            Some(store) => kept(store, fingerprint(inputs), &mut || compute()),
             None => compute(),
         }
     }

@@ -58,6 +58,7 @@ use crate::quota::{
     credits_of_requests, pod_requests, pod_set_credits_of, quota_verdict, QuotaVerdict,
 };
 use crate::resources::{family_of, Family};
+use crate::steps::StepStore;
 use crate::workload::{Container, PodSet, Workload};
 
 /// Kueue's quota resource for CPU pools; compared in millicores.
@@ -723,7 +724,9 @@ impl AdmissionState {
             // else: a store serves it again for the same two.
             Ok(it) => self
                 .deriver
-                .pod_webhook_step(&(w, it), &|| admit_pod_sets(w, &fronting)),
+                .gate_step(<dyn StepStore>::pod_webhook, &(w, it), &|| {
+                    admit_pod_sets(w, &fronting)
+                }),
             Err(_) => admit_pod_sets(w, &fronting),
         }
     }
@@ -883,7 +886,9 @@ impl AdmissionState {
             .filter(|(_, d)| selector_matches(&rf.node_labels, &d.labels))
             .map(|(n, d)| {
                 self.deriver
-                    .tas_node_step(&(n, &d.labels), &|| tas_node(n, &d.labels))
+                    .gate_step(<dyn StepStore>::tas_node, &(n, &d.labels), &|| {
+                        tas_node(n, &d.labels)
+                    })
             })
             .collect()
     }
