@@ -570,7 +570,7 @@ fn derive_pool<'a, R: Record>(
         ("flavors", &created.labels, flavor_keys, flavors.len()),
         || pool_flavors(&created, flavors, settings),
     );
-    let selected: Vec<&ResourceFlavor> = at.iter().map(|&i| &flavors[i]).collect();
+    let selected: Vec<&ResourceFlavor> = at.iter().filter_map(|&i| flavors.get(i)).collect();
     explain::pool_flavors(rec, &created, &selected, flavors.len());
     // With a store, each selected flavor is named by its step key.
     let selected_keys = match store {
