@@ -20,6 +20,7 @@ use model::lifecycle::PodWebhookVerdict;
 use model::objects::{ClusterQueue, InstanceType, ResourceFlavor};
 use model::placement::TasNode;
 use model::steps::{LatestSteps, StepStore};
+use model::workload::Workload;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
@@ -150,17 +151,15 @@ fn an_incremental_derivation_equals_the_models_after_every_event() {
     assert!(served * 2 > asked, "served {served} of {asked} steps");
 }
 
+/// The walkthrough's T4 pool.
+const T4: &str = "gpustack--nvidia-tesla-t4-linux-amd64";
+
 /// Gate 1 reads the InstanceType fronting the Workload's queue: one Workload, under one pool
 /// name whose InstanceType offers a MIG profile on one cluster and not on the other, gets each
 /// cluster's own verdict through one store, whichever cluster asks first.
 #[test]
 fn a_stored_gate_one_verdict_is_the_fronting_instance_types() {
-    use model::examples;
-    use model::lifecycle::AdmissionState;
-    const T4: &str = "gpustack--nvidia-tesla-t4-linux-amd64";
-    let logical = examples::walkthrough();
-    let mig = examples::walkthrough_with_mig_card();
-    let w = examples::workload(
+    let w = model::examples::workload(
         "mig",
         T4,
         1,
@@ -169,20 +168,15 @@ fn a_stored_gate_one_verdict_is_the_fronting_instance_types() {
             ("nvidia.com/gpu.partitioned.mig-2g.10gb", "1"),
         ],
     );
-    let submit =
-        |c: &Cluster, d: &Deriver| AdmissionState::with_deriver(c.clone(), d.clone()).submit(&w);
-    let plain = Deriver::plain();
-    let (on_mig, on_logical) = (submit(&mig, &plain), submit(&logical, &plain));
-    assert_ne!(
-        on_mig, on_logical,
-        "the profile is offered on one cluster only"
+    let (mig, logical) = (
+        model::examples::walkthrough_with_mig_card(),
+        model::examples::walkthrough(),
     );
-    for order in [[&mig, &logical], [&logical, &mig]] {
-        let stored = Deriver::with_steps(Arc::new(StepMemo::default()));
-        for c in order {
-            assert_eq!(submit(c, &stored), submit(c, &plain));
-        }
-    }
+    one_store_judges_each_as_the_plain_model(
+        &w,
+        [&mig, &logical],
+        "the profile is offered on one cluster only",
+    );
 }
 
 /// Gate 2's TAS view of a node reads the node's ledger: one Workload asking two T4 cards on a
@@ -191,21 +185,28 @@ fn a_stored_gate_one_verdict_is_the_fronting_instance_types() {
 /// cluster asks first.
 #[test]
 fn a_stored_tas_node_is_its_ledgers() {
-    use model::examples;
     use model::lifecycle::AdmissionState;
-    const T4: &str = "gpustack--nvidia-tesla-t4-linux-amd64";
-    let gpus = |name, n| examples::workload(name, T4, 1, &[("nvidia.com/gpu", n)]);
-    let free = examples::walkthrough();
+    let gpus = |name, n| model::examples::workload(name, T4, 1, &[("nvidia.com/gpu", n)]);
+    let free = model::examples::walkthrough();
     let mut holding = AdmissionState::new(free.clone());
     holding.submit(&gpus("first", "4"));
-    let held = holding.cluster;
-    let w = gpus("second", "2");
+    one_store_judges_each_as_the_plain_model(
+        &gpus("second", "2"),
+        [&free, &holding.cluster],
+        "node-t4-b has room on one cluster only",
+    );
+}
+
+/// `w` submitted alone on each of two `clusters`, whose plain verdicts differ (`why`), gets
+/// the plain verdict through one `StepMemo` serving both, in either order.
+fn one_store_judges_each_as_the_plain_model(w: &Workload, clusters: [&Cluster; 2], why: &str) {
+    use model::lifecycle::AdmissionState;
     let submit =
-        |c: &Cluster, d: &Deriver| AdmissionState::with_deriver(c.clone(), d.clone()).submit(&w);
+        |c: &Cluster, d: &Deriver| AdmissionState::with_deriver(c.clone(), d.clone()).submit(w);
     let plain = Deriver::plain();
-    let (on_free, on_held) = (submit(&free, &plain), submit(&held, &plain));
-    assert_ne!(on_free, on_held, "node-t4-b has room on one cluster only");
-    for order in [[&free, &held], [&held, &free]] {
+    let [a, b] = clusters;
+    assert_ne!(submit(a, &plain), submit(b, &plain), "{why}");
+    for order in [[a, b], [b, a]] {
         let stored = Deriver::with_steps(Arc::new(StepMemo::default()));
         for c in order {
             assert_eq!(submit(c, &stored), submit(c, &plain));

@@ -754,14 +754,14 @@ fn pool_flavors(
 /// derivation's flavor or node list), from the store under its inputs (which selection, the
 /// queue's labels, which the pool's selectors are made from, and the keys of every flavor or
 /// node, in order) with the settings, or computed. Without a store, or without a key for every
-/// item, it is computed.
+/// item (never the case with one), it is computed.
 fn stored_selection(
     store: Option<(&dyn StepStore, u64)>,
     (what, labels, keys, items): (&str, &Labels, &[u64], usize),
     select: impl Fn() -> Vec<usize>,
 ) -> Vec<usize> {
     match store {
-        Some((store, settings_key)) if keys.len() == items && keys.iter().all(|&k| k != 0) => {
+        Some((store, settings_key)) if keys.len() == items => {
             let key = fingerprint(&(what, labels, keys, settings_key));
             store.selection(key, &mut || select())
         }

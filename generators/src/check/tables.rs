@@ -320,69 +320,36 @@ impl Tables {
     /// Per memo table: entries (how many times that model work ran) and the time it took;
     /// then the interners' sizes (no time of their own).
     pub fn sizes(&self) -> Vec<MemoStat> {
-        let stat = |name, entries, busy| MemoStat {
+        fn memo<V: Clone>(name: &'static str, table: &Memo<V>) -> MemoStat {
+            MemoStat {
+                name,
+                entries: table.len(),
+                busy: table.busy(),
+            }
+        }
+        let interned = |name, entries| MemoStat {
             name,
             entries,
-            busy,
+            busy: Duration::ZERO,
         };
         vec![
-            stat(
-                "world verdicts",
-                self.world_bits.len(),
-                self.world_bits.busy(),
-            ),
-            stat(
-                "[M3] shape verdicts",
-                self.shape_ok.len(),
-                self.shape_ok.busy(),
-            ),
-            stat(
-                "re-derivations",
-                self.structure_after.len(),
-                self.structure_after.busy(),
-            ),
-            stat("gate-3 judgements", self.judged.len(), self.judged.busy()),
-            stat("landings", self.landed.len(), self.landed.busy()),
-            stat("releases", self.released.len(), self.released.busy()),
-            stat("quota checks", self.quota_ok.len(), self.quota_ok.busy()),
-            stat(
-                "mixing-flip drops",
-                self.flip_dropped.len(),
-                self.flip_dropped.busy(),
-            ),
-            stat(
-                "node steps",
-                self.steps.nodes.len(),
-                self.steps.nodes.busy(),
-            ),
-            stat(
-                "pool steps",
-                self.steps.pools.len(),
-                self.steps.pools.busy(),
-            ),
-            stat(
-                "gate-1 verdicts",
-                self.steps.pod_webhooks.len(),
-                self.steps.pod_webhooks.busy(),
-            ),
-            stat(
-                "TAS nodes",
-                self.steps.tas_nodes.len(),
-                self.steps.tas_nodes.busy(),
-            ),
-            stat(
-                "pool selections",
-                self.steps.selections.len(),
-                self.steps.selections.busy(),
-            ),
-            stat(
-                "renamed structures",
-                self.renamed_structure.len(),
-                self.renamed_structure.busy(),
-            ),
-            stat("interned card rows", self.card_rows.len(), Duration::ZERO),
-            stat("interned structures", self.structures.len(), Duration::ZERO),
-            stat("interned holds", self.holds.len(), Duration::ZERO),
+            memo("world verdicts", &self.world_bits),
+            memo("[M3] shape verdicts", &self.shape_ok),
+            memo("re-derivations", &self.structure_after),
+            memo("gate-3 judgements", &self.judged),
+            memo("landings", &self.landed),
+            memo("releases", &self.released),
+            memo("quota checks", &self.quota_ok),
+            memo("mixing-flip drops", &self.flip_dropped),
+            memo("node steps", &self.steps.nodes),
+            memo("pool steps", &self.steps.pools),
+            memo("gate-1 verdicts", &self.steps.pod_webhooks),
+            memo("TAS nodes", &self.steps.tas_nodes),
+            memo("pool selections", &self.steps.selections),
+            memo("renamed structures", &self.renamed_structure),
+            interned("interned card rows", self.card_rows.len()),
+            interned("interned structures", self.structures.len()),
+            interned("interned holds", self.holds.len()),
         ]
     }
 
