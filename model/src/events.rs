@@ -156,7 +156,7 @@ impl World {
     /// [`World::resume`], deriving through `deriver` now and after every event.
     pub fn resume_through(cluster: Cluster, published: Derived, deriver: Deriver) -> Self {
         let mut world = World::with_deriver(cluster, deriver);
-        world.admission.derived = published;
+        world.admission.derived = published.into();
         world.remember_authored();
         world
     }
@@ -352,7 +352,7 @@ impl World {
                 let _ = self.admission.finish(ns, name);
             }
         }
-        self.admission.derived = next;
+        self.admission.derived = next.into();
         self.remember_authored();
         let effect = if victims.is_empty() {
             Effect::Reshaped
@@ -381,7 +381,7 @@ impl World {
     /// Re-derives the structure after a shape change, from the last quiescence.
     fn reshape(&mut self) -> Effect {
         let next = self.observe();
-        self.admission.derived = next;
+        self.admission.derived = next.into();
         self.remember_authored();
         Effect::Reshaped
     }

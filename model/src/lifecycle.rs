@@ -192,7 +192,8 @@ pub enum HoldError {
 #[derive(Clone, Debug)]
 pub struct AdmissionState {
     pub cluster: Cluster,
-    pub derived: Derived,
+    /// Shared: a world is cloned far more often than its objects are re-derived.
+    pub derived: std::sync::Arc<Derived>,
     /// (queue, flavor, resource) → reserved amount.
     pub reserved: BTreeMap<(String, String, String), i64>,
     /// `namespace/name` → hold.
@@ -252,7 +253,7 @@ impl AdmissionState {
         let instances = carved_instances(&cluster);
         AdmissionState {
             cluster,
-            derived,
+            derived: derived.into(),
             reserved: BTreeMap::new(),
             holds: BTreeMap::new(),
             instances,

@@ -250,7 +250,7 @@ pub fn checkpoint_of(reference: &World, submitted: &[(u64, Event)]) -> Option<Sc
         name: "soak-checkpoint".into(),
         cluster: free.cluster().clone(),
         events: resubmits,
-        published: Some(free.admission.derived.clone()),
+        published: Some(model::derive::Derived::clone(&free.admission.derived)),
         ..Scenario::default()
     };
     let mut again = s.start();

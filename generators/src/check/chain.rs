@@ -79,12 +79,6 @@ pub struct ChainModel {
     discovered: [AtomicBool; props::ALL.len()],
 }
 
-thread_local! {
-    /// One spare copy of a structure's derived objects per thread (see
-    /// [`ChainModel::take_derived`]), tagged with its model and structure.
-    static SPARE_DERIVED: Cell<Option<(u64, u32, Derived)>> = const { Cell::new(None) };
-}
-
 /// The id the next [`ChainModel`] gets.
 static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -238,7 +232,7 @@ impl ChainModel {
         World {
             admission: AdmissionState {
                 cluster,
-                derived: self.take_derived(s.structure, st),
+                derived: st.derived.clone(),
                 reserved,
                 holds,
                 instances,
@@ -248,28 +242,6 @@ impl ChainModel {
                 deriver: self.tables.deriver(),
             },
         }
-    }
-
-    /// The derived objects of structure `id` for a world to own: the copy a step on this
-    /// thread gave back with [`ChainModel::give_back`] when it is that structure's, else a
-    /// clone (cloning a `Derived` was a tenth of a check's time).
-    fn take_derived(&self, id: u32, st: &Structure) -> Derived {
-        SPARE_DERIVED.with(|spare| match spare.take() {
-            Some((model, kept, derived)) if model == self.id && kept == id => derived,
-            _ => st.derived.clone(),
-        })
-    }
-
-    /// Keeps a world's derived objects for the next [`ChainModel::world_of`] of the same
-    /// structure on this thread. Only for a world whose derived objects were not changed
-    /// since `world_of` (checks, gates 1–3, charges and releases read them; shape events
-    /// re-derive them and must not give them back).
-    fn give_back(&self, id: u32, w: World) {
-        debug_assert!(
-            w.admission.derived == self.structure(id).derived,
-            "a world gave back derived objects it changed"
-        );
-        SPARE_DERIVED.with(|spare| spare.set(Some((self.id, id, w.admission.derived))));
     }
 
     /// Quota Kueue holds reserved for in-flight and admitted Workloads.
@@ -353,9 +325,7 @@ impl ChainModel {
             .world_bits
             .get_or(fingerprint(&s.world_key()), || {
                 let w = self.world_of(s);
-                let bits = props::world_verdicts(&w);
-                self.give_back(s.structure, w);
-                bits
+                props::world_verdicts(&w)
             });
         // The [M3] shape checks read the cluster only: shape and authored InstanceTypes.
         let authored = self.tables.authored_fingerprint(s.structure);
@@ -363,9 +333,7 @@ impl ChainModel {
             fingerprint(&(s.present, s.mig, s.extra_ns, s.aware, s.mixed, authored)),
             || {
                 let w = self.world_of(&self.free_cards(s));
-                let ok = props::m3_shape(&w).is_ok();
-                self.give_back(s.structure, w);
-                ok
+                props::m3_shape(&w).is_ok()
             },
         );
         let bits = world | (u32::from(shape) << props::M3_SHAPE) | props::status_verdicts(self, s);
@@ -376,7 +344,7 @@ impl ChainModel {
         let w = World::new(self.initial_cluster());
         let (cards, mig) = self.cards_of(&w);
         let structure = self.tables.intern_structure(Structure::canonical(
-            w.admission.derived.clone(),
+            Derived::clone(&w.admission.derived),
             w.cluster().instance_types.clone(),
         ));
         let present = ((1u16 << self.nodes) - 1) as u8;
@@ -434,7 +402,7 @@ impl ChainModel {
             w.apply(&event);
         }
         self.tables.intern_structure(Structure::canonical(
-            w.admission.derived,
+            Arc::unwrap_or_clone(w.admission.derived),
             w.admission.cluster.instance_types,
         ))
     }
@@ -603,7 +571,7 @@ impl ChainModel {
     /// could not place it).
     fn judge_alone(&self, scratch: &State, template: &Workload) -> (Status, bool) {
         let mut w = self.world_of(scratch);
-        let judged = match w.admission.submit(template) {
+        match w.admission.submit(template) {
             Outcome::Admitted => {
                 let hold = w
                     .admission
@@ -620,11 +588,7 @@ impl ChainModel {
             // Unreachable from the palette (no template is a ModelDeployment replica); a held
             // Workload reserves quota but is not admitted, which this checker does not track.
             Outcome::Held { .. } => (Status::Pending, false),
-        };
-        // Gates 1–3 read the derived objects and change only the cluster's ledgers, reserved
-        // quota and holds (lifecycle.rs `try_submit`).
-        self.give_back(scratch.structure, w);
-        judged
+        }
     }
 
     /// The card rows once every in-flight Workload's budget is charged, in template order, and

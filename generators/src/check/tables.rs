@@ -21,7 +21,8 @@ use super::state::{CardState, Status, MAX_CARD_SLOTS, MAX_NODES, MAX_WORKLOADS};
 /// are create-only, chain.md §8.4): everything `derive_after` remembers between events.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Structure {
-    pub derived: Derived,
+    /// Shared with every world built on this structure (`ChainModel::world_of`).
+    pub derived: Arc<Derived>,
     pub authored: Vec<ExistingInstanceType>,
 }
 
@@ -32,7 +33,10 @@ impl Structure {
     pub fn canonical(mut derived: Derived, mut authored: Vec<ExistingInstanceType>) -> Self {
         derived.nodes.sort_by(|a, b| a.name.cmp(&b.name));
         authored.sort_by(|a, b| a.name.cmp(&b.name));
-        Structure { derived, authored }
+        Structure {
+            derived: Arc::new(derived),
+            authored,
+        }
     }
 
     /// A fingerprint of the whole structure (its derived `Hash`: ordered maps and vectors
@@ -235,7 +239,7 @@ impl Tables {
 
     pub fn structure(&self, id: u32) -> &Structure {
         static EMPTY: LazyLock<Structure> = LazyLock::new(|| Structure {
-            derived: Derived::default(),
+            derived: Arc::default(),
             authored: Vec::new(),
         });
         self.structures.get(id).unwrap_or(&EMPTY)
