@@ -556,14 +556,10 @@ fn derive_pool<'a, R: Record>(
     rec: &mut R,
 ) -> (InstanceType, ClusterQueue) {
     let schedule = pool::spec_schedule_labels(&spec, settings.aware_cpu_manufacturer);
-    let created = queue::new_cluster_queue(name, &schedule, settings.era);
     // The InstanceType reconciler re-applies the labels to a queue that already exists.
     let created = match before {
-        Some(q) => ClusterQueue {
-            labels: created.labels,
-            ..q.clone()
-        },
-        None => created,
+        Some(q) => queue::align_cluster_queue_labels(q, &schedule),
+        None => queue::new_cluster_queue(name, &schedule, settings.era),
     };
     let at = stored_selection(
         store,

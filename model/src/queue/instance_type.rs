@@ -96,14 +96,6 @@ pub fn isolated_preemption() -> QueuePreemption {
 /// derived-from-node says; E3 `Hold` + empty-plan marker, E2 `None`. chain.md §10.1; rule 13;
 /// instance_type.go `createClusterQueue`.
 pub fn new_cluster_queue(it_name: &str, schedule_labels: &Labels, era: Era) -> ClusterQueue {
-    let labels_ = schedule_labels
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .chain([(
-            Text::new_static(labels::RESOURCE_TYPE),
-            Text::new_static(labels::RESOURCE_TYPE_INSTANCETYPES),
-        )])
-        .collect();
     let (stop_policy, annotations) = match era {
         Era::E2 => (StopPolicy::None, Labels::new()),
         Era::E3 => (
@@ -116,7 +108,7 @@ pub fn new_cluster_queue(it_name: &str, schedule_labels: &Labels, era: Era) -> C
     };
     ClusterQueue {
         name: it_name.into(),
-        labels: labels_,
+        labels: cluster_queue_labels(schedule_labels),
         annotations,
         cohort: Text::default(),
         stop_policy,
@@ -131,16 +123,28 @@ pub fn new_cluster_queue(it_name: &str, schedule_labels: &Labels, era: Era) -> C
 /// The InstanceType reconciler re-applies the schedule labels of the type's current spec to its
 /// existing queue: the label set is replaced, so a feature key of an old group is pruned rather
 /// than left to AND the selectors into matching no pool (instance_type_test.go
-/// `RepointsFeatureKeyOnGroupChange`; the same rule derive.rs applies to an existing queue).
+/// `RepointsFeatureKeyOnGroupChange`; derive.rs re-applies them so).
 pub fn align_cluster_queue_labels(
     existing: &ClusterQueue,
     schedule_labels: &Labels,
 ) -> ClusterQueue {
-    let created = new_cluster_queue(&existing.name, schedule_labels, Era::E3);
     ClusterQueue {
-        labels: created.labels,
+        labels: cluster_queue_labels(schedule_labels),
         ..existing.clone()
     }
+}
+
+/// A backing queue's labels: the InstanceType's schedule labels and the operator's
+/// `resource.gpustack.ai/type=instancetypes` mark.
+fn cluster_queue_labels(schedule_labels: &Labels) -> Labels {
+    schedule_labels
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .chain([(
+            Text::new_static(labels::RESOURCE_TYPE),
+            Text::new_static(labels::RESOURCE_TYPE_INSTANCETYPES),
+        )])
+        .collect()
 }
 
 /// An object's deletion as the API server performs it: removed at once without finalizers,
