@@ -183,7 +183,7 @@ fn partition_alphabet(capability: &Capability) -> Vec<Charge> {
         .flat_map(|p| {
             p.placements.iter().map(|pl| {
                 Charge::Partition(Instance {
-                    profile: p.name.clone(),
+                    profile: p.name.to_string(),
                     placement: pl.clone(),
                 })
             })

@@ -66,7 +66,7 @@ pub fn pools_through(cluster: &Cluster, deriver: &Deriver) -> Vec<Pool> {
                     .physical
                     .profiles
                     .iter()
-                    .map(|p| p.name.clone())
+                    .map(|p| p.name.to_string())
                     .collect(),
                 namespaces,
             }

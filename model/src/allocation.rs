@@ -111,7 +111,7 @@ fn partition_instances(card: &Card) -> Vec<Option<String>> {
     card.ledger
         .iter()
         .flat_map(|l| &l.allocated_profiles)
-        .flat_map(|p| std::iter::repeat_n(Some(p.name.clone()), p.count as usize))
+        .flat_map(|p| std::iter::repeat_n(Some(p.name.to_string()), p.count as usize))
         .collect()
 }
 

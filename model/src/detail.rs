@@ -517,7 +517,7 @@ mod tests {
             physical_profiles: profiles
                 .iter()
                 .map(|(name, count, memory_mib)| PartitionProfile {
-                    name: (*name).to_string(),
+                    name: (*name).into(),
                     count: *count,
                     memory_mib: *memory_mib,
                     ..PartitionProfile::default()

@@ -105,7 +105,7 @@ pub struct Placement {
 /// A partition profile of a card's catalog (`physicalSliced.profiles[]`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PartitionProfile {
-    pub name: String,
+    pub name: crate::labels::Text,
     /// Max instances of this profile on an empty card.
     pub count: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,7 +117,7 @@ pub struct PartitionProfile {
 /// A `{name, count}` entry of a ledger's or a view's profile list.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ProfileCount {
-    pub name: String,
+    pub name: crate::labels::Text,
     pub count: u32,
 }
 

@@ -366,7 +366,7 @@ fn adjust_allocated(list: &mut Vec<ProfileCount>, name: &str, delta: i64) {
     match list.iter_mut().find(|p| p.name == name) {
         Some(p) => p.count = (i64::from(p.count) + delta).max(0) as u32,
         None if delta > 0 => list.push(ProfileCount {
-            name: name.to_string(),
+            name: name.into(),
             count: delta as u32,
         }),
         None => {}
@@ -449,7 +449,7 @@ pub mod catalogs {
     /// One profile whose legal placements are `starts`, each `size` memory slices long.
     pub fn profile(name: &str, mib: Option<u64>, size: u32, starts: &[u32]) -> PartitionProfile {
         PartitionProfile {
-            name: name.to_string(),
+            name: name.into(),
             count: starts.len() as u32,
             memory_mib: mib,
             placements: starts

@@ -92,7 +92,7 @@ fn profile_tokens(card: &Card) -> Vec<(String, i64)> {
                 }
                 None => i64::from(p.count),
             };
-            (p.name.clone(), n)
+            (p.name.to_string(), n)
         })
         .collect()
 }

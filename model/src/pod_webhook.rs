@@ -503,7 +503,7 @@ pub fn partition_units(
                 it.name
             ),
             retryable: false,
-            offered: catalog.iter().map(|p| p.name.clone()).collect(),
+            offered: catalog.iter().map(|p| p.name.to_string()).collect(),
         });
     };
     let Some(profile_mib) = found.memory_mib.filter(|m| *m > 0) else {

@@ -60,7 +60,7 @@ pub fn publish_profiles(manufacturer: &str, list: &[ProfileCount]) -> Vec<Profil
     let mut out: Vec<ProfileCount> = list
         .iter()
         .map(|p| ProfileCount {
-            name: publish_profile_name(manufacturer, &p.name),
+            name: publish_profile_name(manufacturer, &p.name).into(),
             count: p.count,
         })
         .collect();

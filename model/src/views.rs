@@ -257,7 +257,7 @@ impl ProfileSums {
             }
             None => {
                 self.sums.push(ProfileCount {
-                    name: name.to_string(),
+                    name: name.into(),
                     count: by,
                 });
                 self.next = self.sums.len();
@@ -338,7 +338,7 @@ pub fn publish_status_profiles(detail: &mut Detail, partitioned: &mut PartitionV
         return;
     }
     for p in &mut detail.sliced_detail.physical.profiles {
-        p.name = publish_profile_name(manufacturer, &p.name);
+        p.name = publish_profile_name(manufacturer, &p.name).into();
     }
     partitioned.allocated_profiles =
         publish_profiles(manufacturer, &partitioned.allocated_profiles);
@@ -495,7 +495,7 @@ mod tests {
             physical_profiles: catalog
                 .iter()
                 .map(|(name, count)| PartitionProfile {
-                    name: (*name).to_string(),
+                    name: (*name).into(),
                     count: *count,
                     ..PartitionProfile::default()
                 })
@@ -507,7 +507,7 @@ mod tests {
     fn counts(list: &[(&str, u32)]) -> Vec<ProfileCount> {
         list.iter()
             .map(|(name, count)| ProfileCount {
-                name: (*name).to_string(),
+                name: (*name).into(),
                 count: *count,
             })
             .collect()
@@ -1020,16 +1020,16 @@ mod tests {
             for list in &lists {
                 let list: Vec<ProfileCount> = list
                     .iter()
-                    .map(|(name, count)| ProfileCount { name: name.clone(), count: *count })
+                    .map(|(name, count)| ProfileCount { name: name.as_str().into(), count: *count })
                     .collect();
                 sums.add_all(&list);
                 for p in &list {
-                    *by_name.entry(p.name.clone()).or_default() += p.count;
+                    *by_name.entry(p.name.to_string()).or_default() += p.count;
                 }
             }
             let expected: Vec<ProfileCount> = by_name
                 .into_iter()
-                .map(|(name, count)| ProfileCount { name, count })
+                .map(|(name, count)| ProfileCount { name: name.into(), count })
                 .collect();
             proptest::prop_assert_eq!(sums.into_sorted(), expected);
         }

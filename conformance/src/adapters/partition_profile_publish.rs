@@ -22,7 +22,7 @@ pub fn run(v: &Vector) -> Outcome {
                 .iter()
                 .zip(1u32..)
                 .map(|(name, count)| ProfileCount {
-                    name: name.clone(),
+                    name: name.as_str().into(),
                     count,
                 })
                 .collect();

@@ -777,7 +777,7 @@ fn capability(status: Option<&CardStatus<'_>>) -> Capability {
         physical_profiles: profiles
             .iter()
             .map(|p| PartitionProfile {
-                name: text(&p.name),
+                name: text(&p.name).into(),
                 count: p.count.unwrap_or_default(),
                 // memoryMib is required on the wire; 0 stands for "not known" in the model
                 memory_mib: p.memory_mib.filter(|m| *m > 0),
@@ -799,7 +799,7 @@ fn ledger(row: &LedgerRow<'_>) -> Result<Ledger, model::ModelError> {
         items(list)
             .iter()
             .map(|p| ProfileCount {
-                name: text(&p.name),
+                name: text(&p.name).into(),
                 count: p.count.unwrap_or_default(),
             })
             .collect()

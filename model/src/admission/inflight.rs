@@ -132,7 +132,7 @@ fn remaining_profiles(
         .map(|p| {
             let count = if p.placements.is_empty() {
                 p.count
-                    .saturating_sub(allocated.get(&p.name).copied().unwrap_or(0))
+                    .saturating_sub(allocated.get(p.name.as_str()).copied().unwrap_or(0))
             } else {
                 p.placements
                     .iter()
@@ -186,7 +186,10 @@ pub fn rebuild_card_ledger(capability: &Capability, charges: &[&CardCharge]) -> 
         ledger.remaining_profiles = remaining_profiles(capability, &occupied, &allocated);
         ledger.allocated_profiles = allocated
             .into_iter()
-            .map(|(name, count)| ProfileCount { name, count })
+            .map(|(name, count)| ProfileCount {
+                name: name.into(),
+                count,
+            })
             .collect();
     }
     if charges.is_empty() {
