@@ -192,7 +192,8 @@ pub enum HoldError {
 #[derive(Clone, Debug)]
 pub struct AdmissionState {
     pub cluster: Cluster,
-    /// Shared: a world is cloned far more often than its objects are re-derived.
+    /// Shared between clones of this world: replaced whole when the world re-derives, never
+    /// edited in place (a world is cloned far more often than it re-derives).
     pub derived: std::sync::Arc<Derived>,
     /// (queue, flavor, resource) → reserved amount.
     pub reserved: BTreeMap<(String, String, String), i64>,

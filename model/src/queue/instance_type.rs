@@ -123,7 +123,7 @@ pub fn new_cluster_queue(it_name: &str, schedule_labels: &Labels, era: Era) -> C
 /// The InstanceType reconciler re-applies the schedule labels of the type's current spec to its
 /// existing queue: the label set is replaced, so a feature key of an old group is pruned rather
 /// than left to AND the selectors into matching no pool (instance_type_test.go
-/// `RepointsFeatureKeyOnGroupChange`; derive.rs re-applies them so).
+/// `RepointsFeatureKeyOnGroupChange`); `derive_pool` re-labels an existing pool queue with it.
 pub fn align_cluster_queue_labels(
     existing: &ClusterQueue,
     schedule_labels: &Labels,
