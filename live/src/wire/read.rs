@@ -644,10 +644,10 @@ impl<'de: 'a, 'a> MemberWise<'de> for DevicesDoc<'a> {
     }
 }
 
-/// An optional text as the model holds it (absent: empty).
-fn text(t: &Option<Text<'_>>) -> String {
-    t.as_ref()
-        .map_or_else(String::new, |t| t.as_str().to_string())
+/// An optional text as the model holds it, a `String` or a `model::labels::Text` (absent:
+/// empty), copied once from the input.
+fn text<T: for<'s> From<&'s str>>(t: &Option<Text<'_>>) -> T {
+    T::from(t.as_ref().map_or("", |t| t.as_str()))
 }
 
 /// An optional list's items (absent: none).
@@ -777,7 +777,7 @@ fn capability(status: Option<&CardStatus<'_>>) -> Capability {
         physical_profiles: profiles
             .iter()
             .map(|p| PartitionProfile {
-                name: text(&p.name).into(),
+                name: text(&p.name),
                 count: p.count.unwrap_or_default(),
                 // memoryMib is required on the wire; 0 stands for "not known" in the model
                 memory_mib: p.memory_mib.filter(|m| *m > 0),
@@ -799,7 +799,7 @@ fn ledger(row: &LedgerRow<'_>) -> Result<Ledger, model::ModelError> {
         items(list)
             .iter()
             .map(|p| ProfileCount {
-                name: text(&p.name).into(),
+                name: text(&p.name),
                 count: p.count.unwrap_or_default(),
             })
             .collect()
