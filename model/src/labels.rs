@@ -6,6 +6,8 @@ pub const OS: &str = "kubernetes.io/os";
 pub const ARCH: &str = "kubernetes.io/arch";
 pub const HOSTNAME: &str = "kubernetes.io/hostname";
 
+/// The prefix NFD's CPU model labels share.
+pub const CPU_MODEL_PREFIX: &str = "feature.node.kubernetes.io/cpu-model.";
 pub const CPU_VENDOR: &str = "feature.node.kubernetes.io/cpu-model.vendor_id";
 pub const CPU_FAMILY: &str = "feature.node.kubernetes.io/cpu-model.family";
 pub const CPU_ID: &str = "feature.node.kubernetes.io/cpu-model.id";
@@ -176,6 +178,39 @@ impl Labels {
     /// The value under `key` (`BTreeMap::get`).
     pub fn get(&self, key: &str) -> Option<&Text> {
         self.get_key_value(key).map(|(_, v)| v)
+    }
+
+    /// The value under each of `keys` (`get` of each), all of which start with `prefix`: one
+    /// search for where the keys starting with `prefix` begin and a walk along them, where a
+    /// search per key probes the whole map again for each. For a prefix few labels share (an
+    /// aKey's `<featureKey>`, whose attributes a device flavor reads five of).
+    pub fn values_in_block<const N: usize>(
+        &self,
+        prefix: &str,
+        keys: [&str; N],
+    ) -> [Option<&Text>; N] {
+        debug_assert!(keys.iter().all(|k| k.starts_with(prefix)));
+        let mut out = [None; N];
+        let mut left = N;
+        let pairs = self.as_slice();
+        let start = self.find_index(prefix).unwrap_or_else(|at| at);
+        for (k, v) in &pairs[start..] {
+            let k = k.as_bytes();
+            if left == 0 || !k.starts_with(prefix.as_bytes()) {
+                break;
+            }
+            for (slot, key) in out.iter_mut().zip(keys) {
+                if slot.is_none()
+                    && k.len() == key.len()
+                    && compare_after(k, key.as_bytes(), prefix.len()).0.is_eq()
+                {
+                    *slot = Some(v);
+                    left -= 1;
+                    break;
+                }
+            }
+        }
+        out
     }
 
     /// The value under each of `keys`, given in key order, appended to `out`: one walk along
@@ -647,6 +682,37 @@ mod tests {
             let mut extended = Labels::new();
             extended.extend(texts());
             proptest::prop_assert!(extended.iter().eq(want.iter()));
+        }
+
+        /// `values_in_block` finds what `get` finds for each key: keys absent, a key the prefix
+        /// is itself, a longer aKey sharing the prefix (`…/a10x.count` lies inside the block),
+        /// and keys outside the block with the same attribute and length.
+        #[test]
+        fn a_block_lookup_is_a_get_per_key(
+            map in proptest::collection::btree_map(
+                proptest::sample::select(vec![
+                    "acceleratable.feature.gpustack.ai/nvidia-a10",
+                    "acceleratable.feature.gpustack.ai/nvidia-a10.cores",
+                    "acceleratable.feature.gpustack.ai/nvidia-a10.count",
+                    "acceleratable.feature.gpustack.ai/nvidia-a10.memory",
+                    "acceleratable.feature.gpustack.ai/nvidia-a10x.count",
+                    "acceleratable.feature.gpustack.ai/nvidia-a11.count",
+                    "acceleratable.feature.gpustack.ai/nvidia-a1",
+                    "acceleratable.feature.gpustack.ai/nvidia-a1.count",
+                    "acceleratable.feature.gpustack.ai/nvidia-a10.product",
+                    "a",
+                    "z",
+                ]),
+                0u8..4,
+                0..10,
+            )
+        ) {
+            let labels: Labels = map.iter().map(|(k, v)| (Text::new(k), int_text(*v))).collect();
+            let prefix = "acceleratable.feature.gpustack.ai/nvidia-a10";
+            let keys = [".count", ".product", ".family", ".memory", ".cores", ""]
+                .map(|attribute| format!("{prefix}{attribute}"));
+            let got = labels.values_in_block(prefix, keys.each_ref().map(String::as_str));
+            proptest::prop_assert_eq!(got, keys.each_ref().map(|k| labels.get(k)));
         }
 
         /// `with_replaced` is filtering the replaced labels out and extending by the new ones,

@@ -10,8 +10,8 @@ use crate::labels::{
     self, accelerator_feature_key, concat_text, count_key, general_feature_key, int_text,
     is_known_manufacturer, same_optional_text, same_text, Labels, Text, ACCELERATABLE,
     ACCELERATABLE_PREFIX, ARCH, CPU_ANNOTATION_PREFIX, CPU_FAMILY, CPU_FAMILY_ANNOTATION, CPU_ID,
-    CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR, CREDITS_PREFIX, HOSTNAME, MANAGED, OS,
-    TOPOLOGY_PROFILE,
+    CPU_MODEL_PREFIX, CPU_NAME_ANNOTATION, CPU_ONLY, CPU_VENDOR, CREDITS_PREFIX, HOSTNAME, MANAGED,
+    OS, TOPOLOGY_PROFILE,
 };
 use crate::objects::NodeFlavor;
 use arrayvec::ArrayString;
@@ -253,10 +253,13 @@ impl PartialEq for GeneralKeyInputs<'_> {
 impl<'a> GeneralKeyInputs<'a> {
     /// Reads the inputs of gKey from a node's labels and annotations.
     pub fn of(labels: &'a Labels, annotations: &'a Labels) -> Self {
+        // NFD's three `cpu-model.` labels sit together: one search finds them.
+        let [vendor, family, id] =
+            labels.values_in_block(CPU_MODEL_PREFIX, [CPU_VENDOR, CPU_FAMILY, CPU_ID]);
         GeneralKeyInputs {
-            vendor: labels.get(CPU_VENDOR).map(Text::as_str),
-            family: labels.get(CPU_FAMILY).map(Text::as_str),
-            id: labels.get(CPU_ID).map(Text::as_str),
+            vendor: vendor.map(Text::as_str),
+            family: family.map(Text::as_str),
+            id: id.map(Text::as_str),
             name: annotations.get(CPU_NAME_ANNOTATION).map(Text::as_str),
         }
     }
@@ -874,8 +877,12 @@ fn parse_go_int(s: &str) -> Option<i64> {
 
 /// A per-node `.count` label read as a positive count (`strconvx.Atoi`, > 0).
 fn positive_count(labels: &Labels, key: &str) -> Option<u64> {
-    labels
-        .get(key)
+    positive_count_of(labels.get(key))
+}
+
+/// [`positive_count`] of a label value already read.
+fn positive_count_of(value: Option<&Text>) -> Option<u64> {
+    value
         .and_then(|v| parse_go_int(v))
         .and_then(|n| u64::try_from(n).ok())
         .filter(|n| *n > 0)
@@ -1087,13 +1094,19 @@ fn device_flavor_inputs<'l>(
     a: &'l AcceleratorLabelKeys,
     platform: FlavorInputs<'l>,
 ) -> Option<FlavorInputs<'l>> {
+    // The five attributes share the `<featureKey>` prefix: one search finds them all.
+    let [count, product, family, memory, cores] = labels.values_in_block(
+        &a.feature,
+        [&a.count, &a.product, &a.family, &a.memory, &a.cores],
+    );
+    let text = |v: Option<&'l Text>| v.map_or("", Text::as_str);
     Some(FlavorInputs {
         accelerator_key: &a.key,
-        count: positive_count(labels, &a.count)?,
-        product: label_text(labels, &a.product),
-        family: label_text(labels, &a.family),
-        memory: label_text(labels, &a.memory),
-        cores: label_text(labels, &a.cores),
+        count: positive_count_of(count)?,
+        product: text(product),
+        family: text(family),
+        memory: text(memory),
+        cores: text(cores),
         ..platform
     })
 }
