@@ -826,7 +826,7 @@ fn local_queues(
         &names,
         &cluster.namespaces,
         &cluster.settings.system_namespace,
-        nodefeature::local_queue_name,
+        nodefeature::local_queue_text,
     );
     let (Some(Mutant::LateNamespaceNoLocalQueue), Some(prev)) = (cluster.settings.mutant, previous)
     else {

@@ -453,11 +453,6 @@ fn hex16(h: u64) -> ArrayString<16> {
     hex
 }
 
-/// `prefix` followed by [`hex16`] of `h`.
-fn prefixed_hex16(prefix: &str, h: u64) -> String {
-    [prefix, &hex16(h)].concat()
-}
-
 /// FNV-1a 64-bit of `s` as 16 lowercase hex digits (`stringx.SumByFNV64a`).
 pub fn fnv1a64_hex(s: &str) -> String {
     hex16(fnv1a64(s)).to_string()
@@ -466,7 +461,13 @@ pub fn fnv1a64_hex(s: &str) -> String {
 /// `FormatLocalQueueName`: `gpustack-fnv64-<hex>` of the ClusterQueue name, always 31 chars
 /// (chain.md §3.3).
 pub fn local_queue_name(cluster_queue: &str) -> String {
-    prefixed_hex16(LOCAL_QUEUE_PREFIX, fnv1a64(cluster_queue))
+    local_queue_text(cluster_queue).into()
+}
+
+/// [`local_queue_name`] as a label text, written on the stack (one allocation, where a
+/// `String` copied into a text took two).
+pub fn local_queue_text(cluster_queue: &str) -> Text {
+    concat_text(&[LOCAL_QUEUE_PREFIX, &hex16(fnv1a64(cluster_queue))])
 }
 
 /// A topology profile: `fnv64-` + FNV-1a-64 of the level keys joined by NUL
@@ -1625,7 +1626,6 @@ mod tests {
             u64::MAX,
         ] {
             assert_eq!(hex16(h).as_str(), format!("{h:016x}"));
-            assert_eq!(prefixed_hex16("p-", h), format!("p-{h:016x}"));
         }
     }
 

@@ -229,11 +229,11 @@ pub fn entrance_queues<'a>(operator: &[&'a str], foreign: &'a [ForeignQueue]) ->
 /// A LocalQueue's owner: its ClusterQueue (`kueue.x-k8s.io/v1beta2`), as the controller, not
 /// blocking the owner's deletion. node_queue_entrance.go @33574eb (`Reconcile`:
 /// `kubemeta.ControlOnWithoutBlock`).
-pub fn entrance_owner(cluster_queue: &str) -> OwnerReference {
+pub fn entrance_owner(cluster_queue: Text) -> OwnerReference {
     OwnerReference {
         api_version: Text::new_static(KUEUE_API_VERSION),
         kind: Text::new_static("ClusterQueue"),
-        name: Text::new(cluster_queue),
+        name: cluster_queue,
         controller: true,
         block_owner_deletion: false,
     }
@@ -250,31 +250,36 @@ pub fn local_queues(
     cluster_queues: &[&str],
     namespaces: &[Namespace],
     system_namespace: &str,
-    name_of: impl Fn(&str) -> String,
+    name_of: impl Fn(&str) -> Text,
 ) -> Vec<LocalQueue> {
-    cluster_queues
+    // Which namespaces get LocalQueues is the same for every queue: decided once.
+    let eligible: Vec<Text> = namespaces
         .iter()
-        .flat_map(|cq| {
-            // built once per queue; each LocalQueue shares them
-            let name = Text::from(name_of(cq));
-            let cluster_queue = Text::new(cq);
-            let annotations = Labels::from([(
-                Text::new_static(labels::QUEUE_ANNOTATION),
-                cluster_queue.clone(),
-            )]);
-            let owner = entrance_owner(cq);
-            namespaces
-                .iter()
-                .filter(|ns| namespace_gets_local_queues(ns, system_namespace))
-                .map(move |ns| LocalQueue {
-                    namespace: Text::new(&ns.name),
-                    name: name.clone(),
-                    cluster_queue: cluster_queue.clone(),
-                    annotations: annotations.clone(),
-                    owner: owner.clone(),
-                })
-        })
-        .collect()
+        .filter(|ns| namespace_gets_local_queues(ns, system_namespace))
+        .map(|ns| Text::new(&ns.name))
+        .collect();
+    let mut out = Vec::with_capacity(cluster_queues.len() * eligible.len());
+    if eligible.is_empty() {
+        return out;
+    }
+    for cq in cluster_queues {
+        // built once per queue; each LocalQueue shares them
+        let name = name_of(cq);
+        let cluster_queue = Text::new(cq);
+        let annotations = Labels::from([(
+            Text::new_static(labels::QUEUE_ANNOTATION),
+            cluster_queue.clone(),
+        )]);
+        let owner = entrance_owner(cluster_queue.clone());
+        out.extend(eligible.iter().map(|namespace| LocalQueue {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            cluster_queue: cluster_queue.clone(),
+            annotations: annotations.clone(),
+            owner: owner.clone(),
+        }));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -436,7 +441,7 @@ mod tests {
             name: "default".into(),
             terminating: false,
         }];
-        let lqs = local_queues(&["q"], &ns, "gpustack-system", |q| format!("lq-{q}"));
+        let lqs = local_queues(&["q"], &ns, "gpustack-system", |q| crate::text!("lq-{q}"));
         let owner = &lqs[0].owner;
         assert_eq!(
             (
@@ -463,7 +468,7 @@ mod tests {
             ns("leaving", true),
         ];
         let lqs = local_queues(&["cq-a"], &namespaces, "gpustack-system", |n| {
-            format!("lq-{n}")
+            crate::text!("lq-{n}")
         });
         let where_: Vec<&str> = lqs.iter().map(|l| l.namespace.as_str()).collect();
         assert_eq!(where_, ["default", "kube-public"]);
