@@ -527,8 +527,10 @@ fn instance_type_specs(
     if cluster.settings.derived_from_node {
         let aware = cluster.settings.aware_cpu_manufacturer;
         for rf in flavors {
-            let identity = pool::pool_of_flavor(&rf.flavor, aware);
-            specs.entry(identity.name_under(aware)).or_insert_with(|| {
+            // the first flavor of a pool builds its spec; the others only name the pool
+            let name = pool::pool_name_of_flavor(&rf.flavor, aware);
+            specs.entry(name).or_insert_with(|| {
+                let identity = pool::pool_of_flavor(&rf.flavor, aware);
                 let spec =
                     pool::derived_instance_type_spec(&identity, &rf.flavor, &rf.flavor.product);
                 (webhook::default_instance_type_spec(&spec), true)

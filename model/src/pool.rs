@@ -60,15 +60,14 @@ impl PoolIdentity {
     /// Exact pool name for a known awareness setting (`DerivedInstanceTypeIdentity`,
     /// pkg/nodefeature/helper.go).
     pub fn name_under(&self, aware: bool) -> String {
-        let (os, arch) = (self.os.as_str(), self.arch.as_str());
-        let (g, a) = (self.general_group.as_str(), self.accelerator_group.as_str());
-        // concatenated, not formatted: a derivation names every pool of every flavor
-        match (self.acceleratable, aware) {
-            (true, true) => ["gpustack--", g, "--", a, "-", os, "-", arch].concat(),
-            (true, false) => ["gpustack--", a, "-", os, "-", arch].concat(),
-            (false, true) => ["gpustack--", g, "-", os, "-", arch].concat(),
-            (false, false) => ["gpustack--", GENERAL_GROUP_GENERIC, "-", os, "-", arch].concat(),
-        }
+        pool_name(
+            self.acceleratable,
+            aware,
+            &self.general_group,
+            &self.accelerator_group,
+            &self.os,
+            &self.arch,
+        )
     }
 
     /// The pool's PoolScheduleLabels under the given awareness setting (chain.md §7.2).
@@ -82,6 +81,31 @@ impl PoolIdentity {
             &self.arch,
         )
     }
+}
+
+/// The name of the pool of these parts (`DerivedInstanceTypeIdentity`,
+/// pkg/nodefeature/helper.go): `g` counts only when aware, `a` only when accelerated.
+fn pool_name(acceleratable: bool, aware: bool, g: &str, a: &str, os: &str, arch: &str) -> String {
+    // concatenated, not formatted: a derivation names every pool of every flavor
+    match (acceleratable, aware) {
+        (true, true) => ["gpustack--", g, "--", a, "-", os, "-", arch].concat(),
+        (true, false) => ["gpustack--", a, "-", os, "-", arch].concat(),
+        (false, true) => ["gpustack--", g, "-", os, "-", arch].concat(),
+        (false, false) => ["gpustack--", GENERAL_GROUP_GENERIC, "-", os, "-", arch].concat(),
+    }
+}
+
+/// The name of the pool a flavor feeds: [`pool_of_flavor`]'s
+/// [`name_under`](PoolIdentity::name_under), without building the identity.
+pub fn pool_name_of_flavor(f: &NodeFlavor, aware: bool) -> String {
+    pool_name(
+        f.acceleratable,
+        aware,
+        &f.general_key,
+        &f.accelerator_key,
+        &f.os,
+        &f.arch,
+    )
 }
 
 /// Rule 10: the pool a flavor feeds (`DerivedInstanceTypeIdentity`, pkg/nodefeature/helper.go).
@@ -825,6 +849,21 @@ mod tests {
         assert_eq!(unaware.general_group, "generic");
         assert_eq!(unaware.accelerator_group, "nvidia-a10g");
         assert!(pool_of_flavor(&cpu, true).accelerator_group.is_empty());
+        // Naming a flavor's pool directly gives the identity's name, a stray aKey on a CPU
+        // flavor ignored as the identity ignores it.
+        let stray = NodeFlavor {
+            accelerator_key: "nvidia-a10g".into(),
+            ..cpu.clone()
+        };
+        for (f, aware) in [gpu, cpu, stray]
+            .iter()
+            .flat_map(|f| [(f, false), (f, true)])
+        {
+            assert_eq!(
+                pool_name_of_flavor(f, aware),
+                pool_of_flavor(f, aware).name_under(aware)
+            );
+        }
     }
 
     #[test]
