@@ -558,18 +558,17 @@ fn derive_pool<'a, R: Record>(
     rec: &mut R,
 ) -> (InstanceType, ClusterQueue) {
     let schedule = pool::spec_schedule_labels(&spec, settings.aware_cpu_manufacturer);
-    // The InstanceType reconciler re-applies the labels to a queue that already exists.
-    let created = match before {
-        Some(q) => queue::align_cluster_queue_labels(q, &schedule),
-        None => queue::new_cluster_queue(name, &schedule, settings.era),
-    };
+    // The queue's labels, whether the InstanceType reconciler creates it or re-applies them to
+    // the queue that exists: the selectors are made from them. The queue itself is built only
+    // when the pool is settled, not for a step the store serves.
+    let queue_labels = queue::cluster_queue_labels(&schedule);
     let at = stored_selection(
         store,
-        ("flavors", &created.labels, flavor_keys, flavors.len()),
-        || pool_flavors(&created, flavors, settings),
+        ("flavors", &queue_labels, flavor_keys, flavors.len()),
+        || pool_flavors(&queue_labels, flavors, settings),
     );
     let selected: Vec<&ResourceFlavor> = at.iter().filter_map(|&i| flavors.get(i)).collect();
-    explain::pool_flavors(rec, &created, &selected, flavors.len());
+    explain::pool_flavors(rec, (name, &queue_labels), &selected, flavors.len());
     // With a store, each selected flavor is named by its step key.
     let selected_keys = match store {
         Some(_) => at
@@ -594,8 +593,8 @@ fn derive_pool<'a, R: Record>(
     let devices = if spec.acceleratable {
         stored_selection(
             store,
-            ("devices", &created.labels, nodes.keys, nodes.rows.len()),
-            || pool_devices(&created, nodes),
+            ("devices", &queue_labels, nodes.keys, nodes.rows.len()),
+            || pool_devices(&queue_labels, nodes),
         )
     } else {
         Vec::new()
@@ -605,13 +604,14 @@ fn derive_pool<'a, R: Record>(
             .iter()
             .map(|&i| nodes.rows[i].1.name.as_str())
             .collect();
-        explain::pool_devices(rec, &created, &names, spec.acceleratable);
+        explain::pool_devices(rec, (name, &queue_labels), &names, spec.acceleratable);
     }
     let pool = PoolInputs {
         name,
         spec,
         derived,
-        created,
+        before,
+        queue_labels,
         selected,
         selected_keys,
         topologies,
@@ -635,8 +635,12 @@ struct PoolInputs<'a> {
     name: &'a str,
     spec: InstanceTypeSpec,
     derived: bool,
-    /// The queue as the InstanceType reconciler leaves it before NodeQueue runs.
-    created: ClusterQueue,
+    /// The pool's queue as the derivation before left it, if it existed.
+    before: Option<&'a ClusterQueue>,
+    /// The labels the InstanceType reconciler gives the queue, new or existing: with `before`,
+    /// `name` and the era, they make the queue it leaves before NodeQueue runs
+    /// ([`PoolInputs::created`]).
+    queue_labels: Labels,
     selected: Vec<&'a ResourceFlavor>,
     /// The selected flavors' step keys when a store serves the derivation (empty otherwise).
     selected_keys: Vec<u64>,
@@ -650,7 +654,15 @@ struct PoolInputs<'a> {
 
 impl std::hash::Hash for PoolInputs<'_> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        (self.name, &self.spec, self.derived, &self.created).hash(h);
+        // What the created queue is made of (the era is in the settings' key).
+        (
+            self.name,
+            &self.spec,
+            self.derived,
+            self.before,
+            &self.queue_labels,
+        )
+            .hash(h);
         // A flavor's step key stands for the flavor; without keys for all, the flavors.
         if self.selected_keys.len() == self.selected.len() {
             self.selected_keys.hash(h);
@@ -663,6 +675,18 @@ impl std::hash::Hash for PoolInputs<'_> {
             for &i in rows {
                 self.nodes.keys[i].hash(h);
             }
+        }
+    }
+}
+
+impl PoolInputs<'_> {
+    /// The queue as the InstanceType reconciler leaves it before NodeQueue runs: the existing
+    /// one re-labelled, else a new one.
+    fn created(&self, era: Era) -> ClusterQueue {
+        let labels = self.queue_labels.clone();
+        match self.before {
+            Some(q) => queue::relabelled_cluster_queue(q, labels),
+            None => queue::new_labelled_cluster_queue(self.name, labels, era),
         }
     }
 }
@@ -691,8 +715,8 @@ fn settle_pool<R: Record>(
     let devices = pool.nodes.devices(&pool.devices);
     let world = queue_world(&pool.selected, &pool.topologies, &members);
     let inputs: Vec<PoolFlavor> = pool.selected.iter().map(|rf| pool_flavor(rf)).collect();
-    let mut settled =
-        queue::settle_pool_queue(&pool.created, spec.inactive, &inputs, &world, settings);
+    let created = pool.created(settings.era);
+    let mut settled = queue::settle_pool_queue(&created, spec.inactive, &inputs, &world, settings);
     spec.inactive = settled.inactive;
     explain::settled_queue(rec, &settled);
     mutate_queue(&mut settled.queue, settings);
@@ -736,11 +760,11 @@ fn settle_pool<R: Record>(
 /// Rule 14: the live ResourceFlavors the queue's flavor selector picks, as their positions in
 /// `flavors` (name order).
 fn pool_flavors(
-    queue: &ClusterQueue,
+    queue_labels: &Labels,
     flavors: &[ResourceFlavor],
     settings: &Settings,
 ) -> Vec<usize> {
-    let Some(selector) = pool::pool_flavor_selector(&queue.labels) else {
+    let Some(selector) = pool::pool_flavor_selector(queue_labels) else {
         return Vec::new();
     };
     (0..flavors.len())
@@ -1017,8 +1041,8 @@ fn detail_flavor_notes(
 }
 
 /// Rule 18: the rows whose Devices labels the pool's devices selector matches.
-fn pool_devices(queue: &ClusterQueue, nodes: &NodeTable<'_>) -> Vec<usize> {
-    pool::pool_devices_selector(&queue.labels)
+fn pool_devices(queue_labels: &Labels, nodes: &NodeTable<'_>) -> Vec<usize> {
+    pool::pool_devices_selector(queue_labels)
         .map(|selector| nodes.devices_matching(&selector))
         .unwrap_or_default()
 }
@@ -1136,6 +1160,32 @@ mod tests {
             let fresh = derive(&stepped);
             assert_ne!(fresh.resource_flavors, derive(&before).resource_flavors);
             assert_eq!(deriver.derive(&stepped), fresh, "aware {aware}");
+        }
+    }
+
+    /// A pool settles from its queue as the derivation before left it (NodeQueue continues
+    /// from the queue's groups and marks), so the same cluster after another history is
+    /// another step: one store must not hand the first history's pools to the second.
+    #[test]
+    fn a_pool_step_is_not_served_to_a_queue_with_another_history() {
+        let deriver = Deriver::with_steps(Arc::new(Kept::default()));
+        let cluster = walkthrough();
+        let settled = derive(&cluster);
+        // The same queues, one of them left mid-migration in a phase NodeQueue refuses.
+        let mut marked = settled.clone();
+        marked.cluster_queues[0]
+            .annotations
+            .insert(Text::new_static(labels::MIGRATION_PHASE), "bogus".into());
+        let histories = [None, Some(settled), Some(marked)];
+        let fresh = histories
+            .each_ref()
+            .map(|before| derive_after(&cluster, before.as_ref()));
+        assert_ne!(
+            fresh[1], fresh[2],
+            "the histories settle alike: the test would not tell them apart"
+        );
+        for (before, fresh) in histories.iter().zip(&fresh) {
+            assert_eq!(&deriver.derive_after(&cluster, before.as_ref()), fresh);
         }
     }
 

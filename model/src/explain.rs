@@ -198,21 +198,20 @@ pub(crate) fn flavors<R: Record>(rec: &mut R, flavors: &[ResourceFlavor]) {
 /// Rule 14: the flavors a pool's queue selects, by its labels' flavor selector.
 pub(crate) fn pool_flavors<R: Record>(
     rec: &mut R,
-    queue: &ClusterQueue,
+    (q, queue_labels): (&str, &Labels),
     selected: &[&ResourceFlavor],
     live: usize,
 ) {
     if !R::ON {
         return;
     }
-    let q = queue.name.as_str();
     rec.derived_from(
         || Object::new(Kind::InstanceType, q),
         || Object::new(Kind::ClusterQueue, q),
     );
     let names: Vec<&str> = selected.iter().map(|rf| rf.name.as_str()).collect();
     rec.decide(|| {
-        let decided = match pool::pool_flavor_selector(&queue.labels) {
+        let decided = match pool::pool_flavor_selector(queue_labels) {
             Some(selector) => format!(
                 "queue {q}'s flavor selector {} picks {} of {live} flavor(s): {}",
                 show_labels(&selector),
@@ -241,19 +240,18 @@ pub(crate) fn pool_flavors<R: Record>(
 /// Rule 18: whose Devices a pool's views read.
 pub(crate) fn pool_devices<R: Record>(
     rec: &mut R,
-    queue: &ClusterQueue,
+    (q, queue_labels): (&str, &Labels),
     nodes: &[&str],
     acceleratable: bool,
 ) {
     if !R::ON {
         return;
     }
-    let q = queue.name.as_str();
     if !acceleratable {
         return;
     }
     rec.decide(|| {
-        let decided = match pool::pool_devices_selector(&queue.labels) {
+        let decided = match pool::pool_devices_selector(queue_labels) {
             Some(selector) => format!(
                 "InstanceType {q}'s devices selector {} matches the Devices of node(s) {}",
                 show_labels(&selector),

@@ -96,6 +96,11 @@ pub fn isolated_preemption() -> QueuePreemption {
 /// derived-from-node says; E3 `Hold` + empty-plan marker, E2 `None`. chain.md §10.1; rule 13;
 /// instance_type.go `createClusterQueue`.
 pub fn new_cluster_queue(it_name: &str, schedule_labels: &Labels, era: Era) -> ClusterQueue {
+    new_labelled_cluster_queue(it_name, cluster_queue_labels(schedule_labels), era)
+}
+
+/// [`new_cluster_queue`] with its [`cluster_queue_labels`] already built.
+pub fn new_labelled_cluster_queue(it_name: &str, labels: Labels, era: Era) -> ClusterQueue {
     let (stop_policy, annotations) = match era {
         Era::E2 => (StopPolicy::None, Labels::new()),
         Era::E3 => (
@@ -108,7 +113,7 @@ pub fn new_cluster_queue(it_name: &str, schedule_labels: &Labels, era: Era) -> C
     };
     ClusterQueue {
         name: it_name.into(),
-        labels: cluster_queue_labels(schedule_labels),
+        labels,
         annotations,
         cohort: Text::default(),
         stop_policy,
@@ -128,15 +133,21 @@ pub fn align_cluster_queue_labels(
     existing: &ClusterQueue,
     schedule_labels: &Labels,
 ) -> ClusterQueue {
+    relabelled_cluster_queue(existing, cluster_queue_labels(schedule_labels))
+}
+
+/// [`align_cluster_queue_labels`] with the [`cluster_queue_labels`] already built.
+pub fn relabelled_cluster_queue(existing: &ClusterQueue, labels: Labels) -> ClusterQueue {
     ClusterQueue {
-        labels: cluster_queue_labels(schedule_labels),
+        labels,
         ..existing.clone()
     }
 }
 
 /// A backing queue's labels: the InstanceType's schedule labels and the operator's
-/// `resource.gpustack.ai/type=instancetypes` mark.
-fn cluster_queue_labels(schedule_labels: &Labels) -> Labels {
+/// `resource.gpustack.ai/type=instancetypes` mark. A new queue and an existing one the
+/// reconciler re-labels carry the same ones.
+pub fn cluster_queue_labels(schedule_labels: &Labels) -> Labels {
     schedule_labels
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
