@@ -246,6 +246,21 @@ impl Labels {
         }
     }
 
+    /// A copy of this map with `key` set to `value`, this map unchanged: one vector built with
+    /// the pair in its place, where copying the pairs out and collecting them sorted them again.
+    pub fn with(&self, key: Text, value: Text) -> Labels {
+        let pairs = self.as_slice();
+        let (at, after) = match self.find_index(&key) {
+            Ok(i) => (i, i + 1),
+            Err(i) => (i, i),
+        };
+        let mut out = Vec::with_capacity(pairs.len() + 1);
+        out.extend_from_slice(&pairs[..at]);
+        out.push((key, value));
+        out.extend_from_slice(&pairs[after..]);
+        Labels::of_map(Map::from_sorted_store_unchecked(out))
+    }
+
     /// Whether `key` is set (`BTreeMap::contains_key`).
     pub fn contains_key(&self, key: &str) -> bool {
         self.find_index(key).is_ok()
@@ -750,6 +765,25 @@ mod tests {
                 proptest::prop_assert_eq!(got.identity(), own.identity());
             }
         }
+    }
+
+    /// `with` is `insert` into a copy: a new key in every place, a key already set replaced,
+    /// and the map it copies left as it was.
+    #[test]
+    fn a_map_with_a_pair_is_a_copy_with_it_inserted() {
+        let map: Labels = [("b", "1"), ("d", "2")]
+            .into_iter()
+            .map(|(k, v)| (Text::new(k), Text::new(v)))
+            .collect();
+        for key in ["a", "b", "c", "d", "e"] {
+            let mut want = map.clone();
+            want.insert(Text::new(key), Text::new("9"));
+            let got = map.with(Text::new(key), Text::new("9"));
+            assert!(got.iter().eq(want.iter()), "{key}: {got:?}");
+            assert_eq!(got, want);
+        }
+        assert_eq!(Labels::new().with("k".into(), "v".into()).len(), 1);
+        assert_eq!(map.len(), 2);
     }
 
     /// `overlay` is `extend` with the other map's pairs, whatever the overlap, and leaves a

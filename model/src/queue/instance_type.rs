@@ -148,14 +148,10 @@ pub fn relabelled_cluster_queue(existing: &ClusterQueue, labels: Labels) -> Clus
 /// `resource.gpustack.ai/type=instancetypes` mark. A new queue and an existing one the
 /// reconciler re-labels carry the same ones.
 pub fn cluster_queue_labels(schedule_labels: &Labels) -> Labels {
-    schedule_labels
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .chain([(
-            Text::new_static(labels::RESOURCE_TYPE),
-            Text::new_static(labels::RESOURCE_TYPE_INSTANCETYPES),
-        )])
-        .collect()
+    schedule_labels.with(
+        Text::new_static(labels::RESOURCE_TYPE),
+        Text::new_static(labels::RESOURCE_TYPE_INSTANCETYPES),
+    )
 }
 
 /// An object's deletion as the API server performs it: removed at once without finalizers,
