@@ -206,7 +206,6 @@ impl Labels {
                 {
                     *slot = Some(v);
                     left -= 1;
-                    break;
                 }
             }
         }
@@ -700,8 +699,8 @@ mod tests {
         }
 
         /// `values_in_block` finds what `get` finds for each key: keys absent, a key the prefix
-        /// is itself, a longer aKey sharing the prefix (`…/a10x.count` lies inside the block),
-        /// and keys outside the block with the same attribute and length.
+        /// is itself, a key asked for twice, a longer aKey sharing the prefix (`…/a10x.count`
+        /// lies inside the block), and keys outside the block with the same attribute and length.
         #[test]
         fn a_block_lookup_is_a_get_per_key(
             map in proptest::collection::btree_map(
@@ -724,7 +723,7 @@ mod tests {
         ) {
             let labels: Labels = map.iter().map(|(k, v)| (Text::new(k), int_text(*v))).collect();
             let prefix = "acceleratable.feature.gpustack.ai/nvidia-a10";
-            let keys = [".count", ".product", ".family", ".memory", ".cores", ""]
+            let keys = [".count", ".product", ".family", ".memory", ".cores", "", ".count"]
                 .map(|attribute| format!("{prefix}{attribute}"));
             let got = labels.values_in_block(prefix, keys.each_ref().map(String::as_str));
             proptest::prop_assert_eq!(got, keys.each_ref().map(|k| labels.get(k)));
