@@ -891,7 +891,12 @@ fn positive_count_of(value: Option<&Text>) -> Option<u64> {
 
 /// A label's value, empty when unset.
 fn label_text<'l>(labels: &'l Labels, key: &str) -> &'l str {
-    labels.get(key).map_or("", Text::as_str)
+    text_or_empty(labels.get(key))
+}
+
+/// A label value already read, an unset label reading as empty.
+fn text_or_empty(value: Option<&Text>) -> &str {
+    value.map_or("", Text::as_str)
 }
 
 /// The four labels of a node that its flavors, its eligibility and its Devices labels all read
@@ -1100,14 +1105,13 @@ fn device_flavor_inputs<'l>(
         &a.feature,
         [&a.count, &a.product, &a.family, &a.memory, &a.cores],
     );
-    let text = |v: Option<&'l Text>| v.map_or("", Text::as_str);
     Some(FlavorInputs {
         accelerator_key: &a.key,
         count: positive_count_of(count)?,
-        product: text(product),
-        family: text(family),
-        memory: text(memory),
-        cores: text(cores),
+        product: text_or_empty(product),
+        family: text_or_empty(family),
+        memory: text_or_empty(memory),
+        cores: text_or_empty(cores),
         ..platform
     })
 }

@@ -259,9 +259,6 @@ pub fn local_queues(
         .map(|ns| Text::new(&ns.name))
         .collect();
     let mut out = Vec::with_capacity(cluster_queues.len() * eligible.len());
-    if eligible.is_empty() {
-        return out;
-    }
     for cq in cluster_queues {
         // built once per queue; each LocalQueue shares them
         let name = name_of(cq);
